@@ -1,0 +1,108 @@
+import { resolve } from 'node:path';
+import { planAudit, writeAudit, type AuditPlan, type WrittenAudit } from '../manifest/index.js';
+import { spaceSize } from '../manifest/codes.js';
+import { codeSpaceOf } from '../grid/index.js';
+import { stringOption, type Command } from './command.js';
+
+/** `canary-audit plan GRID [--json] [--out DIR]`: expand a grid and show (or write) its runs. */
+export const command: Command = {
+  name: 'plan',
+  summary: 'Expand an audit grid into run manifests (prints them; --out writes them).',
+  usage: 'GRID [--json] [--out DIR] [--pin-revisions]',
+  description: `
+Validates GRID (YAML; see docs/grid.md), expands its axes into cells, draws the canaries and
+places them, then prints one line per run: its cell, canary count, appearances per dose and the
+fraction of rows that are canaries. Nothing is written unless --out is given.
+
+With --out DIR the audit is written to DIR/audits/<audit_id>/ (audit.json, grid.yaml and
+runs/<run_id>/{manifest.json,rows.jsonl,utility.jsonl}). Ids are content hashes, so planning
+the same grid again writes nothing new.`,
+  options: {
+    json: { type: 'boolean', description: 'Print the plan as JSON on stdout.' },
+    out: { type: 'string', value: 'DIR', description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).' },
+    'pin-revisions': {
+      type: 'boolean',
+      description: 'Resolve each hf model revision (default: main) to a commit sha on the Hub ($HF_ENDPOINT).',
+    },
+  },
+  positionals: [1, 1],
+  async run(args) {
+    const gridPath = args.positionals[0] as string;
+    const out = stringOption(args, 'out');
+    let plan = await planAudit(gridPath, out ? { artifactsDir: resolve(out) } : {});
+    if (args.values['pin-revisions']) {
+      const { pinPlanRevisions } = await import('../hub/index.js');
+      plan = await pinPlanRevisions(plan);
+    }
+    const written = out ? await writeAudit(plan, resolve(out)) : undefined;
+    if (args.values.json) process.stdout.write(`${JSON.stringify(planJson(plan, written), null, 2)}\n`);
+    else process.stdout.write(planText(plan, written));
+    return 0;
+  },
+};
+
+export function planJson(plan: AuditPlan, written?: WrittenAudit): Record<string, unknown> {
+  const { doc } = plan.grid;
+  return {
+    audit_id: plan.auditId,
+    name: plan.name,
+    grid_file: plan.gridFile,
+    grid_sha256: plan.grid.sha256,
+    rows: plan.grid.rows,
+    updates: plan.grid.updates,
+    batch_size: doc.training.batch_size,
+    candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
+    ...(written ? { audit_dir: written.auditDir } : {}),
+    runs: plan.runs.map((run, k) => {
+      const w = written?.runs[k];
+      const probed = run.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').length + run.heldOut.length;
+      return {
+        cell_id: run.cell.id,
+        cell: run.cell.labels,
+        canaries: run.canaries.length,
+        held_out: run.heldOut.length,
+        probes: probed * doc.probes.kinds.length,
+        appearances_by_dose: run.stats.appearancesByDose,
+        canary_rows: run.stats.canaryRows,
+        canary_fraction: run.stats.canaryFraction,
+        ...(w ? { run_id: w.runId, run_dir: w.runDir, manifest: w.manifestPath, created: w.created } : {}),
+      };
+    }),
+  };
+}
+
+export function planText(plan: AuditPlan, written?: WrittenAudit): string {
+  const { doc } = plan.grid;
+  const n = (x: number): string => x.toLocaleString('en-US');
+  const size = doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc));
+  const lines = [
+    `${plan.auditId}  ${plan.name}: ${plan.runs.length} run(s), ${n(plan.grid.rows)} rows each (${n(plan.grid.updates)} updates x batch ${doc.training.batch_size})`,
+    `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
+    '',
+  ];
+  const table = plan.runs.map((run, k) => {
+    const doses = Object.entries(run.stats.appearancesByDose)
+      .sort(([a], [b]) => Number(a) - Number(b))
+      .map(([d, count]) => `d${d}:${count}`)
+      .join(' ');
+    return [
+      run.cell.id,
+      String(run.canaries.length),
+      doses === '' ? '-' : doses,
+      n(run.stats.canaryRows),
+      `${(100 * run.stats.canaryFraction).toFixed(2)}%`,
+      ...(written ? [written.runs[k]?.runId ?? ''] : []),
+    ];
+  });
+  const header = ['cell', 'canaries', 'appearances by dose', 'canary rows', 'fraction', ...(written ? ['run id'] : [])];
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] ?? '').length)));
+  const fmt = (r: string[]): string => r.map((c, i) => (i === 0 || i === 2 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ').trimEnd();
+  lines.push(fmt(header), ...table.map(fmt));
+  if (written) {
+    const created = written.runs.filter((r) => r.created).length;
+    lines.push('', `wrote ${written.auditDir} (${created} new run(s), ${written.runs.length - created} unchanged)`);
+  } else {
+    lines.push('', 'nothing written; add --out DIR to write the manifests');
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,76 @@
+import { stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { UserInputError, quoteValue } from '../errors.js';
+import { defaultArtifactsDir } from '../paths.js';
+import { parseFormats, writeReport, REPORT_FORMATS } from '../report/index.js';
+import { intOption, stringOption, type Command } from './command.js';
+
+/**
+ * `canary-audit report AUDIT`: recompute every figure of an audit from its stored scores (no GPU,
+ * no Redis) and write the report files.
+ */
+async function isDir(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** AUDIT is a folder holding audit.json, a path to audit.json, or an id under <artifacts>/audits/. */
+export async function resolveAuditDir(audit: string, artifactsDir: string): Promise<string> {
+  const asPath = resolve(audit);
+  if (basename(asPath) === 'audit.json' && !(await isDir(asPath))) return dirname(asPath);
+  if (await isDir(asPath)) return asPath;
+  const byId = join(artifactsDir, 'audits', audit);
+  if (await isDir(byId)) return byId;
+  throw new UserInputError(
+    `no audit ${quoteValue(audit)}: neither a folder nor an id under ${join(artifactsDir, 'audits')}; pass an audit folder, or its id with --artifacts DIR (default $CANARY_AUDIT_HOME or ./artifacts)`,
+    { field: 'AUDIT', code: 'E_NO_AUDIT' },
+  );
+}
+
+export const command: Command = {
+  name: 'report',
+  summary: 'Compute exposure and recovery from stored scores; write reports.',
+  usage: 'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--json]',
+  description: `
+AUDIT is an audit id (looked up under <artifacts>/audits/) or the path of an audit folder.
+Writes report.md, report.csv (one row per run x canary x probe x phase), summary.json
+(schemas/report.schema.json) and report.html (plots as SVG, also in plots/). Failed and missing
+runs are listed in the report; a damaged artifact (truncated score file, wrong candidate space)
+stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or bad artifact.`,
+  options: {
+    format: { type: 'string', value: 'LIST', description: `Comma-separated formats among ${REPORT_FORMATS.join(', ')}. Default: all.` },
+    out: { type: 'string', value: 'DIR', description: 'Output folder. Default: <audit folder>/report.' },
+    artifacts: { type: 'string', value: 'DIR', description: 'Artifact root for audit ids. Default: $CANARY_AUDIT_HOME or ./artifacts.' },
+    seed: { type: 'string', value: 'N', description: 'Bootstrap seed (same seed, same intervals). Default 0.' },
+    resamples: { type: 'string', value: 'N', description: 'Bootstrap resamples per interval. Default 2000.' },
+    json: { type: 'boolean', description: 'Print the written files and run counts as JSON on stdout.' },
+  },
+  positionals: [1, 1],
+  async run(args) {
+    const artifacts = resolve(stringOption(args, 'artifacts') ?? defaultArtifactsDir());
+    const auditDir = await resolveAuditDir(args.positionals[0] as string, artifacts);
+    const formatText = stringOption(args, 'format');
+    const out = stringOption(args, 'out');
+    const result = await writeReport({
+      auditDir,
+      ...(out !== undefined ? { outDir: resolve(out) } : {}),
+      ...(formatText !== undefined ? { formats: parseFormats(formatText) } : {}),
+      seed: intOption(args, 'seed', 0, 0),
+      resamples: intOption(args, 'resamples', 2000, 1),
+    });
+    if (args.values.json) {
+      process.stdout.write(
+        `${JSON.stringify({ audit_dir: auditDir, files: result.files, summary: result.summaryPath ?? null, counts: result.counts, warnings: result.warnings })}\n`,
+      );
+    } else {
+      for (const file of result.files) process.stdout.write(`wrote ${file}\n`);
+      const c = result.counts;
+      process.stdout.write(`${c.finished}/${c.runs} runs finished, ${c.failed} failed, ${c.missing} missing; ${result.warnings.length} warning(s)\n`);
+      for (const w of result.warnings) process.stdout.write(`warning (${w.kind}): ${w.message}\n`);
+    }
+    return 0;
+  },
+};

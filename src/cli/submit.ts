@@ -1,0 +1,55 @@
+import { assertRedisReachable, loadAuditSource, queueConnection, requireRedisTarget, submitAudit } from '../queue/index.js';
+import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
+import { stringOption, type Command } from './command.js';
+
+/**
+ * `canary-audit submit GRID`: expand the grid, write the manifests into the artifact root and queue
+ * the audit as one BullMQ flow (audit parent + one job per run). Job ids are content hashes, so
+ * submitting the same grid again adds nothing.
+ */
+export const command: Command = {
+  name: 'submit',
+  summary: 'Expand a grid and queue one fine-tuning job per run on Redis.',
+  usage: 'GRID [--redis URL] [--artifacts DIR] [--attempts N] [--backoff-s S] [--json]',
+  description: `
+GRID is a grid YAML file, or an audit folder already written by \`plan --out\` (holding audit.json).
+Manifests go to <artifacts>/audits/<audit_id>/runs/<run_id>/; workers on any host that sees the
+same artifact root run them (\`canary-audit worker\`). An audit already in the queue is left as it
+is: nothing is added (to run a cancelled audit again, \`cancel AUDIT --purge\` first).
+Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or flags.`,
+  options: {
+    ...REDIS_OPTION,
+    ...ARTIFACTS_OPTION,
+    ...RETRY_OPTIONS,
+    json: { type: 'boolean', description: 'Print {audit_id, added, state, runs, audit_dir} as JSON on stdout.' },
+  },
+  positionals: [1, 1],
+  async run(args) {
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'submit');
+    const tuning = tuningFrom(args);
+    // Redis first: expanding a large grid is wasted when the queue cannot be reached.
+    await assertRedisReachable(target);
+    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args));
+    const outcome = await submitAudit(queueConnection(target), source.artifactsDir, source.input, tuning);
+    if (args.values.json) {
+      process.stdout.write(
+        `${JSON.stringify({
+          audit_id: outcome.auditId,
+          added: outcome.added,
+          state: outcome.existingState ?? 'queued',
+          runs: outcome.runs,
+          audit_dir: source.input.auditDir,
+          redis: target.redacted,
+        })}\n`,
+      );
+    } else if (outcome.added) {
+      process.stdout.write(
+        `queued ${outcome.auditId} (${outcome.runs} run${outcome.runs === 1 ? '' : 's'}) on ${target.redacted}\n` +
+          `  manifests: ${source.input.auditDir}\n  watch: canary-audit status ${outcome.auditId} --watch\n`,
+      );
+    } else {
+      process.stdout.write(`${outcome.auditId} is already in the queue (${outcome.existingState}); nothing added\n`);
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,64 @@
+import { existsSync } from 'node:fs';
+import { UserInputError } from '../errors.js';
+import { log } from '../log.js';
+import { SHUTDOWN_MARGIN_MS, WorkerPool, assertRedisReachable, describeSlot, queueConnection, requireRedisTarget } from '../queue/index.js';
+import { ARTIFACTS_OPTION, REDIS_OPTION, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
+import { stringOption, type Command } from './command.js';
+
+/**
+ * `canary-audit worker`: run queued fine-tuning jobs on this host until SIGTERM/SIGINT, one BullMQ
+ * worker per GPU (or per CPU share), concurrency 1 each.
+ */
+export const command: Command = {
+  name: 'worker',
+  summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).',
+  usage: '[--gpus 0,1,...|--cpu N] [--runner local|docker] [--redis URL] [--artifacts DIR]',
+  description: `
+Each worker takes one run at a time and starts the trainer as a child process (CUDA_VISIBLE_DEVICES
+set to its GPU), relays its progress to Redis (\`canary-audit status\`) and records where the result
+is. A crash is retried with backoff; a bad manifest, divergence, a missing model or OOM fail the run
+for good (output/failure.json) without holding up the rest of the audit.
+SIGTERM or SIGINT: every trainer checkpoints and exits, its run goes back to the front of the queue
+(no attempt spent), and the process exits within --stop-grace-s + ${SHUTDOWN_MARGIN_MS / 1000} s.
+A worker killed with SIGKILL loses its runs after --lock-ms; another worker resumes them from their
+newest checkpoint. Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
+  options: { ...SLOT_OPTIONS, ...REDIS_OPTION, ...ARTIFACTS_OPTION, ...TIMING_OPTIONS },
+  positionals: [0, 0],
+  async run(args) {
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'worker');
+    const artifactsDir = artifactsFrom(args);
+    if (!existsSync(artifactsDir)) {
+      throw new UserInputError(
+        `artifact root ${artifactsDir} does not exist; mount the shared artifact store there or pass --artifacts DIR (or set CANARY_AUDIT_HOME)`,
+        { field: '--artifacts', code: 'E_NO_ARTIFACTS' },
+      );
+    }
+    const slots = slotsFrom(args);
+    const runner = runnerFrom(args);
+    const tuning = tuningFrom(args);
+    await assertRedisReachable(target);
+    const pool = await WorkerPool.start({ conn: queueConnection(target), artifactsDir, runner, slots, tuning });
+    process.stderr.write(
+      `canary-audit worker: ${slots.map(describeSlot).join(', ')} on ${pool.host}, runner ${runner.name}, ${target.redacted}; artifacts ${artifactsDir}\n`,
+    );
+    await new Promise<void>((resolve) => {
+      let signals = 0;
+      const onSignal = (signal: NodeJS.Signals) => {
+        signals += 1;
+        if (signals > 1) {
+          log.warn({ signal }, 'second signal: exiting now');
+          process.exit(1);
+        }
+        log.info({ signal, running: pool.activeRuns() }, 'stopping: trainers checkpoint, runs go back to the queue');
+        pool.shutdown().then(resolve, (error: unknown) => {
+          log.error({ err: error }, 'shutdown failed');
+          resolve();
+        });
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    });
+    log.info('worker stopped');
+    return 0;
+  },
+};

@@ -1,0 +1,3 @@
+export * from './manifest.js';
+export * from './progress.js';
+export * from './result.js';

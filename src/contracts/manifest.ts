@@ -1,0 +1,168 @@
+import type { Provenance } from '../provenance/index.js';
+
+/**
+ * TypeScript view of schemas/manifest.schema.json (canary-audit.manifest/1). The schema is the
+ * contract; these types follow it field for field. Paths are relative to the manifest's folder.
+ */
+export const MANIFEST_VERSION = 'canary-audit.manifest/1';
+
+export type Role = 'system' | 'user' | 'assistant';
+export interface Message {
+  role: Role;
+  content: string;
+}
+
+export interface FileRef {
+  path: string;
+  sha256: string;
+  /** Number of lines. */
+  count: number;
+}
+
+export interface TinyModelSpec {
+  n_layer: number;
+  n_head: number;
+  d_model: number;
+  /** Context length in tokens (characters). */
+  max_len: number;
+  dropout: number;
+}
+
+export interface HfModelSpec {
+  dtype: 'bfloat16' | 'float16' | 'float32';
+  random_init: boolean;
+  config_overrides: Record<string, unknown>;
+  chat_template_kwargs: Record<string, unknown>;
+  trust_remote_code: boolean;
+  attn_implementation: string | null;
+}
+
+export type FinetuneSpec =
+  | { method: 'full' }
+  | { method: 'lora'; r: number; alpha: number; dropout: number; target_modules: string[] };
+
+export interface ModelSpec {
+  backend: 'tiny' | 'hf';
+  name: string;
+  revision: string | null;
+  init_seed: number;
+  tiny?: TinyModelSpec;
+  hf?: HfModelSpec;
+  finetune: FinetuneSpec;
+}
+
+export interface ScheduleSpec {
+  kind: 'constant' | 'cosine';
+  warmup_updates: number;
+  min_lr_ratio: number;
+}
+
+export interface TrainingSpec {
+  lr: number;
+  schedule: ScheduleSpec;
+  /** Rows per optimizer update; update i consumes rows [i*B, (i+1)*B). */
+  batch_size: number;
+  updates: number;
+  max_length: number;
+  seed: number;
+  weight_decay: number;
+  betas: [number, number];
+  grad_clip: number;
+  checkpoint_every: number;
+  loss_explode: number;
+  device: 'auto' | 'cpu' | 'cuda';
+}
+
+export interface Cue {
+  /** visible | redacted | encoded:<scheme> */
+  visibility: string;
+  /** How the code appears in the training input. */
+  text: string;
+  params?: Record<string, unknown>;
+}
+
+export interface InsertedCanary {
+  id: string;
+  /** `focal` or the name of an auxiliary cohort. */
+  cohort: string;
+  identity: string;
+  code: string;
+  cue: Cue;
+  dose: number;
+  window?: [number, number];
+  /** Row indices in rows.jsonl, ascending; length === dose. */
+  positions: number[];
+  candidates?: string[];
+}
+
+export interface HeldOutCanary {
+  id: string;
+  identity: string;
+  code: string;
+  candidates?: string[];
+}
+
+export type ProbeKind = 'hidden' | 'supplied' | 'substituted';
+export type DecodeMode = 'prefill' | 'free';
+
+export interface Probe {
+  id: string;
+  canary_id: string;
+  kind: ProbeKind;
+  shown_code: string | null;
+  prompt: Message[];
+  /** Target text up to the code. */
+  prefill: string;
+  decode: DecodeMode[];
+}
+
+export interface CandidateSpace {
+  kind: 'exhaustive' | 'sampled';
+  alphabet: string;
+  length: number;
+  size: number;
+  decoys?: number;
+  seed?: number;
+}
+
+export interface EvalSpec {
+  base_model: boolean;
+  checkpoints: number[];
+  max_new_tokens: number;
+  score_batch_size: number;
+}
+
+export interface Manifest {
+  schema_version: typeof MANIFEST_VERSION;
+  run_id: string;
+  audit: {
+    id: string;
+    name: string;
+    grid_file?: string | null;
+    grid_sha256: string;
+    cell_id: string;
+    cell: Record<string, unknown>;
+  };
+  task: { name: string; seed: number; params?: Record<string, unknown> };
+  model: ModelSpec;
+  training: TrainingSpec;
+  rows: FileRef;
+  utility?: FileRef;
+  canaries: InsertedCanary[];
+  held_out: HeldOutCanary[];
+  probes: Probe[];
+  candidate_space: CandidateSpace;
+  eval: EvalSpec;
+  provenance: Provenance;
+}
+
+/** One line of rows.jsonl / utility.jsonl (schemas/row.schema.json). */
+export interface Row {
+  i: number;
+  kind: 'background' | 'canary';
+  canary_id?: string | null;
+  /** Context only: loss-masked. */
+  prompt: Message[];
+  /** The assistant reply: the only trained text. */
+  target: string;
+}

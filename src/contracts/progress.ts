@@ -1,0 +1,83 @@
+import type { Stamp } from '../provenance/index.js';
+
+/** schemas/progress.schema.json: one JSON object per trainer stdout line. */
+export const PROGRESS_VERSION = 1;
+
+interface Base {
+  v: 1;
+  t: number;
+}
+
+export interface StartedEvent extends Base {
+  event: 'started';
+  run_id: string;
+  pid: number;
+  device: string;
+  backend: 'tiny' | 'hf';
+  total_updates: number;
+  resumed_from: number | null;
+  provenance?: Stamp;
+}
+
+export interface StepEvent extends Base {
+  event: 'step';
+  update: number;
+  total: number;
+  loss: number;
+  lr: number;
+  rows_per_s: number;
+  tokens_per_s?: number;
+}
+
+export interface CheckpointEvent extends Base {
+  event: 'checkpoint';
+  update: number;
+  path: string;
+}
+
+export interface EvalEvent extends Base {
+  event: 'eval';
+  phase: string;
+  done: number;
+  total: number;
+  candidates_per_s?: number;
+}
+
+export interface DoneEvent extends Base {
+  event: 'done';
+  result: string;
+  wall_s: number;
+}
+
+export type TrainerErrorKind =
+  | 'bad_manifest'
+  | 'bad_rows'
+  | 'diverged'
+  | 'oom'
+  | 'missing_model'
+  | 'missing_dependency'
+  | 'interrupted'
+  | 'internal';
+
+export interface ErrorEvent extends Base {
+  event: 'error';
+  kind: TrainerErrorKind;
+  message: string;
+  recoverable: boolean;
+}
+
+export type ProgressEvent = StartedEvent | StepEvent | CheckpointEvent | EvalEvent | DoneEvent | ErrorEvent;
+
+/**
+ * Trainer exit codes (trainer-py/canary_trainer/exit_codes.py holds the same table).
+ * Retrying helps only for FAILURE; INTERRUPTED means "resume me"; the others are final.
+ */
+export const TRAINER_EXIT = {
+  OK: 0,
+  FAILURE: 1,
+  BAD_INPUT: 2,
+  DIVERGED: 3,
+  MISSING_MODEL: 4,
+  OOM: 5,
+  INTERRUPTED: 75,
+} as const;

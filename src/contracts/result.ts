@@ -1,0 +1,74 @@
+import type { Provenance } from '../provenance/index.js';
+import type { ProbeKind } from './manifest.js';
+
+/** schemas/result.schema.json (canary-audit.result/1). Paths relative to result.json's folder. */
+export const RESULT_VERSION = 'canary-audit.result/1';
+
+export interface Greedy {
+  text: string;
+  code: string | null;
+}
+
+export interface ProbeResult {
+  probe_id: string;
+  canary_id: string;
+  arm: 'inserted' | 'held_out';
+  kind: ProbeKind;
+  /** float32 little-endian, one score (natural-log probability) per candidate, candidate order. */
+  scores_file: string;
+  scores_sha256: string;
+  n_candidates: number;
+  greedy: { prefill?: Greedy; free?: Greedy };
+}
+
+export interface Evaluation {
+  /** base | final | update-<n> */
+  phase: string;
+  update: number;
+  wall_s?: number;
+  probes: ProbeResult[];
+}
+
+export interface Result {
+  schema_version: typeof RESULT_VERSION;
+  run_id: string;
+  manifest_sha256: string;
+  backend: {
+    name: 'tiny' | 'hf';
+    model: string;
+    revision?: string | null;
+    device: string;
+    dtype?: string;
+    parameters: number;
+    trainable_parameters?: number;
+    scoring: 'prefix-tree' | 'per-candidate';
+  };
+  candidate_space: { kind: 'exhaustive' | 'sampled'; size: number };
+  training: {
+    updates: number;
+    rows: number;
+    tokens?: number;
+    final_loss: number;
+    loss_curve: [number, number][];
+    wall_s: number;
+    rows_per_s?: number;
+    tokens_per_s?: number;
+    resumed_from?: number | null;
+  };
+  evaluations: Evaluation[];
+  utility: { rows?: number; base_loss?: number | null; final_loss?: number | null };
+  rendered: { canary?: string | null; background?: string | null };
+  provenance: Provenance;
+}
+
+/**
+ * Written by a worker beside result.json's place when a run fails for good (no more retries), so a
+ * report can list the run and say why: runs/<run_id>/output/failure.json.
+ */
+export interface RunFailure {
+  run_id: string;
+  kind: string;
+  message: string;
+  attempts: number;
+  time: string;
+}

@@ -1,0 +1,1 @@
+export { writeFileAtomic, writeJsonAtomic } from './atomic.js';

@@ -1,0 +1,165 @@
+import { quoteValue, UserInputError } from '../errors.js';
+import { canonicalJson } from '../hash.js';
+import { REVERSE_SHIFT_DEFAULTS } from '../manifest/cues/index.js';
+import { BUILTIN_MODELS, modelFromObject, modelLabel } from './models.js';
+import { closest } from './suggest.js';
+import { formatPath, type GridPath, type GridSource } from './source.js';
+import type {
+  AxisName,
+  AxisValue,
+  AxisValueTypes,
+  CohortSpec,
+  ModelValue,
+  PlacementValue,
+  PopulationValue,
+  RawCohort,
+  ScheduleValue,
+  TaskValue,
+  VisibilityValue,
+  Window,
+} from './types.js';
+
+/**
+ * Normalises one axis value as written (already schema-valid) into the value planning uses, with a
+ * label for cell ids. Checks the schema cannot express (a window whose start is not before its
+ * end, reverse-shift parameters on another scheme, an unknown model preset) fail here, naming
+ * the place in the grid file.
+ */
+export const PLACEMENT_PRESETS: Readonly<Record<string, Window>> = {
+  early: [0, 0.2],
+  middle: [0.4, 0.6],
+  late: [0.8, 1],
+  uniform: [0, 1],
+};
+
+export interface AxisContext {
+  source: GridSource;
+  models: Readonly<Record<string, ModelValue>>;
+}
+
+type Normaliser<A extends AxisName> = (raw: unknown, path: GridPath, ctx: AxisContext) => { label: string; value: AxisValueTypes[A] };
+
+function fail(ctx: AxisContext, path: GridPath, message: string): never {
+  throw new UserInputError(message, { location: ctx.source.locate(path), field: formatPath(path), code: 'E_GRID_VALUE' });
+}
+
+function checkWindow(ctx: AxisContext, path: GridPath, w: Window): Window {
+  if (!(w[0] < w[1])) fail(ctx, path, `window ${quoteValue(w)} is empty; write [from, to] with 0 <= from < to <= 1`);
+  return [w[0], w[1]];
+}
+
+const fmt = (x: number): string => String(x);
+const windowLabel = (w: Window): string => `${fmt(w[0])}-${fmt(w[1])}`;
+
+const visibility: Normaliser<'visibility'> = (raw, path, ctx) => {
+  if (typeof raw === 'string') return { label: raw, value: { scheme: raw } };
+  const o = raw as { kind: string; width?: number; shift?: number; name?: string };
+  if (o.kind !== 'encoded:reverse-shift' && (o.width !== undefined || o.shift !== undefined)) {
+    fail(ctx, path, `width and shift apply only to encoded:reverse-shift, not ${JSON.stringify(o.kind)}; remove them`);
+  }
+  const value: VisibilityValue = { scheme: o.kind };
+  if (o.kind === 'encoded:reverse-shift') {
+    value.width = o.width ?? REVERSE_SHIFT_DEFAULTS.width;
+    value.shift = o.shift ?? REVERSE_SHIFT_DEFAULTS.shift;
+  }
+  const isDefault = o.kind !== 'encoded:reverse-shift' || (value.width === REVERSE_SHIFT_DEFAULTS.width && value.shift === REVERSE_SHIFT_DEFAULTS.shift);
+  const label = o.name ?? (isDefault ? o.kind : `${o.kind}(w${value.width},s${value.shift})`);
+  return { label, value: o.kind === 'encoded:reverse-shift' ? value : { scheme: o.kind } };
+};
+
+const dose: Normaliser<'dose'> = (raw) => ({ label: String(raw), value: raw as number });
+const seed: Normaliser<'seed'> = (raw) => ({ label: String(raw), value: raw as number });
+
+const placement: Normaliser<'placement'> = (raw, path, ctx) => {
+  if (typeof raw === 'string') return { label: raw, value: { window: PLACEMENT_PRESETS[raw] as Window, spacing: null, final: null } };
+  if (Array.isArray(raw)) {
+    const w = checkWindow(ctx, path, raw as Window);
+    return { label: windowLabel(w), value: { window: w, spacing: null, final: null } };
+  }
+  const o = raw as { window?: string | Window; spacing?: number; final?: Window; name?: string };
+  const w = o.window === undefined ? PLACEMENT_PRESETS.uniform as Window : typeof o.window === 'string' ? PLACEMENT_PRESETS[o.window] as Window : checkWindow(ctx, [...path, 'window'], o.window);
+  const final = o.final === undefined ? null : checkWindow(ctx, [...path, 'final'], o.final);
+  const value: PlacementValue = { window: [w[0], w[1]], spacing: o.spacing ?? null, final };
+  let label = typeof o.window === 'string' ? o.window : windowLabel(w);
+  if (value.spacing !== null) label += `+gap${value.spacing}`;
+  if (final) label += `+final${windowLabel(final)}`;
+  return { label: o.name ?? label, value };
+};
+
+function cohort(raw: RawCohort, index: number, path: GridPath, ctx: AxisContext): CohortSpec {
+  const order = raw.order ?? 'with';
+  const window = raw.window === undefined ? null : checkWindow(ctx, [...path, 'window'], raw.window);
+  return { name: raw.name ?? `aux${index}`, dose: raw.dose, count: raw.count, order, window, spacing: raw.spacing ?? null };
+}
+
+const population: Normaliser<'population'> = (raw, path, ctx) => {
+  if (typeof raw === 'string') return { label: raw, value: { kind: raw as PopulationValue['kind'] } };
+  const o = raw as { kind: 'mixed-dose' | 'cohorts'; doses?: number[]; count?: number; cohorts?: RawCohort[]; name?: string };
+  if (o.kind === 'mixed-dose') {
+    const doses = o.doses ? [...new Set(o.doses)].sort((a, b) => a - b) : undefined;
+    if (o.doses && doses && doses.length !== o.doses.length) fail(ctx, [...path, 'doses'], `${quoteValue(o.doses)} lists a dose twice; list each once`);
+    const value: PopulationValue = { kind: 'mixed-dose', ...(doses ? { doses } : {}), ...(o.count !== undefined ? { count: o.count } : {}) };
+    const label = o.name ?? `mixed-dose(${doses ? doses.join('+') : 'axis'}${o.count !== undefined ? `x${o.count}` : ''})`;
+    return { label, value };
+  }
+  const cohorts = (o.cohorts ?? []).map((c, i) => cohort(c, i, [...path, 'cohorts', i], ctx));
+  const names = new Set<string>();
+  cohorts.forEach((c, i) => {
+    if (names.has(c.name)) fail(ctx, [...path, 'cohorts', i], `cohort name ${JSON.stringify(c.name)} is used twice; give each cohort its own name`);
+    names.add(c.name);
+  });
+  const label = o.name ?? `cohorts(${cohorts.map((c) => `d${c.dose}x${c.count}-${c.order}`).join('+')})`;
+  return { label, value: { kind: 'cohorts', cohorts } };
+};
+
+const schedule: Normaliser<'schedule'> = (raw) => {
+  if (typeof raw === 'string') return { label: raw, value: { kind: raw as ScheduleValue['kind'], warmup_updates: 0, min_lr_ratio: 0 } };
+  const o = raw as { kind: ScheduleValue['kind']; warmup_updates?: number; min_lr_ratio?: number; name?: string };
+  const value: ScheduleValue = { kind: o.kind, warmup_updates: o.warmup_updates ?? 0, min_lr_ratio: o.min_lr_ratio ?? 0 };
+  let label: string = o.kind;
+  const extras: string[] = [];
+  if (value.warmup_updates > 0) extras.push(`warmup${value.warmup_updates}`);
+  if (value.min_lr_ratio > 0) extras.push(`min${fmt(value.min_lr_ratio)}`);
+  if (extras.length > 0) label += `(${extras.join(',')})`;
+  return { label: o.name ?? label, value };
+};
+
+const model: Normaliser<'model'> = (raw, path, ctx) => {
+  if (typeof raw === 'string') {
+    const preset = ctx.models[raw] ?? BUILTIN_MODELS[raw];
+    if (!preset) {
+      const known = [...new Set([...Object.keys(ctx.models), ...Object.keys(BUILTIN_MODELS)])];
+      const hint = closest(raw, known);
+      fail(ctx, path, `unknown model preset ${JSON.stringify(raw)}${hint ? ` (did you mean ${JSON.stringify(hint)}?)` : ''}; use one of ${known.join(', ')}, or define it under models:`);
+    }
+    return { label: raw, value: structuredClone(preset) };
+  }
+  const o = raw as Record<string, unknown>;
+  const value = modelFromObject(o);
+  return { label: (o.label as string | undefined) ?? modelLabel(value), value };
+};
+
+const task: Normaliser<'task'> = (raw) => {
+  const o = typeof raw === 'string' ? { name: raw } : (raw as { name: string; style?: string; label?: string });
+  const value: TaskValue = { name: o.name, params: { style: o.style ?? 'compact' } };
+  const label = 'label' in o && o.label ? o.label : `${o.name}/${value.params.style as string}`;
+  return { label, value };
+};
+
+const NORMALISERS: { [A in AxisName]: Normaliser<A> } = { visibility, dose, placement, population, schedule, model, task, seed };
+
+/** Normalise one value of axis `axis` written at `path`. */
+export function normaliseAxisValue<A extends AxisName>(axis: A, raw: unknown, path: GridPath, ctx: AxisContext): AxisValue<AxisValueTypes[A]> {
+  const { label, value } = (NORMALISERS[axis] as Normaliser<A>)(raw, path, ctx);
+  return { label, key: canonicalJson(value), value, path };
+}
+
+/** Values of axes a grid leaves out. */
+export const AXIS_DEFAULTS: { [A in Exclude<AxisName, 'visibility' | 'dose'>]: unknown } = {
+  placement: 'uniform',
+  population: 'single-dose',
+  schedule: 'constant',
+  model: 'tiny',
+  task: 'synthetic-email',
+  seed: 0,
+};

@@ -1,0 +1,7 @@
+import type { CodeSpace } from '../manifest/codes.js';
+import type { GridDocument } from './types.js';
+
+/** The grid's code space (alphabet and length of every canary code). */
+export function codeSpaceOf(doc: Pick<GridDocument, 'canaries'>): CodeSpace {
+  return { alphabet: doc.canaries.code.alphabet, length: doc.canaries.code.length };
+}

@@ -1,0 +1,116 @@
+import { readFile } from 'node:fs/promises';
+import { basename, extname } from 'node:path';
+import { UserInputError, UserInputErrors } from '../errors.js';
+import { contentHash } from '../hash.js';
+import { codeSpaceOf } from './code-space.js';
+import { cueEncoding } from '../manifest/cues/index.js';
+import { validate } from '../schemas/index.js';
+import { type AxisContext } from './axes.js';
+import { expandGrid, type Expansion } from './expand.js';
+import { modelFromObject } from './models.js';
+import { explainGridErrors } from './schema-errors.js';
+import { formatPath, GridSource, type GridPath } from './source.js';
+import type { GridDocument, ModelValue, VisibilityValue } from './types.js';
+
+/** Largest exhaustive candidate space: the trainer stores one float32 per candidate per probe. */
+export const MAX_EXHAUSTIVE = 1_000_000;
+
+/** A grid read, validated (defaults applied) and expanded into cells. */
+export interface LoadedGrid {
+  file: string;
+  source: GridSource;
+  /** The validated document with defaults and the name filled in: what the audit id hashes. */
+  doc: GridDocument & { name: string };
+  /** sha256 of the normalised grid (canonical JSON); the audit id is its first 12 hex digits. */
+  sha256: string;
+  rows: number;
+  updates: number;
+  expansion: Expansion;
+}
+
+export async function loadGrid(file: string): Promise<LoadedGrid> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+    throw new UserInputError(`cannot read the grid: ${reason}`, { location: { file }, code: 'E_GRID_READ', cause: error });
+  }
+  return parseGrid(file, text);
+}
+
+/** Parse, validate and expand grid text; `file` names it in error messages. */
+export function parseGrid(file: string, text: string): LoadedGrid {
+  const source = GridSource.parse(file, text);
+  const data = source.value;
+  if (data === null || data === undefined) {
+    throw new UserInputError('the grid is empty; a grid needs at least `axes` (visibility and dose) and `training`; see docs/grid.md', {
+      location: { file, line: 1, column: 1 },
+      code: 'E_GRID_EMPTY',
+    });
+  }
+  if (validate('grid', data).length > 0) throw new UserInputErrors(explainGridErrors(source, data));
+  const doc = data as GridDocument;
+  const name = doc.name ?? defaultName(file);
+  const errors: UserInputError[] = [];
+  const fail = (path: GridPath, message: string): void => {
+    errors.push(new UserInputError(message, { location: source.locate(path), field: formatPath(path), code: 'E_GRID_VALUE' }));
+  };
+
+  const { batch_size: batch, rows: rowsGiven, updates: updatesGiven } = doc.training;
+  let rows = 0;
+  let updates = 0;
+  if (rowsGiven === undefined && updatesGiven === undefined) {
+    fail(['training'], 'give the training budget as `rows` or `updates` (rows = batch_size x updates)');
+  } else if (rowsGiven !== undefined && rowsGiven % batch !== 0) {
+    fail(['training', 'rows'], `${rowsGiven} rows is not a multiple of batch_size ${batch}; use ${Math.floor(rowsGiven / batch) * batch} or ${Math.ceil(rowsGiven / batch) * batch}`);
+  } else if (rowsGiven !== undefined && updatesGiven !== undefined && rowsGiven !== batch * updatesGiven) {
+    fail(['training', 'updates'], `${updatesGiven} updates x batch_size ${batch} = ${batch * updatesGiven}, not rows ${rowsGiven}; give only one of rows and updates`);
+  } else {
+    updates = updatesGiven ?? (rowsGiven as number) / batch;
+    rows = batch * updates;
+  }
+  doc.eval.checkpoints.forEach((u, i) => {
+    if (updates > 0 && u > updates) fail(['eval', 'checkpoints', i], `checkpoint at update ${u} is past the last update (${updates})`);
+  });
+
+  const space = codeSpaceOf(doc);
+  if (new Set(space.alphabet).size !== space.alphabet.length || /\s/.test(space.alphabet)) {
+    fail(['canaries', 'code', 'alphabet'], `${JSON.stringify(space.alphabet)} must list distinct, non-space characters`);
+  }
+  const size = space.alphabet.length ** space.length;
+  if (doc.candidates.kind === 'exhaustive' && size > MAX_EXHAUSTIVE) {
+    fail(['candidates', 'kind'], `an exhaustive space of ${size} codes is too large (at most ${MAX_EXHAUSTIVE}); use kind: sampled with decoys`);
+  }
+  if (doc.candidates.kind === 'sampled') {
+    if (doc.candidates.decoys === undefined) fail(['candidates'], 'kind: sampled needs `decoys` (sampled codes per canary besides the true one)');
+    else if (doc.candidates.decoys >= size) fail(['candidates', 'decoys'], `${doc.candidates.decoys} decoys do not fit in a space of ${size} codes; use fewer than ${size}`);
+  }
+  if (errors.length > 0) throw new UserInputErrors(errors);
+
+  const models: Record<string, ModelValue> = {};
+  for (const [key, raw] of Object.entries(doc.models ?? {})) models[key] = modelFromObject(raw);
+  const ctx: AxisContext = { source, models };
+  const expansion = expandGrid(doc, ctx);
+
+  for (const v of expansion.axes.schedule) {
+    if (v.value.warmup_updates > updates) fail(v.path, `warmup of ${v.value.warmup_updates} updates is longer than the run (${updates} updates); use at most ${updates}`);
+  }
+  // Each cue must be able to encode this code alphabet (e.g. fruit cues have 36 fruits).
+  for (const v of expansion.axes.visibility) {
+    try {
+      cueEncoding(v.value as VisibilityValue, space);
+    } catch (error) {
+      fail(v.path, `${v.label} cannot encode this code alphabet: ${(error as Error).message}`);
+    }
+  }
+  if (errors.length > 0) throw new UserInputErrors(errors);
+
+  const normalised = { ...doc, name };
+  return { file, source, doc: normalised, sha256: contentHash(normalised), rows, updates, expansion };
+}
+
+function defaultName(file: string): string {
+  const stem = basename(file, extname(file)).replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return stem === '' ? 'audit' : stem;
+}

@@ -1,0 +1,99 @@
+import type { FinetuneSpec, HfModelSpec, TinyModelSpec } from '../contracts/index.js';
+import type { ModelValue } from './types.js';
+
+/**
+ * Model presets usable by name on the model axis. `tiny` is the built-in character-level model
+ * for CPU; the Qwen3 presets are the study's models through the Hugging Face backend (thinking
+ * disabled in the chat template, full fine-tuning in bfloat16). A grid's own `models:` map
+ * shadows these names.
+ */
+export const TINY_DEFAULTS: TinyModelSpec = { n_layer: 2, n_head: 4, d_model: 128, max_len: 256, dropout: 0 };
+
+export const HF_DEFAULTS: HfModelSpec = {
+  dtype: 'bfloat16',
+  random_init: false,
+  config_overrides: {},
+  chat_template_kwargs: {},
+  trust_remote_code: false,
+  attn_implementation: null,
+};
+
+export const LORA_DEFAULTS = { r: 16, alpha: 32, dropout: 0.05, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+
+function qwen3(name: string): ModelValue {
+  return {
+    backend: 'hf',
+    name,
+    revision: null,
+    hf: { ...HF_DEFAULTS, chat_template_kwargs: { enable_thinking: false } },
+    finetune: { method: 'full' },
+  };
+}
+
+export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
+  tiny: { backend: 'tiny', name: 'tiny', revision: null, tiny: { ...TINY_DEFAULTS }, finetune: { method: 'full' } },
+  'tiny-small': {
+    backend: 'tiny',
+    name: 'tiny-small',
+    revision: null,
+    tiny: { n_layer: 1, n_head: 2, d_model: 32, max_len: 256, dropout: 0 },
+    finetune: { method: 'full' },
+  },
+  'qwen3-0.6b': qwen3('Qwen/Qwen3-0.6B'),
+  'qwen3-1.7b': qwen3('Qwen/Qwen3-1.7B'),
+  'qwen3-4b': qwen3('Qwen/Qwen3-4B'),
+  'qwen3-8b': qwen3('Qwen/Qwen3-8B'),
+  'qwen3-14b': qwen3('Qwen/Qwen3-14B'),
+};
+
+/** A model object as the grid writes it (schema-validated) → the manifest's model fields. */
+export function modelFromObject(raw: Record<string, unknown>): ModelValue {
+  if (raw.backend === 'tiny') {
+    const tiny: TinyModelSpec = {
+      n_layer: (raw.n_layer as number | undefined) ?? TINY_DEFAULTS.n_layer,
+      n_head: (raw.n_head as number | undefined) ?? TINY_DEFAULTS.n_head,
+      d_model: (raw.d_model as number | undefined) ?? TINY_DEFAULTS.d_model,
+      max_len: (raw.max_len as number | undefined) ?? TINY_DEFAULTS.max_len,
+      dropout: (raw.dropout as number | undefined) ?? TINY_DEFAULTS.dropout,
+    };
+    return { backend: 'tiny', name: (raw.name as string | undefined) ?? 'tiny', revision: null, tiny, finetune: { method: 'full' } };
+  }
+  const hf: HfModelSpec = {
+    dtype: (raw.dtype as HfModelSpec['dtype'] | undefined) ?? HF_DEFAULTS.dtype,
+    random_init: (raw.random_init as boolean | undefined) ?? HF_DEFAULTS.random_init,
+    config_overrides: (raw.config_overrides as Record<string, unknown> | undefined) ?? {},
+    chat_template_kwargs: (raw.chat_template_kwargs as Record<string, unknown> | undefined) ?? {},
+    trust_remote_code: (raw.trust_remote_code as boolean | undefined) ?? HF_DEFAULTS.trust_remote_code,
+    attn_implementation: (raw.attn_implementation as string | null | undefined) ?? null,
+  };
+  return {
+    backend: 'hf',
+    name: raw.name as string,
+    revision: (raw.revision as string | null | undefined) ?? null,
+    hf,
+    finetune: finetuneFrom(raw.finetune),
+  };
+}
+
+function finetuneFrom(raw: unknown): FinetuneSpec {
+  if (raw === undefined || raw === 'full') return { method: 'full' };
+  if (raw === 'lora') return { method: 'lora', ...LORA_DEFAULTS, target_modules: [...LORA_DEFAULTS.target_modules] };
+  const o = raw as Record<string, unknown>;
+  if (o.method === 'full') return { method: 'full' };
+  return {
+    method: 'lora',
+    r: (o.r as number | undefined) ?? LORA_DEFAULTS.r,
+    alpha: (o.alpha as number | undefined) ?? LORA_DEFAULTS.alpha,
+    dropout: (o.dropout as number | undefined) ?? LORA_DEFAULTS.dropout,
+    target_modules: (o.target_modules as string[] | undefined) ?? [...LORA_DEFAULTS.target_modules],
+  };
+}
+
+/** A readable label for an inline model object without one. */
+export function modelLabel(model: ModelValue): string {
+  if (model.backend === 'tiny' && model.tiny) {
+    const t = model.tiny;
+    return `tiny(l${t.n_layer},h${t.n_head},d${t.d_model},c${t.max_len})`;
+  }
+  return model.finetune.method === 'lora' ? `${model.name}+lora` : model.name;
+}

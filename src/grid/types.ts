@@ -1,0 +1,142 @@
+import type { FinetuneSpec, HfModelSpec, TinyModelSpec } from '../contracts/index.js';
+import type { GridPath } from './source.js';
+
+/**
+ * Types of an audit grid: the document as written (after schema defaults) and the normalised axis
+ * values that expansion and planning work with. schemas/grid.schema.json is the source of truth.
+ */
+export type AxisName = 'visibility' | 'dose' | 'placement' | 'population' | 'schedule' | 'model' | 'task' | 'seed';
+
+/** Canonical axis order: cell ids list axes in it, and the product varies the last axis fastest. */
+export const AXES: readonly AxisName[] = ['visibility', 'dose', 'placement', 'population', 'schedule', 'model', 'task', 'seed'];
+
+export type Window = [number, number];
+
+export interface RawCohort {
+  name?: string;
+  dose: number;
+  count: number;
+  order?: 'before' | 'after' | 'with';
+  window?: Window;
+  spacing?: number;
+}
+
+export interface GridDocument {
+  name?: string;
+  description?: string;
+  seed: number;
+  axes: Partial<Record<AxisName, unknown[]>>;
+  include?: Partial<Record<AxisName, unknown>>[];
+  exclude?: Partial<Record<AxisName, unknown>>[];
+  zip?: AxisName[][];
+  training: {
+    batch_size: number;
+    rows?: number;
+    updates?: number;
+    lr: number;
+    max_length?: number;
+    weight_decay: number;
+    betas: [number, number];
+    grad_clip: number;
+    checkpoint_every: number;
+    loss_explode: number;
+    device: 'auto' | 'cpu' | 'cuda';
+  };
+  canaries: { focal: number; held_out: number; code: { alphabet: string; length: number } };
+  candidates: { kind: 'exhaustive' | 'sampled'; decoys?: number };
+  probes: { kinds: ('hidden' | 'supplied' | 'substituted')[]; decode: ('prefill' | 'free')[]; auxiliary: boolean };
+  eval: { base_model: boolean; checkpoints: number[]; max_new_tokens: number; score_batch_size: number };
+  utility: { rows: number };
+  models?: Record<string, Record<string, unknown>>;
+}
+
+/** One value of an axis, normalised: `label` names it in cell ids, `key` is its canonical content. */
+export interface AxisValue<T> {
+  label: string;
+  key: string;
+  value: T;
+  /** Where it was written (for error messages). */
+  path: GridPath;
+}
+
+export interface VisibilityValue {
+  scheme: string;
+  width?: number;
+  shift?: number;
+}
+
+export interface PlacementValue {
+  /** [from, to] fractions of the run's updates. */
+  window: Window;
+  /** Exact gap in updates between consecutive appearances, or null for free placement. */
+  spacing: number | null;
+  /** Window of the last appearance, or null. */
+  final: Window | null;
+}
+
+export interface CohortSpec {
+  name: string;
+  dose: number;
+  count: number;
+  order: 'before' | 'after' | 'with';
+  window: Window | null;
+  spacing: number | null;
+}
+
+export interface PopulationValue {
+  kind: 'none' | 'single-dose' | 'mixed-dose' | 'cohorts';
+  /** mixed-dose: companion doses; undefined means every value of the dose axis. */
+  doses?: number[];
+  /** mixed-dose: canaries per companion dose; undefined means the focal count. */
+  count?: number;
+  cohorts?: CohortSpec[];
+}
+
+export interface ScheduleValue {
+  kind: 'constant' | 'cosine';
+  warmup_updates: number;
+  min_lr_ratio: number;
+}
+
+export interface ModelValue {
+  backend: 'tiny' | 'hf';
+  name: string;
+  revision: string | null;
+  tiny?: TinyModelSpec;
+  hf?: HfModelSpec;
+  finetune: FinetuneSpec;
+}
+
+export interface TaskValue {
+  name: string;
+  params: Record<string, unknown>;
+}
+
+export interface AxisValueTypes {
+  visibility: VisibilityValue;
+  dose: number;
+  placement: PlacementValue;
+  population: PopulationValue;
+  schedule: ScheduleValue;
+  model: ModelValue;
+  task: TaskValue;
+  seed: number;
+}
+
+export type NormalisedAxes = { [A in AxisName]: AxisValue<AxisValueTypes[A]>[] };
+
+/**
+ * One grid cell: a value per axis. `dose` and `placement` are null in a no-canary cell
+ * (population none), where they mean nothing.
+ */
+export type CellValues = {
+  [A in AxisName]: A extends 'dose' | 'placement' ? AxisValue<AxisValueTypes[A]> | null : AxisValue<AxisValueTypes[A]>;
+};
+
+export interface Cell {
+  /** Stable readable id, e.g. visibility=redacted,dose=8,seed=0. */
+  id: string;
+  values: CellValues;
+  /** Axis labels for manifests and reports (dose and seed as numbers, null where not applicable). */
+  labels: Record<AxisName, string | number | null>;
+}

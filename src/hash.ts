@@ -1,0 +1,31 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * JSON with object keys sorted at every depth, so equal values always serialise to equal bytes.
+ * Used for content hashes (run ids, audit ids); arrays keep their order.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value as Record<string, unknown>).sort()) {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined) out[key] = sortKeys(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** Content hash of a JSON value: sha256 of its canonical form. */
+export function contentHash(value: unknown): string {
+  return sha256Hex(canonicalJson(value));
+}

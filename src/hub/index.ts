@@ -1,0 +1,1 @@
+export { pinPlanRevisions, resolveRevision, isHubId, HubNotFound, type HubOptions } from './revisions.js';

@@ -1,0 +1,102 @@
+import { canonicalJson } from '../hash.js';
+import { drawCode, sampledCandidates, spaceSize, type CodeSpace } from './codes.js';
+import { auxCanaryId, focalCanaryId, heldOutCanaryId } from './population.js';
+import { Rng } from './random.js';
+import type { Task, TaskSpec } from './tasks/index.js';
+
+/**
+ * The grid's canaries, drawn once from the grid seed so that the same id means the same canary
+ * (identity, code, message) in every cell: that is what makes cross-cell comparisons paired.
+ * Draw order is focal, held-out, then auxiliary cohorts by index, each from its own stream, so
+ * adding an auxiliary cohort never changes the identity or code of a focal or held-out canary.
+ */
+export interface PoolCanary {
+  id: string;
+  code: string;
+  /** Shown by `substituted` probes: distinct from every canary's code. */
+  substitute: string;
+  /** Sampled candidate spaces only: the true code and its decoys, in candidate order. */
+  candidates?: string[];
+}
+
+export interface PoolSizes {
+  focal: number;
+  heldOut: number;
+  /** Canaries per auxiliary cohort index (the largest count any cell asks for). */
+  aux: number[];
+}
+
+export interface RenderedIdentity {
+  key: string;
+  value: unknown;
+  text: string;
+}
+
+export class CanaryPool {
+  readonly focal: PoolCanary[];
+  readonly heldOut: PoolCanary[];
+  readonly aux: PoolCanary[][];
+  private readonly seed: number;
+  private readonly identities = new Map<string, Map<string, { key: string; value: unknown }>>();
+  private readonly messages = new Map<string, unknown>();
+
+  constructor(seed: number, space: CodeSpace, sizes: PoolSizes, decoys?: number) {
+    this.seed = seed;
+    const total = sizes.focal + sizes.heldOut + sizes.aux.reduce((a, b) => a + b, 0);
+    if (2 * total > spaceSize(space)) {
+      throw new RangeError(`${total} canaries need ${2 * total} distinct codes (each with a substitute) but the code space holds ${spaceSize(space)}`);
+    }
+    const codes = new Rng(seed, 'codes');
+    const taken = new Set<string>();
+    const draw = (id: string): PoolCanary => ({ id, code: drawCode(space, codes, taken), substitute: '' });
+    this.focal = Array.from({ length: sizes.focal }, (_, j) => draw(focalCanaryId(j)));
+    this.heldOut = Array.from({ length: sizes.heldOut }, (_, j) => draw(heldOutCanaryId(j)));
+    this.aux = sizes.aux.map((n, k) => Array.from({ length: n }, (_, j) => draw(auxCanaryId(k, j))));
+    // Substitutes come after every code is known, so none equals any canary's code.
+    const substitutes = new Rng(seed, 'substitutes');
+    for (const c of this.all()) c.substitute = drawCode(space, substitutes, taken);
+    if (decoys !== undefined) {
+      for (const c of this.all()) c.candidates = sampledCandidates(space, c.code, decoys, new Rng(seed, 'candidates', c.id));
+    }
+  }
+
+  all(): PoolCanary[] {
+    return [...this.focal, ...this.heldOut, ...this.aux.flat()];
+  }
+
+  /** Identity of canary `id` for a task family; every identity key in the pool is distinct. */
+  identity(task: Task, id: string): RenderedIdentity {
+    const drawn = this.familyIdentities(task).get(id);
+    if (!drawn) throw new RangeError(`no canary ${id} in the pool`);
+    return { ...drawn, text: task.renderIdentity(drawn.value) };
+  }
+
+  /** Identity keys of every pool canary: background rows must never reuse one. */
+  identityKeys(task: Task): Set<string> {
+    return new Set([...this.familyIdentities(task).values()].map((i) => i.key));
+  }
+
+  /** The canary's message for one task value (style): drawn once, repeated at every appearance. */
+  message(task: Task, spec: TaskSpec, id: string): unknown {
+    const key = `${canonicalJson(spec)}\u0000${id}`;
+    if (!this.messages.has(key)) this.messages.set(key, task.drawMessage(new Rng(this.seed, 'message', canonicalJson(spec), id)));
+    return this.messages.get(key);
+  }
+
+  private familyIdentities(task: Task): Map<string, { key: string; value: unknown }> {
+    let map = this.identities.get(task.name);
+    if (!map) {
+      map = new Map();
+      const rng = new Rng(this.seed, 'identities', task.name);
+      const keys = new Set<string>();
+      for (const c of this.all()) {
+        let drawn = task.drawIdentity(rng);
+        while (keys.has(drawn.key)) drawn = task.drawIdentity(rng);
+        keys.add(drawn.key);
+        map.set(c.id, drawn);
+      }
+      this.identities.set(task.name, map);
+    }
+    return map;
+  }
+}

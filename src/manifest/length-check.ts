@@ -1,0 +1,64 @@
+import { UserInputError } from '../errors.js';
+import { canonicalJson } from '../hash.js';
+import { formatPath, type LoadedGrid } from '../grid/index.js';
+import type { Message } from '../contracts/index.js';
+import type { CanaryPool } from './canaries.js';
+import { buildManifestCore, runRenderer } from './manifest.js';
+import type { RunLayout } from './plan-run.js';
+import { Rng } from './random.js';
+
+/**
+ * The tiny model reads characters, so a row's length in tokens is known before training: its
+ * characters plus the chat rendering (a role marker, an end marker and a newline per message,
+ * then the assistant marker and the final end marker). A row longer than the model's context
+ * would fail in the trainer after the queue wait; catch it at plan time instead, naming the task.
+ * Background rows are checked on a sample from the start of their stream.
+ */
+const BACKGROUND_SAMPLE = 256;
+
+export function tinyTokens(prompt: Message[], target: string): number {
+  return prompt.reduce((n, m) => n + m.content.length + 3, 0) + 2 + target.length;
+}
+
+export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLayout[]): UserInputError[] {
+  const errors: UserInputError[] = [];
+  const reported = new Set<string>();
+  const backgroundLongest = new Map<string, number>();
+  for (const run of runs) {
+    const model = run.cell.values.model.value;
+    if (model.backend !== 'tiny' || !model.tiny) continue;
+    const limit = Math.min(model.tiny.max_len, grid.doc.training.max_length ?? model.tiny.max_len);
+    const renderer = runRenderer(grid, run);
+    const taskKey = canonicalJson(renderer.taskSpec);
+    if (!backgroundLongest.has(taskKey)) {
+      const rng = new Rng(grid.doc.seed, 'background', taskKey);
+      const excluded = pool.identityKeys(renderer.task);
+      let longest = 0;
+      for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) {
+        const row = renderer.task.background(rng, excluded);
+        longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+      }
+      backgroundLongest.set(taskKey, longest);
+    }
+    let longest = backgroundLongest.get(taskKey) as number;
+    const manifest = buildManifestCore(grid, 'audit-000000000000', pool, run);
+    for (const c of run.canaries) {
+      const identity = pool.identity(renderer.task, c.canary.id);
+      const row = renderer.task.canary(identity.value, pool.message(renderer.task, renderer.taskSpec, c.canary.id), renderer.cue.encode(c.canary.code), c.canary.code);
+      longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+    }
+    for (const p of manifest.probes) longest = Math.max(longest, tinyTokens(p.prompt, `${p.prefill}${'x'.repeat(grid.doc.canaries.code.length + 1)}`));
+    const key = `${run.cell.values.task.key}|${run.cell.values.model.key}|${run.cell.values.visibility.key}`;
+    if (longest > limit && !reported.has(key)) {
+      reported.add(key);
+      const task = run.cell.values.task;
+      errors.push(
+        new UserInputError(
+          `task ${task.label} with ${run.cell.values.visibility.label} cues renders rows of up to ${longest} tokens, but model ${run.cell.values.model.label} reads at most ${limit}; use style compact, a larger max_len, or a real model`,
+          { location: grid.source.locate(task.path), field: formatPath(task.path), code: 'E_ROW_LENGTH' },
+        ),
+      );
+    }
+  }
+  return errors;
+}

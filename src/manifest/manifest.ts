@@ -1,0 +1,108 @@
+import type { CandidateSpace, HeldOutCanary, InsertedCanary, Manifest, ModelSpec, Probe, TrainingSpec } from '../contracts/index.js';
+import { MANIFEST_VERSION } from '../contracts/index.js';
+import { codeSpaceOf, type LoadedGrid, type VisibilityValue } from '../grid/index.js';
+import { spaceSize } from './codes.js';
+import type { CanaryPool, PoolCanary } from './canaries.js';
+import { cueEncoding, type CueEncoding } from './cues/index.js';
+import type { RunLayout } from './plan-run.js';
+import { canaryProbes } from './probes.js';
+import { createTask, type Task, type TaskSpec } from './tasks/index.js';
+
+/** Where a manifest says the audit's grid is, relative to its own folder (runs/<run_id>/). */
+export const GRID_FILE_FROM_RUN = '../../grid.yaml';
+
+/** Every manifest field that does not depend on written files (run_id, rows, utility, provenance). */
+export type ManifestCore = Omit<Manifest, 'run_id' | 'rows' | 'utility' | 'provenance'>;
+
+/** What a run needs to render rows and probes: its task generator and training cue. */
+export interface RunRenderer {
+  task: Task;
+  taskSpec: TaskSpec;
+  cue: CueEncoding;
+}
+
+export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
+  const taskSpec = layout.cell.values.task.value;
+  return {
+    task: createTask(taskSpec),
+    taskSpec,
+    cue: cueEncoding(layout.cell.values.visibility.value as VisibilityValue, codeSpaceOf(grid.doc)),
+  };
+}
+
+export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: CanaryPool, layout: RunLayout): ManifestCore {
+  const { doc } = grid;
+  const { cell } = layout;
+  const { task, taskSpec, cue } = runRenderer(grid, layout);
+  const space = codeSpaceOf(doc);
+  const sampled = doc.candidates.kind === 'sampled';
+  const probeOptions = { kinds: doc.probes.kinds, decode: doc.probes.decode };
+
+  const canaries: InsertedCanary[] = layout.canaries.map((c) => ({
+    id: c.canary.id,
+    cohort: c.cohort,
+    identity: pool.identity(task, c.canary.id).text,
+    code: c.canary.code,
+    cue: { visibility: cue.visibility, text: cue.encode(c.canary.code), ...(Object.keys(cue.params).length > 0 ? { params: { ...cue.params } } : {}) },
+    dose: c.dose,
+    window: [c.window[0], c.window[1]],
+    positions: c.positions,
+    ...(sampled ? { candidates: c.canary.candidates as string[] } : {}),
+  }));
+  const heldOut: HeldOutCanary[] = layout.heldOut.map((c) => ({
+    id: c.id,
+    identity: pool.identity(task, c.id).text,
+    code: c.code,
+    ...(sampled ? { candidates: c.candidates as string[] } : {}),
+  }));
+
+  const probed: PoolCanary[] = [
+    ...layout.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').map((c) => c.canary),
+    ...layout.heldOut,
+  ];
+  const probes: Probe[] = probed.flatMap((c) => canaryProbes(pool, task, taskSpec, cue, c, probeOptions));
+
+  const m = cell.values.model.value;
+  const seed = cell.values.seed.value;
+  const model: ModelSpec = {
+    backend: m.backend,
+    name: m.name,
+    revision: m.revision,
+    init_seed: seed,
+    ...(m.tiny ? { tiny: { ...m.tiny } } : {}),
+    ...(m.hf ? { hf: structuredClone(m.hf) } : {}),
+    finetune: structuredClone(m.finetune),
+  };
+  const s = cell.values.schedule.value;
+  const t = doc.training;
+  const training: TrainingSpec = {
+    lr: t.lr,
+    schedule: { kind: s.kind, warmup_updates: s.warmup_updates, min_lr_ratio: s.min_lr_ratio },
+    batch_size: t.batch_size,
+    updates: grid.updates,
+    max_length: t.max_length ?? m.tiny?.max_len ?? 1024,
+    seed,
+    weight_decay: t.weight_decay,
+    betas: [t.betas[0], t.betas[1]],
+    grad_clip: t.grad_clip,
+    checkpoint_every: t.checkpoint_every,
+    loss_explode: t.loss_explode,
+    device: t.device,
+  };
+  const candidateSpace: CandidateSpace = sampled
+    ? { kind: 'sampled', alphabet: space.alphabet, length: space.length, size: 1 + (doc.candidates.decoys as number), decoys: doc.candidates.decoys as number, seed: doc.seed }
+    : { kind: 'exhaustive', alphabet: space.alphabet, length: space.length, size: spaceSize(space) };
+
+  return {
+    schema_version: MANIFEST_VERSION,
+    audit: { id: auditId, name: doc.name, grid_file: GRID_FILE_FROM_RUN, grid_sha256: grid.sha256, cell_id: cell.id, cell: { ...cell.labels } },
+    task: { name: taskSpec.name, seed: doc.seed, params: { ...taskSpec.params } },
+    model,
+    training,
+    canaries,
+    held_out: heldOut,
+    probes,
+    candidate_space: candidateSpace,
+    eval: { base_model: doc.eval.base_model, checkpoints: [...doc.eval.checkpoints], max_new_tokens: doc.eval.max_new_tokens, score_batch_size: doc.eval.score_batch_size },
+  };
+}

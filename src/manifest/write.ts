@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CanaryAuditError } from '../errors.js';
+import { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { contentHash } from '../hash.js';
+import { log } from '../log.js';
+import type { Manifest } from '../contracts/index.js';
+import { describeSchemaErrors, validate } from '../schemas/index.js';
+import { finishProvenance } from '../provenance/index.js';
+import { AUDIT_VERSION, auditIndex, type AuditIndex } from './audit-index.js';
+import { buildManifestCore, runRenderer } from './manifest.js';
+import type { AuditPlan } from './plan.js';
+import type { RunLayout } from './plan-run.js';
+import { trainingRowLines, utilityRowLines, writeLines } from './rows.js';
+
+export interface WrittenRun {
+  runId: string;
+  cellId: string;
+  cell: Record<string, unknown>;
+  runDir: string;
+  manifestPath: string;
+  /** False when an identical run folder already existed and was left alone. */
+  created: boolean;
+}
+
+export interface WrittenAudit {
+  auditId: string;
+  auditDir: string;
+  name: string;
+  runs: WrittenRun[];
+}
+
+/** run id: "run-" + 16 hex of the content hash of the manifest minus run_id and provenance. */
+export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Partial<Pick<Manifest, 'run_id' | 'provenance'>>): string {
+  const { run_id: _id, provenance: _p, ...content } = manifest;
+  return `run-${contentHash(content).slice(0, 16)}`;
+}
+
+/**
+ * Write <artifacts>/audits/<audit_id>/: grid.yaml, one runs/<run_id>/ folder per run (rows.jsonl,
+ * utility.jsonl, manifest.json) and audit.json. A run folder is assembled in a private temporary
+ * folder and renamed into place, so it appears complete or not at all; manifest.json is written
+ * last. Idempotent: a run whose folder already holds its manifest is left alone, and an
+ * unchanged audit.json is not rewritten.
+ */
+export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise<WrittenAudit> {
+  const auditDir = join(artifactsDir, 'audits', plan.auditId);
+  await mkdir(join(auditDir, 'runs'), { recursive: true });
+  const gridPath = join(auditDir, 'grid.yaml');
+  if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
+
+  const runs: WrittenRun[] = [];
+  for (const [k, layout] of plan.runs.entries()) {
+    const run = await writeRun(plan, layout, auditDir);
+    runs.push(run);
+    log.info({ run: run.runId, cell: run.cellId, n: `${k + 1}/${plan.runs.length}`, created: run.created }, 'run manifest');
+  }
+  // Remove the staging folder once empty; another writer may still be using it.
+  await rmdir(join(auditDir, '.tmp')).catch(() => undefined);
+
+  const indexPath = join(auditDir, 'audit.json');
+  const previous = await readJson<AuditIndex>(indexPath);
+  const index = auditIndex(plan, runs, previous?.created);
+  const sameRuns = previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
+  if (!sameRuns) {
+    const errors = validate('audit', index);
+    if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `audit.json fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
+    await writeJsonAtomic(indexPath, index);
+  }
+  return { auditId: plan.auditId, auditDir, name: plan.name, runs };
+}
+
+async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string): Promise<WrittenRun> {
+  const { grid, pool } = plan;
+  const renderer = runRenderer(grid, layout);
+  const core = buildManifestCore(grid, plan.auditId, pool, layout);
+  const tmp = join(auditDir, '.tmp', `${process.pid}-${randomBytes(6).toString('hex')}`);
+  await mkdir(tmp, { recursive: true });
+  try {
+    const rows = await writeLines(join(tmp, 'rows.jsonl'), trainingRowLines(grid, pool, layout, renderer));
+    const utility = await writeLines(join(tmp, 'utility.jsonl'), utilityRowLines(grid, pool, renderer));
+    const { schema_version, audit, task, model, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
+    const manifest: Manifest = {
+      schema_version,
+      run_id: 'run-0000000000000000',
+      audit,
+      task,
+      model,
+      training,
+      rows: { path: 'rows.jsonl', sha256: rows.sha256, count: rows.count },
+      utility: { path: 'utility.jsonl', sha256: utility.sha256, count: utility.count },
+      canaries,
+      held_out,
+      probes,
+      candidate_space,
+      eval: evalSpec,
+      provenance: finishProvenance(plan.startStamp),
+    };
+    // Validate first: it fills schema defaults in place, and the id must hash the final content.
+    const errors = validate('manifest', manifest);
+    if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `manifest for ${layout.cell.id} fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
+    manifest.run_id = runIdOf(manifest);
+    const runDir = join(auditDir, 'runs', manifest.run_id);
+    const manifestPath = join(runDir, 'manifest.json');
+    const result = { runId: manifest.run_id, cellId: layout.cell.id, cell: { ...layout.cell.labels }, runDir, manifestPath };
+
+    const existing = await readJson<Manifest>(manifestPath);
+    if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256) return { ...result, created: false };
+    await writeJsonAtomic(join(tmp, 'manifest.json'), manifest);
+    try {
+      await rename(tmp, runDir);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
+      // A folder without a manifest (an interrupted write, or a trainer's output/): fill it in,
+      // manifest last so a reader never sees a manifest whose rows are missing.
+      for (const name of ['rows.jsonl', 'utility.jsonl', 'manifest.json']) await rename(join(tmp, name), join(runDir, name));
+    }
+    return { ...result, created: true };
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+async function readJson<T>(path: string): Promise<T | undefined> {
+  const text = await readText(path);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
+}

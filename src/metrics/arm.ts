@@ -1,0 +1,76 @@
+import { bootstrapMedian, type MedianInterval } from './bootstrap.js';
+import { canaryKey, type Observation } from './observation.js';
+import { wilsonInterval, type Proportion } from './wilson.js';
+
+/**
+ * Summary of one arm (the inserted canaries of a group, or one of its controls): median exposure
+ * with its bootstrap interval, and proportions with Wilson intervals, always with their n.
+ */
+export interface ArmSummary {
+  /** Observations (canary × run) pooled. */
+  n_obs: number;
+  /** Distinct canaries (id + code). */
+  n_canaries: number;
+  n_runs: number;
+  exposure: MedianInterval | null;
+  /** Share ranked first (rank 1): ranking first is not the same as greedy recovery. */
+  top1: Proportion | null;
+  /** Greedy output == true code, per decode mode; null when the mode was not run. */
+  recovery: { prefill: Proportion | null; free: Proportion | null };
+  /** Greedy output == shown code (substituted probes only; null otherwise). */
+  copy: { prefill: Proportion | null; free: Proportion | null } | null;
+}
+
+export interface StatOptions {
+  seed: number;
+  resamples?: number;
+  confidence?: number;
+}
+
+function proportion(values: (boolean | null)[], confidence: number | undefined): Proportion | null {
+  const measured = values.filter((v): v is boolean => v !== null);
+  return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
+}
+
+export function summarizeArm(obs: readonly Observation[], label: string, options: StatOptions): ArmSummary {
+  const exposures = obs.map((o) => o.exposure);
+  const substituted = obs.length > 0 && obs.every((o) => o.probe_kind === 'substituted');
+  const c = options.confidence;
+  return {
+    n_obs: obs.length,
+    n_canaries: new Set(obs.map(canaryKey)).size,
+    n_runs: new Set(obs.map((o) => o.run_id)).size,
+    exposure: bootstrapMedian(exposures, {
+      seed: options.seed,
+      label,
+      ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
+      ...(c !== undefined ? { confidence: c } : {}),
+    }),
+    top1: proportion(
+      obs.map((o) => o.rank === 1),
+      c,
+    ),
+    recovery: {
+      prefill: proportion(
+        obs.map((o) => o.greedy_prefill?.recovered ?? null),
+        c,
+      ),
+      free: proportion(
+        obs.map((o) => o.greedy_free?.recovered ?? null),
+        c,
+      ),
+    },
+    copy: substituted
+      ? {
+          prefill: proportion(
+            obs.map((o) => o.greedy_prefill?.copied ?? null),
+            c,
+          ),
+          free: proportion(
+            obs.map((o) => o.greedy_free?.copied ?? null),
+            c,
+          ),
+        }
+      : null,
+  };
+}

@@ -1,0 +1,90 @@
+import { canonicalJson } from '../hash.js';
+
+/**
+ * Grid cells as the metrics see them. Seed repetitions are pooled, so the seed axes are dropped
+ * from a group's cell; a numeric dose axis is dropped too, because canaries are grouped by their
+ * own dose (in a mixed-dose run one cell holds several doses). A non-numeric dose value (e.g.
+ * `mixed`) is kept: it is a population label, not a dose.
+ */
+export type Cell = Record<string, unknown>;
+
+export interface AxisRoles {
+  /** Axes whose values are repetitions (pooled). Default ['seed']. */
+  seedAxes: readonly string[];
+  /** The axis holding the dose. Default 'dose'. */
+  doseAxis: string;
+}
+
+export const DEFAULT_AXIS_ROLES: AxisRoles = { seedAxes: ['seed'], doseAxis: 'dose' };
+
+export interface Axis {
+  name: string;
+  /** Values in the grid's order (the order paired differences are taken in: later − earlier). */
+  values: unknown[];
+}
+
+export function valueKey(value: unknown): string {
+  return canonicalJson(value ?? null);
+}
+
+function isNumericDose(value: unknown): boolean {
+  return typeof value === 'number' || (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)));
+}
+
+/**
+ * The cell a run's canaries are grouped under: seed axes, a numeric dose and axes that do not
+ * apply to the run (null, e.g. placement in a no-canary cell) removed.
+ */
+export function groupCell(cell: Cell, roles: AxisRoles): Cell {
+  const out: Cell = {};
+  for (const key of Object.keys(cell).sort()) {
+    if (roles.seedAxes.includes(key) || cell[key] === null || cell[key] === undefined) continue;
+    if (key === roles.doseAxis && isNumericDose(cell[key])) continue;
+    out[key] = cell[key];
+  }
+  return out;
+}
+
+/**
+ * `a=1, b=late` (keys sorted; objects as compact JSON; null values omitted). When `show` is given,
+ * only those axes are named — the axes that vary in the audit, so a label does not repeat the
+ * model, task and schedule every cell shares. Nothing to name: `(all runs)`.
+ */
+export function cellLabel(cell: Cell, show?: ReadonlySet<string>): string {
+  const keys = Object.keys(cell)
+    .sort()
+    .filter((k) => cell[k] !== null && cell[k] !== undefined && (!show || show.has(k)));
+  if (keys.length === 0) return '(all runs)';
+  return keys.map((k) => `${k}=${formatValue(cell[k])}`).join(', ');
+}
+
+/** Axes taking more than one value (null included) over the given cells. */
+export function varyingAxes(cells: readonly Cell[]): Set<string> {
+  const seen = new Map<string, Set<string>>();
+  for (const cell of cells) {
+    for (const [k, v] of Object.entries(cell)) {
+      const set = seen.get(k) ?? new Set<string>();
+      set.add(valueKey(v));
+      seen.set(k, set);
+    }
+  }
+  const keys = new Set(seen.keys());
+  return new Set([...keys].filter((k) => (seen.get(k) as Set<string>).size > 1 || cells.some((c) => !(k in c))));
+}
+
+export function formatValue(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value ?? null);
+}
+
+/** Axes on which two cells disagree (a key missing from one side counts as a difference). */
+export function differingAxes(a: Cell, b: Cell): string[] {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].filter((k) => valueKey(a[k]) !== valueKey(b[k])).sort();
+}
+
+/** Position of a value in its axis order (unknown values sort last, by their JSON text). */
+export function axisPosition(axes: readonly Axis[], name: string, value: unknown): number {
+  const axis = axes.find((x) => x.name === name);
+  const i = axis ? axis.values.findIndex((v) => valueKey(v) === valueKey(value)) : -1;
+  return i < 0 ? Number.MAX_SAFE_INTEGER : i;
+}

@@ -1,0 +1,152 @@
+import { canonicalJson } from '../hash.js';
+import { bootstrapMedian, type MedianInterval } from './bootstrap.js';
+import { axisPosition, cellLabel, differingAxes, formatValue, valueKey, type Axis, type AxisRoles, type Cell } from './cells.js';
+import { median } from './statistics.js';
+import { canaryKey, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
+import { commonSpace, type RunMeta, type SpaceSummary } from './space-check.js';
+import type { StatOptions } from './arm.js';
+import type { ProbeKind } from '../contracts/manifest.js';
+
+/**
+ * Paired comparisons: two runs whose cells differ in exactly one (non-seed) axis, and a canary
+ * present in both with the same id AND the same code, give one paired difference
+ * exposure(to) − exposure(from), where `to` is the later value in the grid's axis order (late −
+ * early, mixed − single, redacted − visible). Pairs are pooled over seeds; per comparison: n pairs,
+ * how many rose, fell or tied, and the median paired difference with a bootstrap interval.
+ * Held-out canaries are paired with themselves too: their shift is the comparison's null.
+ */
+export interface PairedSummary {
+  key: string;
+  axis: string;
+  from: unknown;
+  to: unknown;
+  /** The other axes (seed axes removed), shared by both sides. */
+  context: Cell;
+  label: string;
+  /** focal, an auxiliary cohort, or held_out. */
+  cohort: string;
+  /** The canaries' dose when both sides agree (null when the comparison changes it). */
+  dose: number | null;
+  probe_kind: ProbeKind;
+  phase: string;
+  space: SpaceSummary;
+  n_pairs: number;
+  /** Distinct (from-run, to-run) pairs contributing. */
+  n_run_pairs: number;
+  n_canaries: number;
+  rose: number;
+  fell: number;
+  tied: number;
+  from_median: number;
+  to_median: number;
+  /** Median of the paired differences (to − from) with its bootstrap interval. */
+  difference: MedianInterval;
+}
+
+export interface PairedOptions extends StatOptions {
+  roles: AxisRoles;
+  axes: readonly Axis[];
+  /** Axes named in labels (default: all); see `varyingAxes`. */
+  labelAxes?: ReadonlySet<string>;
+}
+
+interface Pair {
+  from: Observation;
+  to: Observation;
+}
+
+function cohortOf(o: Observation): string {
+  return o.role === 'held_out' ? 'held_out' : (o.cohort ?? 'focal');
+}
+
+export function pairedComparisons(
+  runs: readonly RunMeta[],
+  observations: readonly Observation[],
+  options: PairedOptions,
+): PairedSummary[] {
+  const runById = new Map(runs.map((r) => [r.run_id, r]));
+  const byRun = new Map<string, Map<string, Observation>>();
+  for (const o of observations) {
+    if (o.phase === 'base' || !runById.has(o.run_id)) continue;
+    let index = byRun.get(o.run_id);
+    if (!index) byRun.set(o.run_id, (index = new Map()));
+    index.set(`${o.phase}|${o.probe_kind}|${canaryKey(o)}`, o);
+  }
+  const ordered = runs.filter((r) => byRun.has(r.run_id));
+  const groups = new Map<string, { meta: Omit<PairedSummary, 'key' | 'space' | 'n_pairs' | 'n_run_pairs' | 'n_canaries' | 'rose' | 'fell' | 'tied' | 'from_median' | 'to_median' | 'difference'>; pairs: Pair[]; runPairs: Set<string> }>();
+
+  for (let i = 0; i < ordered.length; i += 1) {
+    for (let j = i + 1; j < ordered.length; j += 1) {
+      const a = ordered[i] as RunMeta;
+      const b = ordered[j] as RunMeta;
+      const diff = differingAxes(a.cell, b.cell);
+      const axis = diff[0];
+      if (diff.length !== 1 || axis === undefined || options.roles.seedAxes.includes(axis)) continue;
+      const pa = axisPosition(options.axes, axis, a.cell[axis]);
+      const pb = axisPosition(options.axes, axis, b.cell[axis]);
+      const aFirst = pa !== pb ? pa < pb : valueKey(a.cell[axis]) < valueKey(b.cell[axis]);
+      const [from, to] = aFirst ? [a, b] : [b, a];
+      const context: Cell = {};
+      for (const k of Object.keys(from.cell).sort()) {
+        if (k !== axis && !options.roles.seedAxes.includes(k) && from.cell[k] !== null) context[k] = from.cell[k];
+      }
+      const toIndex = byRun.get(to.run_id) as Map<string, Observation>;
+      for (const [k, f] of byRun.get(from.run_id) as Map<string, Observation>) {
+        const t = toIndex.get(k);
+        if (!t) continue;
+        // Held-out pairs only with held-out; two never-inserted sides say nothing about insertion.
+        if ((f.role === 'held_out') !== (t.role === 'held_out')) continue;
+        if (f.role === 'no_canary' && t.role === 'no_canary') continue;
+        const fc = f.role === 'no_canary' ? cohortOf(t) : cohortOf(f);
+        const tc = t.role === 'no_canary' ? cohortOf(f) : cohortOf(t);
+        const cohort = fc === tc ? fc : `${fc}→${tc}`;
+        const doses = [f.dose, t.dose].filter((d): d is number => d !== null);
+        const dose = doses.length > 0 && doses.every((d) => d === doses[0]) ? (doses[0] as number) : null;
+        const meta = { axis, from: from.cell[axis], to: to.cell[axis], context, label: cellLabel(context, options.labelAxes), cohort, dose, probe_kind: f.probe_kind, phase: f.phase };
+        const key = canonicalJson({ ...meta, from: meta.from ?? null, to: meta.to ?? null });
+        let group = groups.get(key);
+        if (!group) groups.set(key, (group = { meta, pairs: [], runPairs: new Set() }));
+        group.pairs.push({ from: f, to: t });
+        group.runPairs.add(`${from.run_id}|${to.run_id}`);
+      }
+    }
+  }
+
+  const out: PairedSummary[] = [];
+  for (const [key, { meta, pairs, runPairs }] of groups) {
+    const what = `paired comparison ${meta.axis} ${formatValue(meta.from)} → ${formatValue(meta.to)} (${meta.label})`;
+    const space = commonSpace(what, pairs.flatMap((p) => [p.from, p.to]), runById) as SpaceSummary;
+    const diffs = pairs.map((p) => p.to.exposure - p.from.exposure);
+    out.push({
+      key,
+      ...meta,
+      space,
+      n_pairs: pairs.length,
+      n_run_pairs: runPairs.size,
+      n_canaries: new Set(pairs.map((p) => canaryKey(p.from))).size,
+      rose: diffs.filter((d) => d > 0).length,
+      fell: diffs.filter((d) => d < 0).length,
+      tied: diffs.filter((d) => d === 0).length,
+      from_median: median(pairs.map((p) => p.from.exposure)),
+      to_median: median(pairs.map((p) => p.to.exposure)),
+      difference: bootstrapMedian(diffs, {
+        seed: options.seed,
+        label: `${key}|paired`,
+        ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
+        ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+      }) as MedianInterval,
+    });
+  }
+  return out.sort(
+    (a, b) =>
+      a.axis.localeCompare(b.axis) ||
+      axisPosition(options.axes, a.axis, a.from) - axisPosition(options.axes, b.axis, b.from) ||
+      axisPosition(options.axes, a.axis, a.to) - axisPosition(options.axes, b.axis, b.to) ||
+      Number(a.cohort === 'held_out') - Number(b.cohort === 'held_out') ||
+      a.cohort.localeCompare(b.cohort) ||
+      a.label.localeCompare(b.label) ||
+      PROBE_KIND_ORDER.indexOf(a.probe_kind) - PROBE_KIND_ORDER.indexOf(b.probe_kind) ||
+      (a.dose ?? 0) - (b.dose ?? 0) ||
+      phaseOrder(a.phase) - phaseOrder(b.phase),
+  );
+}

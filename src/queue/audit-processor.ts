@@ -1,0 +1,52 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Job, Processor, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { resolveInsideArtifacts } from './artifact-path.js';
+import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
+import type { AuditJobData, AuditReturn } from './job-data.js';
+import type { QueueKeys } from './names.js';
+import { jobIdFromKey } from './queues.js';
+
+/**
+ * The audit parent runs once every run has completed, failed for good or been cancelled. It sums up
+ * the audit in its return value and makes sure each failed run has a failure.json (a run that
+ * stalled too often fails inside BullMQ, where no trainer could write one).
+ */
+export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKeys; redis: Redis; runs: Queue }): Processor<AuditJobData, AuditReturn> {
+  return async (job: Job<AuditJobData, AuditReturn>): Promise<AuditReturn> => {
+    const values = await job.getChildrenValues<{ run_id?: string }>();
+    const failures = await job.getIgnoredChildrenFailures();
+    const cancelledRuns = await ctx.redis.hgetall(ctx.keys.cancelledRuns(job.data.audit_id));
+    const failed = Object.entries(failures).map(([key, reason]) => ({ run_id: jobIdFromKey(key), reason }));
+
+    let auditDir: string | null = null;
+    try {
+      auditDir = resolveInsideArtifacts(ctx.artifactsDir, job.data.audit_dir);
+    } catch {
+      auditDir = null;
+    }
+    if (auditDir !== null && existsSync(auditDir)) {
+      const time = new Date().toISOString();
+      for (const failure of failed) {
+        const outDir = join(auditDir, 'runs', failure.run_id, 'output');
+        if (!existsSync(join(auditDir, 'runs', failure.run_id))) continue;
+        const run = await ctx.runs.getJob(failure.run_id);
+        await writeFailureRecordIfMissing(outDir, {
+          run_id: failure.run_id,
+          kind: kindFromReason(failure.reason),
+          message: failure.reason,
+          attempts: run?.attemptsMade ?? 0,
+          time,
+        });
+      }
+    }
+    return {
+      audit_id: job.data.audit_id,
+      completed: Object.keys(values).map(jobIdFromKey).sort(),
+      failed: failed.sort((a, b) => a.run_id.localeCompare(b.run_id)),
+      cancelled: Object.keys(cancelledRuns).sort(),
+      finished: new Date().toISOString(),
+    };
+  };
+}

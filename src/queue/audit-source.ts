@@ -1,0 +1,100 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { UserInputError, quoteValue } from '../errors.js';
+import type { SubmitAuditInput } from './submit-audit.js';
+
+/**
+ * What `submit` and `run` accept: a grid file (expanded and written into the artifact root, the way
+ * `plan --out` does) or an audit folder already written there (a folder with audit.json, or that
+ * file). Either way the result is the audit's folder and its run manifests, all inside the root.
+ */
+export interface AuditSource {
+  input: SubmitAuditInput;
+  artifactsDir: string;
+  /** True when the grid was expanded now (false: an existing audit folder was read). */
+  planned: boolean;
+}
+
+interface AuditIndex {
+  id?: unknown;
+  name?: unknown;
+  runs?: { run_id?: unknown; cell_id?: unknown; dir?: unknown }[];
+}
+
+export async function loadAuditSource(arg: string, artifactsDir: string): Promise<AuditSource> {
+  const path = resolve(arg);
+  if (!existsSync(path)) {
+    throw new UserInputError(`${quoteValue(arg)} does not exist; pass a grid YAML file or an audit folder (with audit.json)`, {
+      field: 'GRID',
+      code: 'E_NO_FILE',
+    });
+  }
+  const isDir = statSync(path).isDirectory();
+  if (isDir || basename(path) === 'audit.json') {
+    const indexFile = isDir ? join(path, 'audit.json') : path;
+    if (!existsSync(indexFile)) {
+      throw new UserInputError(`${path} is a folder without audit.json; pass a grid YAML file or an audit folder written by \`canary-audit plan --out\``, {
+        field: 'GRID',
+        code: 'E_NO_FILE',
+      });
+    }
+    return readAuditFolder(indexFile);
+  }
+  return planGrid(path, artifactsDir);
+}
+
+function readAuditFolder(indexFile: string): AuditSource {
+  const auditDir = dirname(indexFile);
+  let index: AuditIndex;
+  try {
+    index = JSON.parse(readFileSync(indexFile, 'utf8')) as AuditIndex;
+  } catch (error) {
+    throw new UserInputError(`${indexFile}: not valid JSON (${(error as Error).message}); write it again with \`canary-audit plan --out\``, {
+      code: 'E_BAD_AUDIT',
+    });
+  }
+  if (typeof index.id !== 'string' || !Array.isArray(index.runs)) {
+    throw new UserInputError(`${indexFile}: needs "id" and "runs"; write it again with \`canary-audit plan --out\``, { code: 'E_BAD_AUDIT' });
+  }
+  // Job data names paths relative to the artifact root: <root>/audits/<audit_id>.
+  if (basename(dirname(auditDir)) !== 'audits') {
+    throw new UserInputError(
+      `${auditDir} is not inside an artifact root (expected <root>/audits/<audit_id>); write audits with \`canary-audit plan --out\` or pass the grid`,
+      { code: 'E_BAD_AUDIT' },
+    );
+  }
+  const runs = index.runs.map((run, i) => {
+    if (typeof run.run_id !== 'string' || typeof run.dir !== 'string') {
+      throw new UserInputError(`${indexFile}: runs[${i}] needs "run_id" and "dir"`, { field: `runs[${i}]`, code: 'E_BAD_AUDIT' });
+    }
+    const manifestPath = join(auditDir, run.dir, 'manifest.json');
+    if (!existsSync(manifestPath)) {
+      throw new UserInputError(`${indexFile}: runs[${i}] (${run.run_id}) has no ${manifestPath}; write the audit again`, {
+        field: `runs[${i}].dir`,
+        code: 'E_BAD_AUDIT',
+      });
+    }
+    return { runId: run.run_id, cellId: typeof run.cell_id === 'string' ? run.cell_id : run.run_id, manifestPath };
+  });
+  return {
+    input: { auditId: index.id, name: typeof index.name === 'string' ? index.name : index.id, auditDir, runs },
+    artifactsDir: dirname(dirname(auditDir)),
+    planned: false,
+  };
+}
+
+async function planGrid(gridPath: string, artifactsDir: string): Promise<AuditSource> {
+  const { planAudit, writeAudit } = await import('../manifest/index.js');
+  const plan = await planAudit(gridPath, { artifactsDir });
+  const written = await writeAudit(plan, artifactsDir);
+  return {
+    input: {
+      auditId: written.auditId,
+      name: written.name,
+      auditDir: written.auditDir,
+      runs: written.runs.map((r: { runId: string; cellId: string; manifestPath: string }) => ({ runId: r.runId, cellId: r.cellId, manifestPath: r.manifestPath })),
+    },
+    artifactsDir,
+    planned: true,
+  };
+}

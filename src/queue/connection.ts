@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import type { RedisOptions } from 'ioredis';
+import { CanaryAuditError, UserInputError, quoteValue } from '../errors.js';
+
+/**
+ * Redis connection settings from a URL (`--redis URL` or $REDIS_URL):
+ *   redis://[user[:password]@]host[:port][/db]     plain TCP (default port 6379, db 0)
+ *   rediss://...                                   TLS; CA bundle from $CANARY_AUDIT_REDIS_CA (PEM)
+ *   unix:///path/to/redis.sock[?db=N&password=P]   a local socket
+ * The password never appears in logs: `redacted` replaces it with `***`.
+ */
+export interface RedisTarget {
+  options: RedisOptions;
+  /** The URL with any password replaced by ***: safe for logs and errors. */
+  redacted: string;
+}
+
+const DEFAULT_PORT = 6379;
+
+export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
+  if (/^[\w.-]+:\d+$/.test(raw)) {
+    // host:port parses as a URL whose scheme is the host name: say what was meant.
+    throw new UserInputError(`${source}: ${quoteValue(raw)} has no scheme; write redis://${raw}`, { code: 'E_BAD_REDIS_URL' });
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UserInputError(
+      `${source}: ${quoteValue(raw)} is not a URL; use redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix:///path.sock`,
+      { code: 'E_BAD_REDIS_URL' },
+    );
+  }
+  const protocol = url.protocol.replace(/:$/, '');
+  const username = url.username ? decodeURIComponent(url.username) : undefined;
+  const password = url.password
+    ? decodeURIComponent(url.password)
+    : (url.searchParams.get('password') ?? undefined);
+  const redacted = redact(url);
+  const options: RedisOptions = {};
+  if (username) options.username = username;
+  if (password) options.password = password;
+
+  if (protocol === 'unix' || protocol === 'redis+unix') {
+    if (!url.pathname || url.pathname === '/') {
+      throw new UserInputError(`${source}: ${quoteValue(redacted)} names no socket path; use unix:///path/to/redis.sock`, {
+        code: 'E_BAD_REDIS_URL',
+      });
+    }
+    options.path = decodeURIComponent(url.pathname);
+    options.db = parseDb(url.searchParams.get('db') ?? '0', redacted, source);
+    return { options, redacted };
+  }
+  if (protocol !== 'redis' && protocol !== 'rediss') {
+    throw new UserInputError(
+      `${source}: scheme ${quoteValue(protocol)} in ${quoteValue(redacted)} is not supported; use redis://, rediss:// (TLS) or unix://`,
+      { code: 'E_BAD_REDIS_URL' },
+    );
+  }
+  if (!url.hostname) {
+    throw new UserInputError(`${source}: ${quoteValue(redacted)} names no host; e.g. redis://127.0.0.1:6379`, {
+      code: 'E_BAD_REDIS_URL',
+    });
+  }
+  // WHATWG URL keeps IPv6 brackets in hostname; ioredis wants the bare address.
+  options.host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  options.port = url.port ? Number(url.port) : DEFAULT_PORT;
+  const dbText = url.pathname.replace(/^\//, '') || url.searchParams.get('db') || '0';
+  options.db = parseDb(dbText, redacted, source);
+  if (protocol === 'rediss') {
+    const caPath = process.env.CANARY_AUDIT_REDIS_CA;
+    let ca: Buffer | undefined;
+    if (caPath) {
+      try {
+        ca = readFileSync(caPath);
+      } catch (error) {
+        throw new CanaryAuditError('E_REDIS_CA', `CANARY_AUDIT_REDIS_CA=${quoteValue(caPath)} cannot be read: ${(error as Error).message}`, {
+          exitCode: 2,
+          cause: error,
+        });
+      }
+    }
+    // servername makes SNI and certificate host checks use the name the user typed.
+    options.tls = { servername: options.host, ...(ca ? { ca } : {}) };
+  }
+  return { options, redacted };
+}
+
+function parseDb(text: string, redacted: string, source: string): number {
+  const db = Number(text);
+  if (!Number.isInteger(db) || db < 0) {
+    throw new UserInputError(`${source}: database ${quoteValue(text)} in ${quoteValue(redacted)} must be an integer >= 0`, {
+      code: 'E_BAD_REDIS_URL',
+    });
+  }
+  return db;
+}
+
+function redact(url: URL): string {
+  const copy = new URL(url.href);
+  if (copy.password) copy.password = '***';
+  if (copy.searchParams.has('password')) copy.searchParams.set('password', '***');
+  return copy.href.replace('%2A%2A%2A', '***');
+}
+
+/**
+ * Where the queue lives: an explicit --redis value, else $REDIS_URL, else undefined (the caller
+ * decides: `run` starts a private redis-server, the other commands refuse).
+ */
+export function redisTargetFrom(flag: string | undefined): RedisTarget | undefined {
+  if (flag !== undefined) return parseRedisUrl(flag, '--redis');
+  const env = process.env.REDIS_URL;
+  if (env !== undefined && env !== '') return parseRedisUrl(env, 'REDIS_URL');
+  return undefined;
+}
+
+/** Like redisTargetFrom, but a missing URL is a user error that says how to give one. */
+export function requireRedisTarget(flag: string | undefined, command: string): RedisTarget {
+  const target = redisTargetFrom(flag);
+  if (!target) {
+    throw new UserInputError(
+      `no Redis given: set REDIS_URL or pass --redis redis://host:6379 (or use \`canary-audit run\`, which starts its own); see \`canary-audit ${command} --help\``,
+      { code: 'E_NO_REDIS' },
+    );
+  }
+  return target;
+}
+
+/**
+ * Fail fast, in one line, when Redis cannot be reached. BullMQ's own connections retry forever
+ * (right for a long-lived worker across a Redis restart, wrong for `status` or `submit`).
+ */
+export async function assertRedisReachable(target: RedisTarget, timeoutMs = 5_000): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis({
+    ...target.options,
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
+  // ioredis reports the socket's own error (ECONNREFUSED, ...) as an event, then a generic one.
+  let socketError: Error | undefined;
+  client.on('error', (error: Error) => {
+    socketError ??= error;
+  });
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (error) {
+    const reason = (socketError ?? (error as Error)).message;
+    throw new CanaryAuditError(
+      'E_REDIS_UNREACHABLE',
+      `cannot reach Redis at ${target.redacted}: ${reason}; check REDIS_URL/--redis (host, port, password, TLS)`,
+      { cause: error },
+    );
+  } finally {
+    client.disconnect();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * What canary-audit stores in BullMQ jobs. Job data holds paths relative to the artifact root, so
+ * hosts that mount a shared artifact store at different places can all run the same job.
+ */
+
+/** Data of one run job (queue `runs`, job id = run id). */
+export interface RunJobData {
+  audit_id: string;
+  run_id: string;
+  cell_id: string;
+  /** manifest.json, relative to the artifact root (POSIX separators). */
+  manifest: string;
+}
+
+/** Data of the audit parent job (queue `audits`, job id = audit id). */
+export interface AuditJobData {
+  audit_id: string;
+  name: string;
+  /** The audit folder, relative to the artifact root. */
+  audit_dir: string;
+  /** Every run of the audit, in plan order: status lists runs that cancel removed from Redis. */
+  runs: { run_id: string; cell_id: string }[];
+  submitted: string;
+}
+
+/** Lifecycle of one attempt as the worker sees it; BullMQ's own state (waiting, active...) is separate. */
+export type RunPhase = 'starting' | 'training' | 'evaluating' | 'finishing' | 'stopping';
+
+/** job.progress of a run job: what `status` shows for an active run. */
+export interface RunProgress {
+  phase: RunPhase;
+  host: string;
+  /** GPU index the worker pinned with CUDA_VISIBLE_DEVICES, or null on a CPU worker. */
+  gpu: string | null;
+  /** Worker process id and the trainer's process id. */
+  worker_pid: number;
+  trainer_pid: number | null;
+  /** 1-based attempt number (BullMQ attemptsMade + 1). */
+  attempt: number;
+  device: string | null;
+  update: number;
+  total: number | null;
+  loss: number | null;
+  rows_per_s: number | null;
+  /** Seconds of training left at the rate measured in this attempt; null until measurable. */
+  eta_s: number | null;
+  resumed_from: number | null;
+  last_checkpoint: number | null;
+  eval: { phase: string; done: number; total: number } | null;
+  /** Unix milliseconds of the last update. */
+  updated: number;
+}
+
+/** Return value of a completed run job. */
+export interface RunReturn {
+  run_id: string;
+  /** result.json, relative to the artifact root. */
+  result: string;
+  /** The trainer's output folder, relative to the artifact root. */
+  output: string;
+  wall_s: number;
+  /** Seconds the trainer process ran, as the worker measured it (start-up included); 0 when reused. */
+  process_s: number;
+  host: string;
+  gpu: string | null;
+  /** True when result.json already existed for this manifest and the trainer did not run again. */
+  reused: boolean;
+}
+
+/** Return value of the audit parent: which runs finished and which failed for good. */
+export interface AuditReturn {
+  audit_id: string;
+  completed: string[];
+  failed: { run_id: string; reason: string }[];
+  /** Runs that cancel removed from the queue before they started. */
+  cancelled: string[];
+  finished: string;
+}

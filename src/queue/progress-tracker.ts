@@ -1,0 +1,117 @@
+import type { ProgressEvent } from '../contracts/progress.js';
+import type { RunProgress } from './job-data.js';
+
+/**
+ * Folds trainer events into the job's progress record and decides what is worth writing to Redis:
+ * step events arrive many times a second on a fast GPU, so they are throttled; every other event
+ * (started, checkpoint, eval, done, error) is written at once and logged.
+ */
+export interface TrackerLimits {
+  /** Minimum ms between progress writes caused by step events. */
+  progressMs: number;
+  /** Minimum ms between job.log lines for step events. */
+  stepLogMs: number;
+}
+
+export interface TrackerOutput {
+  /** Write job.updateProgress(progress) now. */
+  write: boolean;
+  /** A job.log line, when this event deserves one. */
+  log: string | null;
+}
+
+export class ProgressTracker {
+  readonly progress: RunProgress;
+  private lastWrite = Number.NEGATIVE_INFINITY;
+  private lastStepLog = Number.NEGATIVE_INFINITY;
+  /** First step seen in this attempt, for the rate behind the ETA. */
+  private rateStart: { update: number; t: number } | null = null;
+
+  constructor(
+    base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'updated' | 'device' | 'trainer_pid'>,
+    private readonly limits: TrackerLimits,
+    now: number = Date.now(),
+  ) {
+    this.progress = {
+      ...base,
+      phase: 'starting',
+      trainer_pid: null,
+      device: null,
+      update: 0,
+      total: null,
+      loss: null,
+      rows_per_s: null,
+      eta_s: null,
+      resumed_from: null,
+      last_checkpoint: null,
+      eval: null,
+      updated: now,
+    };
+  }
+
+  apply(event: ProgressEvent, now: number = Date.now()): TrackerOutput {
+    const p = this.progress;
+    p.updated = now;
+    switch (event.event) {
+      case 'started':
+        p.phase = 'training';
+        p.trainer_pid = event.pid;
+        p.device = event.device;
+        p.total = event.total_updates;
+        p.resumed_from = event.resumed_from;
+        p.update = event.resumed_from ?? 0;
+        this.rateStart = null;
+        return this.urgent(
+          now,
+          `started pid=${event.pid} device=${event.device} backend=${event.backend} updates=${event.total_updates}` +
+            (event.resumed_from !== null ? ` resumed_from=${event.resumed_from}` : ''),
+        );
+      case 'step': {
+        p.phase = 'training';
+        p.update = event.update;
+        p.total = event.total;
+        p.loss = event.loss;
+        p.rows_per_s = event.rows_per_s;
+        // Rate from this attempt's own steps (event times, seconds): resumed runs and warm-up
+        // outliers do not distort it for long.
+        if (this.rateStart === null) this.rateStart = { update: event.update, t: event.t };
+        const du = event.update - this.rateStart.update;
+        const dt = event.t - this.rateStart.t;
+        p.eta_s = du > 0 && dt > 0 ? Math.max(0, ((event.total - event.update) * dt) / du) : null;
+        let log: string | null = null;
+        if (now - this.lastStepLog >= this.limits.stepLogMs || event.update === event.total) {
+          this.lastStepLog = now;
+          log = `step ${event.update}/${event.total} loss=${event.loss.toFixed(4)} rows/s=${event.rows_per_s.toFixed(1)}`;
+        }
+        const write = now - this.lastWrite >= this.limits.progressMs || event.update === event.total;
+        if (write) this.lastWrite = now;
+        return { write, log };
+      }
+      case 'checkpoint':
+        p.last_checkpoint = event.update;
+        return this.urgent(now, `checkpoint update=${event.update} ${event.path}`);
+      case 'eval':
+        p.phase = 'evaluating';
+        p.eta_s = null;
+        p.eval = { phase: event.phase, done: event.done, total: event.total };
+        return this.urgent(now, event.done === 0 || event.done === event.total ? `eval ${event.phase} ${event.done}/${event.total}` : null);
+      case 'done':
+        p.phase = 'finishing';
+        p.eta_s = 0;
+        return this.urgent(now, `done wall_s=${event.wall_s.toFixed(1)} result=${event.result}`);
+      case 'error':
+        return this.urgent(now, `error ${event.kind}${event.recoverable ? ' (recoverable)' : ''}: ${event.message}`);
+    }
+  }
+
+  /** Mark a phase change the worker itself causes (e.g. stopping). */
+  setPhase(phase: RunProgress['phase'], now: number = Date.now()): void {
+    this.progress.phase = phase;
+    this.progress.updated = now;
+  }
+
+  private urgent(now: number, log: string | null): TrackerOutput {
+    this.lastWrite = now;
+    return { write: true, log };
+  }
+}

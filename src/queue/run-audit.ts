@@ -1,0 +1,97 @@
+import { join } from 'node:path';
+import { log } from '../log.js';
+import type { TrainerRunner } from '../runner/index.js';
+import type { AuditSource } from './audit-source.js';
+import type { RedisTarget } from './connection.js';
+import { startEmbeddedRedis, type EmbeddedRedis } from './embedded-redis.js';
+import type { LiveView } from './live-view.js';
+import { queueConnection } from './queues.js';
+import type { WorkerSlot } from './run-processor.js';
+import { auditDone, collectStatus, type AuditStatus } from './status.js';
+import { submitAudit } from './submit-audit.js';
+import type { QueueTuning } from './tuning.js';
+import { WorkerPool } from './worker-pool.js';
+
+/**
+ * One audit on one machine (`canary-audit run`): a private redis-server in <audit>/redis/ unless a
+ * Redis is given, in-process workers, the flow submitted, progress shown until every run is done,
+ * then the report. Interrupted (SIGINT/SIGTERM), the trainers checkpoint, the queue is saved in the
+ * append-only file, and running the same command again continues where it stopped.
+ */
+export interface LocalAuditOptions {
+  source: AuditSource;
+  /** An existing Redis (REDIS_URL/--redis); default: a private redis-server. */
+  target?: RedisTarget;
+  slots: WorkerSlot[];
+  runner: TrainerRunner;
+  tuning: QueueTuning;
+  /** Where progress is drawn; null for none. */
+  view: LiveView | null;
+  /** Write the report when the audit is done. Default true. */
+  report?: boolean;
+  /** Aborting stops the audit early (trainers checkpoint; runs stay queued). */
+  signal?: AbortSignal;
+  /** ms between progress refreshes. Default 1000. */
+  refreshMs?: number;
+}
+
+export interface LocalAuditResult {
+  auditId: string;
+  auditDir: string;
+  status: AuditStatus | null;
+  reportFiles: string[] | null;
+  interrupted: boolean;
+  redis: string;
+}
+
+export async function runAuditLocally(options: LocalAuditOptions): Promise<LocalAuditResult> {
+  const { source } = options;
+  const auditDir = source.input.auditDir;
+  let embedded: EmbeddedRedis | null = null;
+  const target = options.target ?? (embedded = await startEmbeddedRedis({ dir: join(auditDir, 'redis') }));
+  log.info({ redis: target.redacted, embedded: embedded !== null }, 'queue ready');
+  let pool: WorkerPool | null = null;
+  try {
+    const conn = queueConnection(target);
+    await submitAudit(conn, source.artifactsDir, source.input, options.tuning);
+    pool = await WorkerPool.start({
+      conn,
+      artifactsDir: source.artifactsDir,
+      runner: options.runner,
+      slots: options.slots,
+      tuning: options.tuning,
+    });
+    let status: AuditStatus | null = null;
+    const refreshMs = options.refreshMs ?? 1_000;
+    while (!options.signal?.aborted) {
+      status = (await collectStatus(conn, source.input.auditId))[0] ?? null;
+      if (status) options.view?.show([status]);
+      if (status && auditDone(status)) break;
+      await sleep(refreshMs, options.signal);
+    }
+    const interrupted = Boolean(options.signal?.aborted) && !(status && auditDone(status));
+    await pool.shutdown();
+    pool = null;
+    let reportFiles: string[] | null = null;
+    if (!interrupted && options.report !== false) {
+      const { writeReport } = await import('../report/index.js');
+      reportFiles = (await writeReport({ auditDir })).files;
+    }
+    return { auditId: source.input.auditId, auditDir, status, reportFiles, interrupted, redis: target.redacted };
+  } finally {
+    await pool?.shutdown();
+    await embedded?.stop();
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,251 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname, isAbsolute, join } from 'node:path';
+import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+import { sha256Hex } from '../hash.js';
+import { log } from '../log.js';
+import { startTrainer, type TrainerOutcome, type TrainerRunner } from '../runner/index.js';
+import { ArtifactPathError, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
+import { clearFailureRecord, writeFailureRecord } from './failure-record.js';
+import type { RunJobData, RunProgress, RunReturn } from './job-data.js';
+import { ProgressTracker } from './progress-tracker.js';
+import type { QueueTuning } from './tuning.js';
+
+/**
+ * The BullMQ processor of a run job: resolve the manifest inside the artifact root, run the trainer
+ * as a child process, relay its events as job progress and job logs, and turn its exit into the
+ * queue's language:
+ *   ok                       -> return value {result, output, ...}
+ *   final (exit 2/3/4/5)     -> UnrecoverableError: no retry; failure.json written
+ *   retry (exit 1, crash)    -> Error: BullMQ retries with backoff; failure.json on the last attempt
+ *   stopped for shutdown     -> job moved back to wait (WaitingError): no attempt spent
+ *   stopped for cancel       -> UnrecoverableError("cancelled: ..."); failure.json kind=cancelled
+ */
+export const ABORT_SHUTDOWN = 'shutdown';
+export const ABORT_CANCEL = 'cancel';
+
+export interface WorkerSlot {
+  /** GPU index exported as CUDA_VISIBLE_DEVICES, or null for a CPU slot. */
+  gpu: string | null;
+  /** CANARY_TRAINER_THREADS for CPU slots, or null. */
+  threads: number | null;
+}
+
+export interface RunProcessorContext {
+  artifactsDir: string;
+  runner: TrainerRunner;
+  tuning: QueueTuning;
+  host: string;
+  slot: WorkerSlot;
+  /** ISO time the audit was cancelled, or null (reads <prefix>:cancelled:<audit_id>). */
+  cancelledAt(auditId: string): Promise<string | null>;
+  /** True once the worker process began shutting down. */
+  shuttingDown(): boolean;
+  /** How often a running job re-reads the cancel flag, in ms (pub/sub is the fast path). */
+  cancelPollMs?: number;
+}
+
+/** Raised for a failure that must not be retried; the message starts with the failure kind. */
+function finalError(kind: string, message: string): UnrecoverableError {
+  return new UnrecoverableError(`${kind}: ${message}`);
+}
+
+export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobData, RunReturn> {
+  return async (job: Job<RunJobData, RunReturn>, token?: string, signal?: AbortSignal): Promise<RunReturn> => {
+    const data = job.data;
+    const attempt = job.attemptsMade + 1;
+    const maxAttempts = job.opts.attempts ?? 1;
+
+    let manifestPath: string;
+    try {
+      manifestPath = resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
+    } catch (error) {
+      // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
+      if (error instanceof ArtifactPathError) throw finalError('bad_job', error.message);
+      throw error;
+    }
+    const runDir = dirname(manifestPath);
+    const outDir = join(runDir, 'output');
+
+    const failFinal = async (kind: string, message: string): Promise<never> => {
+      await writeFailureRecord(outDir, { run_id: data.run_id, kind, message, attempts: attempt, time: new Date().toISOString() });
+      throw finalError(kind, message);
+    };
+    const failRetryable = async (kind: string, message: string): Promise<never> => {
+      if (attempt >= maxAttempts) {
+        await writeFailureRecord(outDir, { run_id: data.run_id, kind, message, attempts: attempt, time: new Date().toISOString() });
+      }
+      throw new Error(`${kind}: ${message}`);
+    };
+    const backToQueue = async (why: string): Promise<never> => {
+      await job.log(`returned to the queue: ${why}`).catch(() => undefined);
+      if (token !== undefined) await job.moveToWait(token);
+      throw new WaitingError();
+    };
+
+    // A job fetched just before shutdown began: give it back untouched.
+    if (ctx.shuttingDown()) return backToQueue('worker shutting down before start');
+    const cancelled = await ctx.cancelledAt(data.audit_id);
+    if (cancelled) return failFinal('cancelled', `audit ${data.audit_id} cancelled at ${cancelled}`);
+    if (!existsSync(manifestPath)) {
+      // Retryable, and nothing written: on a host without the store mounted, any file we wrote
+      // would start a stray tree under the wrong root.
+      throw new Error(`missing_manifest: ${manifestPath} does not exist on ${ctx.host}; is the artifact store mounted at ${ctx.artifactsDir}?`);
+    }
+
+    const reused = reusableResult(outDir, manifestPath, data.run_id);
+    if (reused) {
+      await clearFailureRecord(outDir);
+      await job.log(`result.json already present for this manifest: not training again`);
+      return runReturn(ctx, data, outDir, reused, 0, 0, true);
+    }
+    await clearFailureRecord(outDir);
+
+    const tracker = new ProgressTracker(
+      { host: ctx.host, gpu: ctx.slot.gpu, worker_pid: process.pid, attempt },
+      { progressMs: ctx.tuning.progressMs, stepLogMs: ctx.tuning.stepLogMs },
+    );
+    const writer = new ProgressWriter(job);
+    writer.request(tracker.progress);
+    await job.log(`attempt ${attempt}/${maxAttempts} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`} (runner ${ctx.runner.name})`);
+
+    const stderrLog = join(outDir, 'trainer.stderr.log');
+    await appendFileLine(
+      stderrLog,
+      `[canary-audit] ${new Date().toISOString()} attempt ${attempt} of ${data.run_id} on ${ctx.host} gpu=${ctx.slot.gpu ?? 'none'} worker_pid=${process.pid}`,
+    );
+    const trainerJob = { runId: data.run_id, runDir, manifestPath, outDir, gpu: ctx.slot.gpu, threads: ctx.slot.threads };
+    const trainer = await startTrainer({
+      runner: ctx.runner,
+      job: trainerJob,
+      stderrLog,
+      stopGraceMs: ctx.tuning.stopGraceMs,
+      onEvent(event) {
+        const out = tracker.apply(event);
+        if (out.write) writer.request(tracker.progress);
+        if (out.log) void job.log(out.log).catch(() => undefined);
+      },
+    });
+
+    let stopReason: typeof ABORT_SHUTDOWN | typeof ABORT_CANCEL | null = null;
+    const stop = (reason: typeof ABORT_SHUTDOWN | typeof ABORT_CANCEL) => {
+      if (stopReason !== null) return;
+      stopReason = reason;
+      tracker.setPhase('stopping');
+      writer.request(tracker.progress);
+      void job.log(`stopping trainer (${reason})`).catch(() => undefined);
+      trainer.stop();
+    };
+    const onAbort = () => stop(signal?.reason === ABORT_SHUTDOWN ? ABORT_SHUTDOWN : ABORT_CANCEL);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    // Safety net for a cancel published while this worker was disconnected from Redis.
+    const poll = setInterval(() => {
+      ctx.cancelledAt(data.audit_id).then(
+        (at) => {
+          if (at) stop(ABORT_CANCEL);
+        },
+        () => undefined,
+      );
+    }, ctx.cancelPollMs ?? 10_000);
+
+    let outcome: TrainerOutcome;
+    try {
+      outcome = await trainer.finished;
+    } finally {
+      clearInterval(poll);
+      signal?.removeEventListener('abort', onAbort);
+    }
+    await writer.flush();
+    await job
+      .log(`trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`)
+      .catch(() => undefined);
+
+    if (outcome.outcome === 'ok') {
+      const reported = outcome.done ? (ctx.runner.toHostPath?.(outcome.done.result, trainerJob) ?? outcome.done.result) : 'result.json';
+      const resultPath = resolveResult(outDir, reported);
+      if (!existsSync(resultPath)) return failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
+      return runReturn(ctx, data, outDir, resultPath, outcome.done?.wall_s ?? outcome.wallMs / 1000, outcome.wallMs / 1000, false);
+    }
+    if (stopReason === ABORT_CANCEL) return failFinal('cancelled', `cancelled while running (${outcome.message})`);
+    if (outcome.outcome === 'final') return failFinal(outcome.kind, outcome.message);
+    if (stopReason === ABORT_SHUTDOWN) return backToQueue(`worker shutdown; trainer ${outcome.kind}`);
+    return failRetryable(outcome.kind, outcome.message);
+  };
+}
+
+function resolveResult(outDir: string, reported: string): string {
+  return isAbsolute(reported) ? reported : join(outDir, reported);
+}
+
+/** result.json from an earlier attempt of this exact manifest (a lost completion, a re-submit). */
+function reusableResult(outDir: string, manifestPath: string, runId: string): string | null {
+  const resultPath = join(outDir, 'result.json');
+  if (!existsSync(resultPath)) return null;
+  try {
+    const result = JSON.parse(readFileSync(resultPath, 'utf8')) as { run_id?: string; manifest_sha256?: string };
+    const manifestSha = sha256Hex(readFileSync(manifestPath));
+    return result.run_id === runId && result.manifest_sha256 === manifestSha ? resultPath : null;
+  } catch {
+    return null;
+  }
+}
+
+function runReturn(
+  ctx: RunProcessorContext,
+  data: RunJobData,
+  outDir: string,
+  resultPath: string,
+  wallS: number,
+  processS: number,
+  reused: boolean,
+): RunReturn {
+  return {
+    run_id: data.run_id,
+    result: toArtifactRelative(ctx.artifactsDir, resultPath),
+    output: toArtifactRelative(ctx.artifactsDir, outDir),
+    wall_s: wallS,
+    process_s: processS,
+    host: ctx.host,
+    gpu: ctx.slot.gpu,
+    reused,
+  };
+}
+
+async function appendFileLine(path: string, line: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await appendFile(path, `${line}\n`);
+}
+
+/**
+ * Latest-wins progress writes: at most one updateProgress in flight; a request made meanwhile is
+ * sent when it returns. A slow or restarting Redis never piles up stale writes.
+ */
+class ProgressWriter {
+  private inFlight: Promise<void> | null = null;
+  private pending: RunProgress | null = null;
+
+  constructor(private readonly job: Job) {}
+
+  request(progress: RunProgress): void {
+    this.pending = { ...progress, eval: progress.eval ? { ...progress.eval } : null };
+    if (!this.inFlight) this.inFlight = this.drain();
+  }
+
+  async flush(): Promise<void> {
+    while (this.inFlight) await this.inFlight;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending) {
+      const next = this.pending;
+      this.pending = null;
+      try {
+        await this.job.updateProgress(next as unknown as object);
+      } catch (error) {
+        log.debug({ err: error, job: this.job.id }, 'progress write failed');
+      }
+    }
+    this.inFlight = null;
+  }
+}

@@ -1,0 +1,131 @@
+import type { AuditStatus, RunState, RunStatus } from './status.js';
+
+/**
+ * Text views of a status snapshot. Pure functions of the snapshot (and a width), so they are tested
+ * without Redis. `plain` is for logs and pipes (one line per run, stable columns); `bars` is for a
+ * terminal (a progress bar per run).
+ */
+export function formatDuration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return '-';
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (h < 48) return `${h}h${String(m).padStart(2, '0')}m`;
+  return `${Math.floor(h / 24)}d${String(h % 24).padStart(2, '0')}h`;
+}
+
+export function progressBar(fraction: number, width: number): string {
+  const f = Math.min(1, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
+  const full = Math.round(f * width);
+  return `[${'#'.repeat(full)}${'-'.repeat(width - full)}]`;
+}
+
+const ORDER: RunState[] = ['active', 'waiting', 'prioritized', 'delayed', 'paused', 'completed', 'failed', 'cancelled', 'unknown', 'waiting-children'];
+
+export function auditHeadline(audit: AuditStatus): string {
+  const counts = ORDER.filter((s) => (audit.counts[s] ?? 0) > 0).map((s) => `${audit.counts[s]} ${s}`);
+  const total = audit.runs.length;
+  const cancelled = audit.cancelled_at ? ` (cancelled ${audit.cancelled_at})` : '';
+  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}`;
+}
+
+function where(run: RunStatus): string {
+  const p = run.progress;
+  if (!p) return '';
+  return `${p.host} ${p.gpu === null ? 'cpu' : `gpu${p.gpu}`}`;
+}
+
+/** BullMQ counts an attempt when it ends (completed or failed): an active run is one further. */
+function attemptText(run: RunStatus): string | null {
+  const n = run.state === 'active' ? run.attempts_made + 1 : run.attempts_made;
+  return n > 0 ? `attempt ${n}/${run.max_attempts}` : null;
+}
+
+/** Cut a line to the terminal width, keeping its column spacing. */
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function shorten(text: string, max: number): string {
+  const one = text.replace(/\s+/g, ' ').trim();
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+/** The figures of one run after its state: progress while active, reason when failed. */
+export function runDetail(run: RunStatus): string {
+  const p = run.progress;
+  const parts: string[] = [];
+  if (run.state === 'active' && p) {
+    if (p.phase === 'evaluating' && p.eval) parts.push(`eval ${p.eval.phase} ${p.eval.done}/${p.eval.total}`);
+    else parts.push(`${p.update}/${p.total ?? '?'}`);
+    if (p.loss !== null) parts.push(`loss ${p.loss.toFixed(3)}`);
+    if (p.rows_per_s !== null) parts.push(`${p.rows_per_s.toFixed(1)} rows/s`);
+    parts.push(`ETA ${formatDuration(p.eta_s)}`);
+    if (p.phase === 'stopping') parts.push('stopping');
+  }
+  const host = where(run);
+  if (host && (run.state === 'active' || run.state === 'completed' || run.state === 'failed')) parts.push(host);
+  const attempts = run.state === 'cancelled' ? null : attemptText(run);
+  if (attempts) parts.push(attempts);
+  if (run.failure && (run.state === 'failed' || run.state === 'delayed' || run.state === 'cancelled')) parts.push(shorten(run.failure, 100));
+  return parts.join('  ');
+}
+
+export function renderPlain(audits: AuditStatus[]): string {
+  if (audits.length === 0) return 'no audits in the queue\n';
+  const lines: string[] = [];
+  for (const audit of audits) {
+    lines.push(auditHeadline(audit));
+    const cellWidth = Math.min(40, Math.max(4, ...audit.runs.map((r) => r.cell_id.length)));
+    for (const run of audit.runs) {
+      lines.push(`  ${run.run_id}  ${shorten(run.cell_id, cellWidth).padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Terminal view: a bar per run (training progress; full when completed). */
+export function renderBars(audits: AuditStatus[], columns = 100): string {
+  if (audits.length === 0) return 'no audits in the queue\n';
+  // A pseudo-terminal may report 0 columns: fall back to a common width.
+  const width = columns > 0 ? columns : 100;
+  const barWidth = Math.max(10, Math.min(20, width - 110));
+  const lines: string[] = [];
+  for (const audit of audits) {
+    const done = (audit.counts.completed ?? 0) + (audit.counts.failed ?? 0) + (audit.counts.cancelled ?? 0);
+    // Every line fits the width: a wrapped line would throw off the in-place redraw.
+    lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit)}`, Math.max(40, width - 1)));
+    const cellWidth = Math.min(24, Math.max(4, ...audit.runs.map((r) => r.cell_id.length)));
+    for (const run of audit.runs) {
+      const p = run.progress;
+      let fraction = 0;
+      if (run.state === 'completed') fraction = 1;
+      else if (p && p.total) fraction = p.update / p.total;
+      const line = `  ${progressBar(fraction, barWidth)} ${run.run_id.slice(0, 12)} ${shorten(run.cell_id, cellWidth).padEnd(cellWidth)} ${run.state.padEnd(9)} ${runDetail(run)}`;
+      lines.push(clip(line, Math.max(40, width - 1)));
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * For `status --watch` without a terminal: one line per run whose state or progress changed since
+ * the previous snapshot, so a log shows each transition once.
+ */
+export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date()): string {
+  const before = new Map<string, string>();
+  for (const audit of previous ?? []) for (const run of audit.runs) before.set(run.run_id, `${run.state}|${runDetail(run)}`);
+  const stamp = now.toISOString().slice(11, 19);
+  const lines: string[] = [];
+  for (const audit of current) {
+    const prevAudit = previous?.find((a) => a.audit_id === audit.audit_id);
+    if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit)}`);
+    for (const run of audit.runs) {
+      const key = `${run.state}|${runDetail(run)}`;
+      if (before.get(run.run_id) !== key) lines.push(`${stamp}   ${run.run_id}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+    }
+  }
+  return lines.length ? `${lines.join('\n')}\n` : '';
+}

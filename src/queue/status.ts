@@ -1,0 +1,147 @@
+import type { Job } from 'bullmq';
+import { UserInputError, quoteValue } from '../errors.js';
+import type { AuditJobData, AuditReturn, RunJobData, RunProgress, RunReturn } from './job-data.js';
+import { openQueues, openRedis, type QueueConnection } from './queues.js';
+
+/**
+ * A snapshot of audits and their runs as Redis holds them: what `status` prints and `--json` emits.
+ * Runs that cancel removed from the queue are still listed (state `cancelled`), from the audit
+ * parent's run list and the cancelled-runs record.
+ */
+export type RunState =
+  | 'waiting'
+  | 'active'
+  | 'delayed'
+  | 'prioritized'
+  | 'paused'
+  | 'waiting-children'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'unknown';
+
+export interface RunStatus {
+  run_id: string;
+  cell_id: string;
+  state: RunState;
+  /** Attempts BullMQ counted as made (failures); the running attempt is attempts_made + 1. */
+  attempts_made: number;
+  max_attempts: number;
+  /** Progress of the current or last attempt (host, GPU, update/total, loss, rows/s, ETA...). */
+  progress: RunProgress | null;
+  /** Why the run failed (last attempt), or why it is delayed for a retry. */
+  failure: string | null;
+  /** result.json relative to the artifact root, once completed. */
+  result: string | null;
+  started: string | null;
+  finished: string | null;
+}
+
+export type AuditState = 'queued' | 'running' | 'finished' | 'cancelling' | 'cancelled';
+
+export interface AuditStatus {
+  audit_id: string;
+  name: string;
+  state: AuditState;
+  submitted: string;
+  cancelled_at: string | null;
+  /** Runs per state. */
+  counts: Partial<Record<RunState, number>>;
+  runs: RunStatus[];
+  /** The audit parent's summary once every run is done. */
+  summary: AuditReturn | null;
+}
+
+const AUDIT_STATES = ['waiting-children', 'waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
+
+export async function collectStatus(conn: QueueConnection, auditId?: string): Promise<AuditStatus[]> {
+  const queues = openQueues(conn);
+  const client = openRedis(conn);
+  try {
+    let parents: Job<AuditJobData, AuditReturn>[];
+    if (auditId !== undefined) {
+      const parent = await queues.audits.getJob(auditId);
+      if (!parent) {
+        throw new UserInputError(`no audit ${quoteValue(auditId)} in the queue at ${conn.redacted}; run \`canary-audit status\` to list audits`, {
+          code: 'E_NO_AUDIT',
+        });
+      }
+      parents = [parent];
+    } else {
+      parents = (await queues.audits.getJobs([...AUDIT_STATES])).filter((j): j is Job<AuditJobData, AuditReturn> => Boolean(j));
+      parents.sort((a, b) => a.timestamp - b.timestamp);
+    }
+    const out: AuditStatus[] = [];
+    for (const parent of parents) {
+      const id = parent.data.audit_id;
+      const [parentState, cancelledAt, cancelledRuns] = await Promise.all([
+        parent.getState(),
+        client.get(conn.keys.cancelled(id)),
+        client.hgetall(conn.keys.cancelledRuns(id)),
+      ]);
+      const runs = await Promise.all(
+        parent.data.runs.map(async ({ run_id, cell_id }): Promise<RunStatus> => {
+          const job = await queues.runs.getJob(run_id);
+          if (!job) {
+            return emptyRun(run_id, cell_id, cancelledRuns[run_id] !== undefined ? 'cancelled' : 'unknown');
+          }
+          return runStatus(job, (await job.getState()) as RunState, cell_id);
+        }),
+      );
+      const counts: Partial<Record<RunState, number>> = {};
+      for (const run of runs) counts[run.state] = (counts[run.state] ?? 0) + 1;
+      const finished = parentState === 'completed' || parentState === 'failed';
+      let state: AuditState;
+      // Cancelled once nothing runs any more, even before a worker has closed the audit parent.
+      if (cancelledAt) state = finished || (counts.active ?? 0) === 0 ? 'cancelled' : 'cancelling';
+      else if (finished) state = 'finished';
+      else if ((counts.active ?? 0) > 0 || (counts.completed ?? 0) + (counts.failed ?? 0) > 0) state = 'running';
+      else state = 'queued';
+      out.push({
+        audit_id: id,
+        name: parent.data.name,
+        state,
+        submitted: parent.data.submitted,
+        cancelled_at: cancelledAt,
+        counts,
+        runs,
+        summary: parentState === 'completed' ? ((parent.returnvalue as AuditReturn | null) ?? null) : null,
+      });
+    }
+    return out;
+  } finally {
+    client.disconnect();
+    await queues.close();
+  }
+}
+
+function emptyRun(runId: string, cellId: string, state: RunState): RunStatus {
+  return { run_id: runId, cell_id: cellId, state, attempts_made: 0, max_attempts: 0, progress: null, failure: null, result: null, started: null, finished: null };
+}
+
+function runStatus(job: Job<RunJobData, RunReturn>, state: RunState, cellId: string): RunStatus {
+  const progress = isRunProgress(job.progress) ? job.progress : null;
+  const failure = state === 'failed' || state === 'delayed' || job.attemptsMade > 0 ? (job.failedReason || null) : null;
+  return {
+    run_id: job.id ?? job.data.run_id,
+    cell_id: cellId,
+    // A run whose cancel arrived while it ran fails with kind `cancelled`: show it as such.
+    state: state === 'failed' && /^cancelled: /.test(job.failedReason ?? '') ? 'cancelled' : state,
+    attempts_made: job.attemptsMade,
+    max_attempts: job.opts.attempts ?? 1,
+    progress,
+    failure,
+    result: state === 'completed' ? (job.returnvalue?.result ?? null) : null,
+    started: job.processedOn ? new Date(job.processedOn).toISOString() : null,
+    finished: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+  };
+}
+
+function isRunProgress(value: unknown): value is RunProgress {
+  return typeof value === 'object' && value !== null && 'phase' in value && 'host' in value;
+}
+
+/** True when the audit needs no more work (finished or cancelled). */
+export function auditDone(status: AuditStatus): boolean {
+  return status.state === 'finished' || status.state === 'cancelled';
+}

@@ -1,0 +1,95 @@
+import { toArtifactRelative } from './artifact-path.js';
+import type { AuditJobData, RunJobData } from './job-data.js';
+import { AUDIT_JOB, AUDITS_QUEUE, RUN_JOB, RUNS_QUEUE } from './names.js';
+import { openFlowProducer, openQueues, type QueueConnection } from './queues.js';
+import type { QueueTuning } from './tuning.js';
+
+/**
+ * Queue an audit as one BullMQ flow: the audit parent (job id = audit id) with one child per run
+ * (job id = run id, the manifest's content hash). An audit already in Redis is left alone, so a
+ * second submit of the same grid adds nothing, even after cancel removed some of its runs.
+ *
+ * Children carry `ignoreDependencyOnFailure`: a run that fails for good does not block the audit;
+ * the parent becomes ready when every run has completed, failed or been cancelled.
+ */
+export interface SubmitRun {
+  runId: string;
+  cellId: string;
+  /** Absolute manifest.json inside the artifact root. */
+  manifestPath: string;
+}
+
+export interface SubmitAuditInput {
+  auditId: string;
+  name: string;
+  /** Absolute audit folder inside the artifact root. */
+  auditDir: string;
+  runs: SubmitRun[];
+}
+
+export interface SubmitOutcome {
+  auditId: string;
+  added: boolean;
+  /** BullMQ state of the audit parent when it already existed, e.g. waiting-children or completed. */
+  existingState: string | null;
+  runs: number;
+}
+
+/** How many job log lines Redis keeps per run (older ones are trimmed). */
+export const KEEP_LOGS = 500;
+
+export async function submitAudit(
+  conn: QueueConnection,
+  artifactsDir: string,
+  input: SubmitAuditInput,
+  tuning: Pick<QueueTuning, 'attempts' | 'backoffMs'>,
+): Promise<SubmitOutcome> {
+  const queues = openQueues(conn);
+  try {
+    const existing = await queues.audits.getJob(input.auditId);
+    if (existing) {
+      return { auditId: input.auditId, added: false, existingState: await existing.getState(), runs: input.runs.length };
+    }
+    const parentData: AuditJobData = {
+      audit_id: input.auditId,
+      name: input.name,
+      audit_dir: toArtifactRelative(artifactsDir, input.auditDir),
+      runs: input.runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId })),
+      submitted: new Date().toISOString(),
+    };
+    const flow = openFlowProducer(conn);
+    try {
+      await flow.add({
+        name: AUDIT_JOB,
+        queueName: AUDITS_QUEUE,
+        data: parentData,
+        opts: { jobId: input.auditId },
+        children: input.runs.map((run) => {
+          const data: RunJobData = {
+            audit_id: input.auditId,
+            run_id: run.runId,
+            cell_id: run.cellId,
+            manifest: toArtifactRelative(artifactsDir, run.manifestPath),
+          };
+          return {
+            name: RUN_JOB,
+            queueName: RUNS_QUEUE,
+            data,
+            opts: {
+              jobId: run.runId,
+              attempts: tuning.attempts,
+              backoff: { type: 'exponential', delay: tuning.backoffMs },
+              ignoreDependencyOnFailure: true,
+              keepLogs: KEEP_LOGS,
+            },
+          };
+        }),
+      });
+    } finally {
+      await flow.close();
+    }
+    return { auditId: input.auditId, added: true, existingState: null, runs: input.runs.length };
+  } finally {
+    await queues.close();
+  }
+}

@@ -1,0 +1,216 @@
+import { dirname, join } from 'node:path';
+import { hostname } from 'node:os';
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { log } from '../log.js';
+import type { TrainerRunner } from '../runner/index.js';
+import { resolveInsideArtifacts } from './artifact-path.js';
+import { createAuditProcessor } from './audit-processor.js';
+import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
+import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from './job-data.js';
+import { AUDITS_QUEUE, RUNS_QUEUE } from './names.js';
+import { openRedis, type QueueConnection } from './queues.js';
+import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
+import { describeSlot } from './slots.js';
+import type { QueueTuning } from './tuning.js';
+
+/**
+ * The workers of one host: one BullMQ Worker per slot (GPU or CPU share), concurrency 1 each, plus
+ * one Worker for audit parents and one Redis subscriber for cancel messages.
+ *
+ * Shutdown (SIGTERM/SIGINT) is bounded: every trainer gets SIGTERM, checkpoints and exits, its job
+ * goes back to the front of the queue without spending an attempt, and the pool is closed within
+ * stopGraceMs + SHUTDOWN_MARGIN_MS. Past that bound the workers are force-closed; a trainer still
+ * alive then was already sent SIGKILL at stopGraceMs.
+ */
+export const SHUTDOWN_MARGIN_MS = 15_000;
+
+export interface WorkerPoolOptions {
+  conn: QueueConnection;
+  artifactsDir: string;
+  runner: TrainerRunner;
+  slots: WorkerSlot[];
+  tuning: QueueTuning;
+  host?: string;
+  /** How often a running job re-reads the cancel flag, in ms; default 10000. */
+  cancelPollMs?: number;
+}
+
+interface ActiveRun {
+  worker: Worker<RunJobData, RunReturn>;
+  auditId: string;
+}
+
+export class WorkerPool {
+  readonly runWorkers: Worker<RunJobData, RunReturn>[] = [];
+  readonly host: string;
+  private auditWorker: Worker<AuditJobData, AuditReturn> | null = null;
+  private runsQueue: Queue<RunJobData, RunReturn> | null = null;
+  private readonly client: Redis;
+  private readonly subscriber: Redis;
+  private readonly active = new Map<string, ActiveRun>();
+  private stopping = false;
+  private closing: Promise<void> | null = null;
+
+  private constructor(private readonly options: WorkerPoolOptions) {
+    this.host = options.host ?? hostname();
+    this.client = openRedis(options.conn, true);
+    this.subscriber = openRedis(options.conn, true);
+  }
+
+  static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
+    const pool = new WorkerPool(options);
+    await pool.listenForCancel();
+    pool.startWorkers();
+    await Promise.all([...pool.runWorkers.map((w) => w.waitUntilReady()), pool.auditWorker?.waitUntilReady()]);
+    log.info(
+      { host: pool.host, slots: options.slots.map(describeSlot), runner: options.runner.name, redis: options.conn.redacted },
+      'workers ready',
+    );
+    return pool;
+  }
+
+  /** Run ids this host is working on now. */
+  activeRuns(): string[] {
+    return [...this.active.keys()];
+  }
+
+  private async listenForCancel(): Promise<void> {
+    const channel = this.options.conn.keys.cancelChannel;
+    this.subscriber.on('message', (ch: string, message: string) => {
+      if (ch !== channel) return;
+      let auditId: string | undefined;
+      try {
+        auditId = (JSON.parse(message) as { audit_id?: string }).audit_id;
+      } catch {
+        return;
+      }
+      for (const [runId, run] of this.active) {
+        if (run.auditId === auditId) {
+          log.info({ run: runId, audit: auditId }, 'cancel received: stopping trainer');
+          run.worker.cancelJob(runId, ABORT_CANCEL);
+        }
+      }
+    });
+    await this.subscriber.subscribe(channel);
+  }
+
+  private startWorkers(): void {
+    const { conn, tuning, artifactsDir, runner } = this.options;
+    const cancelledAt = (auditId: string) => this.client.get(conn.keys.cancelled(auditId));
+    this.options.slots.forEach((slot, index) => {
+      const processor = createRunProcessor({
+        artifactsDir,
+        runner,
+        tuning,
+        host: this.host,
+        slot,
+        cancelledAt,
+        shuttingDown: () => this.stopping,
+        ...(this.options.cancelPollMs !== undefined ? { cancelPollMs: this.options.cancelPollMs } : {}),
+      });
+      // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
+      const worker: Worker<RunJobData, RunReturn> = new Worker<RunJobData, RunReturn>(
+        RUNS_QUEUE,
+        async (job, token, signal) => {
+          this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
+          try {
+            return await processor(job, token, signal);
+          } finally {
+            this.active.delete(job.id ?? '');
+          }
+        },
+        {
+          connection: conn.options,
+          prefix: conn.prefix,
+          // Unique per slot: job.processedBy then says which slot ran a job.
+          name: `${this.host}#${index} ${describeSlot(slot)}`,
+          concurrency: 1,
+          lockDuration: tuning.lockMs,
+          stalledInterval: tuning.stalledMs,
+          maxStalledCount: tuning.maxStalled,
+          drainDelay: tuning.drainDelayS,
+        },
+      );
+      worker.on('error', (error) => log.warn({ err: error, slot: describeSlot(slot) }, 'worker connection error'));
+      worker.on('failed', (job, error) => {
+        if (job) void this.recordFinalFailure(job, error);
+      });
+      worker.on('stalled', (jobId) => log.warn({ run: jobId }, 'run stalled (its worker died or froze); back in the queue'));
+      this.runWorkers.push(worker);
+    });
+
+    this.runsQueue = new Queue<RunJobData, RunReturn>(RUNS_QUEUE, { connection: conn.options, prefix: conn.prefix });
+    this.runsQueue.on('error', () => undefined);
+    this.auditWorker = new Worker<AuditJobData, AuditReturn>(
+      AUDITS_QUEUE,
+      createAuditProcessor({ artifactsDir, keys: conn.keys, redis: this.client, runs: this.runsQueue }),
+      {
+        connection: conn.options,
+        prefix: conn.prefix,
+        name: `${this.host}/audits`,
+        concurrency: 4,
+        lockDuration: tuning.lockMs,
+        stalledInterval: tuning.stalledMs,
+        drainDelay: tuning.drainDelayS,
+      },
+    );
+    this.auditWorker.on('error', (error) => log.warn({ err: error }, 'audit worker connection error'));
+    this.auditWorker.on('completed', (job, value) =>
+      log.info({ audit: job.id, completed: value.completed.length, failed: value.failed.length, cancelled: value.cancelled.length }, 'audit finished'),
+    );
+  }
+
+  /**
+   * Catch-all for failures no processor recorded (a run that stalled too often fails inside
+   * BullMQ): once the job is failed for good, make sure failure.json exists.
+   */
+  private async recordFinalFailure(job: Job<RunJobData, RunReturn>, error: Error): Promise<void> {
+    try {
+      if (!(await job.isFailed())) return;
+      const runDir = dirname(resolveInsideArtifacts(this.options.artifactsDir, job.data.manifest));
+      await writeFailureRecordIfMissing(join(runDir, 'output'), {
+        run_id: job.data.run_id,
+        kind: kindFromReason(error.message),
+        message: error.message,
+        attempts: job.attemptsMade,
+        time: new Date().toISOString(),
+      });
+    } catch (err) {
+      log.debug({ err, run: job.id }, 'could not record failure');
+    }
+  }
+
+  /**
+   * Stop taking jobs, ask every trainer to checkpoint and exit, put their jobs back in the queue,
+   * and close. Resolves within stopGraceMs + SHUTDOWN_MARGIN_MS.
+   */
+  shutdown(): Promise<void> {
+    this.closing ??= this.doShutdown();
+    return this.closing;
+  }
+
+  private async doShutdown(): Promise<void> {
+    this.stopping = true;
+    const closes = this.runWorkers.map((w) => w.close());
+    // After close() began, so no new job is fetched between the cancel and the close.
+    for (const worker of this.runWorkers) worker.cancelAllJobs(ABORT_SHUTDOWN);
+    const bound = this.options.tuning.stopGraceMs + SHUTDOWN_MARGIN_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      Promise.all(closes).then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), bound);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      log.warn({ bound_ms: bound }, 'workers did not close in time: forcing');
+      await Promise.all(this.runWorkers.map((w) => w.close(true)));
+    }
+    await this.auditWorker?.close();
+    await this.runsQueue?.close();
+    this.subscriber.disconnect();
+    this.client.disconnect();
+  }
+}

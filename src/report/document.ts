@@ -1,0 +1,291 @@
+import { formatValue } from '../metrics/cells.js';
+import type { GroupSummary } from '../metrics/aggregate.js';
+import type { PairedSummary } from '../metrics/paired.js';
+import { armCell, counts, DASH, differenceCi, medianCi, num, proportion, short } from './format.js';
+import type { ReportSummary } from './summary.js';
+import type { StampBrief } from './provenance-check.js';
+
+/**
+ * The report as a document of sections and tables, built once from the summary and rendered by
+ * both the Markdown and the HTML writer, so the two always show the same figures.
+ */
+export interface Table {
+  caption?: string;
+  columns: string[];
+  rows: string[][];
+}
+
+export interface Section {
+  id: string;
+  title: string;
+  paragraphs: string[];
+  list?: string[];
+  tables: Table[];
+  /** Plot ids shown with this section (HTML only). */
+  plots?: string[];
+}
+
+export interface ReportDocument {
+  title: string;
+  sections: Section[];
+}
+
+const PAIRED_AXIS_ORDER = ['placement', 'population', 'spacing', 'visibility', 'schedule'];
+
+function finalFocal(groups: GroupSummary[]): GroupSummary[] {
+  return groups.filter((g) => g.cohort === 'focal' && g.phase === 'final');
+}
+
+function stamp(s: StampBrief | null): string {
+  if (!s) return DASH;
+  return `${short(s.git_commit)}${s.git_dirty ? '+dirty' : ''} · code ${short(s.code_sha256)}`;
+}
+
+function overview(s: ReportSummary): Section {
+  const spaces = [...new Set(s.runs.flatMap((r) => (r.candidate_space ? [`${r.candidate_space.kind} |C| = ${r.candidate_space.size} (ceiling log2|C| = ${num(r.candidate_space.ceiling)})`] : [])))];
+  const c = s.counts;
+  return {
+    id: 'overview',
+    title: 'Overview',
+    paragraphs: [
+      `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
+      `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
+      `Medians carry percentile-bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n is printed beside every figure. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
+    ],
+    ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
+    tables: [],
+  };
+}
+
+function exposureVsDose(s: ReportSummary): Section {
+  const groups = finalFocal(s.groups);
+  const visibilities = [...new Set(groups.map((g) => g.visibility ?? DASH))];
+  return {
+    id: 'exposure-vs-dose',
+    title: 'Exposure vs dose',
+    paragraphs: [
+      groups.length === 0
+        ? 'No finished run has focal canaries yet.'
+        : 'Focal canaries after fine-tuning, grouped by cell, probe and each canary’s own dose, beside the held-out canaries of the same runs (the prior control). Other controls are in “Controls”.',
+    ],
+    tables: visibilities.map((v) => ({
+      caption: `Visibility: ${v}`,
+      columns: ['Cell', 'Probe', 'Dose', 'Exposure median [95% CI]', 'Ceiling', 'n', 'Held-out control', 'Δ vs held-out [95% CI]', 'Recovered (prefill)'],
+      rows: groups
+        .filter((g) => (g.visibility ?? DASH) === v)
+        .map((g) => [
+          g.label,
+          g.probe_kind,
+          String(g.dose ?? DASH),
+          medianCi(g.inserted.exposure),
+          num(g.space.ceiling),
+          counts(g.inserted),
+          armCell(g.controls.held_out),
+          differenceCi(g.controls.held_out?.difference ?? null),
+          proportion(g.inserted.recovery.prefill),
+        ]),
+    })),
+    plots: ['exposure-vs-dose'],
+  };
+}
+
+function controls(s: ReportSummary): Section {
+  const groups = finalFocal(s.groups);
+  return {
+    id: 'controls',
+    title: 'Controls',
+    paragraphs: [
+      'Every focal figure beside its three controls: held-out canaries of the same runs (never inserted), the same canaries scored by the base model before fine-tuning, and the same canaries (id and code) in a run that inserts no canary. A control is “—” when the grid does not provide it.',
+    ],
+    tables: [
+      {
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Inserted', 'Held-out', 'Δ held-out', 'Base model', 'Δ base', 'No-canary run', 'Δ no-canary'],
+        rows: groups.map((g) => [
+          g.label,
+          g.visibility ?? DASH,
+          g.probe_kind,
+          String(g.dose ?? DASH),
+          armCell(g.inserted),
+          armCell(g.controls.held_out),
+          differenceCi(g.controls.held_out?.difference ?? null),
+          armCell(g.controls.base),
+          differenceCi(g.controls.base?.difference ?? null),
+          armCell(g.controls.no_canary),
+          differenceCi(g.controls.no_canary?.difference ?? null),
+        ]),
+      },
+    ],
+  };
+}
+
+function recovery(s: ReportSummary): Section {
+  const groups = finalFocal(s.groups);
+  return {
+    id: 'recovery',
+    title: 'Recovery',
+    paragraphs: [
+      'Exact recovery: the greedy output holds exactly the true code. Ranking first is not the same as generating the code, so both are shown. On substituted probes (another code shown in the prompt) “Recovered” is recall of the original and “Copied” is the rate of reproducing the shown code.',
+    ],
+    tables: [
+      {
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)'],
+        rows: groups.map((g) => [
+          g.label,
+          g.visibility ?? DASH,
+          g.probe_kind,
+          String(g.dose ?? DASH),
+          proportion(g.inserted.top1),
+          proportion(g.inserted.recovery.prefill),
+          proportion(g.inserted.recovery.free),
+          g.inserted.copy ? proportion(g.inserted.copy.prefill) : DASH,
+          proportion(g.controls.held_out?.recovery.prefill ?? null),
+        ]),
+      },
+    ],
+    plots: ['recovery-vs-dose'],
+  };
+}
+
+function paired(s: ReportSummary): Section {
+  const finals = s.paired.filter((p) => p.phase === 'final');
+  const comparisons = new Map<string, PairedSummary[]>();
+  for (const p of finals) {
+    const title = `${p.axis}: ${formatValue(p.from)} → ${formatValue(p.to)}`;
+    comparisons.set(title, [...(comparisons.get(title) ?? []), p]);
+  }
+  const rank = (axis: string): number => {
+    const i = PAIRED_AXIS_ORDER.indexOf(axis);
+    return i < 0 ? PAIRED_AXIS_ORDER.length : i;
+  };
+  const titles = [...comparisons.keys()].sort((a, b) => {
+    const pa = comparisons.get(a)?.[0] as PairedSummary;
+    const pb = comparisons.get(b)?.[0] as PairedSummary;
+    return rank(pa.axis) - rank(pb.axis) || pa.axis.localeCompare(pb.axis);
+  });
+  return {
+    id: 'paired',
+    title: 'Paired comparisons (placement, population, …)',
+    paragraphs: [
+      finals.length === 0
+        ? 'No two finished runs differ in exactly one axis while sharing canaries.'
+        : 'Runs whose cells differ in exactly one axis, paired canary by canary (same id and code), pooled over seeds. Δ = exposure(later value) − exposure(earlier value). Held-out rows pair never-inserted canaries: their shift is the comparison’s null.',
+    ],
+    tables: titles.map((title) => ({
+      caption: title,
+      columns: ['Context', 'Cohort', 'Probe', 'Dose', 'Pairs', 'Rose', 'Fell', 'Tied', 'Median from → to', 'Median paired Δ [95% CI]'],
+      rows: (comparisons.get(title) ?? []).map((p) => [
+        p.label,
+        p.cohort,
+        p.probe_kind,
+        String(p.dose ?? DASH),
+        String(p.n_pairs),
+        String(p.rose),
+        String(p.fell),
+        String(p.tied),
+        `${num(p.from_median)} → ${num(p.to_median)}`,
+        differenceCi(p.difference),
+      ]),
+    })),
+    plots: ['paired-differences'],
+  };
+}
+
+function auxiliary(s: ReportSummary): Section | null {
+  const groups = s.groups.filter((g) => g.cohort !== 'focal' && g.phase === 'final');
+  if (groups.length === 0) return null;
+  return {
+    id: 'auxiliary',
+    title: 'Auxiliary cohorts',
+    paragraphs: ['Inserted canaries outside the focal cohort (they shape the population the focal canaries train in).'],
+    tables: [
+      {
+        columns: ['Cohort', 'Cell', 'Visibility', 'Probe', 'Dose', 'Exposure median [95% CI]', 'n', 'Held-out control', 'Δ vs held-out [95% CI]'],
+        rows: groups.map((g) => [g.cohort, g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), medianCi(g.inserted.exposure), counts(g.inserted), armCell(g.controls.held_out), differenceCi(g.controls.held_out?.difference ?? null)]),
+      },
+    ],
+  };
+}
+
+function checkpoints(s: ReportSummary): Section | null {
+  const focal = s.groups.filter((g) => g.cohort === 'focal');
+  if (!focal.some((g) => g.phase !== 'final')) return null;
+  return {
+    id: 'checkpoints',
+    title: 'Exposure over training',
+    paragraphs: ['Focal canaries at every evaluated checkpoint (phase update-<n>) and at the end.'],
+    tables: [
+      {
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Phase', 'Update', 'Exposure median [95% CI]', 'n', 'Held-out control'],
+        rows: focal.map((g) => [g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), g.phase, String(g.update), medianCi(g.inserted.exposure), counts(g.inserted), armCell(g.controls.held_out)]),
+      },
+    ],
+  };
+}
+
+function utility(s: ReportSummary): Section {
+  const runs = s.runs.filter((r) => r.utility);
+  return {
+    id: 'utility',
+    title: 'Utility',
+    paragraphs: ['Mean target-token loss on held-out background rows (never trained on), before and after fine-tuning; Δ = after − before. Medians over runs per cell.'],
+    tables: [
+      {
+        caption: 'Per cell',
+        columns: ['Cell', 'No-canary', 'Runs', 'Loss before', 'Loss after', 'Δ'],
+        rows: s.utility.map((u) => [u.label, u.no_canary ? 'yes' : 'no', String(u.n_runs), num(u.base_loss, 4), num(u.final_loss, 4), num(u.delta, 4)]),
+      },
+      {
+        caption: 'Per run',
+        columns: ['Run', 'Cell', 'Rows', 'Loss before', 'Loss after', 'Δ'],
+        rows: runs.map((r) => [r.run_id, r.cell_id, String(r.utility?.rows ?? DASH), num(r.utility?.base_loss, 4), num(r.utility?.final_loss, 4), num(r.utility?.delta, 4)]),
+      },
+    ],
+  };
+}
+
+function notFinished(s: ReportSummary): Section {
+  const runs = s.runs.filter((r) => r.status !== 'finished');
+  return {
+    id: 'failed-missing',
+    title: 'Failed or missing runs',
+    paragraphs: [runs.length === 0 ? 'None: every run of the audit finished.' : `${runs.length} run(s) did not contribute to the figures above.`],
+    tables:
+      runs.length === 0
+        ? []
+        : [
+            {
+              columns: ['Run', 'Cell', 'Status', 'Kind', 'Message', 'Attempts', 'Time'],
+              rows: runs.map((r) => [r.run_id, r.cell_id, r.status, r.failure?.kind ?? DASH, r.failure?.message ?? r.reason ?? DASH, r.failure ? String(r.failure.attempts) : DASH, r.failure?.time ?? DASH]),
+            },
+          ],
+  };
+}
+
+function provenance(s: ReportSummary): Section {
+  const p = s.provenance;
+  const w = p.at_write;
+  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code'].includes(x.kind));
+  return {
+    id: 'provenance',
+    title: 'Provenance',
+    paragraphs: [
+      `This report: controller ${short(w.git_commit)}${w.git_dirty ? '+dirty' : ''}, code ${short(w.code_sha256)}, node ${w.versions.node ?? DASH}, written ${w.time} on ${w.host}${p.changed_mid_run ? ' — **the controller code changed while the report was being written**' : ''}.`,
+      flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run.' : 'Code-version warnings:',
+    ],
+    ...(flagged.length > 0 ? { list: flagged.map((x) => `**${x.kind}**: ${x.message} Runs: ${x.runs.join(', ')}`) } : {}),
+    tables: [
+      {
+        columns: ['Run', 'Cell', 'Status', 'Controller (manifest)', 'Trainer (result)', 'Changed mid-run'],
+        rows: s.runs.map((r) => {
+          const changed = [r.provenance.controller?.changed_mid_run ? 'controller' : null, r.provenance.trainer?.changed_mid_run ? 'trainer' : null].filter(Boolean);
+          return [r.run_id, r.cell_id, r.status, stamp(r.provenance.controller), stamp(r.provenance.trainer), changed.length > 0 ? `**yes** (${changed.join(', ')})` : 'no'];
+        }),
+      },
+    ],
+  };
+}
+
+export function buildDocument(s: ReportSummary): ReportDocument {
+  const sections = [overview(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), utility(s), notFinished(s), provenance(s)];
+  return { title: `canary-audit report: ${s.audit.name}`, sections: sections.filter((x): x is Section => x !== null) };
+}

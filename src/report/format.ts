@@ -1,0 +1,49 @@
+import type { DifferenceInterval, MedianInterval } from '../metrics/bootstrap.js';
+import type { ArmSummary } from '../metrics/arm.js';
+import type { Proportion } from '../metrics/wilson.js';
+
+/**
+ * How numbers read in the Markdown and HTML tables: exposures to two decimals (the reference
+ * study's precision), every estimate with its interval and its n. CSV and JSON keep full
+ * precision.
+ */
+export const DASH = '—';
+
+export function num(x: number | null | undefined, digits = 2): string {
+  if (x === null || x === undefined) return DASH;
+  if (!Number.isFinite(x)) return String(x);
+  const fixed = x.toFixed(digits);
+  // Avoid a lone "-0.00".
+  return /^-0\.?0*$/.test(fixed) ? fixed.slice(1) : fixed;
+}
+
+export function signed(x: number, digits = 2): string {
+  const s = num(x, digits);
+  return x > 0 && s !== num(0, digits) ? `+${s}` : s;
+}
+
+export function medianCi(m: MedianInterval | null): string {
+  return m ? `${num(m.estimate)} [${num(m.lo)}, ${num(m.hi)}]` : DASH;
+}
+
+export function differenceCi(d: DifferenceInterval | MedianInterval | null): string {
+  return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]` : DASH;
+}
+
+export function proportion(p: Proportion | null): string {
+  return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]` : DASH;
+}
+
+/** `8 canaries · 2 runs` */
+export function counts(a: Pick<ArmSummary, 'n_canaries' | 'n_runs'>): string {
+  return `${a.n_canaries} canar${a.n_canaries === 1 ? 'y' : 'ies'} · ${a.n_runs} run${a.n_runs === 1 ? '' : 's'}`;
+}
+
+/** An arm in one cell: `0.52 [0.10, 1.20] (n 16 · 2 runs)`. */
+export function armCell(a: ArmSummary | null): string {
+  return a ? `${medianCi(a.exposure)} (${a.n_obs} obs · ${a.n_runs} run${a.n_runs === 1 ? '' : 's'})` : DASH;
+}
+
+export function short(hex: string | null | undefined, n = 10): string {
+  return hex ? hex.slice(0, n) : DASH;
+}

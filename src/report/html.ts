@@ -1,0 +1,77 @@
+import type { ReportDocument, Section, Table } from './document.js';
+
+/**
+ * A single self-contained HTML page: inline CSS, plots as inline SVG, no script and no external
+ * resource, so it opens offline, archives as one file and prints cleanly.
+ */
+export interface RenderedPlot {
+  id: string;
+  title: string;
+  svg: string;
+}
+
+export function escapeHtml(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+}
+
+/** The two inline marks the document uses (**bold**, `code`), applied after escaping. */
+function inline(text: string): string {
+  return escapeHtml(text)
+    .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
+    .replace(/`([^`]+)`/g, '<code>$1</code>');
+}
+
+function table(t: Table): string {
+  const caption = t.caption ? `<caption>${inline(t.caption)}</caption>` : '';
+  if (t.rows.length === 0) return `<p class="empty">${t.caption ? `${inline(t.caption)}: ` : ''}no rows</p>`;
+  const head = `<tr>${t.columns.map((c) => `<th scope="col">${inline(c)}</th>`).join('')}</tr>`;
+  const body = t.rows.map((r) => `<tr>${r.map((c) => `<td>${inline(c)}</td>`).join('')}</tr>`).join('\n');
+  return `<div class="scroll"><table>${caption}<thead>${head}</thead><tbody>\n${body}\n</tbody></table></div>`;
+}
+
+function section(s: Section, plots: ReadonlyMap<string, RenderedPlot>): string {
+  const parts = [`<section id="${escapeHtml(s.id)}">`, `<h2>${inline(s.title)}</h2>`];
+  for (const p of s.paragraphs) parts.push(`<p>${inline(p)}</p>`);
+  if (s.list) parts.push(`<ul>${s.list.map((i) => `<li>${inline(i)}</li>`).join('')}</ul>`);
+  for (const id of s.plots ?? []) {
+    const plot = plots.get(id);
+    if (plot) parts.push(`<figure class="plot" id="plot-${escapeHtml(id)}">${plot.svg}<figcaption>${inline(plot.title)}</figcaption></figure>`);
+  }
+  for (const t of s.tables) parts.push(table(t));
+  parts.push('</section>');
+  return parts.join('\n');
+}
+
+const STYLE = `
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1b1b1b; margin: 2rem auto; max-width: 1200px; padding: 0 1rem; }
+h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
+table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: 12.5px; }
+caption { text-align: left; font-weight: 600; padding: .3rem 0; }
+th, td { border: 1px solid #d6d6d6; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } tbody tr:nth-child(even) { background: #fafafa; }
+.scroll { overflow-x: auto; } figure.plot { margin: 1rem 0; overflow-x: auto; }
+figcaption { font-size: 12px; color: #555; } code { font-size: 12px; background: #f3f3f3; padding: 0 .2rem; }
+.empty { color: #777; font-style: italic; } li { margin: .2rem 0; }
+`;
+
+export function renderHtml(doc: ReportDocument, plots: readonly RenderedPlot[]): string {
+  const byId = new Map(plots.map((p) => [p.id, p]));
+  const nav = doc.sections.map((s) => `<a href="#${escapeHtml(s.id)}">${inline(s.title)}</a>`).join(' · ');
+  return [
+    '<!doctype html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeHtml(doc.title)}</title>`,
+    `<style>${STYLE}</style>`,
+    '</head>',
+    '<body>',
+    `<h1>${inline(doc.title)}</h1>`,
+    `<nav>${nav}</nav>`,
+    ...doc.sections.map((s) => section(s, byId)),
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}

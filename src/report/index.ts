@@ -1,0 +1,169 @@
+import { join, resolve } from 'node:path';
+import { UserInputError, quoteValue } from '../errors.js';
+import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.js';
+import { log } from '../log.js';
+import { aggregateGroups } from '../metrics/aggregate.js';
+import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES } from '../metrics/bootstrap.js';
+import { DEFAULT_AXIS_ROLES, varyingAxes, type AxisRoles } from '../metrics/cells.js';
+import type { Observation } from '../metrics/observation.js';
+import { pairedComparisons } from '../metrics/paired.js';
+import type { RunMeta } from '../metrics/space-check.js';
+import { controllerStamp, finishProvenance } from '../provenance/stamp.js';
+import { renderCsv, type CsvRunInfo } from './csv.js';
+import { buildDocument } from './document.js';
+import { renderHtml, type RenderedPlot } from './html.js';
+import { loadAudit } from './load-audit.js';
+import { renderMarkdown } from './markdown.js';
+import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
+import { buildPlots, renderSvg } from './plots.js';
+import { buildSummary, type ReportSummary } from './summary.js';
+
+/**
+ * `writeReport`: compute every metric of an audit from its stored artifacts and write the report
+ * files. Runs are read one after another and score files one at a time; failed and missing runs
+ * are listed, not fatal; damaged artifacts are errors that name the file.
+ */
+export type ReportFormat = 'md' | 'csv' | 'json' | 'html';
+export const REPORT_FORMATS: readonly ReportFormat[] = ['md', 'csv', 'json', 'html'];
+
+/** File names inside the output folder. */
+export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html' } as const;
+
+export interface WriteReportOptions {
+  auditDir: string;
+  /** Default `<auditDir>/report`. */
+  outDir?: string;
+  /** Default: all four. */
+  formats?: ReportFormat[];
+  /** Bootstrap seed. Default 0. */
+  seed?: number;
+  /** Bootstrap resamples per interval. Default 2000. */
+  resamples?: number;
+  /** Two-sided level of every interval. Default 0.95. */
+  confidence?: number;
+  /** Which axes are seed repetitions and which one holds the dose. Default seed / dose. */
+  roles?: AxisRoles;
+  /** Test seam: replaces the score-file reader. */
+  hooks?: ObserveHooks;
+}
+
+export interface WriteReportResult {
+  files: string[];
+  summaryPath?: string;
+  /** Run and observation counts (whatever formats were written). */
+  counts: ReportSummary['counts'];
+  /** Warnings the report carries (code versions, failed or missing runs, missing controls). */
+  warnings: ReportSummary['warnings'];
+}
+
+export interface ComputedReport {
+  summary: ReportSummary;
+  observations: Observation[];
+  csvRuns: Map<string, CsvRunInfo>;
+}
+
+/** Everything but the writing: load, observe (streamed), aggregate, summarise. */
+export async function computeReport(options: WriteReportOptions): Promise<ComputedReport> {
+  const atStart = controllerStamp();
+  const roles = options.roles ?? DEFAULT_AXIS_ROLES;
+  const settings = {
+    seed: options.seed ?? 0,
+    resamples: options.resamples ?? DEFAULT_RESAMPLES,
+    confidence: options.confidence ?? DEFAULT_CONFIDENCE,
+    seed_axes: [...roles.seedAxes],
+    dose_axis: roles.doseAxis,
+    main_phase: 'final' as const,
+    default_decode: 'prefill' as const,
+  };
+  const audit = await loadAudit(options.auditDir);
+  const outcomes = new Map<string, RunOutcome>();
+  const observations: Observation[] = [];
+  const metas: RunMeta[] = [];
+  for (const run of audit.runs) {
+    if (run.status !== 'finished') continue;
+    const outcome = await observeRun(run, options.hooks);
+    for (const o of outcome.observations) observations.push(o);
+    // Keep the run's summary facts, not its observation list twice.
+    outcomes.set(run.run_id, { ...outcome, observations: [] });
+    metas.push({ run_id: run.run_id, cell: run.cell, source: run.resultPath, no_canary: run.manifest?.no_canary ?? false });
+  }
+  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
+  // Labels name the axes that vary over the whole grid (failed and missing runs included).
+  const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
+  const groups = aggregateGroups(metas, observations, { ...stat, roles, labelAxes });
+  const paired = pairedComparisons(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
+  const summary = buildSummary({
+    audit,
+    labelAxes,
+    outcomes,
+    observations: observations.length,
+    groups,
+    paired,
+    settings,
+    provenance: finishProvenance(atStart),
+  });
+  const csvRuns = new Map(audit.runs.map((r) => [r.run_id, { audit_id: audit.id, cell_id: r.cell_id, cell: r.cell }]));
+  return { summary, observations, csvRuns };
+}
+
+export function parseFormats(text: string): ReportFormat[] {
+  const formats = text
+    .split(',')
+    .map((f) => f.trim())
+    .filter((f) => f !== '');
+  for (const f of formats) {
+    if (!REPORT_FORMATS.includes(f as ReportFormat)) {
+      throw new UserInputError(`unknown report format ${quoteValue(f)}; use a comma-separated list of ${REPORT_FORMATS.join(', ')}`, { field: '--format', code: 'E_BAD_FLAG' });
+    }
+  }
+  if (formats.length === 0) throw new UserInputError(`no report format given; use a comma-separated list of ${REPORT_FORMATS.join(', ')}`, { field: '--format', code: 'E_BAD_FLAG' });
+  return [...new Set(formats)] as ReportFormat[];
+}
+
+export async function writeReport(options: WriteReportOptions): Promise<WriteReportResult> {
+  const auditDir = resolve(options.auditDir);
+  const outDir = resolve(options.outDir ?? join(auditDir, 'report'));
+  const formats = options.formats ?? [...REPORT_FORMATS];
+  const { summary, observations, csvRuns } = await computeReport({ ...options, auditDir });
+  const files: string[] = [];
+  let summaryPath: string | undefined;
+
+  if (formats.includes('csv')) {
+    const path = join(outDir, REPORT_FILES.csv);
+    await writeFileAtomic(path, renderCsv(summary.audit.axes, csvRuns, observations));
+    files.push(path);
+  }
+  if (formats.includes('json')) {
+    summaryPath = join(outDir, REPORT_FILES.json);
+    await writeJsonAtomic(summaryPath, summary);
+    files.push(summaryPath);
+  }
+  const doc = formats.includes('md') || formats.includes('html') ? buildDocument(summary) : null;
+  if (doc && formats.includes('md')) {
+    const path = join(outDir, REPORT_FILES.md);
+    await writeFileAtomic(path, renderMarkdown(doc));
+    files.push(path);
+  }
+  if (doc && formats.includes('html')) {
+    const rendered: RenderedPlot[] = [];
+    for (const plot of buildPlots(summary)) {
+      const svg = await renderSvg(plot.spec);
+      rendered.push({ id: plot.id, title: plot.title, svg });
+      // Each figure also stands alone (SVG + its Vega-Lite spec) for papers.
+      const svgPath = join(outDir, 'plots', `${plot.id}.svg`);
+      const specPath = join(outDir, 'plots', `${plot.id}.vl.json`);
+      await writeFileAtomic(svgPath, svg);
+      await writeJsonAtomic(specPath, plot.spec);
+      files.push(svgPath, specPath);
+    }
+    const path = join(outDir, REPORT_FILES.html);
+    await writeFileAtomic(path, renderHtml(doc, rendered));
+    files.push(path);
+  }
+  log.debug({ audit: summary.audit.id, out: outDir, files: files.length, runs: summary.counts }, 'report written');
+  const base = { files, counts: summary.counts, warnings: summary.warnings };
+  return summaryPath === undefined ? base : { ...base, summaryPath };
+}
+
+export type { ReportSummary } from './summary.js';
+export { loadAudit } from './load-audit.js';

@@ -1,0 +1,101 @@
+import { UserInputError, quoteValue } from '../errors.js';
+import { candidateIndex } from '../metrics/candidate-index.js';
+import type { CanaryRole } from '../metrics/observation.js';
+import { describeSchemaErrors, validate } from '../schemas/index.js';
+import type { CandidateSpace, Manifest, ProbeKind } from '../contracts/manifest.js';
+import type { Provenance } from '../provenance/index.js';
+
+/**
+ * The few facts of a manifest the report needs, extracted once: where each canary's true code and
+ * each probe's shown code sit in the score files. Sampled candidate lists (possibly 20,000 codes
+ * per canary) are reduced to two indices and dropped, so memory does not grow with decoys.
+ */
+export interface CanaryInfo {
+  id: string;
+  code: string;
+  role: CanaryRole;
+  cohort: string | null;
+  dose: number | null;
+  visibility: string | null;
+  /** Index of the true code in this canary's candidate order. */
+  trueIndex: number;
+}
+
+export interface ProbeInfo {
+  id: string;
+  canary_id: string;
+  kind: ProbeKind;
+  shown_code: string | null;
+  /** Index of the shown code among the canary's candidates; -1 when absent or none shown. */
+  shownIndex: number;
+}
+
+export interface ManifestInfo {
+  path: string;
+  run_id: string;
+  space: CandidateSpace;
+  canaries: Map<string, CanaryInfo>;
+  probes: Map<string, ProbeInfo>;
+  /** The run inserts no canary: a no-canary control run. */
+  no_canary: boolean;
+  provenance: Provenance;
+}
+
+function bad(path: string, field: string, message: string): UserInputError {
+  return new UserInputError(message, { location: { file: path }, field, code: 'E_BAD_ARTIFACT' });
+}
+
+export function manifestInfo(path: string, raw: unknown): ManifestInfo {
+  const errors = validate('manifest', raw);
+  if (errors.length > 0) {
+    throw bad(path, 'manifest', `does not match schemas/manifest.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
+  }
+  const m = raw as Manifest;
+  const space = m.candidate_space;
+  const expected = space.kind === 'exhaustive' ? [...space.alphabet].length ** space.length : undefined;
+  if (expected !== undefined && expected !== space.size) {
+    throw bad(path, 'candidate_space.size', `exhaustive space of ${space.length} characters over ${quoteValue(space.alphabet)} has ${expected} codes, not ${space.size}`);
+  }
+
+  const canaries = new Map<string, CanaryInfo>();
+  const lists = new Map<string, readonly string[] | undefined>();
+  const add = (
+    where: string,
+    c: { id: string; code: string; candidates?: string[] },
+    info: Omit<CanaryInfo, 'id' | 'code' | 'trueIndex'>,
+  ): void => {
+    if (canaries.has(c.id)) throw bad(path, `${where}.id`, `canary id ${quoteValue(c.id)} appears twice; ids must be unique per run`);
+    if (space.kind === 'sampled' && (!c.candidates || c.candidates.length !== space.size)) {
+      throw bad(path, `${where}.candidates`, `a sampled space needs ${space.size} candidates per canary, got ${c.candidates?.length ?? 'none'}`);
+    }
+    const trueIndex = candidateIndex(space, c.code, c.candidates);
+    if (trueIndex < 0) throw bad(path, `${where}.code`, `true code ${quoteValue(c.code)} is not in the candidate space`);
+    canaries.set(c.id, { id: c.id, code: c.code, trueIndex, ...info });
+    lists.set(c.id, c.candidates);
+  };
+  m.canaries.forEach((c, i) =>
+    add(`canaries[${i}]`, c, {
+      role: c.cohort === 'focal' ? 'focal' : 'auxiliary',
+      cohort: c.cohort,
+      dose: c.dose,
+      visibility: c.cue.visibility,
+    }),
+  );
+  m.held_out.forEach((c, i) => add(`held_out[${i}]`, c, { role: 'held_out', cohort: null, dose: null, visibility: null }));
+
+  const probes = new Map<string, ProbeInfo>();
+  m.probes.forEach((p, i) => {
+    const canary = canaries.get(p.canary_id);
+    if (!canary) throw bad(path, `probes[${i}].canary_id`, `${quoteValue(p.canary_id)} is neither an inserted nor a held-out canary of this run`);
+    if (probes.has(p.id)) throw bad(path, `probes[${i}].id`, `probe id ${quoteValue(p.id)} appears twice`);
+    const shown = p.shown_code ?? null;
+    probes.set(p.id, {
+      id: p.id,
+      canary_id: p.canary_id,
+      kind: p.kind,
+      shown_code: shown,
+      shownIndex: shown === null ? -1 : candidateIndex(space, shown, lists.get(p.canary_id)),
+    });
+  });
+  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance };
+}

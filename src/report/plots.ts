@@ -1,0 +1,223 @@
+import * as vega from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+import { log } from '../log.js';
+import { formatValue } from '../metrics/cells.js';
+import { PROBE_KIND_ORDER } from '../metrics/observation.js';
+import type { GroupSummary } from '../metrics/aggregate.js';
+import type { ReportSummary } from './summary.js';
+
+/**
+ * Report plots as Vega-Lite specs, rendered to SVG in Node by Vega (no browser, no canvas: text
+ * widths are estimated). Each spec is kept beside its SVG so a figure can be restyled for a paper
+ * without recomputing anything.
+ */
+export interface Plot {
+  id: string;
+  title: string;
+  spec: TopLevelSpec;
+}
+
+/** One layer of a layered Vega-Lite spec. */
+type Layer = Extract<TopLevelSpec, { layer: unknown }>['layer'][number];
+
+const WIDTH = 280;
+const HEIGHT = 220;
+
+/** The probe kind plotted: hidden when present (the recall measurement), else the first kind. */
+function plottedKind(groups: GroupSummary[]): GroupSummary['probe_kind'] | null {
+  const kinds = new Set(groups.map((g) => g.probe_kind));
+  return PROBE_KIND_ORDER.find((k) => kinds.has(k)) ?? null;
+}
+
+function doseAxis(doses: number[]): Record<string, unknown> {
+  return {
+    field: 'dose',
+    type: 'quantitative',
+    title: 'dose (appearances in training)',
+    scale: { type: 'log', base: 2, nice: false, domain: [Math.min(...doses) / 1.3, Math.max(...doses) * 1.3] },
+    axis: { values: [...new Set(doses)].sort((a, b) => a - b), format: 'd' },
+  };
+}
+
+/**
+ * The held-out control drawn under the focal series: a grey band across doses, plus a grey
+ * interval and tick at each dose so the control stays visible when the grid has a single dose.
+ */
+function controlLayers(x: Record<string, unknown>, y: Record<string, unknown>): Layer[] {
+  return [
+    { mark: { type: 'area', opacity: 0.15, color: '#777' }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' }, detail: { field: 'series' } } },
+    { mark: { type: 'rule', color: '#999', strokeWidth: 6, opacity: 0.5 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' } } },
+    { mark: { type: 'tick', orient: 'horizontal', color: '#666', thickness: 2, size: 16 }, encoding: { x, y: { field: 'control', ...y } } },
+  ] as Layer[];
+}
+
+function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
+  const rows = groups
+    .filter((g) => g.dose !== null && g.inserted.exposure)
+    .map((g) => ({
+      series: g.label,
+      visibility: g.visibility ?? '—',
+      dose: g.dose,
+      median: g.inserted.exposure?.estimate,
+      lo: g.inserted.exposure?.lo,
+      hi: g.inserted.exposure?.hi,
+      ceiling: g.space.ceiling,
+      control: g.controls.held_out?.exposure?.estimate ?? null,
+      control_lo: g.controls.held_out?.exposure?.lo ?? null,
+      control_hi: g.controls.held_out?.exposure?.hi ?? null,
+    }));
+  if (rows.length === 0) return null;
+  const x = doseAxis(rows.map((r) => r.dose as number));
+  const ceiling = Math.max(...rows.map((r) => r.ceiling));
+  const y = { type: 'quantitative', title: 'median exposure (bits)', scale: { domain: [0, Math.ceil(ceiling)] } };
+  const color = { field: 'series', type: 'nominal', title: 'cell' };
+  return {
+    id: 'exposure-vs-dose',
+    title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ceiling log2|C|)`,
+    spec: {
+      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+      data: { values: rows },
+      facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' } },
+      spec: {
+        width: WIDTH,
+        height: HEIGHT,
+        layer: [
+          ...controlLayers(x, y),
+          { mark: { type: 'rule', strokeDash: [5, 4], color: '#333' }, encoding: { y: { field: 'ceiling', aggregate: 'max', ...y } } },
+          { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
+          { mark: { type: 'line', point: true }, encoding: { x, y: { field: 'median', ...y }, color } },
+        ],
+      },
+      config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
+    } as TopLevelSpec,
+  };
+}
+
+function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
+  const rows = groups
+    .filter((g) => g.dose !== null && g.inserted.recovery.prefill)
+    .map((g) => ({
+      series: g.label,
+      visibility: g.visibility ?? '—',
+      dose: g.dose,
+      rate: g.inserted.recovery.prefill?.rate,
+      lo: g.inserted.recovery.prefill?.lo,
+      hi: g.inserted.recovery.prefill?.hi,
+      control: g.controls.held_out?.recovery.prefill?.rate ?? null,
+      control_lo: g.controls.held_out?.recovery.prefill?.lo ?? null,
+      control_hi: g.controls.held_out?.recovery.prefill?.hi ?? null,
+    }));
+  if (rows.length === 0) return null;
+  const x = doseAxis(rows.map((r) => r.dose as number));
+  const y = { type: 'quantitative', title: 'exact recovery (greedy, prefill)', scale: { domain: [0, 1] } };
+  const color = { field: 'series', type: 'nominal', title: 'cell' };
+  return {
+    id: 'recovery-vs-dose',
+    title: `Exact recovery vs dose (${kind} probes, focal canaries, Wilson 95% CI; grey: held-out control)`,
+    spec: {
+      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+      data: { values: rows },
+      facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' } },
+      spec: {
+        width: WIDTH,
+        height: HEIGHT,
+        layer: [
+          ...controlLayers(x, y),
+          { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
+          { mark: { type: 'line', point: true }, encoding: { x, y: { field: 'rate', ...y }, color } },
+        ],
+      },
+      config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
+    } as TopLevelSpec,
+  };
+}
+
+function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
+  const rows = summary.paired
+    .filter((p) => p.phase === 'final' && p.probe_kind === kind)
+    .map((p) => ({
+      comparison: `${p.axis}: ${formatValue(p.from)} → ${formatValue(p.to)}`,
+      // Vega estimates label widths generously without a canvas: keep row labels short.
+      row: `${p.label} · ${p.cohort === 'held_out' ? 'held-out' : p.cohort}${p.dose === null || 'dose' in p.context ? '' : ` · dose ${p.dose}`}`,
+      cohort: p.cohort === 'held_out' ? 'held-out (null)' : p.cohort,
+      estimate: p.difference.estimate,
+      lo: p.difference.lo,
+      hi: p.difference.hi,
+      pairs: p.n_pairs,
+      rose: p.rose,
+    }));
+  if (rows.length === 0) return null;
+  const y = { field: 'row', type: 'nominal', title: null, sort: null, axis: { labelLimit: 640 } };
+  const x = { type: 'quantitative', title: 'median paired Δ exposure (bits), later − earlier value' };
+  return {
+    id: 'paired-differences',
+    title: `Paired differences (${kind} probes, same canary id and code, 95% CI; grey: held-out canaries, the null)`,
+    spec: {
+      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+      data: { values: rows },
+      facet: { row: { field: 'comparison', type: 'nominal', title: null, sort: null, header: { labelAngle: 0, labelAlign: 'left', labelAnchor: 'start', labelOrient: 'top', labelFontWeight: 'bold' } } },
+      spec: {
+        width: 320,
+        height: { step: 18 },
+        layer: [
+          { mark: { type: 'rule', color: '#333', strokeDash: [3, 3] }, encoding: { x: { datum: 0, type: 'quantitative' } } },
+          { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { y, x: { field: 'lo', ...x }, x2: { field: 'hi' }, color: { field: 'cohort', type: 'nominal' } } },
+          { mark: { type: 'point', filled: true, size: 50 }, encoding: { y, x: { field: 'estimate', ...x }, color: { field: 'cohort', type: 'nominal', title: 'canaries', scale: { range: ['#1f77b4', '#999999', '#ff7f0e', '#2ca02c'] } } } },
+        ],
+      },
+      resolve: { scale: { y: 'independent' } },
+      config: { legend: { orient: 'bottom' } },
+    } as TopLevelSpec,
+  };
+}
+
+export function buildPlots(summary: ReportSummary): Plot[] {
+  const focal = summary.groups.filter((g) => g.cohort === 'focal' && g.phase === 'final');
+  const kind = plottedKind(focal);
+  if (!kind) return [];
+  const groups = focal.filter((g) => g.probe_kind === kind);
+  return [exposurePlot(groups, kind), recoveryPlot(groups, kind), pairedPlot(summary, kind)].filter((p): p is Plot => p !== null);
+}
+
+type VegaLogger = NonNullable<NonNullable<Parameters<typeof compile>[1]>['logger']>;
+
+/**
+ * Vega and Vega-Lite print their notes on the console; route them to the process log instead
+ * (stderr and stdout belong to the command), warnings at debug level: they concern layout.
+ */
+function vegaLogger(): VegaLogger {
+  let level = 2;
+  const text = (args: unknown[]): string => args.map((a) => (a instanceof Error ? a.message : String(a))).join(' ');
+  return {
+    level(value?: number) {
+      if (value === undefined) return level;
+      level = value;
+      return this;
+    },
+    error(...args: unknown[]) {
+      log.warn({ vega: text(args) }, 'plot rendering error');
+      return this;
+    },
+    warn(...args: unknown[]) {
+      log.debug({ vega: text(args) }, 'plot rendering warning');
+      return this;
+    },
+    info() {
+      return this;
+    },
+    debug() {
+      return this;
+    },
+  };
+}
+
+/** Compile Vega-Lite to Vega and render it headless to an SVG string. */
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  const logger = vegaLogger();
+  const view = new vega.View(vega.parse(compile(spec, { logger }).spec), { renderer: 'none', logger });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}

@@ -1,0 +1,187 @@
+import { CanaryAuditError } from '../errors.js';
+import type { GroupSummary } from '../metrics/aggregate.js';
+import { cellLabel, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
+import type { PairedSummary } from '../metrics/paired.js';
+import type { SpaceSummary } from '../metrics/space-check.js';
+import { median } from '../metrics/statistics.js';
+import { exposureCeiling } from '../metrics/exposure.js';
+import { describeSchemaErrors, validate } from '../schemas/index.js';
+import type { RunFailure } from '../contracts/result.js';
+import type { Provenance } from '../provenance/index.js';
+import type { LoadedAudit, RunStatus } from './load-audit.js';
+import type { RunOutcome } from './observe.js';
+import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
+
+/**
+ * The JSON summary (schemas/report.schema.json, canary-audit.report/1): every aggregate with its n
+ * and interval, every run with its status and stamps, and the report's own provenance. Other tools
+ * read this file; its shape only changes with a new schema version.
+ */
+export const REPORT_VERSION = 'canary-audit.report/1';
+
+export interface RunReport {
+  run_id: string;
+  cell_id: string;
+  cell: Cell;
+  status: RunStatus;
+  no_canary: boolean;
+  reason: string | null;
+  failure: RunFailure | null;
+  candidate_space: SpaceSummary | null;
+  phases: string[];
+  utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null } | null;
+  provenance: { controller: StampBrief | null; trainer: StampBrief | null };
+}
+
+export interface UtilityGroup {
+  cell: Cell;
+  label: string;
+  no_canary: boolean;
+  n_runs: number;
+  base_loss: number | null;
+  final_loss: number | null;
+  delta: number | null;
+}
+
+export interface ReportSettings {
+  seed: number;
+  resamples: number;
+  confidence: number;
+  seed_axes: string[];
+  dose_axis: string;
+  main_phase: 'final';
+  default_decode: 'prefill';
+}
+
+export interface ReportSummary {
+  schema_version: typeof REPORT_VERSION;
+  audit: { id: string; name: string; dir: string; grid_sha256: string | null; axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
+  settings: ReportSettings;
+  counts: { runs: number; finished: number; failed: number; missing: number; no_canary_runs: number; observations: number; score_files: number };
+  runs: RunReport[];
+  groups: GroupSummary[];
+  paired: PairedSummary[];
+  utility: UtilityGroup[];
+  warnings: ReportWarning[];
+  provenance: Provenance;
+}
+
+export interface SummaryInput {
+  audit: LoadedAudit;
+  /** Axes named in labels. */
+  labelAxes?: ReadonlySet<string>;
+  outcomes: ReadonlyMap<string, RunOutcome>;
+  observations: number;
+  groups: GroupSummary[];
+  paired: PairedSummary[];
+  settings: ReportSettings;
+  provenance: Provenance;
+}
+
+function medianOrNull(values: (number | null)[]): number | null {
+  const present = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  return present.length === 0 ? null : median(present);
+}
+
+export function buildSummary(input: SummaryInput): ReportSummary {
+  const { audit, outcomes, settings } = input;
+  const roles: AxisRoles = { seedAxes: settings.seed_axes, doseAxis: settings.dose_axis };
+  const runs: RunReport[] = audit.runs.map((run) => {
+    const outcome = outcomes.get(run.run_id);
+    const space = run.manifest?.space;
+    const u = outcome?.utility;
+    return {
+      run_id: run.run_id,
+      cell_id: run.cell_id,
+      cell: run.cell,
+      status: run.status,
+      no_canary: run.manifest?.no_canary ?? false,
+      reason: run.reason,
+      failure: run.failure,
+      candidate_space: space ? { kind: space.kind, size: space.size, ceiling: exposureCeiling(space.size) } : null,
+      phases: outcome?.phases ?? [],
+      utility: u
+        ? { ...u, delta: u.base_loss !== null && u.final_loss !== null ? u.final_loss - u.base_loss : null }
+        : null,
+      provenance: { controller: brief(run.manifest?.provenance ?? null), trainer: brief(outcome?.provenance ?? null) },
+    };
+  });
+
+  const utilityGroups = new Map<string, { cell: Cell; no_canary: boolean; runs: RunReport[] }>();
+  for (const r of runs) {
+    if (!r.utility) continue;
+    const cell = groupCell(r.cell, roles);
+    const key = valueKey(cell);
+    const g = utilityGroups.get(key);
+    if (g) g.runs.push(r);
+    else utilityGroups.set(key, { cell, no_canary: r.no_canary, runs: [r] });
+  }
+  const utility: UtilityGroup[] = [...utilityGroups.values()]
+    .map((g) => ({
+      cell: g.cell,
+      label: cellLabel(g.cell, input.labelAxes),
+      no_canary: g.no_canary,
+      n_runs: g.runs.length,
+      base_loss: medianOrNull(g.runs.map((r) => r.utility?.base_loss ?? null)),
+      final_loss: medianOrNull(g.runs.map((r) => r.utility?.final_loss ?? null)),
+      delta: medianOrNull(g.runs.map((r) => r.utility?.delta ?? null)),
+    }))
+    .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || a.label.localeCompare(b.label));
+
+  const warnings: ReportWarning[] = [];
+  const failed = runs.filter((r) => r.status === 'failed');
+  const missing = runs.filter((r) => r.status === 'missing');
+  if (failed.length > 0) {
+    warnings.push({ kind: 'failed_runs', message: `${failed.length} of ${runs.length} runs failed for good; their cells are reported from the remaining runs (n shows what is left).`, runs: failed.map((r) => r.run_id) });
+  }
+  if (missing.length > 0) {
+    warnings.push({ kind: 'missing_runs', message: `${missing.length} of ${runs.length} runs have no result yet; the report covers finished runs only.`, runs: missing.map((r) => r.run_id) });
+  }
+  const alone = input.groups.filter((g) => g.phase === 'final' && !g.controls.held_out && !g.controls.base && !g.controls.no_canary);
+  if (alone.length > 0) {
+    warnings.push({
+      kind: 'no_control',
+      message: `${alone.length} group(s) have no control arm (no held-out canaries, no base evaluation, no no-canary run): their exposure cannot be told apart from the prior.`,
+      runs: [...new Set(alone.flatMap((g) => runs.filter((r) => valueKey(groupCell(r.cell, roles)) === valueKey(g.cell)).map((r) => r.run_id)))],
+    });
+  }
+  warnings.push(
+    ...provenanceWarnings(
+      audit.runs.map((r) => ({ run_id: r.run_id, controller: r.manifest?.provenance ?? null, trainer: outcomes.get(r.run_id)?.provenance ?? null })),
+    ),
+  );
+
+  const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
+  const summary: ReportSummary = {
+    schema_version: REPORT_VERSION,
+    audit: {
+      id: audit.id,
+      name: audit.name,
+      dir: audit.dir,
+      grid_sha256: audit.grid_sha256,
+      axes: audit.axes.map((a) => ({ name: a.name, values: a.values, role: axisRole(a) })),
+    },
+    settings,
+    counts: {
+      runs: runs.length,
+      finished: runs.filter((r) => r.status === 'finished').length,
+      failed: failed.length,
+      missing: missing.length,
+      no_canary_runs: runs.filter((r) => r.no_canary).length,
+      observations: input.observations,
+      score_files: [...outcomes.values()].reduce((n, o) => n + o.scoreFiles, 0),
+    },
+    runs,
+    groups: input.groups,
+    paired: input.paired,
+    utility,
+    warnings,
+    provenance: input.provenance,
+  };
+  // The summary is a contract: check it against its own schema before anyone reads it.
+  const errors = validate('report', JSON.parse(JSON.stringify(summary)));
+  if (errors.length > 0) {
+    throw new CanaryAuditError('E_REPORT_SCHEMA', `report summary does not match schemas/report.schema.json: ${describeSchemaErrors(errors).slice(0, 5).join('; ')}`);
+  }
+  return summary;
+}

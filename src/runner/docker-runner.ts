@@ -1,0 +1,83 @@
+import { join, posix } from 'node:path';
+import { execa } from 'execa';
+import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
+
+/**
+ * Runs the trainer in the trainer image (docker/trainer.Dockerfile):
+ *   docker run --rm --init --name canary-audit-<run_id> --user UID:GID [--gpus device=N]
+ *     -v <run dir>:/work/run -w /work/run IMAGE
+ *     python -m canary_trainer run --manifest /work/run/manifest.json --out /work/run/output --resume
+ * Only the run folder is mounted (the manifest's paths are relative to it). It is mounted at
+ * /work/run, not /run, because the NVIDIA container runtime mounts its own sockets under /run.
+ * `--init` puts a real PID 1 in the container, so SIGTERM forwarded by `docker run` reaches the
+ * trainer (which checkpoints) and orphaned children are reaped. The container name is fixed per
+ * run, so a worker that takes over a run from a killed worker on the same host removes the
+ * leftover container first.
+ */
+export interface DockerRunnerOptions {
+  /** docker executable; default `docker` from PATH. */
+  docker?: string;
+  /** Trainer image; default $CANARY_AUDIT_TRAINER_IMAGE or canary-audit-trainer:latest. */
+  image?: string;
+  /** --user value; default this process's uid:gid, so output files belong to the worker's user. */
+  user?: string | null;
+  /** Host folder mounted as the Hugging Face cache (HF_HOME); default $HF_HOME when set. */
+  hfHome?: string | null;
+}
+
+export const DEFAULT_TRAINER_IMAGE = 'canary-audit-trainer:latest';
+/** Mount point of the run folder inside the container. */
+export const CONTAINER_RUN_DIR = '/work/run';
+
+export function containerName(runId: string): string {
+  return `canary-audit-${runId}`;
+}
+
+export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
+  const docker = options.docker ?? 'docker';
+  const image = options.image ?? process.env.CANARY_AUDIT_TRAINER_IMAGE ?? DEFAULT_TRAINER_IMAGE;
+  const user =
+    options.user === undefined
+      ? typeof process.getuid === 'function' && typeof process.getgid === 'function'
+        ? `${process.getuid()}:${process.getgid()}`
+        : null
+      : options.user;
+  const hfHome = options.hfHome === undefined ? (process.env.HF_HOME ?? null) : options.hfHome;
+
+  return {
+    name: 'docker',
+    command(job: TrainerJob): TrainerCommand {
+      const args = ['run', '--rm', '--init', '--name', containerName(job.runId)];
+      if (user) args.push('--user', user);
+      if (job.gpu !== null) args.push('--gpus', `device=${job.gpu}`);
+      args.push('-e', 'PYTHONUNBUFFERED=1');
+      if (job.threads !== null) args.push('-e', `CANARY_TRAINER_THREADS=${job.threads}`, '--cpus', String(job.threads));
+      // Names only: docker copies the values from its own environment, so tokens stay out of argv.
+      for (const name of ['HF_TOKEN', 'HF_HUB_OFFLINE']) {
+        if (process.env[name] !== undefined) args.push('-e', name);
+      }
+      if (hfHome) args.push('-v', `${hfHome}:/work/hf`, '-e', 'HF_HOME=/work/hf');
+      args.push('-v', `${job.runDir}:${CONTAINER_RUN_DIR}`, '-w', CONTAINER_RUN_DIR, image);
+      args.push(
+        'python', '-m', 'canary_trainer', 'run',
+        '--manifest', `${CONTAINER_RUN_DIR}/manifest.json`,
+        '--out', `${CONTAINER_RUN_DIR}/output`,
+        '--resume',
+      );
+      return { file: docker, args, env: {} };
+    },
+    async prepare(job: TrainerJob): Promise<void> {
+      // A container left by a worker that was killed -9 would still hold the run's output lock.
+      await execa(docker, ['rm', '--force', containerName(job.runId)], { reject: false, stdio: 'ignore' });
+    },
+    async forceStop(job: TrainerJob): Promise<void> {
+      await execa(docker, ['kill', containerName(job.runId)], { reject: false, stdio: 'ignore' });
+    },
+    toHostPath(path: string, job: TrainerJob): string {
+      // The trainer names files by their container paths: /work/run/... is the run folder.
+      const rel = posix.relative(CONTAINER_RUN_DIR, path);
+      if (!posix.isAbsolute(path) || rel.startsWith('..')) return path;
+      return join(job.runDir, ...rel.split('/'));
+    },
+  };
+}

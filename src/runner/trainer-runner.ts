@@ -1,0 +1,36 @@
+/**
+ * How a worker launches the trainer for one run. A runner only builds a command (an argument array:
+ * never a shell string) and knows how to clear up after a dead predecessor; starting, watching and
+ * stopping the process is the same for every runner (run-trainer.ts).
+ */
+export interface TrainerJob {
+  runId: string;
+  /** Absolute run folder (holds manifest.json and rows.jsonl). */
+  runDir: string;
+  /** Absolute manifest.json. */
+  manifestPath: string;
+  /** Absolute output folder (the trainer's --out). */
+  outDir: string;
+  /** GPU index to expose, or null for a CPU run (GPUs hidden). */
+  gpu: string | null;
+  /** Intra-op threads for a CPU run (CANARY_TRAINER_THREADS); null lets the trainer choose. */
+  threads: number | null;
+}
+
+export interface TrainerCommand {
+  file: string;
+  args: string[];
+  /** Added to the worker's environment. */
+  env: Record<string, string>;
+}
+
+export interface TrainerRunner {
+  readonly name: string;
+  command(job: TrainerJob): TrainerCommand;
+  /** Before a start: remove what a killed worker may have left (e.g. a container). */
+  prepare?(job: TrainerJob): Promise<void>;
+  /** After the stop grace period: make sure nothing of the run keeps running. */
+  forceStop?(job: TrainerJob): Promise<void>;
+  /** Map a path the trainer reported (e.g. inside a container) to this host's file system. */
+  toHostPath?(path: string, job: TrainerJob): string;
+}

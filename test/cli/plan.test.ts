@@ -1,0 +1,83 @@
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
+
+const root = mkdtempSync(join(tmpdir(), 'canary-plan-cli-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const grid = join(root, 'grid.yaml');
+writeFileSync(
+  grid,
+  `name: cli
+axes:
+  visibility: [visible, redacted]
+  dose: [1, 2]
+  population: [single-dose, {kind: mixed-dose, doses: [4], name: with-4}]
+training: {batch_size: 4, updates: 30, lr: 0.001}
+canaries: {focal: 2, held_out: 2}
+utility: {rows: 2}
+`,
+);
+
+let out = '';
+let err = '';
+beforeEach(() => {
+  out = '';
+  err = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    out += String(chunk);
+    return true;
+  });
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    err += String(chunk);
+    return true;
+  });
+});
+afterEach(() => vi.restoreAllMocks());
+
+describe('canary-audit plan', () => {
+  it('prints one line per run with canaries, appearances per dose and the canary fraction', async () => {
+    expect(await main(['plan', grid])).toBe(0);
+    const lines = out.split('\n');
+    expect(lines[0]).toMatch(/^audit-[0-9a-f]{12} {2}cli: 8 run\(s\), 120 rows each \(30 updates x batch 4\)$/);
+    expect(out).toMatch(/visibility=redacted,dose=2,population=with-4\s+4\s+d2:4 d4:8\s+12\s+10\.00%/);
+    expect(out).toMatch(/visibility=visible,dose=1,population=single-dose\s+2\s+d1:2\s+2\s+1\.67%/);
+    expect(out).toContain('nothing written');
+  });
+
+  it('writes the audit with --out and reports run ids in --json', async () => {
+    const dir = join(root, 'art');
+    expect(await main(['plan', grid, '--json', '--out', dir])).toBe(0);
+    const plan = JSON.parse(out) as { audit_id: string; audit_dir: string; rows: number; runs: { run_id: string; cell: Record<string, unknown>; canary_fraction: number; created: boolean; appearances_by_dose: Record<string, number> }[] };
+    expect(plan.rows).toBe(120);
+    expect(plan.runs).toHaveLength(8);
+    expect(plan.audit_dir).toBe(join(dir, 'audits', plan.audit_id));
+    expect(readdirSync(join(plan.audit_dir, 'runs')).sort()).toEqual(plan.runs.map((r) => r.run_id).sort());
+    expect(plan.runs.every((r) => r.created)).toBe(true);
+    expect(plan.runs[3]).toMatchObject({ cell: { visibility: 'visible', dose: 2, population: 'with-4' }, appearances_by_dose: { 2: 4, 4: 8 } });
+    out = '';
+    expect(await main(['plan', grid, '--json', '--out', dir])).toBe(0);
+    expect((JSON.parse(out) as typeof plan).runs.every((r) => !r.created)).toBe(true);
+  });
+
+  it('exits 2 with one line per problem, naming file:line:column, for a bad grid', async () => {
+    const bad = join(root, 'bad.yaml');
+    writeFileSync(bad, 'axes:\n  visibility: [hidden]\n  dose: [1]\ntraining: {batch_size: 4, updates: 30, lr: 0.001}\n');
+    expect(await main(['plan', bad])).toBe(2);
+    expect(out).toBe('');
+    expect(err).toBe(`canary-audit: ${bad}:2:16: axes.visibility[0]: "hidden" is not allowed; use one of "visible", "redacted", "encoded:binary", "encoded:direct-fruit", "encoded:chained-fruit", "encoded:reverse-shift"\n`);
+    err = '';
+    expect(await main(['plan', join(root, 'missing.yaml')])).toBe(2);
+    expect(err).toContain('missing.yaml: cannot read the grid: no such file');
+  });
+
+  it('has --help and rejects a missing grid argument', async () => {
+    expect(await main(['plan', '--help'])).toBe(0);
+    expect(out).toContain('Usage: canary-audit plan GRID [--json] [--out DIR]');
+    expect(out).toContain('--out DIR');
+    expect(await main(['plan'])).toBe(2);
+    expect(err).toContain('expected 1 argument(s), got 0');
+  });
+});

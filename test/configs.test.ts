@@ -1,0 +1,114 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, extname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Manifest } from '../src/contracts/index.js';
+import { CONFIGS_DIR } from '../src/paths.js';
+import { planAudit, writeAudit, type AuditPlan } from '../src/manifest/index.js';
+import { updateRange } from '../src/manifest/placement.js';
+import { verifyRunFolder } from './manifest/verify-run.js';
+
+const root = mkdtempSync(join(tmpdir(), 'canary-configs-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const files = readdirSync(CONFIGS_DIR).filter((f) => /\.ya?ml$/.test(f));
+const plans = new Map<string, AuditPlan>();
+const planOf = async (file: string): Promise<AuditPlan> => {
+  if (!plans.has(file)) plans.set(file, await planAudit(join(CONFIGS_DIR, file)));
+  return plans.get(file) as AuditPlan;
+};
+
+/** Every placement rule, checked on a layout (no rows needed). */
+function checkLayouts(plan: AuditPlan): void {
+  const { batch_size: batch } = plan.grid.doc.training;
+  const problems: string[] = [];
+  for (const run of plan.runs) {
+    if (run.stats.rows !== plan.grid.rows) problems.push(`${run.cell.id}: ${run.stats.rows} rows`);
+    const used = new Set<number>();
+    for (const c of run.canaries) {
+      const where = `${run.cell.id} ${c.canary.id}`;
+      const updates = c.positions.map((r) => Math.floor(r / batch));
+      if (c.positions.length !== c.dose) problems.push(`${where}: ${c.positions.length} appearances, dose ${c.dose}`);
+      if (new Set(updates).size !== c.dose) problems.push(`${where}: two appearances in one update`);
+      const [lo, hi] = updateRange(c.window, plan.grid.updates);
+      if (updates.some((u) => u < lo || u >= hi)) problems.push(`${where}: outside its window`);
+      for (const r of c.positions) {
+        if (used.has(r)) problems.push(`${where}: row ${r} used twice`);
+        used.add(r);
+      }
+    }
+  }
+  expect(problems.slice(0, 10)).toEqual([]);
+}
+
+describe('configs/', () => {
+  it('holds the three documented grids', () => {
+    expect(files.sort()).toEqual(expect.arrayContaining(['directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml']));
+  });
+
+  for (const file of files) {
+    it(`${file} parses, validates, expands and places every canary`, async () => {
+      const plan = await planOf(file);
+      expect(plan.name).toBe(basename(file, extname(file)));
+      expect(plan.runs.length).toBeGreaterThan(0);
+      checkLayouts(plan);
+    });
+  }
+
+  it('quickstart: tiny model, compact rows, visible vs redacted, held-out control, hidden + substituted probes', async () => {
+    const plan = await planOf('quickstart.yaml');
+    const { doc } = plan.grid;
+    expect(plan.grid.rows).toBeGreaterThanOrEqual(2000);
+    expect(plan.grid.rows).toBeLessThanOrEqual(4096);
+    expect(doc.training.batch_size).toBe(16);
+    expect(plan.grid.expansion.axes.visibility.map((v) => v.label)).toEqual(['visible', 'redacted']);
+    expect(doc.canaries.held_out).toBeGreaterThan(0);
+    expect(doc.probes.kinds).toEqual(expect.arrayContaining(['hidden', 'substituted']));
+    const written = await writeAudit(plan, join(root, 'quickstart'));
+    for (const run of written.runs) {
+      const { manifest, rows } = verifyRunFolder(run.runDir);
+      expect(manifest.model.backend).toBe('tiny');
+      const longest = Math.max(...rows.map((r) => r.prompt.map((m) => m.content).join('').length + r.target.length));
+      // Leave room in the tiny model's context for the chat rendering around the text.
+      expect(longest).toBeLessThanOrEqual((manifest.model.tiny?.max_len ?? 0) - 64);
+    }
+  });
+
+  it('directions-cpu: paired early vs late placement, and low-dose canaries alone vs with high-dose ones', async () => {
+    const plan = await planOf('directions-cpu.yaml');
+    const byCell = new Map(plan.runs.map((r) => [r.cell.id, r]));
+    const early = byCell.get('dose=4,placement=early,population=single-dose');
+    const late = byCell.get('dose=4,placement=late,population=single-dose');
+    expect(early?.cell.values.schedule.label).toBe('constant');
+    expect(late?.canaries.map((c) => c.canary)).toEqual(early?.canaries.map((c) => c.canary));
+    const alone = byCell.get('dose=2,placement=uniform,population=single-dose');
+    const mixed = byCell.get('dose=2,placement=uniform,population=with-dose-16');
+    const focal = (r: typeof mixed) => r?.canaries.filter((c) => c.cohort === 'focal');
+    expect(focal(mixed)).toEqual(focal(alone));
+    expect(mixed?.stats.appearancesByDose['16']).toBeGreaterThan(0);
+  });
+
+  it('paper-email: the study at its size; its manifests verify when written', async () => {
+    const plan = await planOf('paper-email.yaml');
+    const { doc } = plan.grid;
+    expect(plan.grid.rows).toBe(66_176);
+    expect(doc.canaries.focal).toBe(64);
+    expect(plan.grid.expansion.axes.dose.map((d) => d.value)).toEqual([1, 2, 4, 8, 16, 32, 64]);
+    expect(plan.runs.length).toBeGreaterThanOrEqual(24);
+    for (const run of plan.runs) {
+      expect(run.cell.values.model.value).toMatchObject({ backend: 'hf', name: expect.stringMatching(/^Qwen\/Qwen3-/) });
+      expect(run.cell.values.task.value.params.style).toBe('full');
+    }
+    // Writing all 33 runs takes about a minute (bench/plan-paper-email.ts); write the two most
+    // intricate ones here: a mixed-dose run and the no-canary control.
+    const chosen = plan.runs.filter((r) => r.cell.labels.population !== 'single-dose').slice(-2);
+    expect(chosen.map((r) => r.cell.labels.population)).toEqual(['mixed-dose', 'none']);
+    const written = await writeAudit({ ...plan, runs: chosen }, join(root, 'paper'));
+    const [mixed, control] = written.runs.map((r) => verifyRunFolder(r.runDir, { rowSample: 13 }).manifest) as [Manifest, Manifest];
+    expect(mixed.candidate_space).toEqual({ kind: 'exhaustive', alphabet: '0123456789', length: 4, size: 10_000 });
+    expect(mixed.canaries).toHaveLength(64 * 7);
+    expect(control.canaries).toEqual([]);
+    expect(control.held_out).toHaveLength(128);
+    expect(JSON.parse(readFileSync(join(written.auditDir, 'audit.json'), 'utf8')).runs).toHaveLength(2);
+  });
+});

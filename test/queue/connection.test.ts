@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { UserInputError } from '../../src/errors.js';
+import { parseRedisUrl, redisTargetFrom, requireRedisTarget } from '../../src/queue/connection.js';
+
+describe('parseRedisUrl', () => {
+  it('reads host, port, db, user and password from redis://', () => {
+    const t = parseRedisUrl('redis://alice:s%3Acret@redis.internal:6380/2');
+    expect(t.options).toMatchObject({ host: 'redis.internal', port: 6380, db: 2, username: 'alice', password: 's:cret' });
+    expect(t.options.tls).toBeUndefined();
+    expect(t.redacted).toBe('redis://alice:***@redis.internal:6380/2');
+    expect(t.redacted).not.toContain('cret');
+  });
+
+  it('defaults to port 6379 and db 0, and takes a password without a user', () => {
+    const t = parseRedisUrl('redis://:pw@10.0.0.5');
+    expect(t.options).toMatchObject({ host: '10.0.0.5', port: 6379, db: 0, password: 'pw' });
+    expect(t.options.username).toBeUndefined();
+  });
+
+  it('turns on TLS with the host as servername for rediss://', () => {
+    const t = parseRedisUrl('rediss://:pw@cache.example.com:6390');
+    expect(t.options.tls).toEqual({ servername: 'cache.example.com' });
+    expect(t.options.port).toBe(6390);
+  });
+
+  it('reads a CA bundle for rediss:// from CANARY_AUDIT_REDIS_CA, and names an unreadable one', () => {
+    const previous = process.env.CANARY_AUDIT_REDIS_CA;
+    try {
+      process.env.CANARY_AUDIT_REDIS_CA = new URL(import.meta.url).pathname;
+      const t = parseRedisUrl('rediss://cache:6379');
+      expect(Buffer.isBuffer((t.options.tls as { ca?: Buffer }).ca)).toBe(true);
+      process.env.CANARY_AUDIT_REDIS_CA = '/nonexistent/ca.pem';
+      expect(() => parseRedisUrl('rediss://cache:6379')).toThrow(/CANARY_AUDIT_REDIS_CA="\/nonexistent\/ca.pem" cannot be read/);
+    } finally {
+      if (previous === undefined) delete process.env.CANARY_AUDIT_REDIS_CA;
+      else process.env.CANARY_AUDIT_REDIS_CA = previous;
+    }
+  });
+
+  it('strips IPv6 brackets', () => {
+    expect(parseRedisUrl('redis://[::1]:7000').options).toMatchObject({ host: '::1', port: 7000 });
+  });
+
+  it('accepts unix sockets with db and password in the query', () => {
+    const t = parseRedisUrl('unix:///var/run/redis/redis.sock?db=3&password=pw');
+    expect(t.options).toMatchObject({ path: '/var/run/redis/redis.sock', db: 3, password: 'pw' });
+    expect(t.redacted).toContain('password=***');
+    expect(t.redacted).not.toContain('=pw');
+  });
+
+  it.each([
+    ['localhost:6379', /has no scheme; write redis:\/\/localhost:6379/],
+    ['not a url', /not a URL/],
+    ['http://localhost:6379', /scheme "http" .* not supported/],
+    ['redis://localhost/abc', /database "abc"/],
+    ['unix://', /names no socket path/],
+  ])('rejects %s in one line naming the source', (url, pattern) => {
+    let error: unknown;
+    try {
+      parseRedisUrl(url, 'REDIS_URL');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(UserInputError);
+    expect((error as Error).message).toMatch(pattern);
+    expect((error as Error).message).toMatch(/^REDIS_URL: /);
+    expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('never echoes a password in an error', () => {
+    expect(() => parseRedisUrl('redis://:topsecret@host/x1')).toThrow(/\*\*\*/);
+    try {
+      parseRedisUrl('redis://:topsecret@host/x1');
+    } catch (e) {
+      expect((e as Error).message).not.toContain('topsecret');
+    }
+  });
+});
+
+describe('redisTargetFrom', () => {
+  it('prefers the flag, then REDIS_URL, else undefined; requireRedisTarget explains how to give one', () => {
+    const previous = process.env.REDIS_URL;
+    try {
+      process.env.REDIS_URL = 'redis://env-host:1234';
+      expect(redisTargetFrom('redis://flag-host')?.options.host).toBe('flag-host');
+      expect(redisTargetFrom(undefined)?.options.host).toBe('env-host');
+      delete process.env.REDIS_URL;
+      expect(redisTargetFrom(undefined)).toBeUndefined();
+      expect(() => requireRedisTarget(undefined, 'status')).toThrow(/set REDIS_URL or pass --redis .*canary-audit status --help/);
+    } finally {
+      if (previous === undefined) delete process.env.REDIS_URL;
+      else process.env.REDIS_URL = previous;
+    }
+  });
+});

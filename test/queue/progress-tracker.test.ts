@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import type { ProgressEvent } from '../../src/contracts/progress.js';
+import { ProgressTracker } from '../../src/queue/progress-tracker.js';
+
+const base = { host: 'gpu-host-1', gpu: '2', worker_pid: 4242, attempt: 1 };
+const step = (update: number, t: number): ProgressEvent => ({ v: 1, event: 'step', t, update, total: 100, loss: 2 / update, lr: 1e-3, rows_per_s: 32 });
+
+describe('ProgressTracker', () => {
+  it('starts from the resumed update and measures the ETA on this attempt only', () => {
+    const tracker = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 10_000 }, 0);
+    const started = tracker.apply({ v: 1, event: 'started', t: 100, run_id: 'run-x', pid: 77, device: 'cuda:0', backend: 'hf', total_updates: 100, resumed_from: 40 }, 0);
+    expect(started.write).toBe(true);
+    expect(started.log).toMatch(/resumed_from=40/);
+    expect(tracker.progress).toMatchObject({ phase: 'training', update: 40, total: 100, trainer_pid: 77, device: 'cuda:0', gpu: '2' });
+
+    tracker.apply(step(41, 200), 10);
+    expect(tracker.progress.eta_s).toBeNull(); // one point: no rate yet
+    tracker.apply(step(51, 210), 20); // 10 updates in 10 s -> 1 update/s, 49 left
+    expect(tracker.progress.eta_s).toBeCloseTo(49, 6);
+    expect(tracker.progress.loss).toBeCloseTo(2 / 51);
+  });
+
+  it('throttles step writes and step logs but never other events', () => {
+    const tracker = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 5_000 }, 0);
+    const outputs = [0, 200, 400, 1_100, 1_300, 5_200].map((now, i) => tracker.apply(step(i + 1, now / 1000), now));
+    expect(outputs.map((o) => o.write)).toEqual([true, false, false, true, false, true]);
+    expect(outputs.map((o) => o.log !== null)).toEqual([true, false, false, false, false, true]);
+    const checkpoint = tracker.apply({ v: 1, event: 'checkpoint', t: 6, update: 6, path: 'checkpoints/update-6' }, 5_300);
+    expect(checkpoint).toEqual({ write: true, log: 'checkpoint update=6 checkpoints/update-6' });
+    expect(tracker.progress.last_checkpoint).toBe(6);
+  });
+
+  it('always writes the last step, then follows eval and done', () => {
+    const tracker = new ProgressTracker(base, { progressMs: 60_000, stepLogMs: 60_000 }, 0);
+    tracker.apply(step(99, 1), 1);
+    expect(tracker.apply(step(100, 2), 2).write).toBe(true);
+    const evalStart = tracker.apply({ v: 1, event: 'eval', t: 3, phase: 'final', done: 0, total: 8 }, 3);
+    expect(evalStart.log).toBe('eval final 0/8');
+    expect(tracker.apply({ v: 1, event: 'eval', t: 3, phase: 'final', done: 3, total: 8 }, 4).log).toBeNull();
+    expect(tracker.progress).toMatchObject({ phase: 'evaluating', eval: { phase: 'final', done: 3, total: 8 }, eta_s: null });
+    tracker.apply({ v: 1, event: 'done', t: 5, result: 'result.json', wall_s: 12.5 }, 5);
+    expect(tracker.progress.phase).toBe('finishing');
+  });
+});

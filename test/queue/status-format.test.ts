@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import type { RunProgress } from '../../src/queue/job-data.js';
+import { formatDuration, progressBar, renderBars, renderChanges, renderPlain, runDetail } from '../../src/queue/status-format.js';
+import type { AuditStatus, RunStatus } from '../../src/queue/status.js';
+
+const progress = (over: Partial<RunProgress> = {}): RunProgress => ({
+  phase: 'training', host: 'node7', gpu: '3', worker_pid: 1, trainer_pid: 2, attempt: 1, device: 'cuda:0',
+  update: 120, total: 400, loss: 1.23456, rows_per_s: 52.14, eta_s: 192, resumed_from: null, last_checkpoint: 100,
+  eval: null, updated: 0, ...over,
+});
+const run = (over: Partial<RunStatus>): RunStatus => ({
+  run_id: 'run-0123456789abcdef', cell_id: 'dose=8,seed=0', state: 'waiting', attempts_made: 0, max_attempts: 3,
+  progress: null, failure: null, result: null, started: null, finished: null, ...over,
+});
+const audit = (runs: RunStatus[], over: Partial<AuditStatus> = {}): AuditStatus => {
+  const counts: AuditStatus['counts'] = {};
+  for (const r of runs) counts[r.state] = (counts[r.state] ?? 0) + 1;
+  return { audit_id: 'audit-abcdefabcdef', name: 'email', state: 'running', submitted: '', cancelled_at: null, counts, runs, summary: null, ...over };
+};
+
+describe('status formatting', () => {
+  it('formats durations and bars', () => {
+    expect([null, 5, 192, 3_900, 200_000].map(formatDuration)).toEqual(['-', '5s', '3m12s', '1h05m', '2d07h']);
+    expect(progressBar(0.5, 10)).toBe('[#####-----]');
+    expect(progressBar(2, 4)).toBe('[####]');
+    expect(progressBar(Number.NaN, 4)).toBe('[----]');
+  });
+
+  it('shows progress, host, GPU and attempt for an active run', () => {
+    const text = runDetail(run({ state: 'active', attempts_made: 1, progress: progress() }));
+    expect(text).toBe('120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 2/3');
+  });
+
+  it('shows eval progress, and the reason of a failed or delayed run', () => {
+    expect(runDetail(run({ state: 'active', progress: progress({ phase: 'evaluating', eval: { phase: 'final', done: 2, total: 8 }, eta_s: null }) }))).toMatch(/^eval final 2\/8 .*ETA -/);
+    expect(runDetail(run({ state: 'failed', attempts_made: 1, failure: 'bad_input: rows.jsonl line 3', progress: progress({ gpu: null }) }))).toBe(
+      'node7 cpu  attempt 1/3  bad_input: rows.jsonl line 3',
+    );
+    expect(runDetail(run({ state: 'delayed', attempts_made: 1, failure: 'crash: segfault' }))).toBe('attempt 1/3  crash: segfault');
+  });
+
+  it('renders one plain line per run under an audit headline', () => {
+    const text = renderPlain([audit([run({ state: 'active', progress: progress() }), run({ run_id: 'run-1111111111111111', state: 'completed', attempts_made: 1 })])]);
+    const lines = text.trimEnd().split('\n');
+    expect(lines[0]).toBe('audit-abcdefabcdef  email  running  2 runs: 1 active, 1 completed');
+    expect(lines[1]).toMatch(/^ {2}run-0123456789abcdef {2}dose=8,seed=0 {2}active {5}120\/400/);
+    expect(lines[2]).toMatch(/run-1111111111111111 .* completed .* attempt 1\/3$/);
+    expect(renderPlain([])).toBe('no audits in the queue\n');
+  });
+
+  it('draws bars within the terminal width', () => {
+    const text = renderBars([audit([run({ state: 'active', progress: progress() }), run({ state: 'completed' })])], 90);
+    const lines = text.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^\[#{5}-{5}\] audit-abcdefabcdef/);
+    expect(lines[1]).toContain('[###-------]'); // 120/400
+    expect(lines.every((l) => l.length <= 89)).toBe(true);
+  });
+
+  it('prints only what changed between snapshots', () => {
+    const before = [audit([run({ state: 'waiting' }), run({ run_id: 'run-2', state: 'waiting' })])];
+    const after = [audit([run({ state: 'active', progress: progress() }), run({ run_id: 'run-2', state: 'waiting' })])];
+    const now = new Date('2026-01-01T10:20:30Z');
+    expect(renderChanges(after, after, now)).toBe('');
+    const text = renderChanges(before, after, now);
+    expect(text.trimEnd().split('\n')).toEqual(['10:20:30   run-0123456789abcdef  active     120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 1/3']);
+    expect(renderChanges(null, after, now)).toMatch(/^10:20:30 audit-abcdefabcdef/);
+  });
+});

@@ -1,0 +1,220 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { computeReport, writeReport } from '../../src/report/index.js';
+import { readScoreFile } from '../../src/report/scores.js';
+import type { ReportSummary } from '../../src/report/summary.js';
+import { validate } from '../../src/schemas/index.js';
+import { median } from '../../src/metrics/statistics.js';
+import type { FixtureAudit } from '../fixtures/audit-builder.js';
+import { buildStudyAudit, EXPECTED } from '../fixtures/study-audit.js';
+
+let root: string;
+let audit: FixtureAudit;
+let summary: ReportSummary;
+let files: string[];
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'ca-report-'));
+  audit = await buildStudyAudit(root);
+  const result = await writeReport({ auditDir: audit.auditDir, seed: 3, resamples: 400 });
+  files = result.files;
+  summary = JSON.parse(await readFile(result.summaryPath as string, 'utf8')) as ReportSummary;
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** RFC 4180 fields of one line (quotes, doubled quotes, commas inside quotes). */
+function parseCsvLine(line: string): string[] {
+  const out: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i += 1) {
+    const ch = line[i] as string;
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') {
+        field += '"';
+        i += 1;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      out.push(field);
+      field = '';
+    } else field += ch;
+  }
+  out.push(field);
+  return out;
+}
+
+const runId = (i: number): string => audit.runs[i]?.runId as string;
+
+function lateGroup(kind = 'hidden') {
+  return summary.groups.find(
+    (g) => g.cohort === 'focal' && g.phase === 'final' && g.probe_kind === kind && g.label === 'placement=late, population=single, visibility=redacted',
+  );
+}
+
+describe('writeReport on the study fixture', () => {
+  it('writes every format into <audit>/report, the summary valid against its schema', async () => {
+    const names = files.map((f) => f.slice(join(audit.auditDir, 'report').length + 1)).sort();
+    expect(names).toEqual(
+      ['plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
+    );
+    expect(validate('report', summary)).toEqual([]);
+    expect(summary.schema_version).toBe('canary-audit.report/1');
+    expect(summary.provenance.at_write.component).toBe('controller');
+  });
+
+  it('counts runs by status and lists failed and missing ones without failing', () => {
+    expect(summary.counts).toMatchObject({ runs: 8, finished: 6, failed: 1, missing: 1, no_canary_runs: 1, observations: EXPECTED.observations, score_files: EXPECTED.observations });
+    const failed = summary.runs.find((r) => r.run_id === runId(5));
+    expect(failed).toMatchObject({ status: 'failed', failure: { kind: 'oom', attempts: 3 } });
+    expect(summary.runs.find((r) => r.run_id === runId(6))).toMatchObject({ status: 'missing' });
+    expect(summary.warnings.map((w) => w.kind)).toEqual(expect.arrayContaining(['failed_runs', 'missing_runs']));
+  });
+
+  it('pools seeds: median exposure, its n and the ceiling', () => {
+    const g = lateGroup();
+    expect(g).toBeDefined();
+    expect(g?.dose).toBe(8);
+    expect(g?.space.ceiling).toBeCloseTo(13.2877, 4);
+    expect(g?.inserted).toMatchObject({ n_obs: 6, n_canaries: 3, n_runs: 2 });
+    expect(g?.inserted.exposure?.estimate).toBeCloseTo(EXPECTED.lateMedian, 10);
+    expect(median(EXPECTED.lateExposures)).toBeCloseTo(EXPECTED.lateMedian, 10);
+    expect(g?.inserted.exposure?.lo).toBeLessThanOrEqual(EXPECTED.lateMedian);
+    expect(g?.inserted.exposure?.hi).toBeLessThanOrEqual(g?.space.ceiling as number);
+    // Greedy recovery: rank 1 in 3 of 6; free decoding missed f000 in run 1 (measured there only).
+    expect(g?.inserted.recovery.prefill).toMatchObject({ k: 3, n: 6 });
+    expect(g?.inserted.recovery.free).toMatchObject({ k: 0, n: 3 });
+    expect(g?.inserted.top1).toMatchObject({ k: 3, n: 6 });
+  });
+
+  it('puts the three controls beside the focal figure', () => {
+    const g = lateGroup();
+    expect(g?.controls.held_out?.exposure?.estimate).toBeCloseTo(EXPECTED.heldOutMedian, 10);
+    expect(g?.controls.held_out).toMatchObject({ n_obs: 4, n_canaries: 2, n_runs: 2 });
+    expect(g?.controls.held_out?.difference?.estimate).toBeCloseTo(EXPECTED.lateMedian - EXPECTED.heldOutMedian, 10);
+    expect(g?.controls.base?.exposure?.estimate).toBeCloseTo(EXPECTED.baseMedian, 10);
+    expect(g?.controls.base?.n_obs).toBe(6);
+    // Both seeds' late runs pair with the single no-canary run; its 3 canaries count once.
+    expect(g?.controls.no_canary).toMatchObject({ n_obs: 3, n_canaries: 3, n_runs: 1 });
+    expect(g?.controls.no_canary?.exposure?.estimate).toBeCloseTo(EXPECTED.noCanaryMedian, 10);
+  });
+
+  it('reports copy rate against recall on substituted probes', () => {
+    const visible = summary.groups.find((g) => g.phase === 'final' && g.probe_kind === 'substituted' && g.visibility === 'visible');
+    expect(visible?.inserted.copy?.prefill).toMatchObject({ k: 3, n: 3, rate: 1 });
+    expect(visible?.inserted.recovery.prefill).toMatchObject({ k: 0, n: 3 });
+    const redacted = lateGroup('substituted');
+    expect(redacted?.inserted.copy?.prefill).toMatchObject({ k: 0, n: 6 });
+    expect(redacted?.inserted.recovery.prefill).toMatchObject({ k: 3, n: 6 });
+  });
+
+  it('pairs placement early → late by canary id and code', () => {
+    const p = summary.paired.find((x) => x.axis === 'placement' && x.cohort === 'focal' && x.probe_kind === 'hidden' && x.phase === 'final');
+    expect(p).toMatchObject({ from: 'early', to: 'late', n_pairs: 6, n_run_pairs: 2, n_canaries: 3, rose: 6, fell: 0, tied: 0, dose: 8 });
+    expect(p?.context).toEqual({ dose: 8, model: 'tiny', population: 'single', visibility: 'redacted' });
+    expect(p?.label).toBe('dose=8, population=single, visibility=redacted');
+    expect(p?.difference.estimate).toBeCloseTo(EXPECTED.placementMedianDifference, 10);
+    const held = summary.paired.find((x) => x.axis === 'placement' && x.cohort === 'held_out' && x.probe_kind === 'hidden');
+    expect(held).toMatchObject({ n_pairs: 4, tied: 4 });
+    // The no-canary cell leaves dose and placement null, so it differs from its twin in three
+    // axes: it serves as a control (matched by axes), not as a paired comparison.
+    expect(summary.paired.some((x) => x.axis === 'population')).toBe(false);
+    const visibility = summary.paired.find((x) => x.axis === 'visibility' && x.cohort === 'focal' && x.probe_kind === 'hidden');
+    expect(visibility).toMatchObject({ from: 'visible', to: 'redacted', n_pairs: 3, rose: 3 });
+  });
+
+  it('flags mixed code versions and stamps that changed mid-run', () => {
+    const mixed = summary.warnings.find((w) => w.kind === 'mixed_code_versions');
+    // b… (most runs), d… (run 4) and f… (run 2's write-time stamp, which changed mid-run).
+    expect(mixed?.message).toMatch(/3 different trainer code versions/);
+    expect(mixed?.runs).toContain(runId(4));
+    const changed = summary.warnings.find((w) => w.kind === 'changed_mid_run');
+    expect(changed?.runs).toEqual([runId(2)]);
+    expect(summary.runs.find((r) => r.run_id === runId(2))?.provenance.trainer?.changed_mid_run).toBe(true);
+  });
+
+  it('reports utility before and after, per run and per cell', () => {
+    const r1 = summary.runs.find((r) => r.run_id === runId(1));
+    expect(r1?.utility).toMatchObject({ rows: 8, base_loss: 2, final_loss: 1.2 });
+    expect(r1?.utility?.delta).toBeCloseTo(-0.8, 12);
+    const none = summary.utility.find((u) => u.no_canary);
+    // Null axes and the constant model axis are left out of labels.
+    expect(none).toMatchObject({ n_runs: 1, final_loss: 1.1, label: 'population=none, visibility=redacted' });
+  });
+
+  it('writes a tidy CSV: one row per run × canary × probe × phase with cell values', async () => {
+    const csv = (await readFile(join(audit.auditDir, 'report', 'report.csv'), 'utf8')).trimEnd().split('\n');
+    expect(csv).toHaveLength(EXPECTED.observations + 1);
+    const header = parseCsvLine(csv[0] as string);
+    expect(header.slice(0, 9)).toEqual(['audit_id', 'run_id', 'cell_id', 'cell.visibility', 'cell.dose', 'cell.placement', 'cell.population', 'cell.seed', 'cell.model']);
+    const row = csv.find((l) => l.includes(runId(1)) && l.includes(',f001.hidden,') && l.includes(',final,'));
+    const fields = parseCsvLine(row as string);
+    expect(fields).toHaveLength(header.length);
+    const values = Object.fromEntries(header.map((h, i) => [h, fields[i]]));
+    expect(values.cell_id).toBe('dose=8,model=tiny,placement=late,population=single,seed=0,visibility=redacted');
+    expect(values).toMatchObject({ 'cell.placement': 'late', 'cell.dose': '8', rank: '2', ties: '1', role: 'focal', dose: '8', probe_kind: 'hidden', recovered_prefill: 'false' });
+    expect(Number(values.exposure)).toBeCloseTo(Math.log2(5000), 10);
+    expect(Number(values.exposure_ceiling)).toBeCloseTo(Math.log2(10000), 10);
+  });
+
+  it('writes Markdown tables for every section', async () => {
+    const md = await readFile(join(audit.auditDir, 'report', 'report.md'), 'utf8');
+    for (const heading of ['## Exposure vs dose', '## Controls', '## Recovery', '## Paired comparisons', '## Utility', '## Failed or missing runs', '## Provenance']) {
+      expect(md).toContain(heading);
+    }
+    expect(md).toContain('**Visibility: redacted**');
+    expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | 8 | ${EXPECTED.lateMedian.toFixed(2)} [`);
+    expect(md).toContain('**placement: early → late**');
+    expect(md).toContain(runId(5));
+    expect(md).toContain('CUDA out of memory');
+    expect(md).toContain('mixed_code_versions');
+  });
+
+  it('is reproducible from the seed, and the seed is what moves the intervals', async () => {
+    const again = await computeReport({ auditDir: audit.auditDir, seed: 3, resamples: 400 });
+    expect(JSON.parse(JSON.stringify(again.summary.groups))).toEqual(summary.groups);
+    expect(JSON.parse(JSON.stringify(again.summary.paired))).toEqual(summary.paired);
+    const other = await computeReport({ auditDir: audit.auditDir, seed: 4, resamples: 400 });
+    const ci = (s: ReportSummary) => s.groups.map((g) => [g.inserted.exposure?.lo, g.inserted.exposure?.hi]);
+    expect(ci(JSON.parse(JSON.stringify(other.summary)) as ReportSummary)).not.toEqual(ci(summary));
+    expect(other.summary.groups.map((g) => g.inserted.exposure?.estimate)).toEqual(summary.groups.map((g) => g.inserted.exposure?.estimate));
+  });
+
+  it('holds one score vector at a time while streaming', async () => {
+    let alive = 0;
+    let peak = 0;
+    let calls = 0;
+    await computeReport({
+      auditDir: audit.auditDir,
+      resamples: 10,
+      hooks: {
+        readScores: async (path, expected) => {
+          alive += 1;
+          calls += 1;
+          peak = Math.max(peak, alive);
+          try {
+            return await readScoreFile(path, expected);
+          } finally {
+            alive -= 1;
+          }
+        },
+      },
+    });
+    expect(calls).toBe(EXPECTED.observations);
+    expect(peak).toBe(1);
+  });
+
+  it('writes only the formats asked for, where asked', async () => {
+    const out = join(root, 'only-json');
+    const result = await writeReport({ auditDir: audit.auditDir, outDir: out, formats: ['json'], resamples: 10 });
+    expect(result.files).toEqual([join(out, 'summary.json')]);
+    expect(result.summaryPath).toBe(join(out, 'summary.json'));
+    expect(result.counts.finished).toBe(6);
+  });
+});

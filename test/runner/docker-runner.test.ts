@@ -1,0 +1,130 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONTAINER_RUN_DIR, dockerRunner, startTrainer, type TrainerJob } from '../../src/runner/index.js';
+import { removeDir, tempDir } from '../queue/helpers/fixtures.js';
+
+/**
+ * No Docker engine runs here: a stand-in `docker` on PATH records each argv (one JSON array per
+ * line) and, for `run`, speaks the trainer protocol as the container would.
+ */
+const FAKE_DOCKER = `#!/usr/bin/env node
+const fs = require('node:fs');
+const args = process.argv.slice(2);
+fs.appendFileSync(process.env.FAKE_DOCKER_LOG, JSON.stringify(args) + '\\n');
+if (args[0] !== 'run') process.exit(0);
+const emit = (o) => process.stdout.write(JSON.stringify({ v: 1, t: Date.now() / 1000, ...o }) + '\\n');
+const mode = process.env.FAKE_DOCKER_MODE || 'ok';
+// Handlers first: the test sends SIGTERM as soon as it reads "started".
+if (mode === 'stubborn') process.on('SIGTERM', () => {});
+else process.on('SIGTERM', () => { emit({ event: 'error', kind: 'interrupted', message: 'stopped', recoverable: true }); process.exit(75); });
+emit({ event: 'started', run_id: 'run-0000000000000001', pid: process.pid, device: 'cuda:0', backend: 'hf', total_updates: 5, resumed_from: null });
+if (mode === 'ok') {
+  emit({ event: 'done', result: '${CONTAINER_RUN_DIR}/output/result.json', wall_s: 0.1 });
+  process.exit(0);
+}
+setInterval(() => {}, 1000);
+`;
+
+const root = tempDir('docker');
+const bin = join(root, 'bin');
+const log = join(root, 'docker.log');
+const savedPath = process.env.PATH;
+
+beforeAll(() => {
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'docker'), FAKE_DOCKER);
+  chmodSync(join(bin, 'docker'), 0o755);
+  process.env.PATH = `${bin}${delimiter}${savedPath ?? ''}`;
+  process.env.FAKE_DOCKER_LOG = log;
+});
+afterAll(() => {
+  process.env.PATH = savedPath;
+  delete process.env.FAKE_DOCKER_LOG;
+  delete process.env.FAKE_DOCKER_MODE;
+  removeDir(root);
+});
+
+function job(gpu: string | null): TrainerJob {
+  const runDir = join(root, 'audits', 'a', 'runs', 'run-0000000000000001');
+  mkdirSync(join(runDir, 'output'), { recursive: true });
+  return { runId: 'run-0000000000000001', runDir, manifestPath: join(runDir, 'manifest.json'), outDir: join(runDir, 'output'), gpu, threads: gpu === null ? 4 : null };
+}
+
+const calls = (): string[][] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as string[]) : []);
+
+describe('docker runner', () => {
+  it('builds the docker run argument array for a GPU run', () => {
+    const j = job('3');
+    const cmd = dockerRunner({ image: 'registry.example/trainer:1.2', user: '1000:1000', hfHome: '/data/hf' }).command(j);
+    expect(cmd.file).toBe('docker');
+    expect(cmd.args).toEqual([
+      'run', '--rm', '--init', '--name', 'canary-audit-run-0000000000000001',
+      '--user', '1000:1000',
+      '--gpus', 'device=3',
+      '-e', 'PYTHONUNBUFFERED=1',
+      ...(process.env.HF_TOKEN !== undefined ? ['-e', 'HF_TOKEN'] : []),
+      ...(process.env.HF_HUB_OFFLINE !== undefined ? ['-e', 'HF_HUB_OFFLINE'] : []),
+      '-v', '/data/hf:/work/hf', '-e', 'HF_HOME=/work/hf',
+      '-v', `${j.runDir}:/work/run`, '-w', '/work/run',
+      'registry.example/trainer:1.2',
+      'python', '-m', 'canary_trainer', 'run', '--manifest', '/work/run/manifest.json', '--out', '/work/run/output', '--resume',
+    ]);
+  });
+
+  it('passes no GPU to a CPU run, limits its CPUs, and forwards secrets by name only', () => {
+    const saved = process.env.HF_TOKEN;
+    process.env.HF_TOKEN = 'hf_secret_value';
+    try {
+      const cmd = dockerRunner({ image: 'img', user: null, hfHome: null }).command(job(null));
+      expect(cmd.args).not.toContain('--gpus');
+      expect(cmd.args).not.toContain('--user');
+      expect(cmd.args.join(' ')).toContain('-e CANARY_TRAINER_THREADS=4 --cpus 4');
+      expect(cmd.args).toContain('HF_TOKEN');
+      expect(cmd.args.join(' ')).not.toContain('hf_secret_value');
+    } finally {
+      if (saved === undefined) delete process.env.HF_TOKEN;
+      else process.env.HF_TOKEN = saved;
+    }
+  });
+
+  it('maps container paths the trainer reports back to the run folder', () => {
+    const j = job('0');
+    const runner = dockerRunner({ image: 'img' });
+    expect(runner.toHostPath?.('/work/run/output/result.json', j)).toBe(join(j.runDir, 'output', 'result.json'));
+    expect(runner.toHostPath?.('output/result.json', j)).toBe('output/result.json');
+    expect(runner.toHostPath?.('/elsewhere/x', j)).toBe('/elsewhere/x');
+  });
+
+  it('removes a leftover container, then runs the image through the docker executable on PATH', async () => {
+    writeFileSync(log, '');
+    process.env.FAKE_DOCKER_MODE = 'ok';
+    const j = job('1');
+    const trainer = await startTrainer({ runner: dockerRunner({ image: 'img', user: null, hfHome: null }), job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 1000, onEvent: () => undefined });
+    const outcome = await trainer.finished;
+    expect(outcome.outcome).toBe('ok');
+    expect(outcome.done?.result).toBe('/work/run/output/result.json');
+    const [first, second] = calls();
+    expect(first).toEqual(['rm', '--force', 'canary-audit-run-0000000000000001']);
+    expect(second?.slice(0, 5)).toEqual(['run', '--rm', '--init', '--name', 'canary-audit-run-0000000000000001']);
+    expect(second).toContain('device=1');
+  });
+
+  it('stops with SIGTERM, and kills the container after the grace period when that is not enough', async () => {
+    writeFileSync(log, '');
+    process.env.FAKE_DOCKER_MODE = 'stop';
+    const j = job('0');
+    const runner = dockerRunner({ image: 'img', user: null, hfHome: null });
+    const polite = await startTrainer({ runner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 5_000, onEvent: (e) => e.event === 'started' && polite.stop() });
+    expect(await polite.finished).toMatchObject({ outcome: 'interrupted', exitCode: 75 });
+    expect(calls().map((c) => c[0])).toEqual(['rm', 'run']);
+
+    writeFileSync(log, '');
+    process.env.FAKE_DOCKER_MODE = 'stubborn';
+    const stubborn = await startTrainer({ runner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 300, onEvent: (e) => e.event === 'started' && stubborn.stop() });
+    expect(await stubborn.finished).toMatchObject({ outcome: 'interrupted', exitCode: null, signal: 'SIGKILL' });
+    // forceStop runs beside execa's SIGKILL; give the fake a moment to record it.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(calls()).toContainEqual(['kill', 'canary-audit-run-0000000000000001']);
+  });
+});

@@ -1,0 +1,170 @@
+"""Stand-in trainer: speaks the trainer's CLI, progress protocol and exit codes without tensors.
+
+    PYTHONPATH=test/runner python3 -m stand_in_trainer run --manifest M --out DIR [--resume]
+
+Queue tests, the queue benchmark and `worker` tests use it where the real trainer would cost
+minutes. It keeps the contract the real trainer keeps:
+- stdout carries progress events only (schemas/progress.schema.json); logs go to stderr;
+- it holds flock(<out>/.lock) while it runs, so two trainers never write one folder;
+- SIGTERM: checkpoint, emit an `interrupted` error event, exit 75; parent gone: the same;
+- --resume continues from <out>/checkpoints/state.json;
+- exit codes as TRAINER_EXIT (0 ok, 1 retryable, 2 bad input, 3 diverged, 75 interrupted).
+
+The "model" is a running SHA-256 chain over the updates, so the final "scores" depend on every
+update having been applied exactly once in order, whether or not the run was interrupted.
+
+Behaviour knobs live in the manifest's free-form task.params.stand_in (tests write them):
+  step_s       seconds per update (default 0.01; env STAND_IN_STEP_S overrides)
+  fail_exit    exit with this code once `fail_at` updates are done ...
+  fail_at      ... (default 0) ...
+  fail_times   ... on the first N attempts (default: every attempt); counted in <out>/.failures
+  noop         emit started + done and write result.json at once (the queue benchmark)
+  junk_stdout  print a line that is not an event (a protocol violation the worker must survive)
+  ignore_sigterm  keep training through SIGTERM (so the worker's SIGKILL after the grace is tested)
+"""
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import struct
+import sys
+import time
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 75
+
+
+def emit(event, **fields):
+    record = {"v": 1, "event": event, "t": time.time()}
+    record.update(fields)
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def write_atomic(path, data):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def step_hash(acc, update):
+    return hashlib.sha256(f"{acc}:{update}".encode()).hexdigest()
+
+
+class Stop:
+    requested = False
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="stand_in_trainer")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--manifest", required=True)
+    run.add_argument("--out", required=True)
+    run.add_argument("--resume", action="store_true")
+    args = parser.parse_args(argv)
+
+    try:
+        with open(args.manifest, "rb") as handle:
+            manifest_bytes = handle.read()
+        manifest = json.loads(manifest_bytes)
+        run_id = manifest["run_id"]
+        total = int(manifest["training"]["updates"])
+        every = int(manifest["training"].get("checkpoint_every", 50))
+        batch = int(manifest["training"].get("batch_size", 1))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        emit("error", kind="bad_manifest", message=f"{args.manifest}: {error}", recoverable=False)
+        return EXIT_BAD_INPUT
+    knobs = ((manifest.get("task") or {}).get("params") or {}).get("stand_in") or {}
+    step_s = float(os.environ.get("STAND_IN_STEP_S", knobs.get("step_s", 0.01)))
+
+    out = args.out
+    os.makedirs(os.path.join(out, "checkpoints"), exist_ok=True)
+    lock = open(os.path.join(out, ".lock"), "w")
+    deadline = time.time() + 30
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.time() > deadline:
+                emit("error", kind="internal", message=f"{out} is locked by another trainer", recoverable=True)
+                return EXIT_FAILURE
+            time.sleep(0.05)
+
+    if knobs.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: setattr(Stop, "requested", True))
+    if knobs.get("junk_stdout"):
+        print("Loading weights: 100%", flush=True)
+    parent = os.getppid()
+    started = time.time()
+    manifest_sha = hashlib.sha256(manifest_bytes).hexdigest()
+    state_path = os.path.join(out, "checkpoints", "state.json")
+    state = {"update": 0, "acc": run_id, "attempts": []}
+    if args.resume and os.path.exists(state_path):
+        with open(state_path) as handle:
+            state = json.load(handle)
+    resumed_from = state["update"] if state["update"] > 0 else None
+    state["attempts"].append({"pid": os.getpid(), "resumed_from": state["update"]})
+    emit("started", run_id=run_id, pid=os.getpid(), device="cpu", backend="tiny",
+         total_updates=total, resumed_from=resumed_from)
+
+    def checkpoint():
+        write_atomic(state_path, json.dumps(state).encode())
+        emit("checkpoint", update=state["update"], path="checkpoints/state.json")
+
+    failures_path = os.path.join(out, ".failures")
+    fail_exit = knobs.get("fail_exit")
+    if fail_exit is not None:
+        failures = int(open(failures_path).read()) if os.path.exists(failures_path) else 0
+        if knobs.get("fail_times") is not None and failures >= int(knobs["fail_times"]):
+            fail_exit = None
+
+    if knobs.get("noop"):
+        state["update"] = total
+    while state["update"] < total:
+        if fail_exit is not None and state["update"] >= int(knobs.get("fail_at", 0)):
+            write_atomic(failures_path, str(failures + 1).encode())
+            kind = {EXIT_BAD_INPUT: "bad_manifest", 3: "diverged"}.get(int(fail_exit), "internal")
+            print(f"stand-in: failing on purpose with exit {fail_exit}", file=sys.stderr)
+            emit("error", kind=kind, message=f"planned failure (exit {fail_exit})",
+                 recoverable=int(fail_exit) == EXIT_FAILURE)
+            return int(fail_exit)
+        if Stop.requested or os.getppid() != parent:
+            checkpoint()
+            emit("error", kind="interrupted", message="stopped; resumable", recoverable=True)
+            return EXIT_INTERRUPTED
+        time.sleep(step_s)
+        state["update"] += 1
+        state["acc"] = step_hash(state["acc"], state["update"])
+        emit("step", update=state["update"], total=total, loss=1.0 / state["update"], lr=1e-3,
+             rows_per_s=batch / max(step_s, 1e-6))
+        if state["update"] % every == 0 and state["update"] < total:
+            checkpoint()
+
+    emit("eval", phase="final", done=0, total=1)
+    scores_dir = os.path.join(out, "scores", "final")
+    os.makedirs(scores_dir, exist_ok=True)
+    digest = hashlib.sha256(state["acc"].encode()).digest()
+    scores = [-(b + 1) / 16.0 for b in digest]
+    write_atomic(os.path.join(scores_dir, "f000.hidden.f32"), struct.pack(f"<{len(scores)}f", *scores))
+    emit("eval", phase="final", done=1, total=1)
+    result = {
+        "run_id": run_id,
+        "manifest_sha256": manifest_sha,
+        "stand_in": {"acc": state["acc"], "updates": state["update"], "attempts": state["attempts"]},
+    }
+    write_atomic(os.path.join(out, "result.json"), (json.dumps(result, indent=2) + "\n").encode())
+    emit("done", result="result.json", wall_s=time.time() - started)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,108 @@
+"""The model-backend interface: everything the trainer needs from a model, and nothing more.
+
+A backend renders chat messages to text (its own chat format or the tokenizer's template),
+tokenizes, runs the causal LM, and exposes a prompt cache that many continuations can share
+(prefix-tree scoring). Backends register by name in backends/__init__.py and are imported lazily,
+so a missing optional package only matters when its backend is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from typing import Any, Iterator
+
+import torch
+
+
+class PrefixState:
+    """A prompt run once: its cache, its length, and log-probabilities of the next token."""
+
+    def __init__(self, cache: Any, length: int, next_logprobs: torch.Tensor):
+        self.cache = cache
+        self.length = length
+        self.next_logprobs = next_logprobs  # (V,) float32
+
+
+class Backend(ABC):
+    name: str = ""
+    model: torch.nn.Module
+    device: torch.device
+    dtype_name: str = "float32"
+    model_label: str = ""
+    revision: str | None = None
+
+    # ---- text ---------------------------------------------------------------------------------
+    @abstractmethod
+    def render(self, messages: list[dict], target: str | None = None) -> str:
+        """The exact text the model sees: the prompt messages followed by the assistant turn's
+        opening (target None), or the whole conversation with `target` as the assistant reply."""
+
+    @abstractmethod
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of rendered text (special markers in the text map to their tokens)."""
+
+    def tokenize_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.tokenize(t) for t in texts]
+
+    @abstractmethod
+    def decode(self, ids: list[int]) -> str:
+        """Text of generated ids, without end-of-turn markers."""
+
+    # ---- model --------------------------------------------------------------------------------
+    @abstractmethod
+    def logits(self, ids: torch.Tensor, keep_last: int | None = None) -> torch.Tensor:
+        """Full forward pass: ids (B, T) right-padded -> logits (B, T, V), or only the last
+        `keep_last` positions (B, keep_last, V) (a large vocabulary makes full logits costly)."""
+
+    @abstractmethod
+    def prefix(self, ctx_ids: list[int]) -> PrefixState:
+        """Run a prompt once and keep its cache for `extend`."""
+
+    @abstractmethod
+    def extend(self, state: PrefixState, paths: torch.Tensor, cols: torch.Tensor,
+               carry: Any = None, parent_of: torch.Tensor | None = None) -> tuple[torch.Tensor, Any]:
+        """For N continuations `paths` (N, l) of the prompt, log-probabilities (N, len(cols)) of the
+        tokens `cols` at the position after each path, all sharing the prompt's cache.
+
+        Prefix-tree walks call this level by level: `carry` is the previous level's carries joined
+        with `join_carry`, and `parent_of` (N,) indexes each path's parent (paths[:, :-1]) in it. A
+        backend may use them to feed only the last token (tiny) or ignore them and recompute the
+        short path (hf). Returns (log-probabilities, this chunk's carry or None)."""
+
+    def join_carry(self, parts: list[Any]) -> Any:
+        return None
+
+    @abstractmethod
+    def greedy(self, ctx_ids: list[int], max_new_tokens: int) -> list[int]:
+        """Greedy continuation of ctx_ids, stopping at end-of-turn (not included) or the limit."""
+
+    @property
+    @abstractmethod
+    def pad_id(self) -> int: ...
+
+    def max_positions(self) -> int | None:
+        """Longest sequence the model accepts, when it has a hard limit."""
+        return None
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]:
+        return ((n, p) for n, p in self.model.named_parameters() if p.requires_grad)
+
+    def describe(self) -> dict:
+        """The `backend` block of result.json (without `scoring`)."""
+        return {
+            "name": self.name,
+            "model": self.model_label,
+            "revision": self.revision,
+            "device": str(self.device),
+            "dtype": self.dtype_name,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "trainable_parameters": sum(p.numel() for _, p in self.trainable()),
+        }
+
+    def versions(self) -> dict[str, str]:
+        """Extra provenance versions (e.g. the model revision)."""
+        return {}

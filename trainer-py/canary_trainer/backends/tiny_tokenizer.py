@@ -1,0 +1,50 @@
+"""Character tokenizer and chat rendering of the tiny backend.
+
+Every printable ASCII character, newline and tab is one token, so every digit of a code is one
+token. Role markers are single special tokens. Any other character maps to <|unk|> (counted, so a
+run can report it) rather than failing: the rendered text files still show the original text.
+"""
+
+from __future__ import annotations
+
+import re
+
+SPECIALS = ["<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+CHARS = ["\n", "\t"] + [chr(c) for c in range(32, 127)]
+PAD, UNK, END = 0, 1, SPECIALS.index("<|end|>")
+_SPECIAL_RE = re.compile("(" + "|".join(re.escape(s) for s in SPECIALS) + ")")
+
+
+class CharTokenizer:
+    def __init__(self) -> None:
+        self.itos = SPECIALS + CHARS
+        self.stoi = {s: i for i, s in enumerate(self.itos)}
+        self.char_ids = {c: i for i, c in enumerate(self.itos) if i >= len(SPECIALS)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def render(self, messages: list[dict], target: str | None = None) -> str:
+        # One line per turn keeps the rendered files readable; the final assistant turn has no
+        # trailing newline so <|end|> is the last trained token and the natural stop signal.
+        text = "".join(f"<|{m['role']}|>{m['content']}<|end|>\n" for m in messages) + "<|assistant|>"
+        if target is not None:
+            text += target + "<|end|>"
+        return text
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        get = self.char_ids.get
+        for piece in _SPECIAL_RE.split(text):
+            if not piece:
+                continue
+            special = self.stoi.get(piece) if piece.startswith("<|") else None
+            if special is not None and special < len(SPECIALS):
+                ids.append(special)
+            else:
+                ids.extend(get(ch, UNK) for ch in piece)
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.itos[i] for i in ids if i >= len(SPECIALS) or i == UNK)

@@ -1,0 +1,68 @@
+"""Turn rows into training tensors: loss on the target only, in the manifest's exact order.
+
+A row's prompt is rendered with the assistant turn opened; the full conversation must tokenize as
+that prompt followed by more tokens, otherwise masking "the prompt" would mask the wrong tokens (a
+chat template that rewrites earlier turns, a merge across the boundary). That is an error naming
+the row, never silently trained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .backends import Backend
+from .errors import BadRows
+
+IGNORE = -100
+
+
+@dataclass
+class Encoded:
+    ids: list[int]
+    labels: list[int]
+
+    @property
+    def targets(self) -> int:
+        return sum(1 for x in self.labels if x != IGNORE)
+
+
+def encode_row(backend: Backend, row: dict, max_length: int, where: str) -> Encoded:
+    prompt_ids = backend.tokenize(backend.render(row["prompt"]))
+    full_ids = backend.tokenize(backend.render(row["prompt"], row["target"]))
+    n = len(prompt_ids)
+    if full_ids[:n] != prompt_ids:
+        k = next((i for i, (a, b) in enumerate(zip(prompt_ids, full_ids)) if a != b), min(n, len(full_ids)))
+        raise BadRows(f"{where}: the rendered prompt is not a token prefix of prompt+target (they differ at "
+                      f"token {k} of {n}); fix: use a chat template/tokenizer that renders earlier turns "
+                      "unchanged when a reply is added, or end the prompt on a token boundary")
+    if len(full_ids) <= n:
+        raise BadRows(f"{where}: field target: renders to no tokens; fix: give a non-empty target")
+    limit = min(max_length, backend.max_positions() or max_length)
+    if len(full_ids) > limit:
+        raise BadRows(f"{where}: {len(full_ids)} tokens exceed training.max_length {limit}; "
+                      "fix: raise training.max_length (rows are never truncated) or shorten the row")
+    return Encoded(full_ids, [IGNORE] * n + full_ids[n:])
+
+
+def encode_rows(backend: Backend, rows: list[dict], max_length: int, path: Path) -> list[Encoded]:
+    return [encode_row(backend, row, max_length, f"{path}:{n + 1}:1 (row {n})") for n, row in enumerate(rows)]
+
+
+def batch_rows(update: int, batch_size: int) -> range:
+    """Row indices consumed by 0-based update `update`: [update*B, (update+1)*B)."""
+    return range(update * batch_size, (update + 1) * batch_size)
+
+
+def collate(items: list[Encoded], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad to the longest row of this batch only. Causal attention means padding after a
+    row's last token never changes that row's logits, so no attention mask is needed."""
+    width = max(len(e.ids) for e in items)
+    ids = torch.full((len(items), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(items), width), IGNORE, dtype=torch.long)
+    for r, e in enumerate(items):
+        ids[r, : len(e.ids)] = torch.tensor(e.ids, dtype=torch.long)
+        labels[r, : len(e.labels)] = torch.tensor(e.labels, dtype=torch.long)
+    return ids, labels

@@ -1,0 +1,91 @@
+"""One error type for every way a run can end early. Each maps to a progress `error` event
+(kind, message, recoverable) and an exit code, so the worker can decide between retry, resume
+and give up without parsing messages."""
+
+from __future__ import annotations
+
+from . import exit_codes
+
+
+class TrainerError(Exception):
+    """kind is one of the progress schema's error kinds."""
+
+    kind = "internal"
+    exit_code = exit_codes.FAILURE
+    recoverable = True
+
+    def __init__(self, message: str, *, kind: str | None = None, exit_code: int | None = None,
+                 recoverable: bool | None = None):
+        super().__init__(message)
+        self.message = message
+        if kind is not None:
+            self.kind = kind
+        if exit_code is not None:
+            self.exit_code = exit_code
+        if recoverable is not None:
+            self.recoverable = recoverable
+
+
+class BadManifest(TrainerError):
+    kind = "bad_manifest"
+    exit_code = exit_codes.BAD_INPUT
+    recoverable = False
+
+
+class BadRows(TrainerError):
+    kind = "bad_rows"
+    exit_code = exit_codes.BAD_INPUT
+    recoverable = False
+
+
+class Diverged(TrainerError):
+    kind = "diverged"
+    exit_code = exit_codes.DIVERGED
+    recoverable = False
+
+
+class OutOfMemory(TrainerError):
+    kind = "oom"
+    exit_code = exit_codes.OOM
+    recoverable = False
+
+
+class MissingModel(TrainerError):
+    kind = "missing_model"
+    exit_code = exit_codes.MISSING_MODEL
+    recoverable = False
+
+
+class MissingDependency(TrainerError):
+    kind = "missing_dependency"
+    exit_code = exit_codes.MISSING_MODEL
+    recoverable = False
+
+
+class Interrupted(TrainerError):
+    """SIGTERM/SIGINT or the parent process died: state is checkpointed, `--resume` continues."""
+
+    kind = "interrupted"
+    exit_code = exit_codes.INTERRUPTED
+    recoverable = True
+
+
+class FolderBusy(TrainerError):
+    """Another trainer holds the output folder's lock; a later retry can succeed."""
+
+    kind = "internal"
+    exit_code = exit_codes.FAILURE
+    recoverable = True
+
+
+def is_oom(exc: BaseException) -> bool:
+    """torch raises torch.cuda.OutOfMemoryError (2.x) or a RuntimeError naming it (older, CPU)."""
+    name = type(exc).__name__
+    if name == "OutOfMemoryError":
+        return True
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    # CUDA: "CUDA out of memory"; CPU allocator: "can't allocate memory ... (Cannot allocate memory)"
+    return isinstance(exc, RuntimeError) and any(
+        s in text for s in ("out of memory", "can't allocate memory", "cannot allocate memory"))

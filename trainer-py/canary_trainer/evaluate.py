@@ -1,0 +1,105 @@
+"""One evaluation phase (base, update-<n>, final): score every candidate for every probe, write the
+float32 score files, decode greedily, and return the phase's entry for result.json."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .atomic import write_bytes_atomic
+from .backends import Backend
+from .decode import greedy
+from .errors import BadManifest, Interrupted
+from .events import Events
+from .interrupt import StopFlag
+from .manifest import Manifest
+from .score import TokenCheck, score_per_candidate, score_tree
+
+
+def preflight(backend: Backend, manifest: Manifest) -> None:
+    """Check before training that every probe fits the model's context with a code after it, so a
+    long run cannot fail at its evaluation."""
+    limit = backend.max_positions()
+    if not limit:
+        return
+    length = manifest.space["length"]
+    for i, probe in enumerate(manifest.data["probes"]):
+        n = len(backend.tokenize(backend.render(probe["prompt"]) + probe["prefill"]))
+        if n + length > limit:
+            raise BadManifest(f"{manifest.path}: field probes[{i}].prompt: renders to {n} tokens, and with a "
+                              f"{length}-character code exceeds the model's context of {limit} tokens; fix: shorten "
+                              "the probe or use a model with a longer context (model.tiny.max_len)")
+
+
+class Evaluator:
+    def __init__(self, backend: Backend, manifest: Manifest, out: Path, events: Events, stop: StopFlag):
+        self.backend = backend
+        self.manifest = manifest
+        self.out = out
+        self.events = events
+        self.stop = stop
+        self.check = TokenCheck(backend)
+        self.modes_used: set[str] = set()
+
+    def scores(self, messages: list[dict], prefill: str, candidates: list[str]) -> np.ndarray:
+        """log p(candidate | probe) for each candidate, float64, in candidate order."""
+        b = self.backend
+        ctx_text = b.render(messages) + prefill
+        ctx_ids = b.tokenize(ctx_text)
+        cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
+        with b.autocast():
+            if cand_tok is not None:
+                self.modes_used.add("prefix-tree")
+                return score_tree(b, ctx_ids, cand_tok, self.manifest.eval["score_batch_size"])
+            self.modes_used.add("per-candidate")
+            return score_per_candidate(b, ctx_text, ctx_ids, candidates)
+
+    @property
+    def scoring(self) -> str:
+        """prefix-tree when every probe could use it; one per-candidate probe makes the run's label
+        per-candidate, since its scores came (in part) from the slower exact path."""
+        return "per-candidate" if "per-candidate" in self.modes_used else "prefix-tree"
+
+    def run_phase(self, phase: str, update: int) -> dict:
+        m = self.manifest
+        probes = m.data["probes"]
+        space = m.space
+        started = time.monotonic()
+        self.backend.model.eval()
+        results = []
+        self.events.emit("eval", phase=phase, done=0, total=len(probes))
+        try:
+            for n, probe in enumerate(probes):
+                if self.stop:
+                    raise Interrupted(f"stopped during evaluation phase {phase} ({self.stop.reason}); "
+                                      "resume with --resume")
+                t0 = time.monotonic()
+                candidates = m.candidates(probe["canary_id"])
+                values = self.scores(probe["prompt"], probe["prefill"], candidates)
+                score_s = max(time.monotonic() - t0, 1e-9)
+                data = values.astype("<f4").tobytes()
+                rel = f"scores/{phase}/{probe['id']}.f32"
+                write_bytes_atomic(self.out / rel, data)
+                with torch.no_grad(), self.backend.autocast():
+                    decoded = {mode: greedy(self.backend, probe["prompt"], probe["prefill"], mode,
+                                            m.eval["max_new_tokens"], space["alphabet"], space["length"])
+                               for mode in probe["decode"]}
+                results.append({
+                    "probe_id": probe["id"],
+                    "canary_id": probe["canary_id"],
+                    "arm": m.arms[probe["canary_id"]],
+                    "kind": probe["kind"],
+                    "scores_file": rel,
+                    "scores_sha256": hashlib.sha256(data).hexdigest(),
+                    "n_candidates": len(candidates),
+                    "greedy": decoded,
+                })
+                self.events.emit("eval", phase=phase, done=n + 1, total=len(probes),
+                                 candidates_per_s=round(len(candidates) / score_s, 1))
+        finally:
+            self.backend.model.train()
+        return {"phase": phase, "update": update, "wall_s": round(time.monotonic() - started, 3), "probes": results}

@@ -1,0 +1,51 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRAINER_DIR = Path(__file__).resolve().parent.parent
+if str(TRAINER_DIR) not in sys.path:
+    sys.path.insert(0, str(TRAINER_DIR))
+
+PYTHON = os.environ.get("CANARY_AUDIT_PYTHON", "/usr/bin/python3")
+
+
+def trainer_env(**extra: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(TRAINER_DIR)
+    env.setdefault("CANARY_TRAINER_THREADS", "1")
+    env.update(extra)
+    return env
+
+
+class CliRun:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e["event"] == kind]
+
+
+def run_cli(manifest: Path, out: Path, *args: str, env: dict | None = None, timeout: float = 300) -> CliRun:
+    proc = subprocess.run([PYTHON, "-m", "canary_trainer", "run", "--manifest", str(manifest), "--out", str(out), *args],
+                          capture_output=True, text=True, env=env or trainer_env(), timeout=timeout)
+    return CliRun(proc)
+
+
+def start_cli(manifest: Path, out: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([PYTHON, "-m", "canary_trainer", "run", "--manifest", str(manifest), "--out", str(out), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or trainer_env())
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    import torch
+
+    torch.set_num_threads(1)
+    yield

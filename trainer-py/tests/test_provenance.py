@@ -1,0 +1,40 @@
+"""Trainer provenance stamps: schema-valid, sensitive to the code that ran."""
+
+import shutil
+
+from jsonschema import Draft202012Validator
+
+from canary_trainer import provenance, schemas
+
+
+def test_stamp_satisfies_the_stamp_schema():
+    s = provenance.stamp({"model_revision": "abc"})
+    stamp_schema = schemas.load_schema("stamp")
+    Draft202012Validator({**stamp_schema, "$ref": "#/$defs/stamp"}).validate(s)
+    assert s["component"] == "trainer" and s["versions"]["torch"] and s["versions"]["model_revision"] == "abc"
+    prov = provenance.finish(s, {"model_revision": "abc"})
+    Draft202012Validator({**stamp_schema, "$ref": "#/$defs/provenance"}).validate(prov)
+    assert prov["changed_mid_run"] is False
+
+
+def test_code_hash_follows_the_source(tmp_path, monkeypatch):
+    pkg = tmp_path / "trainer-py" / "canary_trainer"
+    shutil.copytree(provenance.PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "PACKAGE_DIR", pkg)
+    monkeypatch.setattr(provenance, "TRAINER_DIR", pkg.parent)
+    before = provenance.code_sha256()
+    assert before == provenance.code_sha256()
+    (pkg / "schedule.py").write_text((pkg / "schedule.py").read_text() + "\n# edited\n")
+    assert provenance.code_sha256() != before
+    (pkg / "notes.txt").write_text("not code")
+    after = provenance.code_sha256()
+    (pkg / "notes.txt").write_text("still not code")
+    assert provenance.code_sha256() == after
+
+
+def test_differ_ignores_time_and_host():
+    a = provenance.stamp()
+    b = {**a, "time": "2030-01-01T00:00:00.000Z", "host": "elsewhere"}
+    assert not provenance.differ(a, b)
+    assert provenance.differ(a, {**a, "git_dirty": True})
+    assert provenance.differ(a, {**a, "versions": {**a["versions"], "torch": "0.0"}})
