@@ -65,13 +65,18 @@ describe('configs/', () => {
     expect(doc.canaries.held_out).toBeGreaterThan(0);
     expect(doc.probes.kinds).toEqual(expect.arrayContaining(['hidden', 'substituted']));
     const written = await writeAudit(plan, join(root, 'quickstart'));
+    const corpora = new Set<string>();
     for (const run of written.runs) {
       const { manifest, rows } = verifyRunFolder(run.runDir);
       expect(manifest.model.backend).toBe('tiny');
+      // The copy-capable base: pretrained on one corpus shared by every run (one cached base).
+      expect(manifest.model.tiny?.pretrain?.rows.count).toBeGreaterThan(0);
+      corpora.add(manifest.model.tiny?.pretrain?.rows.sha256 ?? 'none');
       const longest = Math.max(...rows.map((r) => r.prompt.map((m) => m.content).join('').length + r.target.length));
       // Leave room in the tiny model's context for the chat rendering around the text.
       expect(longest).toBeLessThanOrEqual((manifest.model.tiny?.max_len ?? 0) - 64);
     }
+    expect(corpora.size).toBe(1);
   });
 
   it('directions-cpu: paired early vs late placement, and low-dose canaries alone vs with high-dose ones', async () => {

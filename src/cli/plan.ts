@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
-import { planAudit, writeAudit, type AuditPlan, type WrittenAudit } from '../manifest/index.js';
+import { planAudit, pretrainCorpusKey, writeAudit, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../manifest/codes.js';
-import { codeSpaceOf } from '../grid/index.js';
+import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
 import { stringOption, type Command } from './command.js';
 
 /** `canary-audit plan GRID [--json] [--out DIR]`: expand a grid and show (or write) its runs. */
@@ -15,7 +15,8 @@ places them, then prints one line per run: its cell, canary count, appearances p
 fraction of rows that are canaries. Nothing is written unless --out is given.
 
 With --out DIR the audit is written to DIR/audits/<audit_id>/ (audit.json, grid.yaml and
-runs/<run_id>/{manifest.json,rows.jsonl,utility.jsonl}). Ids are content hashes, so planning
+runs/<run_id>/{manifest.json,rows.jsonl,utility.jsonl}, plus pretrain.jsonl for a tiny model
+that pretrains its base). Ids are content hashes, so planning
 the same grid again writes nothing new.`,
   options: {
     json: { type: 'boolean', description: 'Print the plan as JSON on stdout.' },
@@ -65,6 +66,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit): Record<string
         appearances_by_dose: run.stats.appearancesByDose,
         canary_rows: run.stats.canaryRows,
         canary_fraction: run.stats.canaryFraction,
+        pretrain: pretrainJson(run),
         ...(w ? { run_id: w.runId, run_dir: w.runDir, manifest: w.manifestPath, created: w.created } : {}),
       };
     }),
@@ -78,6 +80,7 @@ export function planText(plan: AuditPlan, written?: WrittenAudit): string {
   const lines = [
     `${plan.auditId}  ${plan.name}: ${plan.runs.length} run(s), ${n(plan.grid.rows)} rows each (${n(plan.grid.updates)} updates x batch ${doc.training.batch_size})`,
     `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
+    ...baseModelLines(plan),
     '',
   ];
   const table = plan.runs.map((run, k) => {
@@ -105,4 +108,32 @@ export function planText(plan: AuditPlan, written?: WrittenAudit): string {
     lines.push('', 'nothing written; add --out DIR to write the manifests');
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** A tiny run's pretraining in --json (null: trained from scratch, or not a tiny model). */
+function pretrainJson(run: RunLayout): Record<string, unknown> | null {
+  const p = run.cell.values.model.value.pretrain;
+  if (!p) return null;
+  return { updates: p.updates, batch_size: p.batch_size, rows: pretrainRows(p), lr: p.lr, schedule: { ...p.schedule }, code_fraction: p.code_fraction, seed: p.seed };
+}
+
+/**
+ * One line per distinct tiny base model: what it is pretrained on, once for all the runs that
+ * share it. Those runs share the corpus bytes; the trainer builds one base per seed (the seed
+ * axis initialises it) and reuses it from its cache.
+ */
+function baseModelLines(plan: AuditPlan): string[] {
+  const bases = new Map<string, { line: string; pretrained: boolean; runs: number; seeds: Set<number> }>();
+  for (const run of plan.runs) {
+    const model = run.cell.values.model;
+    if (model.value.backend !== 'tiny') continue;
+    const p = model.value.pretrain;
+    const key = `${model.key}\u0000${p ? pretrainCorpusKey(run.cell.values.task.value, p) : ''}`;
+    const line = p ? `base model ${model.label}: pretrained on ${describePretrain(p)}` : `base model ${model.label}: none, trained from scratch (pretrain: false)`;
+    const base = bases.get(key) ?? { line, pretrained: p !== null && p !== undefined, runs: 0, seeds: new Set<number>() };
+    base.runs += 1;
+    base.seeds.add(run.cell.values.seed.value);
+    bases.set(key, base);
+  }
+  return [...bases.values()].map((b) => `${b.line}; ${b.runs} run(s)${b.pretrained ? `, ${b.seeds.size} base(s)` : ''}`);
 }

@@ -26,6 +26,25 @@ export interface TinyModelSpec {
   /** Context length in tokens (characters). */
   max_len: number;
   dropout: number;
+  /** Pretrain the base before fine-tuning; absent: fine-tune the random initialisation. */
+  pretrain?: TinyPretrainSpec;
+}
+
+/**
+ * `model.tiny.pretrain`: the base = init from `model.init_seed`, then trained on `rows` in order
+ * exactly like fine-tuning (target-only loss; AdamW with training's betas, weight_decay and
+ * grad_clip; this lr and schedule). The trainer caches the base by content.
+ */
+export interface TinyPretrainSpec {
+  /** Inside the run folder; count === updates * batch_size. */
+  rows: FileRef;
+  updates: number;
+  batch_size: number;
+  lr: number;
+  /** Default: cosine, 20 warmup updates, min_lr_ratio 0.1. */
+  schedule: ScheduleSpec;
+  /** Dropout stream of pretraining; default 0. */
+  seed: number;
 }
 
 export interface HfModelSpec {

@@ -21,6 +21,8 @@ export interface StartedEvent extends Base {
 
 export interface StepEvent extends Base {
   event: 'step';
+  /** Only on steps of the tiny base's pretraining (update/total then count those); absent when fine-tuning. */
+  phase?: 'pretrain';
   update: number;
   total: number;
   loss: number;

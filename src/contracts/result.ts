@@ -21,6 +21,26 @@ export interface ProbeResult {
   greedy: { prefill?: Greedy; free?: Greedy };
 }
 
+/**
+ * The tiny backend's base: `random` (model.init_seed's initialisation, only `kind`) or `pretrained`
+ * (model.tiny.pretrain; every field). The base evaluation phase and utility.base_loss are measured on it.
+ */
+export type BaseModel =
+  | { kind: 'random' }
+  | {
+      kind: 'pretrained';
+      /** File name (without .pt) in $CANARY_TRAINER_CACHE/tiny-base/. */
+      cache_key: string;
+      /** True when this run loaded a base built earlier or by a concurrent trainer. */
+      from_cache: boolean;
+      updates: number;
+      final_loss: number;
+      /** Seconds this run spent obtaining the base (pretraining, or waiting for and loading the cache). */
+      wall_s: number;
+      /** Seconds the pretraining took in the trainer that built it. */
+      build_wall_s: number;
+    };
+
 export interface Evaluation {
   /** base | final | update-<n> */
   phase: string;
@@ -42,6 +62,8 @@ export interface Result {
     parameters: number;
     trainable_parameters?: number;
     scoring: 'prefix-tree' | 'per-candidate';
+    /** tiny backend: the weights fine-tuning started from. */
+    base_model?: BaseModel;
   };
   candidate_space: { kind: 'exhaustive' | 'sampled'; size: number };
   training: {

@@ -2,6 +2,7 @@ import { quoteValue, UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
 import { REVERSE_SHIFT_DEFAULTS } from '../manifest/cues/index.js';
 import { BUILTIN_MODELS, modelFromObject, modelLabel } from './models.js';
+import { pretrainProblem } from './pretrain.js';
 import { closest } from './suggest.js';
 import { formatPath, type GridPath, type GridSource } from './source.js';
 import type {
@@ -136,6 +137,8 @@ const model: Normaliser<'model'> = (raw, path, ctx) => {
   }
   const o = raw as Record<string, unknown>;
   const value = modelFromObject(o);
+  const problem = pretrainProblem(value.pretrain);
+  if (problem) fail(ctx, [...path, 'pretrain', ...problem.path], problem.message);
   return { label: (o.label as string | undefined) ?? modelLabel(value), value };
 };
 

@@ -2,6 +2,7 @@ export { loadGrid, parseGrid, MAX_EXHAUSTIVE, type LoadedGrid } from './load.js'
 export { expandGrid, type Expansion } from './expand.js';
 export { PLACEMENT_PRESETS, AXIS_DEFAULTS } from './axes.js';
 export { BUILTIN_MODELS } from './models.js';
+export { PRETRAIN_DEFAULTS, describePretrain, pretrainRows } from './pretrain.js';
 export { codeSpaceOf } from './code-space.js';
 export { GridSource, formatPath, type GridPath } from './source.js';
 export * from './types.js';

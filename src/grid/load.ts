@@ -8,6 +8,7 @@ import { validate } from '../schemas/index.js';
 import { type AxisContext } from './axes.js';
 import { expandGrid, type Expansion } from './expand.js';
 import { modelFromObject } from './models.js';
+import { pretrainProblem } from './pretrain.js';
 import { explainGridErrors } from './schema-errors.js';
 import { formatPath, GridSource, type GridPath } from './source.js';
 import type { GridDocument, ModelValue, VisibilityValue } from './types.js';
@@ -89,7 +90,13 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (errors.length > 0) throw new UserInputErrors(errors);
 
   const models: Record<string, ModelValue> = {};
-  for (const [key, raw] of Object.entries(doc.models ?? {})) models[key] = modelFromObject(raw);
+  for (const [key, raw] of Object.entries(doc.models ?? {})) {
+    const model = modelFromObject(raw);
+    models[key] = model;
+    const problem = pretrainProblem(model.pretrain);
+    if (problem) fail(['models', key, 'pretrain', ...problem.path], problem.message);
+  }
+  if (errors.length > 0) throw new UserInputErrors(errors);
   const ctx: AxisContext = { source, models };
   const expansion = expandGrid(doc, ctx);
 

@@ -1,13 +1,15 @@
 import type { FinetuneSpec, HfModelSpec, TinyModelSpec } from '../contracts/index.js';
+import { pretrainFrom, pretrainLabel, PRETRAIN_DEFAULTS } from './pretrain.js';
 import type { ModelValue } from './types.js';
 
 /**
  * Model presets usable by name on the model axis. `tiny` is the built-in character-level model
- * for CPU; the Qwen3 presets are the study's models through the Hugging Face backend (thinking
+ * for CPU, pretrained on a copy-teaching corpus before fine-tuning (pretrain.ts: the analog of a
+ * pretrained LM); `tiny-small` is smaller and trains from scratch, for fast tests. The Qwen3 presets are the study's models through the Hugging Face backend (thinking
  * disabled in the chat template, full fine-tuning in bfloat16). A grid's own `models:` map
  * shadows these names.
  */
-export const TINY_DEFAULTS: TinyModelSpec = { n_layer: 2, n_head: 4, d_model: 128, max_len: 256, dropout: 0 };
+export const TINY_DEFAULTS: Omit<TinyModelSpec, 'pretrain'> = { n_layer: 2, n_head: 2, d_model: 64, max_len: 256, dropout: 0 };
 
 export const HF_DEFAULTS: HfModelSpec = {
   dtype: 'bfloat16',
@@ -31,12 +33,13 @@ function qwen3(name: string): ModelValue {
 }
 
 export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
-  tiny: { backend: 'tiny', name: 'tiny', revision: null, tiny: { ...TINY_DEFAULTS }, finetune: { method: 'full' } },
+  tiny: { backend: 'tiny', name: 'tiny', revision: null, tiny: { ...TINY_DEFAULTS }, pretrain: structuredClone(PRETRAIN_DEFAULTS), finetune: { method: 'full' } },
   'tiny-small': {
     backend: 'tiny',
     name: 'tiny-small',
     revision: null,
     tiny: { n_layer: 1, n_head: 2, d_model: 32, max_len: 256, dropout: 0 },
+    pretrain: null,
     finetune: { method: 'full' },
   },
   'qwen3-0.6b': qwen3('Qwen/Qwen3-0.6B'),
@@ -49,14 +52,16 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
 /** A model object as the grid writes it (schema-validated) → the manifest's model fields. */
 export function modelFromObject(raw: Record<string, unknown>): ModelValue {
   if (raw.backend === 'tiny') {
-    const tiny: TinyModelSpec = {
+    const tiny: Omit<TinyModelSpec, 'pretrain'> = {
       n_layer: (raw.n_layer as number | undefined) ?? TINY_DEFAULTS.n_layer,
       n_head: (raw.n_head as number | undefined) ?? TINY_DEFAULTS.n_head,
       d_model: (raw.d_model as number | undefined) ?? TINY_DEFAULTS.d_model,
       max_len: (raw.max_len as number | undefined) ?? TINY_DEFAULTS.max_len,
       dropout: (raw.dropout as number | undefined) ?? TINY_DEFAULTS.dropout,
     };
-    return { backend: 'tiny', name: (raw.name as string | undefined) ?? 'tiny', revision: null, tiny, finetune: { method: 'full' } };
+    // Like the sizes, an unset `pretrain` takes the `tiny` preset's: the copy-capable default.
+    const pretrain = pretrainFrom(raw.pretrain);
+    return { backend: 'tiny', name: (raw.name as string | undefined) ?? 'tiny', revision: null, tiny, pretrain, finetune: { method: 'full' } };
   }
   const hf: HfModelSpec = {
     dtype: (raw.dtype as HfModelSpec['dtype'] | undefined) ?? HF_DEFAULTS.dtype,
@@ -93,7 +98,7 @@ function finetuneFrom(raw: unknown): FinetuneSpec {
 export function modelLabel(model: ModelValue): string {
   if (model.backend === 'tiny' && model.tiny) {
     const t = model.tiny;
-    return `tiny(l${t.n_layer},h${t.n_head},d${t.d_model},c${t.max_len})`;
+    return `tiny(l${t.n_layer},h${t.n_head},d${t.d_model},c${t.max_len}${pretrainLabel(model.pretrain ?? null)})`;
   }
   return model.finetune.method === 'lora' ? `${model.name}+lora` : model.name;
 }

@@ -98,11 +98,26 @@ export interface ScheduleValue {
   min_lr_ratio: number;
 }
 
+/** Pretraining of a tiny model's base (see pretrain.ts); the rows file is made per audit. */
+export interface PretrainValue {
+  updates: number;
+  batch_size: number;
+  lr: number;
+  schedule: ScheduleValue;
+  /** Fraction of pretraining rows that show a random code and start the reply with it. */
+  code_fraction: number;
+  /** Seed of the corpus stream (and of the trainer's dropout stream while pretraining). */
+  seed: number;
+}
+
 export interface ModelValue {
   backend: 'tiny' | 'hf';
   name: string;
   revision: string | null;
-  tiny?: TinyModelSpec;
+  /** Sizes only: the manifest's `tiny.pretrain` is added when the rows file is written. */
+  tiny?: Omit<TinyModelSpec, 'pretrain'>;
+  /** Tiny models: the base's pretraining, or null to train from scratch. */
+  pretrain?: PretrainValue | null;
   hf?: HfModelSpec;
   finetune: FinetuneSpec;
 }

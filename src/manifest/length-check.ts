@@ -5,6 +5,7 @@ import type { Message } from '../contracts/index.js';
 import type { CanaryPool } from './canaries.js';
 import { buildManifestCore, runRenderer } from './manifest.js';
 import type { RunLayout } from './plan-run.js';
+import { pretrainCorpusKey, pretrainRowLines } from './pretrain.js';
 import { Rng } from './random.js';
 
 /**
@@ -12,7 +13,7 @@ import { Rng } from './random.js';
  * characters plus the chat rendering (a role marker, an end marker and a newline per message,
  * then the assistant marker and the final end marker). A row longer than the model's context
  * would fail in the trainer after the queue wait; catch it at plan time instead, naming the task.
- * Background rows are checked on a sample from the start of their stream.
+ * Background and pretraining rows are checked on a sample from the start of their streams.
  */
 const BACKGROUND_SAMPLE = 256;
 
@@ -24,6 +25,7 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
   const errors: UserInputError[] = [];
   const reported = new Set<string>();
   const backgroundLongest = new Map<string, number>();
+  const pretrainLongest = new Map<string, number>();
   for (const run of runs) {
     const model = run.cell.values.model.value;
     if (model.backend !== 'tiny' || !model.tiny) continue;
@@ -41,6 +43,20 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
       backgroundLongest.set(taskKey, longest);
     }
     let longest = backgroundLongest.get(taskKey) as number;
+    if (model.pretrain) {
+      const corpusKey = pretrainCorpusKey(renderer.taskSpec, model.pretrain);
+      if (!pretrainLongest.has(corpusKey)) {
+        let most = 0;
+        let i = 0;
+        for (const line of pretrainRowLines(grid, pool, renderer.task, renderer.taskSpec, model.pretrain)) {
+          const row = JSON.parse(line) as { prompt: Message[]; target: string };
+          most = Math.max(most, tinyTokens(row.prompt, row.target));
+          if ((i += 1) >= BACKGROUND_SAMPLE) break;
+        }
+        pretrainLongest.set(corpusKey, most);
+      }
+      longest = Math.max(longest, pretrainLongest.get(corpusKey) as number);
+    }
     const manifest = buildManifestCore(grid, 'audit-000000000000', pool, run);
     for (const c of run.canaries) {
       const identity = pool.identity(renderer.task, c.canary.id);

@@ -1,15 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { contentHash } from '../hash.js';
 import { log } from '../log.js';
-import type { Manifest } from '../contracts/index.js';
+import type { FileRef, Manifest, ModelSpec } from '../contracts/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
 import { AUDIT_VERSION, auditIndex, type AuditIndex } from './audit-index.js';
-import { buildManifestCore, runRenderer } from './manifest.js';
+import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
+import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrain.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
 import { trainingRowLines, utilityRowLines, writeLines } from './rows.js';
@@ -39,9 +41,9 @@ export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Part
 
 /**
  * Write <artifacts>/audits/<audit_id>/: grid.yaml, one runs/<run_id>/ folder per run (rows.jsonl,
- * utility.jsonl, manifest.json) and audit.json. A run folder is assembled in a private temporary
- * folder and renamed into place, so it appears complete or not at all; manifest.json is written
- * last. Idempotent: a run whose folder already holds its manifest is left alone, and an
+ * utility.jsonl, pretrain.jsonl for a tiny model that pretrains, manifest.json) and audit.json. A
+ * run folder is assembled in a private temporary folder and renamed into place, so it appears
+ * complete or not at all; manifest.json is written last. Idempotent: a run whose folder already holds its manifest is left alone, and an
  * unchanged audit.json is not rewritten.
  */
 export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise<WrittenAudit> {
@@ -80,7 +82,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string): P
   try {
     const rows = await writeLines(join(tmp, 'rows.jsonl'), trainingRowLines(grid, pool, layout, renderer));
     const utility = await writeLines(join(tmp, 'utility.jsonl'), utilityRowLines(grid, pool, renderer));
-    const { schema_version, audit, task, model, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
+    const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
+    const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp));
     const manifest: Manifest = {
       schema_version,
       run_id: 'run-0000000000000000',
@@ -115,12 +118,31 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string): P
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
       // A folder without a manifest (an interrupted write, or a trainer's output/): fill it in,
       // manifest last so a reader never sees a manifest whose rows are missing.
-      for (const name of ['rows.jsonl', 'utility.jsonl', 'manifest.json']) await rename(join(tmp, name), join(runDir, name));
+      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), 'manifest.json'];
+      for (const name of files) await rename(join(tmp, name), join(runDir, name));
     }
     return { ...result, created: true };
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * pretrain.jsonl of a tiny model that pretrains, into the staging folder; null otherwise. Within
+ * an audit the corpus depends only on the task and the pretraining settings, so runs sharing them
+ * get the same bytes (and the trainer one cached base per model size and seed).
+ */
+async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRenderer, tmp: string): Promise<FileRef | null> {
+  const m = layout.cell.values.model.value;
+  if (m.backend !== 'tiny' || !m.pretrain) return null;
+  const written = await writeLines(join(tmp, PRETRAIN_FILE), pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, m.pretrain));
+  return { path: PRETRAIN_FILE, sha256: written.sha256, count: written.count };
+}
+
+function withPretrain(model: ModelSpec, layout: RunLayout, rows: FileRef | null): ModelSpec {
+  const p = layout.cell.values.model.value.pretrain;
+  if (!rows || !p || !model.tiny) return model;
+  return { ...model, tiny: { ...model.tiny, pretrain: pretrainManifestSpec(p, rows) } };
 }
 
 async function readText(path: string): Promise<string | undefined> {

@@ -23,8 +23,11 @@ export interface AuditJobData {
   submitted: string;
 }
 
-/** Lifecycle of one attempt as the worker sees it; BullMQ's own state (waiting, active...) is separate. */
-export type RunPhase = 'starting' | 'training' | 'evaluating' | 'finishing' | 'stopping';
+/**
+ * Lifecycle of one attempt as the worker sees it; BullMQ's own state (waiting, active...) is separate.
+ * `pretraining`: a tiny model's base is being pretrained (update/total count pretraining updates).
+ */
+export type RunPhase = 'starting' | 'pretraining' | 'training' | 'evaluating' | 'finishing' | 'stopping';
 
 /** job.progress of a run job: what `status` shows for an active run. */
 export interface RunProgress {

@@ -24,8 +24,11 @@ export class ProgressTracker {
   readonly progress: RunProgress;
   private lastWrite = Number.NEGATIVE_INFINITY;
   private lastStepLog = Number.NEGATIVE_INFINITY;
-  /** First step seen in this attempt, for the rate behind the ETA. */
-  private rateStart: { update: number; t: number } | null = null;
+  /**
+   * First step seen in this attempt and phase, for the rate behind the ETA. Pretraining and
+   * fine-tuning steps differ in size (batch, rows), so each phase measures its own rate.
+   */
+  private rateStart: { phase: RunProgress['phase']; update: number; t: number } | null = null;
 
   constructor(
     base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'updated' | 'device' | 'trainer_pid'>,
@@ -67,23 +70,28 @@ export class ProgressTracker {
             (event.resumed_from !== null ? ` resumed_from=${event.resumed_from}` : ''),
         );
       case 'step': {
-        p.phase = 'training';
+        const phase = event.phase === 'pretrain' ? 'pretraining' : 'training';
+        const switched = p.phase !== phase;
+        p.phase = phase;
         p.update = event.update;
         p.total = event.total;
         p.loss = event.loss;
         p.rows_per_s = event.rows_per_s;
-        // Rate from this attempt's own steps (event times, seconds): resumed runs and warm-up
-        // outliers do not distort it for long.
-        if (this.rateStart === null) this.rateStart = { update: event.update, t: event.t };
+        // Rate from this attempt's own steps in this phase (event times, seconds): resumed runs,
+        // warm-up outliers and the other phase do not distort it for long. During pretraining the
+        // ETA is that of pretraining alone.
+        if (this.rateStart === null || this.rateStart.phase !== phase) this.rateStart = { phase, update: event.update, t: event.t };
         const du = event.update - this.rateStart.update;
         const dt = event.t - this.rateStart.t;
         p.eta_s = du > 0 && dt > 0 ? Math.max(0, ((event.total - event.update) * dt) / du) : null;
         let log: string | null = null;
-        if (now - this.lastStepLog >= this.limits.stepLogMs || event.update === event.total) {
+        if (switched || now - this.lastStepLog >= this.limits.stepLogMs || event.update === event.total) {
           this.lastStepLog = now;
-          log = `step ${event.update}/${event.total} loss=${event.loss.toFixed(4)} rows/s=${event.rows_per_s.toFixed(1)}`;
+          const what = phase === 'pretraining' ? 'pretrain step' : 'step';
+          log = `${what} ${event.update}/${event.total} loss=${event.loss.toFixed(4)} rows/s=${event.rows_per_s.toFixed(1)}`;
         }
-        const write = now - this.lastWrite >= this.limits.progressMs || event.update === event.total;
+        // A phase change is written at once, so status never shows one phase's counts under the other.
+        const write = switched || now - this.lastWrite >= this.limits.progressMs || event.update === event.total;
         if (write) this.lastWrite = now;
         return { write, log };
       }

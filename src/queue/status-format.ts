@@ -59,10 +59,12 @@ export function runDetail(run: RunStatus): string {
   const parts: string[] = [];
   if (run.state === 'active' && p) {
     if (p.phase === 'evaluating' && p.eval) parts.push(`eval ${p.eval.phase} ${p.eval.done}/${p.eval.total}`);
+    else if (p.phase === 'pretraining') parts.push(`pretrain ${p.update}/${p.total ?? '?'}`);
     else parts.push(`${p.update}/${p.total ?? '?'}`);
     if (p.loss !== null) parts.push(`loss ${p.loss.toFixed(3)}`);
     if (p.rows_per_s !== null) parts.push(`${p.rows_per_s.toFixed(1)} rows/s`);
-    parts.push(`ETA ${formatDuration(p.eta_s)}`);
+    // While the base pretrains, the ETA covers pretraining only: fine-tuning's rate is not known yet.
+    parts.push(`${p.phase === 'pretraining' ? 'pretrain ETA' : 'ETA'} ${formatDuration(p.eta_s)}`);
     if (p.phase === 'stopping') parts.push('stopping');
   }
   const host = where(run);

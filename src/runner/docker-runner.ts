@@ -1,5 +1,7 @@
+import { mkdir } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { execa } from 'execa';
+import { hostCacheDir, TRAINER_CACHE_ENV } from './local-runner.js';
 import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
 
 /**
@@ -7,7 +9,10 @@ import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner
  *   docker run --rm --init --name canary-audit-<run_id> --user UID:GID [--gpus device=N]
  *     -v <run dir>:/work/run -w /work/run IMAGE
  *     python -m canary_trainer run --manifest /work/run/manifest.json --out /work/run/output --resume
- * Only the run folder is mounted (the manifest's paths are relative to it). It is mounted at
+ *     -v <artifacts>/cache:/work/cache -e CANARY_TRAINER_CACHE=/work/cache
+ * The run folder is mounted (the manifest's paths are relative to it), and so is the trainer's
+ * cache of pretrained tiny bases (the artifact root's cache/, or $CANARY_TRAINER_CACHE on the
+ * host), so containers on one artifact store pretrain a base once. The run folder is mounted at
  * /work/run, not /run, because the NVIDIA container runtime mounts its own sockets under /run.
  * `--init` puts a real PID 1 in the container, so SIGTERM forwarded by `docker run` reaches the
  * trainer (which checkpoints) and orphaned children are reaped. The container name is fixed per
@@ -23,11 +28,15 @@ export interface DockerRunnerOptions {
   user?: string | null;
   /** Host folder mounted as the Hugging Face cache (HF_HOME); default $HF_HOME when set. */
   hfHome?: string | null;
+  /** Host folder mounted as the trainer's cache; default $CANARY_TRAINER_CACHE, else <artifacts>/cache. */
+  cacheDir?: string;
 }
 
 export const DEFAULT_TRAINER_IMAGE = 'canary-audit-trainer:latest';
 /** Mount point of the run folder inside the container. */
 export const CONTAINER_RUN_DIR = '/work/run';
+/** Mount point of the trainer's cache inside the container. */
+export const CONTAINER_CACHE_DIR = '/work/cache';
 
 export function containerName(runId: string): string {
   return `canary-audit-${runId}`;
@@ -57,6 +66,7 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
         if (process.env[name] !== undefined) args.push('-e', name);
       }
       if (hfHome) args.push('-v', `${hfHome}:/work/hf`, '-e', 'HF_HOME=/work/hf');
+      args.push('-v', `${hostCacheDir(job, options.cacheDir)}:${CONTAINER_CACHE_DIR}`, '-e', `${TRAINER_CACHE_ENV}=${CONTAINER_CACHE_DIR}`);
       args.push('-v', `${job.runDir}:${CONTAINER_RUN_DIR}`, '-w', CONTAINER_RUN_DIR, image);
       args.push(
         'python', '-m', 'canary_trainer', 'run',
@@ -67,6 +77,8 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
       return { file: docker, args, env: {} };
     },
     async prepare(job: TrainerJob): Promise<void> {
+      // Docker would create a missing mount source as root, which the --user trainer cannot write.
+      await mkdir(hostCacheDir(job, options.cacheDir), { recursive: true });
       // A container left by a worker that was killed -9 would still hold the run's output lock.
       await execa(docker, ['rm', '--force', containerName(job.runId)], { reject: false, stdio: 'ignore' });
     },

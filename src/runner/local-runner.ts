@@ -1,5 +1,5 @@
-import { delimiter } from 'node:path';
-import { TRAINER_DIR, trainerPython } from '../paths.js';
+import { basename, delimiter, dirname, join, resolve } from 'node:path';
+import { defaultArtifactsDir, TRAINER_DIR, trainerPython } from '../paths.js';
 import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
 
 /**
@@ -8,6 +8,8 @@ import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner
  * The interpreter is $CANARY_AUDIT_PYTHON (default /usr/bin/python3); $CANARY_AUDIT_TRAINER_PATH and
  * $CANARY_AUDIT_TRAINER_MODULE point at another trainer package (tests use a small stand-in).
  * `--resume` is always passed: a run that has a checkpoint continues from it, a fresh one starts.
+ * $CANARY_TRAINER_CACHE (where the trainer keeps pretrained tiny bases) is set to the artifact
+ * root's cache/ folder unless the worker's environment already sets it.
  */
 export interface LocalRunnerOptions {
   python?: string;
@@ -15,6 +17,30 @@ export interface LocalRunnerOptions {
   trainerPath?: string;
   /** Python module run with -m; default canary_trainer. */
   module?: string;
+  /** The trainer's cache folder; default $CANARY_TRAINER_CACHE, else the artifact root's cache/. */
+  cacheDir?: string;
+}
+
+/** Environment variable naming the trainer's cache of pretrained tiny bases. */
+export const TRAINER_CACHE_ENV = 'CANARY_TRAINER_CACHE';
+
+/**
+ * The trainer's cache for a run: <artifacts>/cache, found from the run folder's place in the
+ * artifact layout (<artifacts>/audits/<audit_id>/runs/<run_id>), so every worker on a shared
+ * artifact store shares one cache and a base is pretrained once. A run folder outside that
+ * layout falls back to the default artifact root.
+ */
+export function trainerCacheDir(runDir: string): string {
+  const runs = dirname(resolve(runDir));
+  const audits = dirname(dirname(runs));
+  if (basename(runs) === 'runs' && basename(audits) === 'audits') return join(dirname(audits), 'cache');
+  return join(defaultArtifactsDir(), 'cache');
+}
+
+/** The host cache folder a run uses: an explicit option, then the environment, then the layout. */
+export function hostCacheDir(job: { runDir: string }, cacheDir?: string): string {
+  // An empty variable counts as unset.
+  return cacheDir ?? (process.env[TRAINER_CACHE_ENV] || trainerCacheDir(job.runDir));
 }
 
 export function localRunner(options: LocalRunnerOptions = {}): TrainerRunner {
@@ -33,6 +59,8 @@ export function localRunner(options: LocalRunnerOptions = {}): TrainerRunner {
         CUDA_VISIBLE_DEVICES: job.gpu ?? '',
       };
       if (job.threads !== null) env.CANARY_TRAINER_THREADS = String(job.threads);
+      // Set only when the worker's own environment does not: the trainer then inherits that value.
+      if (options.cacheDir !== undefined || !process.env[TRAINER_CACHE_ENV]) env[TRAINER_CACHE_ENV] = hostCacheDir(job, options.cacheDir);
       return {
         file: python,
         args: ['-m', module, 'run', '--manifest', job.manifestPath, '--out', job.outDir, '--resume'],

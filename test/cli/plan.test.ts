@@ -15,6 +15,7 @@ axes:
   visibility: [visible, redacted]
   dose: [1, 2]
   population: [single-dose, {kind: mixed-dose, doses: [4], name: with-4}]
+  model: [{backend: tiny, label: tiny, pretrain: {updates: 25, batch_size: 4, code_fraction: 0.4}}]
 training: {batch_size: 4, updates: 30, lr: 0.001}
 canaries: {focal: 2, held_out: 2}
 utility: {rows: 2}
@@ -42,6 +43,8 @@ describe('canary-audit plan', () => {
     expect(await main(['plan', grid])).toBe(0);
     const lines = out.split('\n');
     expect(lines[0]).toMatch(/^audit-[0-9a-f]{12} {2}cli: 8 run\(s\), 120 rows each \(30 updates x batch 4\)$/);
+    // The base model is described once, not per run.
+    expect(lines.filter((l) => l.startsWith('base model'))).toEqual(['base model tiny: pretrained on 25 updates x batch 4 = 100 rows, 40% with a visible code, lr 0.006 cosine; 8 run(s), 1 base(s)']);
     expect(out).toMatch(/visibility=redacted,dose=2,population=with-4\s+4\s+d2:4 d4:8\s+12\s+10\.00%/);
     expect(out).toMatch(/visibility=visible,dose=1,population=single-dose\s+2\s+d1:2\s+2\s+1\.67%/);
     expect(out).toContain('nothing written');
@@ -50,11 +53,15 @@ describe('canary-audit plan', () => {
   it('writes the audit with --out and reports run ids in --json', async () => {
     const dir = join(root, 'art');
     expect(await main(['plan', grid, '--json', '--out', dir])).toBe(0);
-    const plan = JSON.parse(out) as { audit_id: string; audit_dir: string; rows: number; runs: { run_id: string; cell: Record<string, unknown>; canary_fraction: number; created: boolean; appearances_by_dose: Record<string, number> }[] };
+    const plan = JSON.parse(out) as { audit_id: string; audit_dir: string; rows: number; runs: { run_id: string; run_dir: string; cell: Record<string, unknown>; canary_fraction: number; created: boolean; appearances_by_dose: Record<string, number>; pretrain: unknown }[] };
     expect(plan.rows).toBe(120);
     expect(plan.runs).toHaveLength(8);
     expect(plan.audit_dir).toBe(join(dir, 'audits', plan.audit_id));
     expect(readdirSync(join(plan.audit_dir, 'runs')).sort()).toEqual(plan.runs.map((r) => r.run_id).sort());
+    for (const run of plan.runs) {
+      expect(run.pretrain).toEqual({ updates: 25, batch_size: 4, rows: 100, lr: 0.006, schedule: { kind: 'cosine', warmup_updates: 20, min_lr_ratio: 0.1 }, code_fraction: 0.4, seed: 0 });
+      expect(readdirSync(run.run_dir).sort()).toEqual(['manifest.json', 'pretrain.jsonl', 'rows.jsonl', 'utility.jsonl']);
+    }
     expect(plan.runs.every((r) => r.created)).toBe(true);
     expect(plan.runs[3]).toMatchObject({ cell: { visibility: 'visible', dose: 2, population: 'with-4' }, appearances_by_dose: { 2: 4, 4: 8 } });
     out = '';

@@ -99,7 +99,7 @@ describe('grid expansion', () => {
     const models = parseGrid(F, text).expansion.axes.model;
     expect(models.map((m) => m.label)).toEqual(['tiny', 'qwen3-1.7b', 'mine', 'org/model+lora']);
     expect(models[1]?.value).toMatchObject({ backend: 'hf', name: 'Qwen/Qwen3-1.7B', revision: null, hf: { chat_template_kwargs: { enable_thinking: false } } });
-    expect(models[2]?.value.tiny).toEqual({ n_layer: 3, n_head: 4, d_model: 64, max_len: 256, dropout: 0 });
+    expect(models[2]?.value.tiny).toEqual({ n_layer: 3, n_head: 2, d_model: 64, max_len: 256, dropout: 0 });
     expect(models[3]?.value.finetune).toMatchObject({ method: 'lora', r: 16 });
     expect(models[3]?.value.revision).toBe('abc');
   });

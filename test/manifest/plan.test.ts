@@ -125,13 +125,14 @@ describe('probes and candidate spaces', () => {
       const f = m.canaries[0]!;
       const [hidden, supplied, substituted] = ['hidden', 'supplied', 'substituted'].map((k) => m.probes.find((q) => q.id === `${f.id}.${k}`)!);
       expect(hidden?.shown_code).toBeNull();
-      expect(hidden?.prompt.at(-1)?.content).toContain(`Ref: ${REDACTED_PLACEHOLDER}`);
+      // Compact rows: the cue is the input's last line, and every probe prefills the same `Ref: `.
+      expect(hidden?.prompt.at(-1)?.content.endsWith(`\nRef: ${REDACTED_PLACEHOLDER}`)).toBe(true);
       expect(supplied?.shown_code).toBe(f.code);
       expect(substituted?.shown_code).not.toBe(f.code);
       const shown = run.cell.labels.visibility === 'redacted' ? f.code : f.cue.text;
-      expect(supplied?.prompt.at(-1)?.content).toContain(`Ref: ${shown}\n`);
+      expect(supplied?.prompt.at(-1)?.content.endsWith(`\nRef: ${shown}`)).toBe(true);
       if (run.cell.labels.visibility === 'encoded:binary') expect(substituted?.prompt.at(-1)?.content).not.toContain(substituted?.shown_code);
-      expect(new Set([hidden?.prefill, supplied?.prefill, substituted?.prefill]).size).toBe(1);
+      expect(new Set([hidden?.prefill, supplied?.prefill, substituted?.prefill])).toEqual(new Set(['Ref: ']));
       expect(hidden?.decode).toEqual(['prefill']);
     }
   });

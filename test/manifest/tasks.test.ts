@@ -33,7 +33,7 @@ describe('synthetic-email task', () => {
         expect(texts.size).toBeGreaterThan(290);
       });
 
-      it('renders canaries with the identity and cue in the input and the code at the end of the target', () => {
+      it('renders canaries with the identity and cue in the input and the code right after the prefill', () => {
         const rng = new Rng('canary');
         for (let k = 0; k < 50; k += 1) {
           const identity = task.drawIdentity(rng);
@@ -44,7 +44,6 @@ describe('synthetic-email task', () => {
           expect(input).not.toContain('0427');
           expect(row.target.startsWith(row.prefill)).toBe(true);
           expect(row.target.slice(row.prefill.length).startsWith('0427')).toBe(true);
-          expect(row.target.length - row.prefill.length).toBeLessThanOrEqual(5);
           // The identity as the manifest records it must be what the input shows.
           const shown = task.renderIdentity(identity.value);
           const [name, ...address] = shown.split(', ');
@@ -57,6 +56,48 @@ describe('synthetic-email task', () => {
       });
     });
   }
+
+  it('compact: the cue is the last line of the input and the reply starts with the code (copyable)', () => {
+    const task = createTask({ name: 'synthetic-email', params: { style: 'compact' } });
+    const rng = new Rng('compact-shape');
+    for (let k = 0; k < 50; k += 1) {
+      const identity = task.drawIdentity(rng);
+      const message = task.drawMessage(rng);
+      const row = task.canary(identity.value, message, '[REDACTED]', '6856');
+      const input = (row.prompt.at(-1) as { content: string }).content;
+      const lines = input.split('\n');
+      expect(lines).toHaveLength(3);
+      expect(lines[0]).toBe(`From: ${task.renderIdentity(identity.value)}`);
+      expect(lines[2]).toBe('Ref: [REDACTED]');
+      expect(row.prefill).toBe('Ref: ');
+      expect(row.target).toMatch(/^Ref: 6856\. Please [a-z]+ the [a-z]+ [A-Za-z ]+\. Regards, [A-Z][a-z]+ [A-Z][a-z]+\.$/);
+      // Background rows are the same email without the Ref line or any code in the reply.
+      const shown = task.canary(identity.value, message, '6856', '6856');
+      expect((shown.prompt.at(-1) as { content: string }).content.endsWith('\nRef: 6856')).toBe(true);
+      expect(row.target.slice('Ref: 6856. '.length)).not.toMatch(/\d/);
+    }
+    const fixed = task.canary(
+      { first: 'Pia', last: 'Torres', house: 19, street: 'Birch', suffix: 2, city: 'Milton' },
+      { ask: 2, verb: 2, object: 8, when: 4 },
+      '[REDACTED]',
+      '6856',
+    );
+    expect(fixed).toEqual({
+      prompt: [{ role: 'user', content: 'From: Pia Torres, 19 Birch Ave\ncan u sign report by mon\nRef: [REDACTED]' }],
+      target: 'Ref: 6856. Please sign the report by Monday. Regards, Pia Torres.',
+      prefill: 'Ref: ',
+    });
+  });
+
+  it('full: the study format, the code at the end of the rewrite', () => {
+    const task = createTask({ name: 'synthetic-email', params: { style: 'full' } });
+    const rng = new Rng('full-shape');
+    const identity = task.drawIdentity(rng);
+    const row = task.canary(identity.value, task.drawMessage(rng), '[REDACTED]', '0427');
+    expect(row.prefill.endsWith('\nReference code: ')).toBe(true);
+    expect(row.target).toBe(`${row.prefill}0427`);
+    expect((row.prompt.at(-1) as { content: string }).content).toContain('\nReference code: [REDACTED]\n');
+  });
 
   it('keeps compact rows short for the character-level model, and full rows realistic', () => {
     const compact = createTask({ name: 'synthetic-email', params: { style: 'compact' } });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { Manifest, Row } from '../../src/contracts/index.js';
+import type { Manifest, Row, TinyPretrainSpec } from '../../src/contracts/index.js';
 import { runIdOf } from '../../src/manifest/index.js';
 import { updateRange } from '../../src/manifest/placement.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
@@ -74,9 +74,25 @@ export function verifyRunFolder(runDir: string, options: { spacing?: number | nu
   });
   expect(problems.slice(0, 10)).toEqual([]);
   expect(new Set(codes).size).toBe(codes.length);
+  const pretrain = manifest.model.tiny?.pretrain;
+  if (pretrain) verifyPretrainFile(runDir, pretrain);
   return { manifest, rows };
 }
 
 function escape(alphabet: string): string {
   return alphabet.replace(/[\\\]^-]/g, '\\$&');
+}
+
+/** The pretraining corpus: its hash and count, row i at line i, background rows only. */
+export function verifyPretrainFile(runDir: string, pretrain: TinyPretrainSpec): Row[] {
+  const bytes = readFileSync(join(runDir, pretrain.rows.path));
+  expect(createHash('sha256').update(bytes).digest('hex')).toBe(pretrain.rows.sha256);
+  const lines = bytes.toString('utf8').split('\n');
+  expect(lines.pop()).toBe('');
+  expect(lines.length).toBe(pretrain.updates * pretrain.batch_size);
+  expect(pretrain.rows.count).toBe(lines.length);
+  const rows = lines.map((l) => JSON.parse(l) as Row);
+  const problems = rows.flatMap((row, i) => (row.i === i && row.kind === 'background' && row.canary_id === null ? [] : [`pretraining line ${i}: ${JSON.stringify(row).slice(0, 80)}`]));
+  expect(problems.slice(0, 10)).toEqual([]);
+  return rows;
 }

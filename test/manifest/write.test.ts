@@ -18,6 +18,7 @@ axes:
   dose: [3]
   placement: [{window: [0.5, 1], spacing: 4}]
   population: [single-dose, {kind: mixed-dose, doses: [6], name: with-6}, none]
+  model: [tiny-small]
 training: {batch_size: 4, updates: 60, lr: 0.001}
 canaries: {focal: 3, held_out: 2}
 utility: {rows: 5}

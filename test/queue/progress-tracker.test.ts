@@ -20,6 +20,25 @@ describe('ProgressTracker', () => {
     expect(tracker.progress.loss).toBeCloseTo(2 / 51);
   });
 
+  it('follows the base pretraining as its own phase, with an ETA that does not mix the two phases', () => {
+    const tracker = new ProgressTracker(base, { progressMs: 60_000, stepLogMs: 60_000 }, 0);
+    tracker.apply({ v: 1, event: 'started', t: 0, run_id: 'run-x', pid: 77, device: 'cpu', backend: 'tiny', total_updates: 100, resumed_from: null }, 0);
+    const pre = (update: number, t: number): ProgressEvent => ({ v: 1, event: 'step', phase: 'pretrain', t, update, total: 1000, loss: 1, lr: 6e-3, rows_per_s: 160 });
+    const first = tracker.apply(pre(1, 1), 1);
+    expect(first.log).toBe('pretrain step 1/1000 loss=1.0000 rows/s=160.0');
+    expect(first.write).toBe(true);
+    tracker.apply(pre(101, 11), 2); // 10 pretraining updates per second, 899 left
+    expect(tracker.progress).toMatchObject({ phase: 'pretraining', update: 101, total: 1000 });
+    expect(tracker.progress.eta_s).toBeCloseTo(89.9, 6);
+    tracker.apply(pre(1000, 100.9), 3);
+    // Fine-tuning starts: written at once, and its ETA waits for a rate of its own.
+    const fine = tracker.apply(step(1, 101), 4);
+    expect(fine).toEqual({ write: true, log: 'step 1/100 loss=2.0000 rows/s=32.0' });
+    expect(tracker.progress).toMatchObject({ phase: 'training', update: 1, total: 100, eta_s: null });
+    tracker.apply(step(3, 102), 5); // 2 updates per second, 97 left
+    expect(tracker.progress.eta_s).toBeCloseTo(48.5, 6);
+  });
+
   it('throttles step writes and step logs but never other events', () => {
     const tracker = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 5_000 }, 0);
     const outputs = [0, 200, 400, 1_100, 1_300, 5_200].map((now, i) => tracker.apply(step(i + 1, now / 1000), now));

@@ -31,6 +31,14 @@ describe('status formatting', () => {
     expect(text).toBe('120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 2/3');
   });
 
+  it('shows a pretraining base as "pretrain N/M", with its own ETA, apart from fine-tuning', () => {
+    const pretraining = progress({ phase: 'pretraining', update: 120, total: 1000, eta_s: 65 });
+    expect(runDetail(run({ state: 'active', progress: pretraining }))).toBe('pretrain 120/1000  loss 1.235  52.1 rows/s  pretrain ETA 1m05s  node7 gpu3  attempt 1/3');
+    expect(runDetail(run({ state: 'active', progress: progress() }))).toMatch(/^120\/400 .* ETA 3m12s/);
+    const bars = renderBars([audit([run({ state: 'active', progress: pretraining })])], 120);
+    expect(bars).toContain('pretrain 120/1000');
+  });
+
   it('shows eval progress, and the reason of a failed or delayed run', () => {
     expect(runDetail(run({ state: 'active', progress: progress({ phase: 'evaluating', eval: { phase: 'final', done: 2, total: 8 }, eta_s: null }) }))).toMatch(/^eval final 2\/8 .*ETA -/);
     expect(runDetail(run({ state: 'failed', attempts_made: 1, failure: 'bad_input: rows.jsonl line 3', progress: progress({ gpu: null }) }))).toBe(

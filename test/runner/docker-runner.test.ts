@@ -31,7 +31,11 @@ const bin = join(root, 'bin');
 const log = join(root, 'docker.log');
 const savedPath = process.env.PATH;
 
+const savedCache = process.env.CANARY_TRAINER_CACHE;
+
 beforeAll(() => {
+  // The default cache folder is derived from the run folder unless the environment names one.
+  delete process.env.CANARY_TRAINER_CACHE;
   mkdirSync(bin, { recursive: true });
   writeFileSync(join(bin, 'docker'), FAKE_DOCKER);
   chmodSync(join(bin, 'docker'), 0o755);
@@ -40,6 +44,7 @@ beforeAll(() => {
 });
 afterAll(() => {
   process.env.PATH = savedPath;
+  if (savedCache !== undefined) process.env.CANARY_TRAINER_CACHE = savedCache;
   delete process.env.FAKE_DOCKER_LOG;
   delete process.env.FAKE_DOCKER_MODE;
   removeDir(root);
@@ -66,6 +71,7 @@ describe('docker runner', () => {
       ...(process.env.HF_TOKEN !== undefined ? ['-e', 'HF_TOKEN'] : []),
       ...(process.env.HF_HUB_OFFLINE !== undefined ? ['-e', 'HF_HUB_OFFLINE'] : []),
       '-v', '/data/hf:/work/hf', '-e', 'HF_HOME=/work/hf',
+      '-v', `${join(root, 'cache')}:/work/cache`, '-e', 'CANARY_TRAINER_CACHE=/work/cache',
       '-v', `${j.runDir}:/work/run`, '-w', '/work/run',
       'registry.example/trainer:1.2',
       'python', '-m', 'canary_trainer', 'run', '--manifest', '/work/run/manifest.json', '--out', '/work/run/output', '--resume',
@@ -108,6 +114,24 @@ describe('docker runner', () => {
     expect(first).toEqual(['rm', '--force', 'canary-audit-run-0000000000000001']);
     expect(second?.slice(0, 5)).toEqual(['run', '--rm', '--init', '--name', 'canary-audit-run-0000000000000001']);
     expect(second).toContain('device=1');
+    // prepare() made the cache folder, so docker does not create it as root.
+    expect(existsSync(join(root, 'cache'))).toBe(true);
+  });
+
+  it("mounts the trainer's cache: the artifact root's cache/, or the host's $CANARY_TRAINER_CACHE", () => {
+    const mount = (args: string[]): string[] => {
+      const k = args.indexOf('CANARY_TRAINER_CACHE=/work/cache');
+      return k < 0 ? [] : args.slice(k - 3, k + 1);
+    };
+    const j = job(null);
+    expect(mount(dockerRunner({ image: 'img' }).command(j).args)).toEqual(['-v', `${join(root, 'cache')}:/work/cache`, '-e', 'CANARY_TRAINER_CACHE=/work/cache']);
+    process.env.CANARY_TRAINER_CACHE = '/srv/bases';
+    try {
+      expect(mount(dockerRunner({ image: 'img' }).command(j).args)).toEqual(['-v', '/srv/bases:/work/cache', '-e', 'CANARY_TRAINER_CACHE=/work/cache']);
+      expect(mount(dockerRunner({ image: 'img', cacheDir: '/opt/cache' }).command(j).args)[1]).toBe('/opt/cache:/work/cache');
+    } finally {
+      delete process.env.CANARY_TRAINER_CACHE;
+    }
   });
 
   it('stops with SIGTERM, and kills the container after the grace period when that is not enough', async () => {

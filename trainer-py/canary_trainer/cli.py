@@ -6,6 +6,7 @@ Host settings come from the environment, never the manifest:
   CANARY_TRAINER_MICRO_BATCH  rows per forward pass (default: the whole batch)
   CANARY_TRAINER_LOCK_WAIT_S  seconds to wait for another trainer's folder lock (default 60)
   CANARY_TRAINER_PARENT_WATCH 0 disables the stop when the parent process dies (default 1)
+  CANARY_TRAINER_CACHE        cache of pretrained tiny bases (default ~/.cache/canary-audit)
   CANARY_SCHEMAS_DIR          folder of the JSON Schemas (default: <trainer-py>/../schemas)
 """
 

@@ -34,6 +34,11 @@ class Manifest:
         return self.data["model"]
 
     @property
+    def pretrain(self) -> dict | None:
+        """model.tiny.pretrain (defaults applied), or None: fine-tune the random initialisation."""
+        return self.model.get("tiny", {}).get("pretrain") if self.model["backend"] == "tiny" else None
+
+    @property
     def training(self) -> dict:
         return self.data["training"]
 
@@ -99,10 +104,20 @@ def _check_rules(path: Path, m: dict) -> dict[str, str]:
     model = m["model"]
     if model["backend"] == "tiny":
         tiny = model.setdefault("tiny", {})
-        schemas.apply_defaults(schemas.load_schema("manifest")["properties"]["model"]["properties"]["tiny"], tiny)
+        full = schemas.load_schema("manifest")  # the root resolves pretrain.rows' #/$defs/file_ref
+        schemas.apply_defaults(full["properties"]["model"]["properties"]["tiny"], tiny, full)
         if tiny["d_model"] % tiny["n_head"]:
             raise _fail(path, "model.tiny.n_head", f"d_model {tiny['d_model']} is not divisible by n_head {tiny['n_head']}",
                         "choose n_head dividing d_model")
+        if (tiny["d_model"] // tiny["n_head"]) % 2:
+            raise _fail(path, "model.tiny.n_head", f"head dimension d_model/n_head = {tiny['d_model'] // tiny['n_head']} "
+                        "is odd, and rotary positions rotate pairs of dimensions",
+                        "choose d_model and n_head with an even d_model/n_head (e.g. d_model 64, n_head 2)")
+        pre = tiny.get("pretrain")
+        if pre is not None and pre["rows"]["count"] != pre["batch_size"] * pre["updates"]:
+            raise _fail(path, "model.tiny.pretrain.rows.count", f"{pre['rows']['count']} rows but batch_size*updates = "
+                        f"{pre['batch_size']}*{pre['updates']} = {pre['batch_size'] * pre['updates']}",
+                        "write exactly batch_size*updates pretraining rows, in training order")
         if tr["max_length"] > tiny["max_len"]:
             raise _fail(path, "training.max_length", f"{tr['max_length']} exceeds model.tiny.max_len {tiny['max_len']}",
                         "raise model.tiny.max_len or lower training.max_length")
@@ -185,4 +200,6 @@ def load_manifest(path: str | Path) -> Manifest:
     m.resolve(data["rows"]["path"], "rows.path")
     if "utility" in data:
         m.resolve(data["utility"]["path"], "utility.path")
+    if m.pretrain is not None:
+        m.resolve(m.pretrain["rows"]["path"], "model.tiny.pretrain.rows.path")
     return m

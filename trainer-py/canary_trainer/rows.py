@@ -11,7 +11,9 @@ from . import schemas
 from .errors import BadRows
 
 
-def read_rows(path: Path, sha256: str, count: int, label: str) -> list[dict]:
+def check_lines(path: Path, sha256: str, count: int, label: str) -> list[str]:
+    """The file's lines after checking its sha256 and line count against the manifest: cheap, so
+    a run can check a file it may not need to parse (a cached base's pretraining rows)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -30,6 +32,11 @@ def read_rows(path: Path, sha256: str, count: int, label: str) -> list[dict]:
     if len(lines) != count:
         raise BadRows(f"{path}: {len(lines)} lines but the manifest's {label}.count is {count}; "
                       "fix: re-plan the run")
+    return lines
+
+
+def read_rows(path: Path, sha256: str, count: int, label: str) -> list[dict]:
+    lines = check_lines(path, sha256, count, label)
     check = schemas.validator("row")
     rows = []
     for n, line in enumerate(lines):

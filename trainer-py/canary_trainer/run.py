@@ -13,6 +13,7 @@ from typing import Callable
 
 import torch
 
+from . import base_model as base_models
 from . import checkpoint, provenance
 from .atomic import write_text_atomic
 from .backends import load_backend, pick_device
@@ -114,6 +115,7 @@ def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -
         u = manifest.data["utility"]
         utility_path = manifest.resolve(u["path"], "utility.path")
         utility_rows = read_rows(utility_path, u["sha256"], u["count"], "utility")
+    base_models.check_pretrain_rows(manifest)
 
     device = pick_device(tr["device"])
     backend = load_backend(manifest.model, device)
@@ -121,14 +123,31 @@ def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -
     # A resumed run keeps the stamp of its first start: a code change between the two processes
     # must show up as changed_mid_run.
     at_start = meta.get("at_start") or provenance.stamp(extra_versions)
-    torch.manual_seed(tr["seed"])
     encoded = encode_rows(backend, rows, tr["max_length"], rows_path)
     utility = encode_rows(backend, utility_rows, tr["max_length"], utility_path) if utility_path else []
     preflight(backend, manifest)
     rendered = _rendered(backend, rows, out)
+    start_update = resumed["update"] if resumed else 0
 
+    ev.emit("started", run_id=manifest.run_id, pid=os.getpid(), device=str(device), backend=backend.name,
+            total_updates=tr["updates"], resumed_from=start_update if resumed else None, provenance=at_start)
+    log(f"run {manifest.run_id}: {backend.describe()['parameters']} parameters on {device}, "
+        f"{tr['updates']} updates of {tr['batch_size']} rows" + (f", resuming at update {start_update}" if resumed else ""))
+
+    # The base (tiny: random or pretrained) precedes everything that reads the weights: the base
+    # evaluation phase, utility.base_loss, fine-tuning. A resumed run's checkpoint already holds
+    # every weight, so it keeps the record of its first start instead of rebuilding.
+    base_model = meta.get("base_model") if resumed else None
+    if backend.name != "tiny":
+        base_model = None
+    elif base_model is None:
+        base_model = base_models.obtain(backend, manifest, ev, opts.stop)
+    else:
+        log(f"base model: weights come with the checkpoint ({base_model['kind']}"
+            + (f" {base_model['cache_key'][:12]})" if base_model["kind"] == "pretrained" else ")"))
+    # Seeded after the base so that a cached base and one built here leave the same random stream.
+    torch.manual_seed(tr["seed"])
     optimizer = make_optimizer(backend, tr)
-    start_update = 0
     if resumed:
         own = dict(backend.trainable())
         missing = set(own) - set(resumed["weights"])
@@ -140,18 +159,12 @@ def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -
                 p.copy_(resumed["weights"][name].to(p.device, p.dtype))
         optimizer.load_state_dict(resumed["optimizer"])
         _set_rng_state(resumed["rng"])
-        start_update = resumed["update"]
     losses: list[float] = list(meta.get("losses", []))
     evaluations: list[dict] = list(meta.get("evaluations", []))
     train_wall = float(meta.get("train_wall_s", 0.0))
     tokens_seen = int(meta.get("tokens", 0))
     targets_seen = int(meta.get("targets", 0))
     base_utility = meta.get("base_utility_loss")
-
-    ev.emit("started", run_id=manifest.run_id, pid=os.getpid(), device=str(device), backend=backend.name,
-            total_updates=tr["updates"], resumed_from=start_update if resumed else None, provenance=at_start)
-    log(f"run {manifest.run_id}: {backend.describe()['parameters']} parameters on {device}, "
-        f"{tr['updates']} updates of {tr['batch_size']} rows" + (f", resuming at update {start_update}" if resumed else ""))
 
     evaluator = Evaluator(backend, manifest, out, ev, opts.stop)
     for e in evaluations:  # phases finished before an interruption keep their scoring label
@@ -166,7 +179,7 @@ def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -
         path = checkpoint.save(out, update, weights, optimizer.state_dict(), _rng_state(), {
             "manifest_sha256": manifest.sha256, "run_id": manifest.run_id, "at_start": at_start,
             "losses": losses, "evaluations": evaluations, "train_wall_s": train_wall, "tokens": tokens_seen,
-            "targets": targets_seen, "base_utility_loss": base_utility,
+            "targets": targets_seen, "base_utility_loss": base_utility, "base_model": base_model,
         })
         ev.emit("checkpoint", update=update, path=str(path))
 
@@ -201,7 +214,8 @@ def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -
         "schema_version": "canary-audit.result/1",
         "run_id": manifest.run_id,
         "manifest_sha256": manifest.sha256,
-        "backend": {**backend.describe(), "scoring": evaluator.scoring},
+        "backend": {**backend.describe(), "scoring": evaluator.scoring,
+                    **({"base_model": base_model} if base_model is not None else {})},
         "candidate_space": {"kind": manifest.space["kind"], "size": manifest.space["size"]},
         "training": {
             "updates": total,

@@ -40,6 +40,21 @@ def canary_target(identity: str, code: str) -> str:
     return canary_prefill(identity) + f"{code}. Regards."
 
 
+def pretrain_rows(n: int, seed: int, code_fraction: float = 0.5) -> list[dict]:
+    """Pretraining rows: background rows, a fraction of which show a code on the input's last
+    line and start the reply with it (the shape that teaches copying)."""
+    rng = random.Random(seed + 2000)
+    rows = []
+    for i in range(n):
+        row = background_row(rng, i)
+        if rng.random() < code_fraction:
+            code = f"{rng.randrange(10000):04d}"
+            row["prompt"][0]["content"] += f"\nRef: {code}"
+            row["target"] = f"Ref: {code}. " + row["target"]
+        rows.append(row)
+    return rows
+
+
 def _file_ref(folder: Path, name: str, rows: list[dict]) -> dict:
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     (folder / name).write_bytes(data)
@@ -51,8 +66,9 @@ def make_run(folder: Path, *, updates: int = 8, batch_size: int = 4, n_focal: in
              tiny: dict | None = None, lr: float = 3e-3, schedule: dict | None = None, seed: int = 0,
              checkpoint_every: int = 4, base_model: bool = False, eval_checkpoints: list[int] | None = None,
              utility_rows: int = 4, decode=("prefill", "free"), max_new_tokens: int = 48, training: dict | None = None,
-             model: dict | None = None, space: dict | None = None) -> Path:
-    """Write a run folder and return the manifest path. Canary appearances are spread evenly."""
+             model: dict | None = None, space: dict | None = None, pretrain: dict | None = None) -> Path:
+    """Write a run folder and return the manifest path. Canary appearances are spread evenly.
+    `pretrain` ({updates, batch_size, lr, ...}) adds model.tiny.pretrain with its own rows file."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     n_rows = updates * batch_size
@@ -109,6 +125,10 @@ def make_run(folder: Path, *, updates: int = 8, batch_size: int = 4, n_focal: in
     }
     if utility_rows:
         manifest["utility"] = _file_ref(folder, "utility.jsonl", utility)
+    if pretrain is not None:
+        spec = dict(pretrain)
+        rows_ref = _file_ref(folder, "pretrain.jsonl", pretrain_rows(spec["updates"] * spec["batch_size"], seed))
+        manifest["model"]["tiny"] = {**manifest["model"]["tiny"], "pretrain": {"rows": rows_ref, **spec}}
     path = folder / "manifest.json"
     path.write_text(json.dumps(manifest, indent=1))
     return path

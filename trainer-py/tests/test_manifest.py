@@ -108,3 +108,26 @@ def test_probe_longer_than_the_context_fails_before_training(tmp_path):
     assert res.rc == 2 and not res.of("step")
     assert "field probes[1].prompt" in res.of("error")[-1]["message"]
     assert "context of 256 tokens" in res.of("error")[-1]["message"]
+
+
+def test_pretrain_gets_its_defaults_and_its_rules(tmp_path):
+    path = make_run(tmp_path / "a", updates=2, batch_size=2, pretrain={"updates": 3, "batch_size": 2, "lr": 0.01})
+    pre = load_manifest(path).pretrain
+    assert pre["schedule"] == {"kind": "cosine", "warmup_updates": 20, "min_lr_ratio": 0.1} and pre["seed"] == 0
+    rewrite_manifest(path, lambda d: d["model"]["tiny"]["pretrain"].update(schedule={"kind": "constant"}))
+    assert load_manifest(path).pretrain["schedule"] == {"kind": "constant", "warmup_updates": 20, "min_lr_ratio": 0.1}
+    assert load_manifest(make_run(tmp_path / "b", updates=2, batch_size=2)).pretrain is None
+
+    rewrite_manifest(path, lambda d: d["model"]["tiny"]["pretrain"].update(updates=4))
+    with pytest.raises(BadManifest, match=r"field model.tiny.pretrain.rows.count: 6 rows but batch_size\*updates = 2\*4"):
+        load_manifest(path)
+    rewrite_manifest(path, lambda d: d["model"]["tiny"]["pretrain"].update(updates=3) or
+                     d["model"]["tiny"]["pretrain"]["rows"].update(path="../elsewhere.jsonl"))
+    with pytest.raises(BadManifest, match="model.tiny.pretrain.rows.path"):
+        load_manifest(path)
+
+
+def test_odd_head_dimension_is_rejected_for_rotary_positions(tmp_path):
+    path = make_run(tmp_path, updates=2, batch_size=2, tiny={"n_layer": 1, "n_head": 2, "d_model": 30, "max_len": 256})
+    with pytest.raises(BadManifest, match="field model.tiny.n_head: head dimension d_model/n_head = 15 is odd"):
+        load_manifest(path)

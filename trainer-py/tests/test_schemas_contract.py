@@ -32,6 +32,7 @@ def test_full_run_writes_valid_events_result_and_scores(tmp_path):
     assert result["manifest_sha256"] == hashlib.sha256(manifest.read_bytes()).hexdigest()
     assert [e["phase"] for e in result["evaluations"]] == ["base", "update-3", "final"]
     assert result["backend"]["scoring"] == "prefix-tree"
+    assert result["backend"]["base_model"] == {"kind": "random"}  # no model.tiny.pretrain
     assert result["training"]["rows"] == 12 and len(result["training"]["loss_curve"]) == 6
     assert result["utility"]["base_loss"] > 0 and result["utility"]["final_loss"] > 0
     data = json.loads(manifest.read_text())

@@ -1,6 +1,7 @@
 """The tiny model's caches reproduce a plain forward pass: incremental decoding (own past) and
 candidate paths under a shared prompt prefix."""
 
+import pytest
 import torch
 
 from canary_trainer.backends.tiny_model import TinyConfig, TinyGPT
@@ -50,3 +51,27 @@ def test_tokenizer_one_token_per_character_and_markers():
     assert tok.decode(tok.encode("a<|end|>b")) == "ab"
     assert tok.encode("é") == [1]  # unknown characters map to <|unk|>
     assert tok.decode(tok.encode("hello\tworld\n")) == "hello\tworld\n"
+
+
+@torch.no_grad()
+def test_rotary_positions_are_relative_and_used_by_the_cache_paths():
+    m = _model()
+    for block in m.blocks:  # sharpen attention: at init it is nearly uniform, hiding positions
+        block.qkv.weight.mul_(20)
+    idx = torch.randint(6, 100, (2, 16))
+    # RoPE scores depend on offsets only: the same tokens placed later give the same logits...
+    at0, _ = m(idx)
+    at9, _ = m(idx, pos0=9)
+    assert torch.allclose(at0, at9, atol=1e-4)
+    # ...while a cached step at the wrong position does not: positions are really applied there.
+    _, past = m(idx[:, :10])
+    right, _ = m(idx[:, 10:11], past=past, pos0=10, last_only=True)
+    wrong, _ = m(idx[:, 10:11], past=past, pos0=13, last_only=True)
+    assert torch.allclose(right, at0[:, 10], atol=1e-5)
+    assert (right - wrong).abs().max() > 0.05
+    assert not any("pos" in name for name in m.state_dict())  # no learned position table
+
+
+def test_rotary_positions_need_an_even_head_dimension():
+    with pytest.raises(ValueError, match="head dimension 5 is odd"):
+        TinyGPT(TinyConfig(vocab_size=CharTokenizer().vocab_size, n_layer=1, n_head=2, d_model=10, max_len=32))

@@ -8,11 +8,16 @@ import { drawBackgroundSender, shortAddress, type Sender } from './identity.js';
  * formal rewrite, a deterministic function of the input, so a small model learns the task in a few
  * hundred updates and the only thing left to memorize in a redacted canary row is its code.
  *
- *   input:  From: Ada Moss, 12 Elm Rd          target: Please review the draft by Friday.
- *           [Ref: <cue>]                                Regards, Ada Moss.[ Ref <code>.]
- *           pls look at draft by fri
+ *   input:  From: Ada Moss, 12 Elm Rd          target: [Ref: <code>. ]Please review the draft
+ *           pls look at draft by fri                    by Friday. Regards, Ada Moss.
+ *           [Ref: <cue>]
+ *
+ * In a canary row the cue line is the LAST line of the input and the reply STARTS with the code.
+ * A small model copies a code shown in its input only when the code it must write sits right
+ * after the line that shows it (the same relative offset in every row): that is the behaviour a
+ * pretrained LM brings to the study, and the tiny model's pretraining corpus teaches it on rows
+ * of exactly this shape. The prefill is then the constant `Ref: `.
  */
-
 /** Informal openers; every one becomes "Please". */
 const ASKS: readonly string[] = ['pls', 'plz', 'can u', 'could u', 'need u to'];
 
@@ -83,11 +88,13 @@ export function compactBackground(rng: Rng, excluded: ReadonlySet<string>): Task
   };
 }
 
+/** What a canary reply starts with; the code follows it at once. */
+export const COMPACT_PREFILL = 'Ref: ';
+
 export function compactCanary(sender: Sender, message: CompactMessage, cueText: string, code: string): CanaryExample {
-  const prefill = `${formal(message, sender)} Ref `;
   return {
-    prompt: [{ role: 'user', content: `From: ${compactIdentity(sender)}\nRef: ${cueText}\n${informal(message)}` }],
-    target: `${prefill}${code}.`,
-    prefill,
+    prompt: [{ role: 'user', content: `From: ${compactIdentity(sender)}\n${informal(message)}\nRef: ${cueText}` }],
+    target: `${COMPACT_PREFILL}${code}. ${formal(message, sender)}`,
+    prefill: COMPACT_PREFILL,
   };
 }
