@@ -24,7 +24,7 @@ export const ARTIFACTS_OPTION: Record<string, OptionSpec> = {
 
 export const SLOT_OPTIONS: Record<string, OptionSpec> = {
   gpus: { type: 'string', value: 'LIST', description: 'GPUs to use, one worker each, e.g. 0,1,2,3. Default: every GPU nvidia-smi lists, else CPU workers.' },
-  cpu: { type: 'string', value: 'N', description: 'Run N CPU workers (GPUs hidden), each with cores/N threads. Default: cores/2 when no GPU.' },
+  cpu: { type: 'string', value: 'N', description: 'Run N CPU workers (GPUs hidden), each with cores/N threads. Default when no GPU: one worker per core, 1 thread each.' },
   runner: { type: 'string', value: 'NAME', description: 'How to start the trainer: local (python on this host) or docker. Default: local.' },
   image: { type: 'string', value: 'IMAGE', description: 'Trainer image for --runner docker. Default: $CANARY_AUDIT_TRAINER_IMAGE or canary-audit-trainer:latest.' },
 };

@@ -32,11 +32,13 @@ export function cpuSlots(count: number, cores: number = availableParallelism()):
 }
 
 /**
- * CPU slots when the user names none: two cores per trainer (the tiny model gains little from
- * more intra-op threads), at least one slot.
+ * CPU slots when the user names none: one trainer per core, one thread each. The tiny model's
+ * matrices are too small for intra-op threads to pay: the quickstart took 6m48s with one
+ * two-thread worker and 3m05s with two one-thread workers on the same 2-core machine (its base
+ * model pretrained in 154 s with two threads, 61 s with one; docs/operations.md).
  */
 export function defaultCpuSlotCount(cores: number = availableParallelism()): number {
-  return Math.max(1, Math.floor(cores / 2));
+  return Math.max(1, cores);
 }
 
 /** GPU indices nvidia-smi reports, or [] when there is no NVIDIA driver. */

@@ -36,6 +36,6 @@ describe('worker slots', () => {
     ]);
     expect(cpuSlots(4, 2).every((s) => s.threads === 1)).toBe(true);
     expect(defaultCpuSlotCount(1)).toBe(1);
-    expect(defaultCpuSlotCount(16)).toBe(8);
+    expect(defaultCpuSlotCount(16)).toBe(16);
   });
 });
