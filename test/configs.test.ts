@@ -81,16 +81,24 @@ describe('configs/', () => {
 
   it('directions-cpu: paired early vs late placement, and low-dose canaries alone vs with high-dose ones', async () => {
     const plan = await planOf('directions-cpu.yaml');
-    const byCell = new Map(plan.runs.map((r) => [r.cell.id, r]));
-    const early = byCell.get('dose=4,placement=early,population=single-dose');
-    const late = byCell.get('dose=4,placement=late,population=single-dose');
-    expect(early?.cell.values.schedule.label).toBe('constant');
-    expect(late?.canaries.map((c) => c.canary)).toEqual(early?.canaries.map((c) => c.canary));
-    const alone = byCell.get('dose=2,placement=uniform,population=single-dose');
-    const mixed = byCell.get('dose=2,placement=uniform,population=with-dose-16');
-    const focal = (r: typeof mixed) => r?.canaries.filter((c) => c.cohort === 'focal');
-    expect(focal(mixed)).toEqual(focal(alone));
-    expect(mixed?.stats.appearancesByDose['16']).toBeGreaterThan(0);
+    type Run = (typeof plan.runs)[number];
+    const find = (want: Record<string, string>): Run[] =>
+      plan.runs.filter((r) => Object.entries(want).every(([axis, label]) => (r.cell.values as Record<string, { label: string }>)[axis]?.label === label));
+    const early = find({ placement: 'early', schedule: 'constant', seed: '0' });
+    const late = find({ placement: 'late', schedule: 'constant', seed: '0' });
+    expect(early).toHaveLength(1);
+    expect(late).toHaveLength(1);
+    // Paired: the same canaries, identities and codes, only the rows move.
+    expect(late[0]!.canaries.map((c) => c.canary)).toEqual(early[0]!.canaries.map((c) => c.canary));
+    const alone = find({ dose: '2', population: 'single-dose', seed: '0' });
+    const mixed = find({ dose: '2', population: 'with-dose-16', seed: '0' });
+    expect(alone).toHaveLength(1);
+    expect(mixed).toHaveLength(1);
+    const focal = (r: Run) => r.canaries.filter((c) => c.cohort === 'focal');
+    expect(focal(mixed[0]!)).toEqual(focal(alone[0]!));
+    expect(mixed[0]!.stats.appearancesByDose['16']).toBeGreaterThan(0);
+    // Every comparison is repeated over the same seeds, and a no-canary control runs per seed.
+    expect(find({ population: 'none' })).toHaveLength(3);
   });
 
   it('paper-email: the study at its size; its manifests verify when written', async () => {
