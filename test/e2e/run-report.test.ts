@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../../src/schemas/index.js';
+import { hasTorch } from '../helpers/torch.js';
 import { runMain } from '../queue/helpers/main.js';
 
 /**
@@ -14,14 +15,6 @@ import { runMain } from '../queue/helpers/main.js';
  * and docs/reproduction.md carry the measurements.
  */
 const GRID = fileURLToPath(new URL('./mini-audit.yaml', import.meta.url));
-const hasTorch = (() => {
-  try {
-    execFileSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 const root = mkdtempSync(join(tmpdir(), 'canary-audit-e2e-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Result } from '../../src/contracts/result.js';
 import { collectStatus, detectGpus, type EmbeddedRedis } from '../../src/queue/index.js';
 import { validate } from '../../src/schemas/index.js';
+import { hasTorch } from '../helpers/torch.js';
 import { FAST_ENV, startWorker, type WorkerProcess } from './helpers/cli.js';
 import { removeDir, tempDir, waitFor } from './helpers/fixtures.js';
 import { runMain } from './helpers/main.js';
@@ -17,14 +17,6 @@ import { isolatedConnection, startTestRedis } from './helpers/redis.js';
  * uninterrupted run's bit for bit.
  */
 const TINY_GRID = fileURLToPath(new URL('./fixtures/tiny-grid.yaml', import.meta.url));
-const hasTorch = (() => {
-  try {
-    execFileSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 const root = tempDir('real');
 let redis: EmbeddedRedis;

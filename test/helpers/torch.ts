@@ -1,0 +1,12 @@
+import { execFileSync } from 'node:child_process';
+import { trainerPython } from '../../src/paths.js';
+
+/** Whether the trainer's Python sees torch: tests that train a real model skip cleanly without it. */
+export const hasTorch: boolean = (() => {
+  try {
+    execFileSync(trainerPython(), ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
+    return true;
+  } catch {
+    return false;
+  }
+})();
