@@ -124,11 +124,11 @@ function recovery(s: ReportSummary): Section {
     id: 'recovery',
     title: 'Recovery',
     paragraphs: [
-      'Exact recovery: the greedy output holds exactly the true code. Ranking first is not the same as generating the code, so both are shown. On substituted probes (another code shown in the prompt) “Recovered” is recall of the original and “Copied” is the rate of reproducing the shown code.',
+      'Exact recovery: the greedy output holds exactly the true code. Ranking first is not the same as generating the code, so both are shown. On substituted probes (another code shown in the prompt) “Recovered” is recall of the original and “Copied” is the rate of reproducing the shown code; the held-out canaries’ copy rate beside it says how much of that copying the model does for any record, trained on or not.',
     ],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)'],
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
         rows: groups.map((g) => [
           g.label,
           g.visibility ?? DASH,
@@ -139,6 +139,7 @@ function recovery(s: ReportSummary): Section {
           proportion(g.inserted.recovery.free),
           g.inserted.copy ? proportion(g.inserted.copy.prefill) : DASH,
           proportion(g.controls.held_out?.recovery.prefill ?? null),
+          g.controls.held_out?.copy ? proportion(g.controls.held_out.copy.prefill) : DASH,
         ]),
       },
     ],

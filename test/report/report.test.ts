@@ -171,6 +171,8 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('**Visibility: redacted**');
     expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | 8 | ${EXPECTED.lateMedian.toFixed(2)} [`);
     expect(md).toContain('**placement: early → late**');
+    // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
+    expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
     expect(md).toContain('CUDA out of memory');
     expect(md).toContain('mixed_code_versions');
