@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
+import { copyFile, link, mkdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
@@ -53,10 +53,15 @@ export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
 
   const runs: WrittenRun[] = [];
-  for (const [k, layout] of plan.runs.entries()) {
-    const run = await writeRun(plan, layout, auditDir);
-    runs.push(run);
-    log.info({ run: run.runId, cell: run.cellId, n: `${k + 1}/${plan.runs.length}`, created: run.created }, 'run manifest');
+  const corpora: Corpora = new Map();
+  try {
+    for (const [k, layout] of plan.runs.entries()) {
+      const run = await writeRun(plan, layout, auditDir, corpora);
+      runs.push(run);
+      log.info({ run: run.runId, cell: run.cellId, n: `${k + 1}/${plan.runs.length}`, created: run.created }, 'run manifest');
+    }
+  } finally {
+    for (const corpus of corpora.values()) await rm(corpus.file, { force: true });
   }
   // Remove the staging folder once empty; another writer may still be using it.
   await rmdir(join(auditDir, '.tmp')).catch(() => undefined);
@@ -73,7 +78,10 @@ export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise
   return { auditId: plan.auditId, auditDir, name: plan.name, runs };
 }
 
-async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string): Promise<WrittenRun> {
+/** Pretraining corpora generated so far in this write, by content key: one file, linked into each run. */
+type Corpora = Map<string, FileRef & { file: string }>;
+
+async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, corpora: Corpora): Promise<WrittenRun> {
   const { grid, pool } = plan;
   const renderer = runRenderer(grid, layout);
   const core = buildManifestCore(grid, plan.auditId, pool, layout);
@@ -83,7 +91,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string): P
     const rows = await writeLines(join(tmp, 'rows.jsonl'), trainingRowLines(grid, pool, layout, renderer));
     const utility = await writeLines(join(tmp, 'utility.jsonl'), utilityRowLines(grid, pool, renderer));
     const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
-    const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp));
+    const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp, corpora));
     const manifest: Manifest = {
       schema_version,
       run_id: 'run-0000000000000000',
@@ -130,13 +138,24 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string): P
 /**
  * pretrain.jsonl of a tiny model that pretrains, into the staging folder; null otherwise. Within
  * an audit the corpus depends only on the task and the pretraining settings, so runs sharing them
- * get the same bytes (and the trainer one cached base per model size and seed).
+ * get the same bytes (and the trainer one cached base per model size and seed): it is generated
+ * once per write and hard-linked (or copied) into every run that uses it.
  */
-async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRenderer, tmp: string): Promise<FileRef | null> {
+async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRenderer, tmp: string, corpora: Corpora): Promise<FileRef | null> {
   const m = layout.cell.values.model.value;
   if (m.backend !== 'tiny' || !m.pretrain) return null;
-  const written = await writeLines(join(tmp, PRETRAIN_FILE), pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, m.pretrain));
-  return { path: PRETRAIN_FILE, sha256: written.sha256, count: written.count };
+  const key = contentHash({ task: renderer.taskSpec, pretrain: m.pretrain });
+  let corpus = corpora.get(key);
+  if (!corpus) {
+    // Beside the run staging folders (auditDir/.tmp), removed when the write ends.
+    const file = join(tmp, '..', `pretrain-${process.pid}-${key.slice(0, 16)}.jsonl`);
+    const written = await writeLines(file, pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, m.pretrain));
+    corpus = { file, path: PRETRAIN_FILE, sha256: written.sha256, count: written.count };
+    corpora.set(key, corpus);
+  }
+  const target = join(tmp, PRETRAIN_FILE);
+  await link(corpus.file, target).catch(() => copyFile(corpus.file, target));
+  return { path: corpus.path, sha256: corpus.sha256, count: corpus.count };
 }
 
 function withPretrain(model: ModelSpec, layout: RunLayout, rows: FileRef | null): ModelSpec {

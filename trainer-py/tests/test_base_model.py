@@ -115,14 +115,21 @@ def _start_logged(manifest, out, env, log):
                             stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env)
 
 
-def test_racing_trainers_build_the_base_once(tmp_path):
+def _held_base_lock(tmp_path):
+    """A manifest, the trainer env for a fresh cache, the base's cache file, and that base's lock,
+    acquired: trainers started now queue behind it."""
     manifest = _manifest(tmp_path)
     cache = tmp_path / "cache"
     env = trainer_env(CANARY_TRAINER_CACHE=str(cache))
     key, cached = _cache_file(manifest, cache)
-    # Hold the key's lock so that both trainers are certainly queued behind it, then let them race.
     gate = FileLock(cache / "tiny-base" / f"{key}.lock", 0, "test")
     gate.acquire()
+    return manifest, env, cached, gate
+
+
+def test_racing_trainers_build_the_base_once(tmp_path):
+    # Hold the key's lock so that both trainers are certainly queued behind it, then let them race.
+    manifest, env, cached, gate = _held_base_lock(tmp_path)
     procs = []
     try:
         for name in ("a", "b"):
@@ -143,12 +150,7 @@ def test_racing_trainers_build_the_base_once(tmp_path):
 
 
 def test_stop_while_waiting_for_the_base_exits_75(tmp_path):
-    manifest = _manifest(tmp_path)
-    cache = tmp_path / "cache"
-    env = trainer_env(CANARY_TRAINER_CACHE=str(cache))
-    key, cached = _cache_file(manifest, cache)
-    gate = FileLock(cache / "tiny-base" / f"{key}.lock", 0, "test")
-    gate.acquire()
+    manifest, env, cached, gate = _held_base_lock(tmp_path)
     try:
         proc = _start_logged(manifest, tmp_path / "out", env, tmp_path / "log")
         _wait_for(tmp_path / "log", "is building it; waiting")
