@@ -69,12 +69,15 @@ describe.skipIf(!hasTorch)('queue with the real trainer (tiny backend)', () => {
     const workerEnv = { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, CANARY_AUDIT_TRAINER_PATH: '', CANARY_AUDIT_TRAINER_MODULE: '' };
     const first = await startWorker(args, workerEnv);
     workers.push(first);
+    // Killed at the first checkpoint seen, with most of the run still ahead: the orphaned trainer
+    // notices within its parent-watch interval (0.5 s) and must still be training then, or it
+    // would finish on its own and there would be nothing to resume.
     const progress = await waitFor('a checkpoint before the end', async () => {
       const [s] = await collectStatus(conn, auditId);
       const p = s?.runs[0]?.progress;
       return p && p.last_checkpoint !== null && p.last_checkpoint >= 4 ? p : undefined;
-    }, 120_000, 100);
-    expect(progress.update).toBeLessThan(12);
+    }, 120_000, 50);
+    expect(progress.update).toBeLessThan(24);
     first.process.kill('SIGKILL');
     await first.process;
 
