@@ -84,3 +84,8 @@ export function quoteValue(value: unknown, max = 60): string {
   }
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
+
+/** A damaged or hand-edited artifact (audit.json, manifest.json, a score file): file, field, what is wrong. */
+export function artifactError(file: string, field: string, message: string): UserInputError {
+  return new UserInputError(message, { location: { file }, field, code: 'E_BAD_ARTIFACT' });
+}

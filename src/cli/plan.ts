@@ -1,6 +1,6 @@
-import { resolve } from 'node:path';
-import { planAudit, pretrainCorpusKey, writeAudit, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
-import { spaceSize } from '../manifest/codes.js';
+import { planGrid } from '../app/index.js';
+import { pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
+import { spaceSize } from '../codes/index.js';
 import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
 import { stringOption, type Command } from './command.js';
 
@@ -30,12 +30,7 @@ the same grid again writes nothing new.`,
   async run(args) {
     const gridPath = args.positionals[0] as string;
     const out = stringOption(args, 'out');
-    let plan = await planAudit(gridPath, out ? { artifactsDir: resolve(out) } : {});
-    if (args.values['pin-revisions']) {
-      const { pinPlanRevisions } = await import('../hub/index.js');
-      plan = await pinPlanRevisions(plan);
-    }
-    const written = out ? await writeAudit(plan, resolve(out)) : undefined;
+    const { plan, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: Boolean(args.values['pin-revisions']) });
     if (args.values.json) process.stdout.write(`${JSON.stringify(planJson(plan, written), null, 2)}\n`);
     else process.stdout.write(planText(plan, written));
     return 0;

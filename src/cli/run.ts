@@ -1,5 +1,6 @@
 import { log } from '../log.js';
-import { LiveView, loadAuditSource, redisTargetFrom, runAuditLocally } from '../queue/index.js';
+import { loadAuditSource, runAuditLocally } from '../app/index.js';
+import { LiveView, redisTargetFrom } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 

@@ -1,4 +1,5 @@
-import { assertRedisReachable, loadAuditSource, queueConnection, requireRedisTarget, submitAudit } from '../queue/index.js';
+import { submitSource } from '../app/index.js';
+import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 
@@ -27,10 +28,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'submit');
     const tuning = tuningFrom(args);
-    // Redis first: expanding a large grid is wasted when the queue cannot be reached.
-    await assertRedisReachable(target);
-    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args));
-    const outcome = await submitAudit(queueConnection(target), source.artifactsDir, source.input, tuning);
+    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning);
     if (args.values.json) {
       process.stdout.write(
         `${JSON.stringify({

@@ -1,1 +1,2 @@
 export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
+export { readJsonFile, jsonErrorOffset } from './json-file.js';

@@ -1,6 +1,6 @@
 import { quoteValue, UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
-import { REVERSE_SHIFT_DEFAULTS } from '../manifest/cues/index.js';
+import { REVERSE_SHIFT_DEFAULTS } from '../codes/index.js';
 import { BUILTIN_MODELS, modelFromObject, modelLabel } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { closest } from './suggest.js';

@@ -1,4 +1,4 @@
-import type { CodeSpace } from '../manifest/codes.js';
+import type { CodeSpace } from '../codes/index.js';
 import type { GridDocument } from './types.js';
 
 /** The grid's code space (alphabet and length of every canary code). */

@@ -3,7 +3,7 @@ import { basename, extname } from 'node:path';
 import { UserInputError, UserInputErrors } from '../errors.js';
 import { contentHash } from '../hash.js';
 import { codeSpaceOf } from './code-space.js';
-import { cueEncoding } from '../manifest/cues/index.js';
+import { cueEncoding } from '../codes/index.js';
 import { validate } from '../schemas/index.js';
 import { type AxisContext } from './axes.js';
 import { expandGrid, type Expansion } from './expand.js';

@@ -1,7 +1,7 @@
 import { canonicalJson } from '../hash.js';
-import { drawCode, sampledCandidates, spaceSize, type CodeSpace } from './codes.js';
+import { drawCode, sampledCandidates, spaceSize, type CodeSpace } from '../codes/index.js';
 import { auxCanaryId, focalCanaryId, heldOutCanaryId } from './population.js';
-import { Rng } from './random.js';
+import { Rng } from '../random.js';
 import type { Task, TaskSpec } from './tasks/index.js';
 
 /**

@@ -4,14 +4,11 @@
  */
 export { planAudit, planAuditText, type AuditPlan, type PlanOptions } from './plan.js';
 export { writeAudit, runIdOf, type WrittenAudit, type WrittenRun } from './write.js';
-export { AUDIT_VERSION, type AuditIndex } from './audit-index.js';
+export { auditIndex } from './audit-index.js';
 export { buildManifestCore, runRenderer, GRID_FILE_FROM_RUN, type ManifestCore, type RunRenderer } from './manifest.js';
 export { layoutRun, type PlacedCanary, type RunLayout, type RunStats } from './plan-run.js';
 export { trainingRowLines, utilityRowLines, writeLines, hashLines } from './rows.js';
 export { pretrainRowLines, pretrainCorpusKey, pretrainManifestSpec, PRETRAIN_FILE } from './pretrain.js';
 export { CanaryPool, type PoolCanary } from './canaries.js';
-export { cueEncoding, probeDisplayCue, REDACTED_PLACEHOLDER, FRUITS, VISIBILITY_SCHEMES, type CueEncoding } from './cues/index.js';
-export { codeAt, indexOfCode, spaceSize, DIGITS, type CodeSpace } from './codes.js';
 export { InfeasiblePlacement, updateRange } from './placement.js';
-export { Rng } from './random.js';
 export { createTask, TASK_NAMES, type Task } from './tasks/index.js';

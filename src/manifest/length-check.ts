@@ -6,7 +6,7 @@ import type { CanaryPool } from './canaries.js';
 import { buildManifestCore, runRenderer } from './manifest.js';
 import type { RunLayout } from './plan-run.js';
 import { pretrainCorpusKey, pretrainRowLines } from './pretrain.js';
-import { Rng } from './random.js';
+import { Rng } from '../random.js';
 
 /**
  * The tiny model reads characters, so a row's length in tokens is known before training: its

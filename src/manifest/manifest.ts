@@ -1,9 +1,9 @@
 import type { CandidateSpace, HeldOutCanary, InsertedCanary, Manifest, ModelSpec, Probe, TrainingSpec } from '../contracts/index.js';
 import { MANIFEST_VERSION } from '../contracts/index.js';
 import { codeSpaceOf, type LoadedGrid, type VisibilityValue } from '../grid/index.js';
-import { spaceSize } from './codes.js';
+import { spaceSize } from '../codes/index.js';
 import type { CanaryPool, PoolCanary } from './canaries.js';
-import { cueEncoding, type CueEncoding } from './cues/index.js';
+import { cueEncoding, type CueEncoding } from '../codes/index.js';
 import type { RunLayout } from './plan-run.js';
 import { canaryProbes } from './probes.js';
 import { createTask, type Task, type TaskSpec } from './tasks/index.js';

@@ -1,5 +1,5 @@
 import type { Window } from '../grid/index.js';
-import type { Rng } from './random.js';
+import type { Rng } from '../random.js';
 
 /**
  * Where canaries go. A run has `updates` optimizer updates of `batch` rows each; update u consumes

@@ -3,7 +3,7 @@ import { formatPath, type Cell, type LoadedGrid, type PlacementValue, type Windo
 import type { CanaryPool, PoolCanary } from './canaries.js';
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from './placement.js';
 import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from './population.js';
-import { Rng } from './random.js';
+import { Rng } from '../random.js';
 
 /** One inserted canary of a run, with its exact rows. */
 export interface PlacedCanary {

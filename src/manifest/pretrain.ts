@@ -2,9 +2,9 @@ import type { FileRef, TinyPretrainSpec } from '../contracts/index.js';
 import { canonicalJson } from '../hash.js';
 import { codeSpaceOf, pretrainRows, type LoadedGrid, type PretrainValue } from '../grid/index.js';
 import type { CanaryPool } from './canaries.js';
-import type { CodeSpace } from './codes.js';
-import { cueEncoding } from './cues/index.js';
-import { Rng } from './random.js';
+import type { CodeSpace } from '../codes/index.js';
+import { cueEncoding } from '../codes/index.js';
+import { Rng } from '../random.js';
 import type { TaskSpec } from './tasks/index.js';
 import type { Task } from './tasks/task.js';
 

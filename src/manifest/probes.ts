@@ -1,6 +1,6 @@
 import type { DecodeMode, Probe, ProbeKind } from '../contracts/index.js';
 import type { CanaryPool, PoolCanary } from './canaries.js';
-import { probeDisplayCue, REDACTED_PLACEHOLDER, type CueEncoding } from './cues/index.js';
+import { probeDisplayCue, REDACTED_PLACEHOLDER, type CueEncoding } from '../codes/index.js';
 import type { Task, TaskSpec } from './tasks/index.js';
 
 /**

@@ -5,7 +5,7 @@ import type { LoadedGrid } from '../grid/index.js';
 import type { CanaryPool } from './canaries.js';
 import type { RunRenderer } from './manifest.js';
 import type { RunLayout } from './plan-run.js';
-import { Rng } from './random.js';
+import { Rng } from '../random.js';
 
 /**
  * The rows of a run, produced lazily as JSON lines in training order. Row i of the background

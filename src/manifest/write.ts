@@ -6,10 +6,10 @@ import { CanaryAuditError } from '../errors.js';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { contentHash } from '../hash.js';
 import { log } from '../log.js';
-import type { FileRef, Manifest, ModelSpec } from '../contracts/index.js';
+import { AUDIT_VERSION, type AuditIndex, type FileRef, type Manifest, type ModelSpec } from '../contracts/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
-import { AUDIT_VERSION, auditIndex, type AuditIndex } from './audit-index.js';
+import { auditIndex } from './audit-index.js';
 import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
 import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrain.js';
 import type { AuditPlan } from './plan.js';
@@ -68,7 +68,8 @@ export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise
 
   const indexPath = join(auditDir, 'audit.json');
   const previous = await readJson<AuditIndex>(indexPath);
-  const index = auditIndex(plan, runs, previous?.created);
+  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: `runs/${r.runId}` }));
+  const index = auditIndex(plan, entries, previous?.created);
   const sameRuns = previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
   if (!sameRuns) {
     const errors = validate('audit', index);

@@ -1,4 +1,4 @@
-import { derivedSeed, SeededRandom } from './random.js';
+import { derivedSeed, Rng } from '../random.js';
 import { median, quantileSorted } from './statistics.js';
 
 /**
@@ -45,9 +45,9 @@ function settings(options: BootstrapOptions): { resamples: number; alpha: number
 }
 
 /** Median of a resample of `values` drawn with replacement, using `scratch` as workspace. */
-function resampledMedian(values: ArrayLike<number>, scratch: Float64Array, rng: SeededRandom): number {
+function resampledMedian(values: ArrayLike<number>, scratch: Float64Array, rng: Rng): number {
   const n = values.length;
-  for (let i = 0; i < n; i += 1) scratch[i] = values[rng.nextInt(n)] as number;
+  for (let i = 0; i < n; i += 1) scratch[i] = values[rng.scaledInt(n)] as number;
   scratch.sort();
   return quantileSorted(scratch, 0.5);
 }
@@ -58,7 +58,7 @@ export function bootstrapMedian(values: ArrayLike<number>, options: BootstrapOpt
   if (n === 0) return null;
   const { resamples, alpha } = settings(options);
   const estimate = median(values);
-  const rng = new SeededRandom(derivedSeed(options.seed, options.label));
+  const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
   const scratch = new Float64Array(n);
   const stats = new Float64Array(resamples);
   for (let b = 0; b < resamples; b += 1) stats[b] = resampledMedian(values, scratch, rng);
@@ -78,7 +78,7 @@ export function bootstrapMedianDifference(
   if (a.length === 0 || b.length === 0) return null;
   const { resamples, alpha } = settings(options);
   const estimate = median(a) - median(b);
-  const rng = new SeededRandom(derivedSeed(options.seed, options.label));
+  const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
   const scratchA = new Float64Array(a.length);
   const scratchB = new Float64Array(b.length);
   const stats = new Float64Array(resamples);

@@ -3,7 +3,6 @@ export * from './rank.js';
 export * from './exposure.js';
 export * from './candidate-index.js';
 export * from './recovery.js';
-export * from './random.js';
 export * from './statistics.js';
 export * from './bootstrap.js';
 export * from './wilson.js';

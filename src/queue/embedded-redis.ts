@@ -7,6 +7,7 @@ import { delimiter, join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { parseRedisUrl, type RedisTarget } from './connection.js';
+import { sleep } from '../sleep.js';
 
 /**
  * A private redis-server for one machine (`canary-audit run`): append-only file on, data in the
@@ -265,8 +266,4 @@ function tail(file: string, lines = 3): string {
   } catch {
     return '';
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,11 +1,11 @@
 import { access } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve } from 'node:path';
-import { UserInputError, quoteValue } from '../errors.js';
+import { join, resolve } from 'node:path';
+import { artifactError, quoteValue, UserInputError } from '../errors.js';
 import { valueKey, type Axis } from '../metrics/cells.js';
 import { canaryKey } from '../metrics/observation.js';
-import type { RunFailure } from '../contracts/result.js';
+import { readAuditIndex, type AuditIndex, type RunFailure } from '../contracts/index.js';
 import type { Provenance } from '../provenance/index.js';
-import { readJsonFile } from './json-file.js';
+import { readJsonFile } from '../fs/index.js';
 import { manifestInfo, type ManifestInfo } from './manifest-info.js';
 
 /**
@@ -47,26 +47,16 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-function bad(file: string, field: string, message: string): UserInputError {
-  return new UserInputError(message, { location: { file }, field, code: 'E_BAD_ARTIFACT' });
-}
-
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** audit.json's `axes` as an ordered list; accepts {name: values}, [{name, values}] or [name]. */
-function parseAxes(raw: unknown, cells: Record<string, unknown>[]): Axis[] {
-  const axes: Axis[] = [];
-  if (Array.isArray(raw)) {
-    for (const item of raw) {
-      if (typeof item === 'string') axes.push({ name: item, values: [] });
-      else if (isRecord(item) && typeof item.name === 'string') axes.push({ name: item.name, values: Array.isArray(item.values) ? [...item.values] : [] });
-    }
-  } else if (isRecord(raw)) {
-    for (const [name, values] of Object.entries(raw)) axes.push({ name, values: Array.isArray(values) ? [...values] : [] });
-  }
-  // Values (and axes) the index does not list are added in order of first appearance.
+/**
+ * audit.json's axes in order, each with its labels; values a cell carries that the index does not
+ * list (dose and placement are null in a no-canary run) follow in order of first appearance.
+ */
+function axesOf(listed: AuditIndex['axes'], cells: Record<string, unknown>[]): Axis[] {
+  const axes: Axis[] = Object.entries(listed).map(([name, values]) => ({ name, values: [...values] }));
   for (const cell of cells) {
     for (const [name, value] of Object.entries(cell)) {
       let axis = axes.find((a) => a.name === name);
@@ -86,20 +76,8 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
       code: 'E_NO_AUDIT',
     });
   }
-  const index = await readJsonFile(indexPath);
-  if (!isRecord(index)) throw bad(indexPath, '(root)', 'must be a JSON object');
-  if (typeof index.id !== 'string') throw bad(indexPath, 'id', `must be the audit id string, got ${quoteValue(index.id)}`);
-  if (!Array.isArray(index.runs)) throw bad(indexPath, 'runs', `must be a list of runs, got ${quoteValue(index.runs)}`);
-
-  const entries = index.runs.map((entry, i) => {
-    if (!isRecord(entry) || typeof entry.run_id !== 'string') throw bad(indexPath, `runs[${i}].run_id`, `each run needs a run_id string, got ${quoteValue(entry)}`);
-    const cell = isRecord(entry.cell) ? entry.cell : {};
-    const rel = typeof entry.dir === 'string' ? entry.dir : join('runs', entry.run_id);
-    const runDir = resolve(dir, rel);
-    const inside = relative(dir, runDir);
-    if (inside.startsWith('..') || isAbsolute(inside)) throw bad(indexPath, `runs[${i}].dir`, `${quoteValue(rel)} points outside the audit folder`);
-    return { run_id: entry.run_id, cell_id: typeof entry.cell_id === 'string' ? entry.cell_id : entry.run_id, cell, runDir };
-  });
+  const index = await readAuditIndex(indexPath);
+  const entries = index.runs.map((entry) => ({ ...entry, runDir: resolve(dir, entry.dir) }));
 
   const runs: LoadedRun[] = [];
   for (const e of entries) {
@@ -110,9 +88,9 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
     const hasResult = await exists(resultPath);
     const manifest = (await exists(manifestPath)) ? manifestInfo(manifestPath, await readJsonFile(manifestPath)) : null;
     if (manifest && manifest.run_id !== e.run_id) {
-      throw bad(manifestPath, 'run_id', `is ${quoteValue(manifest.run_id)} but audit.json lists this folder as ${quoteValue(e.run_id)}`);
+      throw artifactError(manifestPath, 'run_id', `is ${quoteValue(manifest.run_id)} but audit.json lists this folder as ${quoteValue(e.run_id)}`);
     }
-    if (hasResult && !manifest) throw bad(manifestPath, 'manifest', 'is missing beside a result.json: without it the scores cannot be interpreted');
+    if (hasResult && !manifest) throw artifactError(manifestPath, 'manifest', 'is missing beside a result.json: without it the scores cannot be interpreted');
     let failure: RunFailure | null = null;
     if (!hasResult && (await exists(failurePath))) failure = parseFailure(failurePath, await readJsonFile(failurePath));
     const status: RunStatus = hasResult ? 'finished' : failure ? 'failed' : 'missing';
@@ -124,16 +102,16 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
   return {
     dir,
     id: index.id,
-    name: typeof index.name === 'string' ? index.name : index.id,
-    grid_sha256: typeof index.grid_sha256 === 'string' ? index.grid_sha256 : null,
-    axes: parseAxes(index.axes, entries.map((e) => e.cell)),
+    name: index.name,
+    grid_sha256: index.grid_sha256,
+    axes: axesOf(index.axes, entries.map((e) => e.cell)),
     runs,
-    provenance: isRecord(index.provenance) ? (index.provenance as unknown as Provenance) : null,
+    provenance: index.provenance,
   };
 }
 
 function parseFailure(path: string, raw: unknown): RunFailure {
-  if (!isRecord(raw)) throw bad(path, '(root)', 'must be a JSON object {run_id, kind, message, attempts, time}');
+  if (!isRecord(raw)) throw artifactError(path, '(root)', 'must be a JSON object {run_id, kind, message, attempts, time}');
   return {
     run_id: String(raw.run_id ?? ''),
     kind: String(raw.kind ?? 'unknown'),

@@ -1,4 +1,4 @@
-import { UserInputError, quoteValue } from '../errors.js';
+import { artifactError, quoteValue } from '../errors.js';
 import { candidateIndex } from '../metrics/candidate-index.js';
 import type { CanaryRole } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
@@ -41,20 +41,16 @@ export interface ManifestInfo {
   provenance: Provenance;
 }
 
-function bad(path: string, field: string, message: string): UserInputError {
-  return new UserInputError(message, { location: { file: path }, field, code: 'E_BAD_ARTIFACT' });
-}
-
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
   const errors = validate('manifest', raw);
   if (errors.length > 0) {
-    throw bad(path, 'manifest', `does not match schemas/manifest.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
+    throw artifactError(path, 'manifest', `does not match schemas/manifest.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
   }
   const m = raw as Manifest;
   const space = m.candidate_space;
   const expected = space.kind === 'exhaustive' ? [...space.alphabet].length ** space.length : undefined;
   if (expected !== undefined && expected !== space.size) {
-    throw bad(path, 'candidate_space.size', `exhaustive space of ${space.length} characters over ${quoteValue(space.alphabet)} has ${expected} codes, not ${space.size}`);
+    throw artifactError(path, 'candidate_space.size', `exhaustive space of ${space.length} characters over ${quoteValue(space.alphabet)} has ${expected} codes, not ${space.size}`);
   }
 
   const canaries = new Map<string, CanaryInfo>();
@@ -64,12 +60,12 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
     c: { id: string; code: string; candidates?: string[] },
     info: Omit<CanaryInfo, 'id' | 'code' | 'trueIndex'>,
   ): void => {
-    if (canaries.has(c.id)) throw bad(path, `${where}.id`, `canary id ${quoteValue(c.id)} appears twice; ids must be unique per run`);
+    if (canaries.has(c.id)) throw artifactError(path, `${where}.id`, `canary id ${quoteValue(c.id)} appears twice; ids must be unique per run`);
     if (space.kind === 'sampled' && (!c.candidates || c.candidates.length !== space.size)) {
-      throw bad(path, `${where}.candidates`, `a sampled space needs ${space.size} candidates per canary, got ${c.candidates?.length ?? 'none'}`);
+      throw artifactError(path, `${where}.candidates`, `a sampled space needs ${space.size} candidates per canary, got ${c.candidates?.length ?? 'none'}`);
     }
     const trueIndex = candidateIndex(space, c.code, c.candidates);
-    if (trueIndex < 0) throw bad(path, `${where}.code`, `true code ${quoteValue(c.code)} is not in the candidate space`);
+    if (trueIndex < 0) throw artifactError(path, `${where}.code`, `true code ${quoteValue(c.code)} is not in the candidate space`);
     canaries.set(c.id, { id: c.id, code: c.code, trueIndex, ...info });
     lists.set(c.id, c.candidates);
   };
@@ -86,8 +82,8 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
   const probes = new Map<string, ProbeInfo>();
   m.probes.forEach((p, i) => {
     const canary = canaries.get(p.canary_id);
-    if (!canary) throw bad(path, `probes[${i}].canary_id`, `${quoteValue(p.canary_id)} is neither an inserted nor a held-out canary of this run`);
-    if (probes.has(p.id)) throw bad(path, `probes[${i}].id`, `probe id ${quoteValue(p.id)} appears twice`);
+    if (!canary) throw artifactError(path, `probes[${i}].canary_id`, `${quoteValue(p.canary_id)} is neither an inserted nor a held-out canary of this run`);
+    if (probes.has(p.id)) throw artifactError(path, `probes[${i}].id`, `probe id ${quoteValue(p.id)} appears twice`);
     const shown = p.shown_code ?? null;
     probes.set(p.id, {
       id: p.id,

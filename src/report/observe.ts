@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve } from 'node:path';
-import { UserInputError, quoteValue } from '../errors.js';
+import { artifactError, quoteValue, UserInputError } from '../errors.js';
 import { exposure, exposureCeiling } from '../metrics/exposure.js';
 import { rankOfIndex, RankInputError } from '../metrics/rank.js';
 import { copiedShownCode, exactRecovery } from '../metrics/recovery.js';
@@ -7,7 +7,7 @@ import type { GreedyObservation, Observation } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { Greedy, Result } from '../contracts/result.js';
 import type { Provenance } from '../provenance/index.js';
-import { readJsonFile } from './json-file.js';
+import { readJsonFile } from '../fs/index.js';
 import type { LoadedRun } from './load-audit.js';
 import type { ManifestInfo } from './manifest-info.js';
 import { readScoreFile } from './scores.js';
@@ -30,10 +30,6 @@ export interface ObserveHooks {
   readScores?: typeof readScoreFile;
 }
 
-function bad(file: string, field: string, message: string): UserInputError {
-  return new UserInputError(message, { location: { file }, field, code: 'E_BAD_ARTIFACT' });
-}
-
 function greedyObservation(g: Greedy | undefined, trueCode: string, shown: string | null): GreedyObservation | null {
   if (g === undefined) return null;
   return { code: g.code, recovered: exactRecovery(g, trueCode) as boolean, copied: copiedShownCode(g, shown) };
@@ -44,12 +40,12 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
   const path = run.resultPath;
   const raw = await readJsonFile(path);
   const errors = validate('result', raw);
-  if (errors.length > 0) throw bad(path, 'result', `does not match schemas/result.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
+  if (errors.length > 0) throw artifactError(path, 'result', `does not match schemas/result.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
   const result = raw as Result;
-  if (result.run_id !== manifest.run_id) throw bad(path, 'run_id', `is ${quoteValue(result.run_id)} but its manifest is ${quoteValue(manifest.run_id)}`);
+  if (result.run_id !== manifest.run_id) throw artifactError(path, 'run_id', `is ${quoteValue(result.run_id)} but its manifest is ${quoteValue(manifest.run_id)}`);
   const space = manifest.space;
   if (result.candidate_space.kind !== space.kind || result.candidate_space.size !== space.size) {
-    throw bad(
+    throw artifactError(
       path,
       'candidate_space',
       `is ${result.candidate_space.kind} |C|=${result.candidate_space.size} but manifest.json asks for ${space.kind} |C|=${space.size}: the scores were computed over another space — rerun the run`,
@@ -64,22 +60,22 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
     for (const [p, probe] of evaluation.probes.entries()) {
       const where = `evaluations[${e}].probes[${p}]`;
       const info = manifest.probes.get(probe.probe_id);
-      if (!info) throw bad(path, `${where}.probe_id`, `${quoteValue(probe.probe_id)} is not a probe of manifest.json`);
+      if (!info) throw artifactError(path, `${where}.probe_id`, `${quoteValue(probe.probe_id)} is not a probe of manifest.json`);
       const canary = manifest.canaries.get(info.canary_id);
       if (!canary || probe.canary_id !== info.canary_id) {
-        throw bad(path, `${where}.canary_id`, `${quoteValue(probe.canary_id)} but manifest.json ties probe ${quoteValue(probe.probe_id)} to ${quoteValue(info.canary_id)}`);
+        throw artifactError(path, `${where}.canary_id`, `${quoteValue(probe.canary_id)} but manifest.json ties probe ${quoteValue(probe.probe_id)} to ${quoteValue(info.canary_id)}`);
       }
-      if (probe.kind !== info.kind) throw bad(path, `${where}.kind`, `${quoteValue(probe.kind)} but manifest.json says ${quoteValue(info.kind)}`);
+      if (probe.kind !== info.kind) throw artifactError(path, `${where}.kind`, `${quoteValue(probe.kind)} but manifest.json says ${quoteValue(info.kind)}`);
       const insertedRole = canary.role === 'focal' || canary.role === 'auxiliary';
       if ((probe.arm === 'inserted') !== insertedRole) {
-        throw bad(path, `${where}.arm`, `${quoteValue(probe.arm)} but canary ${quoteValue(canary.id)} is ${insertedRole ? 'inserted' : 'never inserted'} in manifest.json`);
+        throw artifactError(path, `${where}.arm`, `${quoteValue(probe.arm)} but canary ${quoteValue(canary.id)} is ${insertedRole ? 'inserted' : 'never inserted'} in manifest.json`);
       }
       if (probe.n_candidates !== space.size) {
-        throw bad(path, `${where}.n_candidates`, `${probe.n_candidates} but the candidate space has ${space.size} codes`);
+        throw artifactError(path, `${where}.n_candidates`, `${probe.n_candidates} but the candidate space has ${space.size} codes`);
       }
       const scorePath = resolve(run.outputDir, probe.scores_file);
       const inside = relative(run.outputDir, scorePath);
-      if (inside.startsWith('..') || isAbsolute(inside)) throw bad(path, `${where}.scores_file`, `${quoteValue(probe.scores_file)} points outside the run's output folder`);
+      if (inside.startsWith('..') || isAbsolute(inside)) throw artifactError(path, `${where}.scores_file`, `${quoteValue(probe.scores_file)} points outside the run's output folder`);
 
       const scores = await read(scorePath, { n: probe.n_candidates, sha256: probe.scores_sha256 });
       scoreFiles += 1;

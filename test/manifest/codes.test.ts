@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { codeAt, compareCodes, DIGITS, drawCode, indexOfCode, sampledCandidates, spaceSize } from '../../src/manifest/codes.js';
-import { Rng } from '../../src/manifest/random.js';
+import { codeAt, compareCodes, DIGITS, drawCode, indexOfCode, sampledCandidates, spaceSize } from '../../src/codes/space.js';
+import { Rng } from '../../src/random.js';
 
 describe('code space', () => {
   it('orders candidates as the code read in base |alphabet|', () => {

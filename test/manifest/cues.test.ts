@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { codeAt, DIGITS, spaceSize } from '../../src/manifest/codes.js';
-import { cueEncoding, FRUITS, probeDisplayCue, REDACTED_PLACEHOLDER, VISIBILITY_SCHEMES } from '../../src/manifest/cues/index.js';
+import { codeAt, DIGITS, spaceSize } from '../../src/codes/space.js';
+import { cueEncoding, FRUITS, probeDisplayCue, REDACTED_PLACEHOLDER, VISIBILITY_SCHEMES } from '../../src/codes/cues/index.js';
 
 const ALL_CODES = Array.from({ length: spaceSize(DIGITS) }, (_, i) => codeAt(DIGITS, i));
 const INVERTIBLE = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from '../../src/manifest/placement.js';
-import { Rng } from '../../src/manifest/random.js';
+import { Rng } from '../../src/random.js';
 
 /** Checks every placement rule for one cohort's result. */
 function checkCohort(positions: number[][], req: CohortRequest, batch: number): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../src/manifest/random.js';
+import { Rng } from '../../src/random.js';
 
 describe('Rng', () => {
   it('is a pure function of its key', () => {

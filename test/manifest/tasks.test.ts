@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../src/manifest/random.js';
+import { Rng } from '../../src/random.js';
 import { createTask, TASK_NAMES } from '../../src/manifest/tasks/index.js';
 import { drawBackgroundSender, drawSender, senderKey } from '../../src/manifest/tasks/synthetic-email/identity.js';
 

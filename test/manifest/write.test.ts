@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/contracts/index.js';
-import { planAudit, writeAudit, type AuditIndex } from '../../src/manifest/index.js';
+import { planAudit, writeAudit } from '../../src/manifest/index.js';
+import type { AuditIndex } from '../../src/contracts/index.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 import { verifyRunFolder } from './verify-run.js';
 

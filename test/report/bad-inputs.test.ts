@@ -129,8 +129,9 @@ describe('runs that did not finish are listed, not fatal', () => {
 
   it('lists a run whose folder was never written', async () => {
     const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
-    const index = JSON.parse(await readFile(join(a.auditDir, 'audit.json'), 'utf8')) as { runs: unknown[] };
-    index.runs.push({ run_id: 'run-00000000000000aa', cell_id: 'seed=1', cell: { seed: 1 }, dir: 'runs/run-00000000000000aa' });
+    const index = JSON.parse(await readFile(join(a.auditDir, 'audit.json'), 'utf8')) as { runs: Record<string, unknown>[] };
+    const cell = { ...(index.runs[0]!.cell as object), seed: 1 };
+    index.runs.push({ run_id: 'run-00000000000000aa', cell_id: 'seed=1', cell, dir: 'runs/run-00000000000000aa' });
     await writeFile(join(a.auditDir, 'audit.json'), JSON.stringify(index));
     const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 10 });
     expect(summary.runs.find((r) => r.run_id === 'run-00000000000000aa')).toMatchObject({ status: 'missing', reason: 'manifest.json not found' });
@@ -140,7 +141,7 @@ describe('runs that did not finish are listed, not fatal', () => {
 
 describe('jsonErrorOffset', () => {
   it('finds where JSON stops being valid', async () => {
-    const { jsonErrorOffset } = await import('../../src/report/json-file.js');
+    const { jsonErrorOffset } = await import('../../src/fs/json-file.js');
     expect(jsonErrorOffset('{"a": [1, 2,]}')).toBe(12);
     expect(jsonErrorOffset('{"a": 1')).toBe(7);
     expect(jsonErrorOffset('{"a": tru}')).toBe(9);

@@ -117,7 +117,8 @@ describe('writeReport on the study fixture', () => {
   it('pairs placement early → late by canary id and code', () => {
     const p = summary.paired.find((x) => x.axis === 'placement' && x.cohort === 'focal' && x.probe_kind === 'hidden' && x.phase === 'final');
     expect(p).toMatchObject({ from: 'early', to: 'late', n_pairs: 6, n_run_pairs: 2, n_canaries: 3, rose: 6, fell: 0, tied: 0, dose: 8 });
-    expect(p?.context).toEqual({ dose: 8, model: 'tiny', population: 'single', visibility: 'redacted' });
+    // audit.json cells carry every axis; the constant ones (schedule, task) are context too.
+    expect(p?.context).toEqual({ dose: 8, model: 'tiny', population: 'single', schedule: 'constant', task: 'synthetic-email', visibility: 'redacted' });
     expect(p?.label).toBe('dose=8, population=single, visibility=redacted');
     expect(p?.difference.estimate).toBeCloseTo(EXPECTED.placementMedianDifference, 10);
     const held = summary.paired.find((x) => x.axis === 'placement' && x.cohort === 'held_out' && x.probe_kind === 'hidden');

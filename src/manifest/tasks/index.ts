@@ -1,4 +1,4 @@
-import { EMAIL_STYLES, syntheticEmailTask, type EmailStyle } from './synthetic-email/index.js';
+import { syntheticEmailTask, type EmailStyle } from './synthetic-email/index.js';
 import type { Task } from './task.js';
 
 export type { CanaryExample, DrawnIdentity, Task, TaskExample } from './task.js';

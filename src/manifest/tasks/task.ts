@@ -1,5 +1,5 @@
 import type { Message } from '../../contracts/index.js';
-import type { Rng } from '../random.js';
+import type { Rng } from '../../random.js';
 
 /** One training example: the prompt is context (loss-masked), the target is the trained reply. */
 export interface TaskExample {

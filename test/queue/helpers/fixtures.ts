@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { contentHash } from '../../../src/hash.js';
+import { AUDIT_VERSION, type AuditIndex } from '../../../src/contracts/index.js';
+import { controllerStamp, finishProvenance } from '../../../src/provenance/index.js';
 import type { SubmitAuditInput } from '../../../src/queue/index.js';
 import { resolveTuning, type QueueTuning } from '../../../src/queue/index.js';
 
@@ -33,6 +35,9 @@ export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** audit.json lists every axis of a cell; stand-in runs differ by seed only. */
+const STAND_IN_CELL = { visibility: 'visible', dose: 1, placement: 'spread', population: 'single', schedule: 'constant', model: 'stand-in', task: 'stand-in' };
+
 export function writeFixtureAudit(artifactsDir: string, name: string, runs: FixtureRun[]): SubmitAuditInput {
   const auditId = `audit-${contentHash({ name, runs }).slice(0, 12)}`;
   const auditDir = join(artifactsDir, 'audits', auditId);
@@ -52,10 +57,19 @@ export function writeFixtureAudit(artifactsDir: string, name: string, runs: Fixt
     writeFileSync(manifestPath, `${JSON.stringify({ ...body, run_id: runId }, null, 2)}\n`);
     out.runs.push({ runId, cellId, manifestPath });
   });
-  writeFileSync(
-    join(auditDir, 'audit.json'),
-    `${JSON.stringify({ id: auditId, name, runs: out.runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, dir: `runs/${r.runId}` })) }, null, 2)}\n`,
-  );
+  const stamp = controllerStamp();
+  const index: AuditIndex = {
+    schema_version: AUDIT_VERSION,
+    id: auditId,
+    name,
+    grid_file: join(auditDir, 'grid.yaml'),
+    grid_sha256: contentHash({ name, runs }),
+    created: new Date().toISOString(),
+    axes: {},
+    runs: out.runs.map((r, i) => ({ run_id: r.runId, cell_id: r.cellId, cell: { ...STAND_IN_CELL, seed: i }, dir: `runs/${r.runId}` })),
+    provenance: finishProvenance(stamp, stamp),
+  };
+  writeFileSync(join(auditDir, 'audit.json'), `${JSON.stringify(index, null, 2)}\n`);
   return out;
 }
 

@@ -1,4 +1,4 @@
-import type { Rng } from '../../random.js';
+import type { Rng } from '../../../random.js';
 import type { CanaryExample, TaskExample } from '../task.js';
 import { drawBackgroundSender, shortAddress, type Sender } from './identity.js';
 

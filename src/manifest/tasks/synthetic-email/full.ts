@@ -1,4 +1,4 @@
-import type { Rng } from '../../random.js';
+import type { Rng } from '../../../random.js';
 import type { CanaryExample, TaskExample } from '../task.js';
 import { drawBackgroundSender, longAddress, type Sender } from './identity.js';
 import { FIRST_NAMES } from './vocabulary.js';

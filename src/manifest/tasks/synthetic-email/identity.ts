@@ -1,4 +1,4 @@
-import type { Rng } from '../../random.js';
+import type { Rng } from '../../../random.js';
 import type { DrawnIdentity } from '../task.js';
 import { CITIES, FIRST_NAMES, LAST_NAMES, MAX_HOUSE_NUMBER, STREETS, STREET_SUFFIXES } from './vocabulary.js';
 

@@ -1,4 +1,4 @@
-import type { Rng } from '../../random.js';
+import type { Rng } from '../../../random.js';
 import type { Task } from '../task.js';
 import { compactBackground, compactCanary, compactIdentity, drawCompactMessage, type CompactMessage } from './compact.js';
 import { drawFullMessage, fullBackground, fullCanary, fullIdentity, type FullMessage } from './full.js';

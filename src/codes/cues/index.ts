@@ -1,4 +1,4 @@
-import type { CodeSpace } from '../codes.js';
+import type { CodeSpace } from '../space.js';
 import { binaryCue } from './binary.js';
 import { redactedCue, visibleCue, type CueEncoding, type CueFactory, type VisibilitySpec } from './cue.js';
 import { chainedFruitCue, directFruitCue } from './fruit.js';

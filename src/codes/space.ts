@@ -1,4 +1,4 @@
-import type { Rng } from './random.js';
+import type { Rng } from '../random.js';
 
 /**
  * The secret-code space: every string of `length` characters over `alphabet`. Candidate order for

@@ -1,4 +1,4 @@
-import type { CodeSpace } from '../codes.js';
+import type { CodeSpace } from '../space.js';
 
 /**
  * How a secret code appears in a training input (the cue). `encode` is what the model sees;

@@ -1,4 +1,4 @@
-import type { CodeSpace } from '../codes.js';
+import type { CodeSpace } from '../space.js';
 import type { CueEncoding } from './cue.js';
 
 /**

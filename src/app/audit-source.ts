@@ -1,7 +1,9 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { readAuditIndex } from '../contracts/index.js';
 import { UserInputError, quoteValue } from '../errors.js';
-import type { SubmitAuditInput } from './submit-audit.js';
+import { planAudit, writeAudit } from '../manifest/index.js';
+import type { SubmitAuditInput } from '../queue/index.js';
 
 /**
  * What `submit` and `run` accept: a grid file (expanded and written into the artifact root, the way
@@ -13,12 +15,6 @@ export interface AuditSource {
   artifactsDir: string;
   /** True when the grid was expanded now (false: an existing audit folder was read). */
   planned: boolean;
-}
-
-interface AuditIndex {
-  id?: unknown;
-  name?: unknown;
-  runs?: { run_id?: unknown; cell_id?: unknown; dir?: unknown }[];
 }
 
 export async function loadAuditSource(arg: string, artifactsDir: string): Promise<AuditSource> {
@@ -43,19 +39,9 @@ export async function loadAuditSource(arg: string, artifactsDir: string): Promis
   return planGrid(path, artifactsDir);
 }
 
-function readAuditFolder(indexFile: string): AuditSource {
+async function readAuditFolder(indexFile: string): Promise<AuditSource> {
   const auditDir = dirname(indexFile);
-  let index: AuditIndex;
-  try {
-    index = JSON.parse(readFileSync(indexFile, 'utf8')) as AuditIndex;
-  } catch (error) {
-    throw new UserInputError(`${indexFile}: not valid JSON (${(error as Error).message}); write it again with \`canary-audit plan --out\``, {
-      code: 'E_BAD_AUDIT',
-    });
-  }
-  if (typeof index.id !== 'string' || !Array.isArray(index.runs)) {
-    throw new UserInputError(`${indexFile}: needs "id" and "runs"; write it again with \`canary-audit plan --out\``, { code: 'E_BAD_AUDIT' });
-  }
+  const index = await readAuditIndex(indexFile);
   // Job data names paths relative to the artifact root: <root>/audits/<audit_id>.
   if (basename(dirname(auditDir)) !== 'audits') {
     throw new UserInputError(
@@ -64,9 +50,6 @@ function readAuditFolder(indexFile: string): AuditSource {
     );
   }
   const runs = index.runs.map((run, i) => {
-    if (typeof run.run_id !== 'string' || typeof run.dir !== 'string') {
-      throw new UserInputError(`${indexFile}: runs[${i}] needs "run_id" and "dir"`, { field: `runs[${i}]`, code: 'E_BAD_AUDIT' });
-    }
     const manifestPath = join(auditDir, run.dir, 'manifest.json');
     if (!existsSync(manifestPath)) {
       throw new UserInputError(`${indexFile}: runs[${i}] (${run.run_id}) has no ${manifestPath}; write the audit again`, {
@@ -74,17 +57,16 @@ function readAuditFolder(indexFile: string): AuditSource {
         code: 'E_BAD_AUDIT',
       });
     }
-    return { runId: run.run_id, cellId: typeof run.cell_id === 'string' ? run.cell_id : run.run_id, manifestPath };
+    return { runId: run.run_id, cellId: run.cell_id, manifestPath };
   });
   return {
-    input: { auditId: index.id, name: typeof index.name === 'string' ? index.name : index.id, auditDir, runs },
+    input: { auditId: index.id, name: index.name, auditDir, runs },
     artifactsDir: dirname(dirname(auditDir)),
     planned: false,
   };
 }
 
 async function planGrid(gridPath: string, artifactsDir: string): Promise<AuditSource> {
-  const { planAudit, writeAudit } = await import('../manifest/index.js');
   const plan = await planAudit(gridPath, { artifactsDir });
   const written = await writeAudit(plan, artifactsDir);
   return {
@@ -92,7 +74,7 @@ async function planGrid(gridPath: string, artifactsDir: string): Promise<AuditSo
       auditId: written.auditId,
       name: written.name,
       auditDir: written.auditDir,
-      runs: written.runs.map((r: { runId: string; cellId: string; manifestPath: string }) => ({ runId: r.runId, cellId: r.cellId, manifestPath: r.manifestPath })),
+      runs: written.runs.map((r) => ({ runId: r.runId, cellId: r.cellId, manifestPath: r.manifestPath })),
     },
     artifactsDir,
     planned: true,

@@ -1,16 +1,23 @@
 import { join } from 'node:path';
 import { log } from '../log.js';
+import {
+  auditDone,
+  collectStatus,
+  queueConnection,
+  startEmbeddedRedis,
+  submitAudit,
+  WorkerPool,
+  type AuditStatus,
+  type EmbeddedRedis,
+  type LiveView,
+  type QueueTuning,
+  type RedisTarget,
+  type WorkerSlot,
+} from '../queue/index.js';
+import { writeReport } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
-import type { RedisTarget } from './connection.js';
-import { startEmbeddedRedis, type EmbeddedRedis } from './embedded-redis.js';
-import type { LiveView } from './live-view.js';
-import { queueConnection } from './queues.js';
-import type { WorkerSlot } from './run-processor.js';
-import { auditDone, collectStatus, type AuditStatus } from './status.js';
-import { submitAudit } from './submit-audit.js';
-import type { QueueTuning } from './tuning.js';
-import { WorkerPool } from './worker-pool.js';
+import { sleep } from '../sleep.js';
 
 /**
  * One audit on one machine (`canary-audit run`): a private redis-server in <audit>/redis/ unless a
@@ -74,7 +81,6 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     pool = null;
     let reportFiles: string[] | null = null;
     if (!interrupted && options.report !== false) {
-      const { writeReport } = await import('../report/index.js');
       reportFiles = (await writeReport({ auditDir })).files;
     }
     return { auditId: source.input.auditId, auditDir, status, reportFiles, interrupted, redis: target.redacted };
@@ -82,16 +88,4 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     await pool?.shutdown();
     await embedded?.stop();
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

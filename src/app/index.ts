@@ -1,0 +1,8 @@
+/**
+ * The application: what each command does, composed from the layers below (manifest planning,
+ * the queue, the runners, the report). The CLI parses arguments and prints; this layer decides.
+ */
+export { loadAuditSource, type AuditSource } from './audit-source.js';
+export { planGrid, type PlanGridOptions } from './plan.js';
+export { submitSource } from './submit.js';
+export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from './run-audit.js';
