@@ -92,6 +92,12 @@ export interface TrainingSpec {
   device: 'auto' | 'cpu' | 'cuda';
 }
 
+/** The settings a grid's `training` block gives once for every run (the manifest adds the rest per cell). */
+export type TrainingSettings = Pick<
+  TrainingSpec,
+  'batch_size' | 'lr' | 'weight_decay' | 'betas' | 'grad_clip' | 'checkpoint_every' | 'loss_explode' | 'device'
+>;
+
 export interface Cue {
   /** visible | redacted | encoded:<scheme> */
   visibility: string;

@@ -1,4 +1,4 @@
-import type { FinetuneSpec, HfModelSpec, TinyModelSpec } from '../contracts/index.js';
+import type { FinetuneSpec, HfModelSpec, TinyModelSpec, TrainingSettings } from '../contracts/index.js';
 import type { GridPath } from './source.js';
 
 /**
@@ -29,19 +29,8 @@ export interface GridDocument {
   include?: Partial<Record<AxisName, unknown>>[];
   exclude?: Partial<Record<AxisName, unknown>>[];
   zip?: AxisName[][];
-  training: {
-    batch_size: number;
-    rows?: number;
-    updates?: number;
-    lr: number;
-    max_length?: number;
-    weight_decay: number;
-    betas: [number, number];
-    grad_clip: number;
-    checkpoint_every: number;
-    loss_explode: number;
-    device: 'auto' | 'cpu' | 'cuda';
-  };
+  /** The budget is `rows` or `updates` (one implies the other); max_length defaults per model. */
+  training: TrainingSettings & { rows?: number; updates?: number; max_length?: number };
   canaries: { focal: number; held_out: number; code: { alphabet: string; length: number } };
   candidates: { kind: 'exhaustive' | 'sampled'; decoys?: number };
   probes: { kinds: ('hidden' | 'supplied' | 'substituted')[]; decode: ('prefill' | 'free')[]; auxiliary: boolean };

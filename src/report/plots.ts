@@ -51,6 +51,26 @@ function controlLayers(x: Record<string, unknown>, y: Record<string, unknown>): 
   ] as Layer[];
 }
 
+/** The dose plots' skeleton: one panel per visibility, the given layers, the legend below. */
+function byVisibility(rows: Record<string, unknown>[], layer: Layer[]): TopLevelSpec {
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    data: { values: rows },
+    facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' } },
+    spec: { width: WIDTH, height: HEIGHT, layer },
+    config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
+  } as TopLevelSpec;
+}
+
+/** Each cell's interval (a rule from lo to hi) and its estimate (a line with points), coloured by cell. */
+function estimateLayers(x: Record<string, unknown>, y: Record<string, unknown>, estimate: string): Layer[] {
+  const color = { field: 'series', type: 'nominal', title: 'cell' };
+  return [
+    { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
+    { mark: { type: 'line', point: true }, encoding: { x, y: { field: estimate, ...y }, color } },
+  ] as Layer[];
+}
+
 function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   const rows = groups
     .filter((g) => g.dose !== null && g.inserted.exposure)
@@ -70,26 +90,14 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   const x = doseAxis(rows.map((r) => r.dose as number));
   const ceiling = Math.max(...rows.map((r) => r.ceiling));
   const y = { type: 'quantitative', title: 'median exposure (bits)', scale: { domain: [0, Math.ceil(ceiling)] } };
-  const color = { field: 'series', type: 'nominal', title: 'cell' };
   return {
     id: 'exposure-vs-dose',
     title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ceiling log2|C|)`,
-    spec: {
-      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-      data: { values: rows },
-      facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' } },
-      spec: {
-        width: WIDTH,
-        height: HEIGHT,
-        layer: [
-          ...controlLayers(x, y),
-          { mark: { type: 'rule', strokeDash: [5, 4], color: '#333' }, encoding: { y: { field: 'ceiling', aggregate: 'max', ...y } } },
-          { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
-          { mark: { type: 'line', point: true }, encoding: { x, y: { field: 'median', ...y }, color } },
-        ],
-      },
-      config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
-    } as TopLevelSpec,
+    spec: byVisibility(rows, [
+      ...controlLayers(x, y),
+      { mark: { type: 'rule', strokeDash: [5, 4], color: '#333' }, encoding: { y: { field: 'ceiling', aggregate: 'max', ...y } } } as Layer,
+      ...estimateLayers(x, y, 'median'),
+    ]),
   };
 }
 
@@ -110,25 +118,10 @@ function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
   if (rows.length === 0) return null;
   const x = doseAxis(rows.map((r) => r.dose as number));
   const y = { type: 'quantitative', title: 'exact recovery (greedy, prefill)', scale: { domain: [0, 1] } };
-  const color = { field: 'series', type: 'nominal', title: 'cell' };
   return {
     id: 'recovery-vs-dose',
     title: `Exact recovery vs dose (${kind} probes, focal canaries, Wilson 95% CI; grey: held-out control)`,
-    spec: {
-      $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-      data: { values: rows },
-      facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' } },
-      spec: {
-        width: WIDTH,
-        height: HEIGHT,
-        layer: [
-          ...controlLayers(x, y),
-          { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
-          { mark: { type: 'line', point: true }, encoding: { x, y: { field: 'rate', ...y }, color } },
-        ],
-      },
-      config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
-    } as TopLevelSpec,
+    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate')]),
   };
 }
 
