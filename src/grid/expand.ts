@@ -21,19 +21,50 @@ function inputError(ctx: AxisContext, path: GridPath, message: string): UserInpu
   return new UserInputError(message, { location: ctx.source.locate(path), field: formatPath(path), code: 'E_GRID_EXPAND' });
 }
 
-export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
-  const errors: UserInputError[] = [];
-  const collect = <T>(fn: () => T): T | undefined => {
+/** Input errors gathered across a pass, so a grid with several mistakes reports them all at once. */
+class Collector {
+  readonly errors: UserInputError[] = [];
+
+  /** Run `fn`; a user input error is kept and `undefined` returned. */
+  try<T>(fn: () => T): T | undefined {
     try {
       return fn();
     } catch (error) {
-      if (error instanceof UserInputError) errors.push(error);
-      else if (error instanceof UserInputErrors) errors.push(...error.errors);
+      if (error instanceof UserInputError) this.errors.push(error);
+      else if (error instanceof UserInputErrors) this.errors.push(...error.errors);
       else throw error;
       return undefined;
     }
-  };
+  }
+}
 
+type Assignment = Partial<Record<AxisName, AnyValue>>;
+
+export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
+  const found = new Collector();
+  const axes = normaliseAxes(doc, ctx, found);
+  const includes = assignments(doc.include, 'include', ctx, found);
+  const excludes = assignments(doc.exclude, 'exclude', ctx, found);
+  checkExcludes(excludes, axes, ctx, found.errors);
+  checkLabels(axes, includes, ctx, found.errors);
+  const factors = zipFactors(doc, axes, ctx, found.errors);
+  if (found.errors.length > 0) throw new UserInputErrors(found.errors);
+
+  const named = AXES.filter((a) => doc.axes[a] !== undefined || includes.some((e) => e[a] !== undefined));
+  const cells = buildCells(factors, excludes, includes, axes);
+  if (cells.length === 0) {
+    throw new UserInputError('the grid expands to no cells: every cell is excluded; remove an exclude entry or add an include', {
+      location: ctx.source.locate(['exclude']),
+      field: 'exclude',
+      code: 'E_GRID_EMPTY',
+    });
+  }
+  nameCells(cells, named);
+  return { axes: axes as unknown as NormalisedAxes, named, cells };
+}
+
+/** Each axis's values as written (or its default), normalised; a value listed twice is an error. */
+function normaliseAxes(doc: GridDocument, ctx: AxisContext, found: Collector): Record<AxisName, AnyValue[]> {
   const axes = {} as Record<AxisName, AnyValue[]>;
   for (const axis of AXES) {
     const written = doc.axes[axis];
@@ -41,32 +72,35 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
     const values: AnyValue[] = [];
     raws.forEach((raw, i) => {
       const path: GridPath = written ? ['axes', axis, i] : ['axes'];
-      const v = collect(() => normaliseAxisValue(axis, raw, path, ctx) as AnyValue);
+      const v = found.try(() => normaliseAxisValue(axis, raw, path, ctx) as AnyValue);
       if (!v) return;
       const same = values.findIndex((w) => w.key === v.key);
       if (same >= 0) {
-        errors.push(inputError(ctx, path, `${quoteValue(raw)} repeats item ${same} of the ${axis} axis; list each value once`));
+        found.errors.push(inputError(ctx, path, `${quoteValue(raw)} repeats item ${same} of the ${axis} axis; list each value once`));
         return;
       }
       values.push(v);
     });
     axes[axis] = values;
   }
+  return axes;
+}
 
-  const assignments = (list: GridDocument['include'], name: 'include' | 'exclude'): Partial<Record<AxisName, AnyValue>>[] =>
-    (list ?? []).map((entry, i) => {
-      const out: Partial<Record<AxisName, AnyValue>> = {};
-      for (const axis of AXES) {
-        if (!(axis in entry)) continue;
-        const v = collect(() => normaliseAxisValue(axis, entry[axis], [name, i, axis], ctx) as AnyValue);
-        if (v) out[axis] = v;
-      }
-      return out;
-    });
-  const includes = assignments(doc.include, 'include');
-  const excludes = assignments(doc.exclude, 'exclude');
+/** `include` or `exclude` entries as partial assignments of normalised values. */
+function assignments(list: GridDocument['include'], name: 'include' | 'exclude', ctx: AxisContext, found: Collector): Assignment[] {
+  return (list ?? []).map((entry, i) => {
+    const out: Assignment = {};
+    for (const axis of AXES) {
+      if (!(axis in entry)) continue;
+      const v = found.try(() => normaliseAxisValue(axis, entry[axis], [name, i, axis], ctx) as AnyValue);
+      if (v) out[axis] = v;
+    }
+    return out;
+  });
+}
 
-  // An exclude that names a value no axis lists is a typo, not a no-op.
+/** An exclude that names a value no axis lists is a typo, not a no-op. */
+function checkExcludes(excludes: Assignment[], axes: Record<AxisName, AnyValue[]>, ctx: AxisContext, errors: UserInputError[]): void {
   excludes.forEach((entry, i) => {
     for (const [axis, v] of Object.entries(entry) as [AxisName, AnyValue][]) {
       if (!axes[axis].some((w) => w.key === v.key)) {
@@ -74,8 +108,10 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
       }
     }
   });
+}
 
-  // A label must name one value everywhere, or cell ids would be ambiguous.
+/** A label must name one value everywhere, or cell ids would be ambiguous. */
+function checkLabels(axes: Record<AxisName, AnyValue[]>, includes: Assignment[], ctx: AxisContext, errors: UserInputError[]): void {
   for (const axis of AXES) {
     const byLabel = new Map<string, AnyValue>();
     for (const v of [...axes[axis], ...includes.map((e) => e[axis]).filter((v): v is AnyValue => v !== undefined)]) {
@@ -85,11 +121,10 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
       } else byLabel.set(v.label, v);
     }
   }
+}
 
-  const factors = zipFactors(doc, axes, ctx, errors);
-  if (errors.length > 0) throw new UserInputErrors(errors);
-
-  const named = AXES.filter((a) => doc.axes[a] !== undefined || includes.some((e) => e[a] !== undefined));
+/** The product minus excluded cells, then the included cells (unassigned axes take their first value); duplicates once. */
+function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignment[], axes: Record<AxisName, AnyValue[]>): Cell[] {
   const cells: Cell[] = [];
   const seen = new Set<string>();
   const add = (assignment: Record<AxisName, AnyValue>): void => {
@@ -108,8 +143,14 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
     for (const axis of AXES) assignment[axis] = entry[axis] ?? (axes[axis][0] as AnyValue);
     add(assignment);
   }
-  // Ids name the axes that vary across the cells (all written axes when nothing varies), so an
-  // id reads as what distinguishes the run: visibility=redacted,dose=8.
+  return cells;
+}
+
+/**
+ * Ids name the axes that vary across the cells (all written axes when nothing varies), so an id
+ * reads as what distinguishes the run: visibility=redacted,dose=8.
+ */
+function nameCells(cells: Cell[], named: AxisName[]): void {
   const varying = AXES.filter((a) => new Set(cells.map((c) => c.labels[a]).filter((l) => l !== null).map(String)).size > 1);
   for (const cell of cells) {
     const id = (varying.length > 0 ? varying : named)
@@ -118,14 +159,6 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
       .join(',');
     cell.id = id === '' ? 'default' : id;
   }
-  if (cells.length === 0) {
-    throw new UserInputError('the grid expands to no cells: every cell is excluded; remove an exclude entry or add an include', {
-      location: ctx.source.locate(['exclude']),
-      field: 'exclude',
-      code: 'E_GRID_EMPTY',
-    });
-  }
-  return { axes: axes as unknown as NormalisedAxes, named, cells };
 }
 
 /** A factor is one axis, or a zip group whose axes advance together. */

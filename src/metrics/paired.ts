@@ -59,94 +59,122 @@ function cohortOf(o: Observation): string {
   return o.role === 'held_out' ? 'held_out' : (o.cohort ?? 'focal');
 }
 
+type PairMeta = Omit<PairedSummary, 'key' | 'space' | 'n_pairs' | 'n_run_pairs' | 'n_canaries' | 'rose' | 'fell' | 'tied' | 'from_median' | 'to_median' | 'difference'>;
+type PairGroup = { meta: PairMeta; pairs: Pair[]; runPairs: Set<string> };
+/** A run's observations (base phase left out) by phase, probe kind and canary. */
+type RunIndex = Map<string, Observation>;
+
 export function pairedComparisons(
   runs: readonly RunMeta[],
   observations: readonly Observation[],
   options: PairedOptions,
 ): PairedSummary[] {
   const runById = new Map(runs.map((r) => [r.run_id, r]));
-  const byRun = new Map<string, Map<string, Observation>>();
+  const byRun = indexByRun(observations, runById);
+  const ordered = runs.filter((r) => byRun.has(r.run_id));
+  const groups = new Map<string, PairGroup>();
+  for (let i = 0; i < ordered.length; i += 1) {
+    for (let j = i + 1; j < ordered.length; j += 1) {
+      const oriented = orientPair(ordered[i] as RunMeta, ordered[j] as RunMeta, options);
+      if (oriented) pairObservations(oriented, byRun, options, groups);
+    }
+  }
+  return [...groups].map(([key, group]) => summarise(key, group, runById, options)).sort(pairedOrder(options));
+}
+
+function indexByRun(observations: readonly Observation[], runById: Map<string, RunMeta>): Map<string, RunIndex> {
+  const byRun = new Map<string, RunIndex>();
   for (const o of observations) {
     if (o.phase === 'base' || !runById.has(o.run_id)) continue;
     let index = byRun.get(o.run_id);
     if (!index) byRun.set(o.run_id, (index = new Map()));
     index.set(`${o.phase}|${o.probe_kind}|${canaryKey(o)}`, o);
   }
-  const ordered = runs.filter((r) => byRun.has(r.run_id));
-  const groups = new Map<string, { meta: Omit<PairedSummary, 'key' | 'space' | 'n_pairs' | 'n_run_pairs' | 'n_canaries' | 'rose' | 'fell' | 'tied' | 'from_median' | 'to_median' | 'difference'>; pairs: Pair[]; runPairs: Set<string> }>();
+  return byRun;
+}
 
-  for (let i = 0; i < ordered.length; i += 1) {
-    for (let j = i + 1; j < ordered.length; j += 1) {
-      const a = ordered[i] as RunMeta;
-      const b = ordered[j] as RunMeta;
-      const diff = differingAxes(a.cell, b.cell);
-      const axis = diff[0];
-      if (diff.length !== 1 || axis === undefined || options.roles.seedAxes.includes(axis)) continue;
-      const pa = axisPosition(options.axes, axis, a.cell[axis]);
-      const pb = axisPosition(options.axes, axis, b.cell[axis]);
-      const aFirst = pa !== pb ? pa < pb : valueKey(a.cell[axis]) < valueKey(b.cell[axis]);
-      const [from, to] = aFirst ? [a, b] : [b, a];
-      const context: Cell = {};
-      for (const k of Object.keys(from.cell).sort()) {
-        if (k !== axis && !options.roles.seedAxes.includes(k) && from.cell[k] !== null) context[k] = from.cell[k];
-      }
-      const toIndex = byRun.get(to.run_id) as Map<string, Observation>;
-      for (const [k, f] of byRun.get(from.run_id) as Map<string, Observation>) {
-        const t = toIndex.get(k);
-        if (!t) continue;
-        // Held-out pairs only with held-out; two never-inserted sides say nothing about insertion.
-        if ((f.role === 'held_out') !== (t.role === 'held_out')) continue;
-        if (f.role === 'no_canary' && t.role === 'no_canary') continue;
-        const fc = f.role === 'no_canary' ? cohortOf(t) : cohortOf(f);
-        const tc = t.role === 'no_canary' ? cohortOf(f) : cohortOf(t);
-        const cohort = fc === tc ? fc : `${fc}→${tc}`;
-        const doses = [f.dose, t.dose].filter((d): d is number => d !== null);
-        const dose = doses.length > 0 && doses.every((d) => d === doses[0]) ? (doses[0] as number) : null;
-        const meta = { axis, from: from.cell[axis], to: to.cell[axis], context, label: cellLabel(context, options.labelAxes), cohort, dose, probe_kind: f.probe_kind, phase: f.phase };
-        const key = canonicalJson({ ...meta, from: meta.from ?? null, to: meta.to ?? null });
-        let group = groups.get(key);
-        if (!group) groups.set(key, (group = { meta, pairs: [], runPairs: new Set() }));
-        group.pairs.push({ from: f, to: t });
-        group.runPairs.add(`${from.run_id}|${to.run_id}`);
-      }
-    }
+/**
+ * Two runs whose cells differ in exactly one axis (not a seed axis), ordered by that axis's
+ * position in the grid, with the axes they share as context; null for any other pair.
+ */
+function orientPair(a: RunMeta, b: RunMeta, options: PairedOptions): { axis: string; from: RunMeta; to: RunMeta; context: Cell } | null {
+  const diff = differingAxes(a.cell, b.cell);
+  const axis = diff[0];
+  if (diff.length !== 1 || axis === undefined || options.roles.seedAxes.includes(axis)) return null;
+  const pa = axisPosition(options.axes, axis, a.cell[axis]);
+  const pb = axisPosition(options.axes, axis, b.cell[axis]);
+  const aFirst = pa !== pb ? pa < pb : valueKey(a.cell[axis]) < valueKey(b.cell[axis]);
+  const [from, to] = aFirst ? [a, b] : [b, a];
+  const context: Cell = {};
+  for (const k of Object.keys(from.cell).sort()) {
+    if (k !== axis && !options.roles.seedAxes.includes(k) && from.cell[k] !== null) context[k] = from.cell[k];
   }
+  return { axis, from, to, context };
+}
 
-  const out: PairedSummary[] = [];
-  for (const [key, { meta, pairs, runPairs }] of groups) {
-    const what = `paired comparison ${meta.axis} ${formatValue(meta.from)} → ${formatValue(meta.to)} (${meta.label})`;
-    const space = commonSpace(what, pairs.flatMap((p) => [p.from, p.to]), runById) as SpaceSummary;
-    const diffs = pairs.map((p) => p.to.exposure - p.from.exposure);
-    out.push({
-      key,
-      ...meta,
-      space,
-      n_pairs: pairs.length,
-      n_run_pairs: runPairs.size,
-      n_canaries: new Set(pairs.map((p) => canaryKey(p.from))).size,
-      rose: diffs.filter((d) => d > 0).length,
-      fell: diffs.filter((d) => d < 0).length,
-      tied: diffs.filter((d) => d === 0).length,
-      from_median: median(pairs.map((p) => p.from.exposure)),
-      to_median: median(pairs.map((p) => p.to.exposure)),
-      difference: bootstrapMedian(diffs, {
-        seed: options.seed,
-        label: `${key}|paired`,
-        ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
-        ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
-      }) as MedianInterval,
-    });
+/** Pair each observation of `from` with the same canary, probe kind and phase in `to`, grouped by comparison. */
+function pairObservations(
+  { axis, from, to, context }: { axis: string; from: RunMeta; to: RunMeta; context: Cell },
+  byRun: Map<string, RunIndex>,
+  options: PairedOptions,
+  groups: Map<string, PairGroup>,
+): void {
+  const toIndex = byRun.get(to.run_id) as RunIndex;
+  for (const [k, f] of byRun.get(from.run_id) as RunIndex) {
+    const t = toIndex.get(k);
+    if (!t) continue;
+    // Held-out pairs only with held-out; two never-inserted sides say nothing about insertion.
+    if ((f.role === 'held_out') !== (t.role === 'held_out')) continue;
+    if (f.role === 'no_canary' && t.role === 'no_canary') continue;
+    const fc = f.role === 'no_canary' ? cohortOf(t) : cohortOf(f);
+    const tc = t.role === 'no_canary' ? cohortOf(f) : cohortOf(t);
+    const cohort = fc === tc ? fc : `${fc}→${tc}`;
+    const doses = [f.dose, t.dose].filter((d): d is number => d !== null);
+    const dose = doses.length > 0 && doses.every((d) => d === doses[0]) ? (doses[0] as number) : null;
+    const meta: PairMeta = { axis, from: from.cell[axis], to: to.cell[axis], context, label: cellLabel(context, options.labelAxes), cohort, dose, probe_kind: f.probe_kind, phase: f.phase };
+    const key = canonicalJson({ ...meta, from: meta.from ?? null, to: meta.to ?? null });
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { meta, pairs: [], runPairs: new Set() }));
+    group.pairs.push({ from: f, to: t });
+    group.runPairs.add(`${from.run_id}|${to.run_id}`);
   }
-  return out.sort(
-    (a, b) =>
-      a.axis.localeCompare(b.axis) ||
-      axisPosition(options.axes, a.axis, a.from) - axisPosition(options.axes, b.axis, b.from) ||
-      axisPosition(options.axes, a.axis, a.to) - axisPosition(options.axes, b.axis, b.to) ||
-      Number(a.cohort === 'held_out') - Number(b.cohort === 'held_out') ||
-      a.cohort.localeCompare(b.cohort) ||
-      a.label.localeCompare(b.label) ||
-      PROBE_KIND_ORDER.indexOf(a.probe_kind) - PROBE_KIND_ORDER.indexOf(b.probe_kind) ||
-      (a.dose ?? 0) - (b.dose ?? 0) ||
-      phaseOrder(a.phase) - phaseOrder(b.phase),
-  );
+}
+
+function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: Map<string, RunMeta>, options: PairedOptions): PairedSummary {
+  const what = `paired comparison ${meta.axis} ${formatValue(meta.from)} → ${formatValue(meta.to)} (${meta.label})`;
+  const space = commonSpace(what, pairs.flatMap((p) => [p.from, p.to]), runById) as SpaceSummary;
+  const diffs = pairs.map((p) => p.to.exposure - p.from.exposure);
+  return {
+    key,
+    ...meta,
+    space,
+    n_pairs: pairs.length,
+    n_run_pairs: runPairs.size,
+    n_canaries: new Set(pairs.map((p) => canaryKey(p.from))).size,
+    rose: diffs.filter((d) => d > 0).length,
+    fell: diffs.filter((d) => d < 0).length,
+    tied: diffs.filter((d) => d === 0).length,
+    from_median: median(pairs.map((p) => p.from.exposure)),
+    to_median: median(pairs.map((p) => p.to.exposure)),
+    difference: bootstrapMedian(diffs, {
+      seed: options.seed,
+      label: `${key}|paired`,
+      ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
+      ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+    }) as MedianInterval,
+  };
+}
+
+/** Axis, then grid order of the values, focal before held-out, label, probe kind, dose, phase. */
+function pairedOrder(options: PairedOptions): (a: PairedSummary, b: PairedSummary) => number {
+  return (a, b) =>
+    a.axis.localeCompare(b.axis) ||
+    axisPosition(options.axes, a.axis, a.from) - axisPosition(options.axes, b.axis, b.from) ||
+    axisPosition(options.axes, a.axis, a.to) - axisPosition(options.axes, b.axis, b.to) ||
+    Number(a.cohort === 'held_out') - Number(b.cohort === 'held_out') ||
+    a.cohort.localeCompare(b.cohort) ||
+    a.label.localeCompare(b.label) ||
+    PROBE_KIND_ORDER.indexOf(a.probe_kind) - PROBE_KIND_ORDER.indexOf(b.probe_kind) ||
+    (a.dose ?? 0) - (b.dose ?? 0) ||
+    phaseOrder(a.phase) - phaseOrder(b.phase);
 }

@@ -50,128 +50,175 @@ function finalError(kind: string, message: string): UnrecoverableError {
   return new UnrecoverableError(`${kind}: ${message}`);
 }
 
+type StopReason = typeof ABORT_SHUTDOWN | typeof ABORT_CANCEL;
+
 export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobData, RunReturn> {
   return async (job: Job<RunJobData, RunReturn>, token?: string, signal?: AbortSignal): Promise<RunReturn> => {
-    const data = job.data;
-    const attempt = job.attemptsMade + 1;
-    const maxAttempts = job.opts.attempts ?? 1;
-
-    let manifestPath: string;
-    try {
-      manifestPath = resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
-    } catch (error) {
-      // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
-      if (error instanceof ArtifactPathError) throw finalError('bad_job', error.message);
-      throw error;
-    }
-    const runDir = dirname(manifestPath);
-    const outDir = join(runDir, 'output');
-
-    const failFinal = async (kind: string, message: string): Promise<never> => {
-      await writeFailureRecord(outDir, { run_id: data.run_id, kind, message, attempts: attempt, time: new Date().toISOString() });
-      throw finalError(kind, message);
-    };
-    const failRetryable = async (kind: string, message: string): Promise<never> => {
-      if (attempt >= maxAttempts) {
-        await writeFailureRecord(outDir, { run_id: data.run_id, kind, message, attempts: attempt, time: new Date().toISOString() });
-      }
-      throw new Error(`${kind}: ${message}`);
-    };
-    const backToQueue = async (why: string): Promise<never> => {
-      await job.log(`returned to the queue: ${why}`).catch(() => undefined);
-      if (token !== undefined) await job.moveToWait(token);
-      throw new WaitingError();
-    };
-
-    // A job fetched just before shutdown began: give it back untouched.
-    if (ctx.shuttingDown()) return backToQueue('worker shutting down before start');
-    const cancelled = await ctx.cancelledAt(data.audit_id);
-    if (cancelled) return failFinal('cancelled', `audit ${data.audit_id} cancelled at ${cancelled}`);
-    if (!existsSync(manifestPath)) {
-      // Retryable, and nothing written: on a host without the store mounted, any file we wrote
-      // would start a stray tree under the wrong root.
-      throw new Error(`missing_manifest: ${manifestPath} does not exist on ${ctx.host}; is the artifact store mounted at ${ctx.artifactsDir}?`);
-    }
-
-    const reused = reusableResult(outDir, manifestPath, data.run_id);
-    if (reused) {
-      await clearFailureRecord(outDir);
-      await job.log(`result.json already present for this manifest: not training again`);
-      return runReturn(ctx, data, outDir, reused, 0, 0, true);
-    }
-    await clearFailureRecord(outDir);
-
+    const attempt = new RunAttempt(ctx, job, token, resolveManifest(ctx, job.data));
+    const early = await attempt.beforeStart();
+    if (early) return early;
     const tracker = new ProgressTracker(
-      { host: ctx.host, gpu: ctx.slot.gpu, worker_pid: process.pid, attempt },
+      { host: ctx.host, gpu: ctx.slot.gpu, worker_pid: process.pid, attempt: attempt.number },
       { progressMs: ctx.tuning.progressMs, stepLogMs: ctx.tuning.stepLogMs },
     );
     const writer = new ProgressWriter(job);
     writer.request(tracker.progress);
-    await job.log(`attempt ${attempt}/${maxAttempts} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`} (runner ${ctx.runner.name})`);
-
-    const stderrLog = join(outDir, 'trainer.stderr.log');
-    await appendFileLine(
-      stderrLog,
-      `[canary-audit] ${new Date().toISOString()} attempt ${attempt} of ${data.run_id} on ${ctx.host} gpu=${ctx.slot.gpu ?? 'none'} worker_pid=${process.pid}`,
-    );
-    const trainerJob = { runId: data.run_id, runDir, manifestPath, outDir, gpu: ctx.slot.gpu, threads: ctx.slot.threads };
-    const trainer = await startTrainer({
-      runner: ctx.runner,
-      job: trainerJob,
-      stderrLog,
-      stopGraceMs: ctx.tuning.stopGraceMs,
-      onEvent(event) {
-        const out = tracker.apply(event);
-        if (out.write) writer.request(tracker.progress);
-        if (out.log) void job.log(out.log).catch(() => undefined);
-      },
-    });
-
-    let stopReason: typeof ABORT_SHUTDOWN | typeof ABORT_CANCEL | null = null;
-    const stop = (reason: typeof ABORT_SHUTDOWN | typeof ABORT_CANCEL) => {
-      if (stopReason !== null) return;
-      stopReason = reason;
-      tracker.setPhase('stopping');
-      writer.request(tracker.progress);
-      void job.log(`stopping trainer (${reason})`).catch(() => undefined);
-      trainer.stop();
-    };
-    const onAbort = () => stop(signal?.reason === ABORT_SHUTDOWN ? ABORT_SHUTDOWN : ABORT_CANCEL);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
-    // Safety net for a cancel published while this worker was disconnected from Redis.
-    const poll = setInterval(() => {
-      ctx.cancelledAt(data.audit_id).then(
-        (at) => {
-          if (at) stop(ABORT_CANCEL);
-        },
-        () => undefined,
-      );
-    }, ctx.cancelPollMs ?? 10_000);
-
-    let outcome: TrainerOutcome;
-    try {
-      outcome = await trainer.finished;
-    } finally {
-      clearInterval(poll);
-      signal?.removeEventListener('abort', onAbort);
-    }
+    await job.log(`attempt ${attempt.number}/${attempt.max} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`} (runner ${ctx.runner.name})`);
+    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal);
     await writer.flush();
     await job
       .log(`trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`)
       .catch(() => undefined);
-
-    if (outcome.outcome === 'ok') {
-      const reported = outcome.done ? (ctx.runner.toHostPath?.(outcome.done.result, trainerJob) ?? outcome.done.result) : 'result.json';
-      const resultPath = resolveResult(outDir, reported);
-      if (!existsSync(resultPath)) return failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
-      return runReturn(ctx, data, outDir, resultPath, outcome.done?.wall_s ?? outcome.wallMs / 1000, outcome.wallMs / 1000, false);
-    }
-    if (stopReason === ABORT_CANCEL) return failFinal('cancelled', `cancelled while running (${outcome.message})`);
-    if (outcome.outcome === 'final') return failFinal(outcome.kind, outcome.message);
-    if (stopReason === ABORT_SHUTDOWN) return backToQueue(`worker shutdown; trainer ${outcome.kind}`);
-    return failRetryable(outcome.kind, outcome.message);
+    return attempt.settle(outcome, stopReason);
   };
+}
+
+/** The run's manifest, resolved inside the artifact root; a path outside it is refused for good. */
+function resolveManifest(ctx: RunProcessorContext, data: RunJobData): string {
+  try {
+    return resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
+  } catch (error) {
+    // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
+    if (error instanceof ArtifactPathError) throw finalError('bad_job', error.message);
+    throw error;
+  }
+}
+
+/** One attempt at a run job: its paths, and how each way it can end is told to the queue. */
+class RunAttempt {
+  readonly data: RunJobData;
+  readonly number: number;
+  readonly max: number;
+  readonly runDir: string;
+  readonly outDir: string;
+
+  constructor(
+    readonly ctx: RunProcessorContext,
+    readonly job: Job<RunJobData, RunReturn>,
+    private readonly token: string | undefined,
+    readonly manifestPath: string,
+  ) {
+    this.data = job.data;
+    this.number = job.attemptsMade + 1;
+    this.max = job.opts.attempts ?? 1;
+    this.runDir = dirname(manifestPath);
+    this.outDir = join(this.runDir, 'output');
+  }
+
+  /** Before any trainer starts: shutdown, cancel, a missing manifest, or a result already there. */
+  async beforeStart(): Promise<RunReturn | null> {
+    const { ctx, data, outDir } = this;
+    // A job fetched just before shutdown began: give it back untouched.
+    if (ctx.shuttingDown()) return this.backToQueue('worker shutting down before start');
+    const cancelled = await ctx.cancelledAt(data.audit_id);
+    if (cancelled) return this.failFinal('cancelled', `audit ${data.audit_id} cancelled at ${cancelled}`);
+    if (!existsSync(this.manifestPath)) {
+      // Retryable, and nothing written: on a host without the store mounted, any file we wrote
+      // would start a stray tree under the wrong root.
+      throw new Error(`missing_manifest: ${this.manifestPath} does not exist on ${ctx.host}; is the artifact store mounted at ${ctx.artifactsDir}?`);
+    }
+    const reused = reusableResult(outDir, this.manifestPath, data.run_id);
+    await clearFailureRecord(outDir);
+    if (reused) {
+      await this.job.log(`result.json already present for this manifest: not training again`);
+      return runReturn(ctx, data, outDir, reused, 0, 0, true);
+    }
+    return null;
+  }
+
+  /** The trainer's exit in the queue's language (see the table at the top of this file). */
+  settle(outcome: TrainerOutcome, stopReason: StopReason | null): Promise<RunReturn> {
+    if (outcome.outcome === 'ok') {
+      const reported = outcome.done ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result) : 'result.json';
+      const resultPath = resolveResult(this.outDir, reported);
+      if (!existsSync(resultPath)) return this.failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
+      return Promise.resolve(runReturn(this.ctx, this.data, this.outDir, resultPath, outcome.done?.wall_s ?? outcome.wallMs / 1000, outcome.wallMs / 1000, false));
+    }
+    if (stopReason === ABORT_CANCEL) return this.failFinal('cancelled', `cancelled while running (${outcome.message})`);
+    if (outcome.outcome === 'final') return this.failFinal(outcome.kind, outcome.message);
+    if (stopReason === ABORT_SHUTDOWN) return this.backToQueue(`worker shutdown; trainer ${outcome.kind}`);
+    return this.failRetryable(outcome.kind, outcome.message);
+  }
+
+  get trainerJob() {
+    return { runId: this.data.run_id, runDir: this.runDir, manifestPath: this.manifestPath, outDir: this.outDir, gpu: this.ctx.slot.gpu, threads: this.ctx.slot.threads };
+  }
+
+  private async failFinal(kind: string, message: string): Promise<never> {
+    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() });
+    throw finalError(kind, message);
+  }
+
+  private async failRetryable(kind: string, message: string): Promise<never> {
+    if (this.number >= this.max) {
+      await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() });
+    }
+    throw new Error(`${kind}: ${message}`);
+  }
+
+  private async backToQueue(why: string): Promise<never> {
+    await this.job.log(`returned to the queue: ${why}`).catch(() => undefined);
+    if (this.token !== undefined) await this.job.moveToWait(this.token);
+    throw new WaitingError();
+  }
+}
+
+/**
+ * Start the trainer, relay its events as progress and job logs, and stop it on shutdown or cancel
+ * (the abort signal, or a cancel flag polled as a safety net for one published while this worker
+ * was disconnected from Redis). Resolves when the trainer has exited.
+ */
+async function superviseTrainer(
+  ctx: RunProcessorContext,
+  attempt: RunAttempt,
+  tracker: ProgressTracker,
+  writer: ProgressWriter,
+  signal: AbortSignal | undefined,
+): Promise<{ outcome: TrainerOutcome; stopReason: StopReason | null }> {
+  const { job, data } = attempt;
+  const stderrLog = join(attempt.outDir, 'trainer.stderr.log');
+  await appendFileLine(
+    stderrLog,
+    `[canary-audit] ${new Date().toISOString()} attempt ${attempt.number} of ${data.run_id} on ${ctx.host} gpu=${ctx.slot.gpu ?? 'none'} worker_pid=${process.pid}`,
+  );
+  const trainer = await startTrainer({
+    runner: ctx.runner,
+    job: attempt.trainerJob,
+    stderrLog,
+    stopGraceMs: ctx.tuning.stopGraceMs,
+    onEvent(event) {
+      const out = tracker.apply(event);
+      if (out.write) writer.request(tracker.progress);
+      if (out.log) void job.log(out.log).catch(() => undefined);
+    },
+  });
+
+  let stopReason: StopReason | null = null;
+  const stop = (reason: StopReason) => {
+    if (stopReason !== null) return;
+    stopReason = reason;
+    tracker.setPhase('stopping');
+    writer.request(tracker.progress);
+    void job.log(`stopping trainer (${reason})`).catch(() => undefined);
+    trainer.stop();
+  };
+  const onAbort = () => stop(signal?.reason === ABORT_SHUTDOWN ? ABORT_SHUTDOWN : ABORT_CANCEL);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  const poll = setInterval(() => {
+    ctx.cancelledAt(data.audit_id).then(
+      (at) => {
+        if (at) stop(ABORT_CANCEL);
+      },
+      () => undefined,
+    );
+  }, ctx.cancelPollMs ?? 10_000);
+  try {
+    return { outcome: await trainer.finished, stopReason };
+  } finally {
+    clearInterval(poll);
+    signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 function resolveResult(outDir: string, reported: string): string {

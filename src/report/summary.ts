@@ -86,7 +86,45 @@ function medianOrNull(values: (number | null)[]): number | null {
 export function buildSummary(input: SummaryInput): ReportSummary {
   const { audit, outcomes, settings } = input;
   const roles: AxisRoles = { seedAxes: settings.seed_axes, doseAxis: settings.dose_axis };
-  const runs: RunReport[] = audit.runs.map((run) => {
+  const runs = runReports(audit, outcomes);
+  const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
+  const summary: ReportSummary = {
+    schema_version: REPORT_VERSION,
+    audit: {
+      id: audit.id,
+      name: audit.name,
+      dir: audit.dir,
+      grid_sha256: audit.grid_sha256,
+      axes: audit.axes.map((a) => ({ name: a.name, values: a.values, role: axisRole(a) })),
+    },
+    settings,
+    counts: {
+      runs: runs.length,
+      finished: runs.filter((r) => r.status === 'finished').length,
+      failed: runs.filter((r) => r.status === 'failed').length,
+      missing: runs.filter((r) => r.status === 'missing').length,
+      no_canary_runs: runs.filter((r) => r.no_canary).length,
+      observations: input.observations,
+      score_files: [...outcomes.values()].reduce((n, o) => n + o.scoreFiles, 0),
+    },
+    runs,
+    groups: input.groups,
+    paired: input.paired,
+    utility: utilityGroups(runs, roles, input.labelAxes),
+    warnings: summaryWarnings(input, runs, roles),
+    provenance: input.provenance,
+  };
+  // The summary is a contract: check it against its own schema before anyone reads it.
+  const errors = validate('report', JSON.parse(JSON.stringify(summary)));
+  if (errors.length > 0) {
+    throw new CanaryAuditError('E_REPORT_SCHEMA', `report summary does not match schemas/report.schema.json: ${describeSchemaErrors(errors).slice(0, 5).join('; ')}`);
+  }
+  return summary;
+}
+
+/** One entry per run of the audit: status, candidate space, phases, utility, provenance stamps. */
+function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome>): RunReport[] {
+  return audit.runs.map((run) => {
     const outcome = outcomes.get(run.run_id);
     const space = run.manifest?.space;
     const u = outcome?.utility;
@@ -106,20 +144,23 @@ export function buildSummary(input: SummaryInput): ReportSummary {
       provenance: { controller: brief(run.manifest?.provenance ?? null), trainer: brief(outcome?.provenance ?? null) },
     };
   });
+}
 
-  const utilityGroups = new Map<string, { cell: Cell; no_canary: boolean; runs: RunReport[] }>();
+/** Utility loss before and after fine-tuning, median over the runs of each cell (seeds pooled). */
+function utilityGroups(runs: RunReport[], roles: AxisRoles, labelAxes: ReadonlySet<string> | undefined): UtilityGroup[] {
+  const groups = new Map<string, { cell: Cell; no_canary: boolean; runs: RunReport[] }>();
   for (const r of runs) {
     if (!r.utility) continue;
     const cell = groupCell(r.cell, roles);
     const key = valueKey(cell);
-    const g = utilityGroups.get(key);
+    const g = groups.get(key);
     if (g) g.runs.push(r);
-    else utilityGroups.set(key, { cell, no_canary: r.no_canary, runs: [r] });
+    else groups.set(key, { cell, no_canary: r.no_canary, runs: [r] });
   }
-  const utility: UtilityGroup[] = [...utilityGroups.values()]
+  return [...groups.values()]
     .map((g) => ({
       cell: g.cell,
-      label: cellLabel(g.cell, input.labelAxes),
+      label: cellLabel(g.cell, labelAxes),
       no_canary: g.no_canary,
       n_runs: g.runs.length,
       base_loss: medianOrNull(g.runs.map((r) => r.utility?.base_loss ?? null)),
@@ -127,7 +168,10 @@ export function buildSummary(input: SummaryInput): ReportSummary {
       delta: medianOrNull(g.runs.map((r) => r.utility?.delta ?? null)),
     }))
     .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || a.label.localeCompare(b.label));
+}
 
+/** Failed and missing runs, groups without a control arm, mixed or changed code versions. */
+function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRoles): ReportWarning[] {
   const warnings: ReportWarning[] = [];
   const failed = runs.filter((r) => r.status === 'failed');
   const missing = runs.filter((r) => r.status === 'missing');
@@ -147,41 +191,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   }
   warnings.push(
     ...provenanceWarnings(
-      audit.runs.map((r) => ({ run_id: r.run_id, controller: r.manifest?.provenance ?? null, trainer: outcomes.get(r.run_id)?.provenance ?? null })),
+      input.audit.runs.map((r) => ({ run_id: r.run_id, controller: r.manifest?.provenance ?? null, trainer: input.outcomes.get(r.run_id)?.provenance ?? null })),
     ),
   );
-
-  const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
-  const summary: ReportSummary = {
-    schema_version: REPORT_VERSION,
-    audit: {
-      id: audit.id,
-      name: audit.name,
-      dir: audit.dir,
-      grid_sha256: audit.grid_sha256,
-      axes: audit.axes.map((a) => ({ name: a.name, values: a.values, role: axisRole(a) })),
-    },
-    settings,
-    counts: {
-      runs: runs.length,
-      finished: runs.filter((r) => r.status === 'finished').length,
-      failed: failed.length,
-      missing: missing.length,
-      no_canary_runs: runs.filter((r) => r.no_canary).length,
-      observations: input.observations,
-      score_files: [...outcomes.values()].reduce((n, o) => n + o.scoreFiles, 0),
-    },
-    runs,
-    groups: input.groups,
-    paired: input.paired,
-    utility,
-    warnings,
-    provenance: input.provenance,
-  };
-  // The summary is a contract: check it against its own schema before anyone reads it.
-  const errors = validate('report', JSON.parse(JSON.stringify(summary)));
-  if (errors.length > 0) {
-    throw new CanaryAuditError('E_REPORT_SCHEMA', `report summary does not match schemas/report.schema.json: ${describeSchemaErrors(errors).slice(0, 5).join('; ')}`);
-  }
-  return summary;
+  return warnings;
 }
