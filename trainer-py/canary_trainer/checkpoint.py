@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,30 @@ from .atomic import write_dir_atomic
 
 KEEP = 2
 _NAME = re.compile(r"^update-(\d{6,})$")
+
+
+@dataclass
+class Saved:
+    """A checkpoint read back: meta is the run state's meta.json (see run_state.RunState)."""
+
+    update: int
+    weights: dict[str, torch.Tensor]
+    optimizer: dict
+    rng: dict
+    meta: dict
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def checkpoint_dir(out: Path, update: int) -> Path:
@@ -34,6 +59,7 @@ def _load(path: Path) -> Any:
 
 
 def save(out: Path, update: int, weights: dict, optimizer: dict, rng: dict, meta: dict) -> Path:
+    """Write checkpoint `update` (meta gains `update`) and drop all but the newest KEEP."""
     target = checkpoint_dir(out, update)
 
     def fill(tmp: Path) -> None:
@@ -60,9 +86,9 @@ def list_updates(out: Path) -> list[int]:
     return sorted(found)
 
 
-def load_newest(out: Path, manifest_sha256: str) -> dict | None:
-    """The newest readable checkpoint of this manifest: {update, weights, optimizer, rng, meta}, or
-    None. Checkpoints of another manifest are skipped (they belong to a different run)."""
+def load_newest(out: Path, manifest_sha256: str) -> Saved | None:
+    """The newest readable checkpoint of this manifest, or None. Checkpoints of another manifest
+    are skipped (they belong to a different run)."""
     for update in reversed(list_updates(out)):
         path = checkpoint_dir(out, update)
         try:
@@ -73,7 +99,7 @@ def load_newest(out: Path, manifest_sha256: str) -> dict | None:
             rest = _load(path / "optimizer.pt")
         except (OSError, ValueError, RuntimeError, EOFError):
             continue
-        return {"update": update, "weights": weights, "optimizer": rest["optimizer"], "rng": rest["rng"], "meta": meta}
+        return Saved(update, weights, rest["optimizer"], rest["rng"], meta)
     return None
 
 

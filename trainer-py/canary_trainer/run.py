@@ -1,5 +1,6 @@
-"""One run, top to bottom: manifest -> lock -> rows -> model -> (base eval) -> training with
-checkpoints -> final eval -> result.json. Callable in-process (tests) or from the CLI."""
+"""One run, top to bottom: manifest -> lock -> setup (rows, model) -> resume or start (base model,
+optimizer, base evaluation) -> train (checkpoints, extra evaluations) -> evaluate (final phase)
+-> write (result.json). Callable in-process (tests) or from the CLI."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from typing import Callable
 
 import torch
 
-from . import base_model as base_models
 from . import checkpoint, provenance
 from .atomic import write_text_atomic
-from .backends import load_backend, pick_device
+from .backends import Backend, load_backend, pick_device
 from .batches import encode_rows
 from .errors import Interrupted, TrainerError
 from .evaluate import Evaluator, preflight
@@ -25,8 +25,9 @@ from .interrupt import StopFlag
 from .lock import FolderLock
 from .manifest import Manifest, load_manifest
 from .result import thin_curve, write_result
-from .rows import read_rows
-from .train import make_optimizer, mean_target_loss, train_update
+from .rows import check_lines, read_rows
+from .run_state import PhaseRecord, RunState
+from .train import make_optimizer, mean_target_loss, train_updates
 
 
 @dataclass
@@ -41,6 +42,35 @@ class RunOptions:
     on_batch: Callable[[int, range], None] | None = None
 
 
+def run(opts: RunOptions) -> dict:
+    """Returns the result written (or found). Raises TrainerError subclasses on failure."""
+    wall0 = time.monotonic()
+    manifest = load_manifest(opts.manifest)
+    out = opts.out
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FolderLock(out)
+    lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)
+    try:
+        return _run_locked(opts, manifest, wall0)
+    finally:
+        lock.release()
+
+
+def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float) -> dict:
+    result_path = opts.out / "result.json"
+    if not opts.force and _finished(opts.out, manifest):
+        log(f"{result_path} already holds this manifest's result; nothing to do (--force reruns)")
+        result = json.loads(result_path.read_text())
+    else:
+        steps = _Run(opts, manifest)
+        steps.resume_or_start()
+        steps.train()
+        steps.evaluate()
+        result = steps.write()
+    opts.events.emit("done", result=str(result_path), wall_s=round(time.monotonic() - wall0, 3))
+    return result
+
+
 def _finished(out: Path, manifest: Manifest) -> bool:
     try:
         done = json.loads((out / "result.json").read_text())
@@ -49,7 +79,34 @@ def _finished(out: Path, manifest: Manifest) -> bool:
     return done.get("manifest_sha256") == manifest.sha256 and done.get("run_id") == manifest.run_id
 
 
-def _rendered(backend, rows: list[dict], out: Path) -> dict:
+@dataclass
+class _Inputs:
+    rows: list[dict]
+    rows_path: Path
+    utility_rows: list[dict]
+    utility_path: Path | None
+
+
+def _read_inputs(manifest: Manifest) -> _Inputs:
+    """Every data file the manifest names, checked against its sha256 and count before any work.
+    The base's pretraining rows are only checked here: a cached base does not read them."""
+    ref = manifest.data["rows"]
+    rows_path = manifest.resolve(ref["path"], "rows.path")
+    rows = read_rows(rows_path, ref["sha256"], ref["count"], "rows")
+    utility_rows: list[dict] = []
+    utility_path = None
+    if "utility" in manifest.data:
+        u = manifest.data["utility"]
+        utility_path = manifest.resolve(u["path"], "utility.path")
+        utility_rows = read_rows(utility_path, u["sha256"], u["count"], "utility")
+    if manifest.pretrain is not None:
+        pre = manifest.pretrain["rows"]
+        check_lines(manifest.resolve(pre["path"], "model.tiny.pretrain.rows.path"), pre["sha256"], pre["count"],
+                    "model.tiny.pretrain.rows")
+    return _Inputs(rows, rows_path, utility_rows, utility_path)
+
+
+def _rendered(backend: Backend, rows: list[dict], out: Path) -> dict:
     """Save the fully rendered text of the first canary row and the first background row: what the
     model saw, chat-template artifacts included."""
     paths: dict = {"canary": None, "background": None}
@@ -62,183 +119,153 @@ def _rendered(backend, rows: list[dict], out: Path) -> dict:
     return paths
 
 
-def _rng_state() -> dict:
-    state = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
+class _Run:
+    """The steps of one run in the order they happen. Setup is the constructor: it reads the
+    newest checkpoint (when resuming) and the rows, loads the model and announces the start."""
 
+    optimizer: torch.optim.Optimizer
 
-def _set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    def __init__(self, opts: RunOptions, manifest: Manifest):
+        self.opts, self.manifest, self.out, self.ev = opts, manifest, opts.out, opts.events
+        self.tr = manifest.training
+        self.saved = self._open_checkpoint()
+        inputs = _read_inputs(manifest)
+        self.device = pick_device(self.tr["device"])
+        self.backend = load_backend(manifest.model, self.device)
+        self.versions = self.backend.versions()
+        # A resumed run keeps the stamp of its first start: a code change between the two processes
+        # must show up as changed_mid_run.
+        self.state = RunState.from_meta(self.saved.meta) if self.saved else \
+            RunState(at_start=provenance.stamp(self.versions))
+        self.encoded = encode_rows(self.backend, inputs.rows, self.tr["max_length"], inputs.rows_path)
+        self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr["max_length"], inputs.utility_path) \
+            if inputs.utility_path else []
+        preflight(self.backend, manifest)
+        self.rendered = _rendered(self.backend, inputs.rows, self.out)
+        self.start_update = self.saved.update if self.saved else 0
+        self.evaluator = Evaluator(self.backend, manifest, self.out, self.ev, opts.stop)
+        self.final_utility: float | None = None
+        self._announce()
 
+    def _open_checkpoint(self) -> checkpoint.Saved | None:
+        saved = checkpoint.load_newest(self.out, self.manifest.sha256) if self.opts.resume else None
+        if saved is None:
+            # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
+            # (or another manifest) must not mix with this run's.
+            checkpoint.clear(self.out)
+            shutil.rmtree(self.out / "scores", ignore_errors=True)
+            (self.out / "result.json").unlink(missing_ok=True)
+        return saved
 
-def run(opts: RunOptions) -> dict:
-    """Returns the result written (or found). Raises TrainerError subclasses on failure."""
-    wall0 = time.monotonic()
-    manifest = load_manifest(opts.manifest)
-    out = opts.out
-    out.mkdir(parents=True, exist_ok=True)
-    lock = FolderLock(out)
-    lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)
-    try:
-        return _run_locked(opts, manifest, out, wall0)
-    finally:
-        lock.release()
+    def _announce(self) -> None:
+        tr, resumed = self.tr, self.saved is not None
+        self.ev.emit("started", run_id=self.manifest.run_id, pid=os.getpid(), device=str(self.device),
+                     backend=self.backend.name, total_updates=tr["updates"],
+                     resumed_from=self.start_update if resumed else None, provenance=self.state.at_start)
+        log(f"run {self.manifest.run_id}: {self.backend.describe()['parameters']} parameters on {self.device}, "
+            f"{tr['updates']} updates of {tr['batch_size']} rows"
+            + (f", resuming at update {self.start_update}" if resumed else ""))
 
+    def resume_or_start(self) -> None:
+        """The base weights, the training seed and the optimizer; then the checkpoint's weights,
+        optimizer and RNG, or (a fresh run) the base's utility loss and evaluation phase."""
+        self._base()
+        # Seeded after the base so that a cached base and one built here leave the same random stream.
+        torch.manual_seed(self.tr["seed"])
+        self.optimizer = make_optimizer(self.backend, self.tr)
+        if self.saved is not None:
+            self._restore(self.saved)
+            # phases finished before an interruption keep their scoring label
+            self.evaluator.modes_used.update(self.state.scoring_modes())
+            return
+        self.state.base_utility_loss = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
+        if self.manifest.eval["base_model"]:
+            self._evaluate("base", 0)
 
-def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -> dict:
-    ev = opts.events
-    result_path = out / "result.json"
-    if not opts.force and _finished(out, manifest):
-        log(f"{result_path} already holds this manifest's result; nothing to do (--force reruns)")
-        ev.emit("done", result=str(result_path), wall_s=round(time.monotonic() - wall0, 3))
-        return json.loads(result_path.read_text())
+    def _base(self) -> None:
+        # The base precedes everything that reads the weights: the base evaluation phase,
+        # utility.base_loss, fine-tuning. A resumed run's checkpoint already holds every weight, so
+        # it keeps the record of its first start instead of rebuilding.
+        base = self.state.base_model
+        if self.saved is None:
+            self.state.base_model = self.backend.prepare_base(self.manifest, self.ev, self.opts.stop)
+        elif base is not None:
+            log(f"base model: weights come with the checkpoint ({base['kind']}"
+                + (f" {base['cache_key'][:12]})" if "cache_key" in base else ")"))
 
-    tr = manifest.training
-    resumed = checkpoint.load_newest(out, manifest.sha256) if opts.resume else None
-    if resumed is None:
-        # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
-        # (or another manifest) must not mix with this run's.
-        checkpoint.clear(out)
-        shutil.rmtree(out / "scores", ignore_errors=True)
-        result_path.unlink(missing_ok=True)
-    meta = resumed["meta"] if resumed else {}
-
-    rows_path = manifest.resolve(manifest.data["rows"]["path"], "rows.path")
-    rows = read_rows(rows_path, manifest.data["rows"]["sha256"], manifest.data["rows"]["count"], "rows")
-    utility_rows: list[dict] = []
-    utility_path = None
-    if "utility" in manifest.data:
-        u = manifest.data["utility"]
-        utility_path = manifest.resolve(u["path"], "utility.path")
-        utility_rows = read_rows(utility_path, u["sha256"], u["count"], "utility")
-    base_models.check_pretrain_rows(manifest)
-
-    device = pick_device(tr["device"])
-    backend = load_backend(manifest.model, device)
-    extra_versions = backend.versions()
-    # A resumed run keeps the stamp of its first start: a code change between the two processes
-    # must show up as changed_mid_run.
-    at_start = meta.get("at_start") or provenance.stamp(extra_versions)
-    encoded = encode_rows(backend, rows, tr["max_length"], rows_path)
-    utility = encode_rows(backend, utility_rows, tr["max_length"], utility_path) if utility_path else []
-    preflight(backend, manifest)
-    rendered = _rendered(backend, rows, out)
-    start_update = resumed["update"] if resumed else 0
-
-    ev.emit("started", run_id=manifest.run_id, pid=os.getpid(), device=str(device), backend=backend.name,
-            total_updates=tr["updates"], resumed_from=start_update if resumed else None, provenance=at_start)
-    log(f"run {manifest.run_id}: {backend.describe()['parameters']} parameters on {device}, "
-        f"{tr['updates']} updates of {tr['batch_size']} rows" + (f", resuming at update {start_update}" if resumed else ""))
-
-    # The base (tiny: random or pretrained) precedes everything that reads the weights: the base
-    # evaluation phase, utility.base_loss, fine-tuning. A resumed run's checkpoint already holds
-    # every weight, so it keeps the record of its first start instead of rebuilding.
-    base_model = meta.get("base_model") if resumed else None
-    if backend.name != "tiny":
-        base_model = None
-    elif base_model is None:
-        base_model = base_models.obtain(backend, manifest, ev, opts.stop)
-    else:
-        log(f"base model: weights come with the checkpoint ({base_model['kind']}"
-            + (f" {base_model['cache_key'][:12]})" if base_model["kind"] == "pretrained" else ")"))
-    # Seeded after the base so that a cached base and one built here leave the same random stream.
-    torch.manual_seed(tr["seed"])
-    optimizer = make_optimizer(backend, tr)
-    if resumed:
-        own = dict(backend.trainable())
-        missing = set(own) - set(resumed["weights"])
+    def _restore(self, saved: checkpoint.Saved) -> None:
+        own = dict(self.backend.trainable())
+        missing = set(own) - set(saved.weights)
         if missing:
-            raise TrainerError(f"checkpoint {resumed['update']} lacks weights {sorted(missing)[:3]} of this model; "
-                               f"fix: remove {out / 'checkpoints'} and rerun without --resume", recoverable=False)
+            raise TrainerError(f"checkpoint {saved.update} lacks weights {sorted(missing)[:3]} of this model; "
+                               f"fix: remove {self.out / 'checkpoints'} and rerun without --resume", recoverable=False)
         with torch.no_grad():
             for name, p in own.items():
-                p.copy_(resumed["weights"][name].to(p.device, p.dtype))
-        optimizer.load_state_dict(resumed["optimizer"])
-        _set_rng_state(resumed["rng"])
-    losses: list[float] = list(meta.get("losses", []))
-    evaluations: list[dict] = list(meta.get("evaluations", []))
-    train_wall = float(meta.get("train_wall_s", 0.0))
-    tokens_seen = int(meta.get("tokens", 0))
-    targets_seen = int(meta.get("targets", 0))
-    base_utility = meta.get("base_utility_loss")
+                p.copy_(saved.weights[name].to(p.device, p.dtype))
+        self.optimizer.load_state_dict(saved.optimizer)
+        checkpoint.set_rng_state(saved.rng)
 
-    evaluator = Evaluator(backend, manifest, out, ev, opts.stop)
-    for e in evaluations:  # phases finished before an interruption keep their scoring label
-        evaluator.modes_used.update(e.get("_scoring", []))
-    if not resumed:
-        base_utility = mean_target_loss(backend, utility, tr["batch_size"])
-        if manifest.eval["base_model"]:
-            evaluations.append(_tagged(evaluator.run_phase("base", 0), evaluator))
+    def train(self) -> None:
+        """The remaining updates; extra evaluation phases and checkpoints between them. A stop
+        writes a checkpoint (unless one was just written) and raises Interrupted."""
+        total, every = self.tr["updates"], self.tr["checkpoint_every"]
+        extra_evals = set(self.manifest.eval["checkpoints"])
 
-    def save(update: int) -> None:
-        weights = {n: p.detach().cpu().clone() for n, p in backend.trainable()}
-        path = checkpoint.save(out, update, weights, optimizer.state_dict(), _rng_state(), {
-            "manifest_sha256": manifest.sha256, "run_id": manifest.run_id, "at_start": at_start,
-            "losses": losses, "evaluations": evaluations, "train_wall_s": train_wall, "tokens": tokens_seen,
-            "targets": targets_seen, "base_utility_loss": base_utility, "base_model": base_model,
-        })
-        ev.emit("checkpoint", update=update, path=str(path))
+        def after_update(done: int) -> None:
+            if done in extra_evals and done < total:
+                self._evaluate(f"update-{done}", done)
+            if done % every == 0 or done == total:
+                self._save(done)
 
-    extra_evals = set(manifest.eval["checkpoints"])
-    total = tr["updates"]
-    for update in range(start_update, total):
-        res = train_update(backend, optimizer, encoded, update, tr, opts.on_batch)
-        done = update + 1
-        losses.append(res.loss)
-        train_wall += res.seconds
-        tokens_seen += res.tokens
-        targets_seen += res.targets
-        ev.emit("step", update=done, total=total, loss=round(res.loss, 6), lr=res.lr,
-                rows_per_s=round(tr["batch_size"] / res.seconds, 2), tokens_per_s=round(res.tokens / res.seconds, 1))
-        if done in extra_evals and done < total:
-            evaluations.append(_tagged(evaluator.run_phase(f"update-{done}", done), evaluator))
-        saved = False
-        if done % tr["checkpoint_every"] == 0 or done == total:
-            save(done)
-            saved = True
-        if opts.stop and done < total:
-            if not saved:
-                save(done)
-            raise Interrupted(f"stopped after update {done} of {total} ({opts.stop.reason}); "
-                              "checkpoint written; resume with --resume")
+        def stopped(done: int) -> Interrupted:
+            if done % every:
+                self._save(done)
+            return Interrupted(f"stopped after update {done} of {total} ({self.opts.stop.reason}); "
+                               "checkpoint written; resume with --resume")
 
-    evaluations.append(_tagged(evaluator.run_phase("final", total), evaluator))
-    final_utility = mean_target_loss(backend, utility, tr["batch_size"])
-    for e in evaluations:
-        e.pop("_scoring", None)
-    result = {
-        "schema_version": "canary-audit.result/1",
-        "run_id": manifest.run_id,
-        "manifest_sha256": manifest.sha256,
-        "backend": {**backend.describe(), "scoring": evaluator.scoring,
-                    **({"base_model": base_model} if base_model is not None else {})},
-        "candidate_space": {"kind": manifest.space["kind"], "size": manifest.space["size"]},
-        "training": {
-            "updates": total,
-            "rows": total * tr["batch_size"],
-            "tokens": targets_seen,
-            "final_loss": losses[-1],
-            "loss_curve": thin_curve(losses),
-            "wall_s": round(train_wall, 3),
-            "rows_per_s": round(total * tr["batch_size"] / max(train_wall, 1e-9), 2),
-            "tokens_per_s": round(tokens_seen / max(train_wall, 1e-9), 1),
-            "resumed_from": start_update if resumed else None,
-        },
-        "evaluations": evaluations,
-        "utility": {"rows": len(utility), "base_loss": base_utility, "final_loss": final_utility},
-        "rendered": rendered,
-        "provenance": provenance.finish(at_start, extra_versions),
-    }
-    write_result(out / "result.json", result)
-    ev.emit("done", result=str(out / "result.json"), wall_s=round(time.monotonic() - wall0, 3))
-    return result
+        train_updates(self.backend, self.optimizer, self.encoded, self.tr, self.state.totals, self.ev, self.opts.stop,
+                      stopped, start=self.start_update, after_update=after_update, on_batch=self.opts.on_batch)
 
+    def evaluate(self) -> None:
+        self._evaluate("final", self.tr["updates"])
+        self.final_utility = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
 
-def _tagged(evaluation: dict, evaluator: Evaluator) -> dict:
-    # Remember how this phase was scored, so a resumed run labels the result correctly.
-    evaluation["_scoring"] = sorted(evaluator.modes_used)
-    return evaluation
+    def write(self) -> dict:
+        st, tr, total = self.state, self.tr, self.tr["updates"]
+        t = st.totals
+        result = {
+            "schema_version": "canary-audit.result/1",
+            "run_id": self.manifest.run_id,
+            "manifest_sha256": self.manifest.sha256,
+            "backend": {**self.backend.describe(), "scoring": self.evaluator.scoring,
+                        **({"base_model": st.base_model} if st.base_model is not None else {})},
+            "candidate_space": {"kind": self.manifest.space["kind"], "size": self.manifest.space["size"]},
+            "training": {
+                "updates": total,
+                "rows": total * tr["batch_size"],
+                "tokens": t.targets,
+                "final_loss": t.losses[-1],
+                "loss_curve": thin_curve(t.losses),
+                "wall_s": round(t.wall_s, 3),
+                "rows_per_s": round(total * tr["batch_size"] / max(t.wall_s, 1e-9), 2),
+                "tokens_per_s": round(t.tokens / max(t.wall_s, 1e-9), 1),
+                "resumed_from": self.start_update if self.saved else None,
+            },
+            "evaluations": [r.entry for r in st.evaluations],
+            "utility": {"rows": len(self.utility), "base_loss": st.base_utility_loss, "final_loss": self.final_utility},
+            "rendered": self.rendered,
+            "provenance": provenance.finish(st.at_start, self.versions),
+        }
+        write_result(self.out / "result.json", result)
+        return result
+
+    def _evaluate(self, phase: str, update: int) -> None:
+        entry = self.evaluator.run_phase(phase, update)
+        # Remember how every phase so far was scored, so a resumed run labels the result correctly.
+        self.state.evaluations.append(PhaseRecord(entry, sorted(self.evaluator.modes_used)))
+
+    def _save(self, update: int) -> None:
+        weights = {n: p.detach().cpu().clone() for n, p in self.backend.trainable()}
+        path = checkpoint.save(self.out, update, weights, self.optimizer.state_dict(), checkpoint.rng_state(),
+                               self.state.to_meta(self.manifest))
+        self.ev.emit("checkpoint", update=update, path=str(path))

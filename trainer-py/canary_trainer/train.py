@@ -1,5 +1,7 @@
 """The training loop: AdamW, warmup + constant/cosine schedule, loss on target tokens only, rows
-in the manifest's exact order (update i consumes rows [i*B, (i+1)*B)).
+in the manifest's exact order (update i consumes rows [i*B, (i+1)*B)). Fine-tuning and the tiny
+backend's pretraining both run `train_updates`; they differ only in what happens after an update
+(evaluations, checkpoints) and what a stop means.
 
 The loss of an update is the mean over every target token of its batch. Micro-batches (a host
 setting, CANARY_TRAINER_MICRO_BATCH rows per forward pass) divide by the same whole-batch token
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -18,7 +21,9 @@ import torch.nn.functional as F
 
 from .backends import Backend
 from .batches import IGNORE, Encoded, batch_rows, collate
-from .errors import Diverged
+from .errors import Diverged, Interrupted
+from .events import Events
+from .interrupt import StopFlag
 from .schedule import lr_at
 
 
@@ -60,9 +65,29 @@ def mean_target_loss(backend: Backend, encoded: list[Encoded], batch_size: int) 
     return total / max(count, 1)
 
 
+@dataclass
 class UpdateResult:
-    def __init__(self, loss: float, lr: float, seconds: float, tokens: int, targets: int):
-        self.loss, self.lr, self.seconds, self.tokens, self.targets = loss, lr, seconds, tokens, targets
+    loss: float
+    lr: float
+    seconds: float
+    tokens: int  # every token of the batch, padding excluded
+    targets: int  # the target tokens the loss is taken over
+
+
+@dataclass
+class Totals:
+    """What the updates so far add up to: a checkpoint stores it, so a resumed run keeps counting."""
+
+    losses: list[float] = field(default_factory=list)  # per update, in order
+    wall_s: float = 0.0  # time spent in updates only
+    tokens: int = 0
+    targets: int = 0
+
+    def add(self, res: UpdateResult) -> None:
+        self.losses.append(res.loss)
+        self.wall_s += res.seconds
+        self.tokens += res.tokens
+        self.targets += res.targets
 
 
 def train_update(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
@@ -95,3 +120,27 @@ def train_update(backend: Backend, optimizer: torch.optim.Optimizer, encoded: li
     optimizer.step()
     tokens = sum(len(e.ids) for e in items)
     return UpdateResult(loss, lr, time.perf_counter() - t0, tokens, n_targets)
+
+
+def _no_hook(done: int) -> None:
+    return None
+
+
+def train_updates(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
+                  totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
+                  start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
+                  on_batch: Callable[[int, range], None] | None = None) -> None:
+    """Updates `start` .. training["updates"]-1, each followed by a `step` event (with `phase`
+    when given) and `after_update(done)`. A stop before the last update raises `on_stop(done)`,
+    which may first write a checkpoint."""
+    total = training["updates"]
+    for update in range(start, total):
+        res = train_update(backend, optimizer, encoded, update, training, on_batch)
+        done = update + 1
+        totals.add(res)
+        events.emit("step", phase=phase, update=done, total=total, loss=round(res.loss, 6), lr=res.lr,
+                    rows_per_s=round(training["batch_size"] / res.seconds, 2),
+                    tokens_per_s=round(res.tokens / res.seconds, 1))
+        after_update(done)
+        if stop and done < total:
+            raise on_stop(done)

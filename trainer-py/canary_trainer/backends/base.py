@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
+
+if TYPE_CHECKING:
+    from ..events import Events
+    from ..interrupt import StopFlag
+    from ..manifest import Manifest
 
 
 class PrefixState:
@@ -87,6 +92,12 @@ class Backend(ABC):
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
+
+    def prepare_base(self, manifest: Manifest, events: Events, stop: StopFlag) -> dict | None:
+        """Put the base weights into `self.model` before anything reads them (the base evaluation,
+        the utility loss, fine-tuning), and return result.json's `backend.base_model`. The default
+        keeps the weights the constructor loaded and records nothing (None)."""
+        return None
 
     def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]:
         return ((n, p) for n, p in self.model.named_parameters() if p.requires_grad)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..events import Events
+from ..interrupt import StopFlag
+from ..manifest import Manifest
+from . import tiny_base
 from .base import Backend, PrefixState
 from .tiny_model import TinyConfig, TinyGPT
 from .tiny_tokenizer import END, PAD, CharTokenizer
@@ -25,6 +29,10 @@ class TinyBackend(Backend):
         self.device = device
         self.model_label = spec["name"]
         self.revision = spec.get("revision")
+
+    def prepare_base(self, manifest: Manifest, events: Events, stop: StopFlag) -> dict:
+        """The random initialisation, or the pretrained base from the cache (built on a miss)."""
+        return tiny_base.obtain(self, manifest, events, stop)
 
     def render(self, messages, target=None):
         return self.tokenizer.render(messages, target)

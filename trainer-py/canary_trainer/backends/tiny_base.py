@@ -11,6 +11,8 @@ stored in `$CANARY_TRAINER_CACHE/tiny-base/<key>.pt` (default `~/.cache/canary-a
 atomically. Concurrent trainers serialise on an flock of `<key>.lock`: one builds, the others wait
 (and honour a stop while waiting), then load. Pretraining is not checkpointed: it is short, and an
 interrupted one restarts. A cache file that fails its checks is rebuilt.
+
+Reached through TinyBackend.prepare_base; pretraining runs the fine-tuning loop (train.train_updates).
 """
 
 from __future__ import annotations
@@ -25,18 +27,18 @@ from pathlib import Path
 
 import torch
 
-from . import provenance
-from .atomic import write_bytes_atomic
-from .backends import Backend
-from .batches import encode_rows
-from .errors import Diverged, Interrupted
-from .events import Events, log
-from .interrupt import StopFlag
-from .lock import FileLock
-from .manifest import Manifest
-from .result import thin_curve
-from .rows import check_lines, read_rows
-from .train import make_optimizer, micro_batch_size, train_update
+from .. import provenance
+from ..atomic import write_bytes_atomic
+from ..batches import encode_rows
+from ..errors import Diverged, Interrupted
+from ..events import Events, log
+from ..interrupt import StopFlag
+from ..lock import FileLock
+from ..manifest import Manifest
+from ..result import thin_curve
+from ..rows import read_rows
+from ..train import Totals, make_optimizer, micro_batch_size, train_updates
+from .base import Backend
 
 FORMAT = "canary-audit.tiny-base/1"
 RANDOM = {"kind": "random"}
@@ -45,16 +47,6 @@ RANDOM = {"kind": "random"}
 def cache_root() -> Path:
     env = os.environ.get("CANARY_TRAINER_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "canary-audit"
-
-
-def check_pretrain_rows(manifest: Manifest) -> None:
-    """Before any work: the pretraining rows file exists with the manifest's sha256 and count
-    (BadRows, exit 2, otherwise), even when the base will come from the cache."""
-    spec = manifest.pretrain
-    if spec is not None:
-        ref = spec["rows"]
-        check_lines(manifest.resolve(ref["path"], "model.tiny.pretrain.rows.path"), ref["sha256"], ref["count"],
-                    "model.tiny.pretrain.rows")
 
 
 def key_material(manifest: Manifest, device: torch.device, threads: int | None = None) -> dict:
@@ -165,26 +157,20 @@ def pretrain(backend: Backend, manifest: Manifest, events: Events, stop: StopFla
     torch.manual_seed(spec["seed"])  # the pretraining's dropout stream
     optimizer = make_optimizer(backend, cfg)
     backend.model.train()
-    total = spec["updates"]
-    losses: list[float] = []
-    wall = 0.0
-    for update in range(total):
-        try:
-            res = train_update(backend, optimizer, encoded, update, cfg)
-        except Diverged as exc:
-            raise Diverged(f"pretraining the base model: {exc.message} (model.tiny.pretrain.lr)") from exc
-        losses.append(res.loss)
-        wall += res.seconds
-        events.emit("step", phase="pretrain", update=update + 1, total=total, loss=round(res.loss, 6), lr=res.lr,
-                    rows_per_s=round(spec["batch_size"] / res.seconds, 2),
-                    tokens_per_s=round(res.tokens / res.seconds, 1))
-        if stop and update + 1 < total:
-            raise Interrupted(f"stopped while pretraining the base model, after update {update + 1} of {total} "
-                              f"({stop.reason}); pretraining is not checkpointed and restarts on the next attempt")
+    totals = Totals()
+
+    def stopped(done: int) -> Interrupted:
+        return Interrupted(f"stopped while pretraining the base model, after update {done} of {spec['updates']} "
+                           f"({stop.reason}); pretraining is not checkpointed and restarts on the next attempt")
+
+    try:
+        train_updates(backend, optimizer, encoded, cfg, totals, events, stop, stopped, phase="pretrain")
+    except Diverged as exc:
+        raise Diverged(f"pretraining the base model: {exc.message} (model.tiny.pretrain.lr)") from exc
     for p in backend.model.parameters():
         p.grad = None
-    return {"updates": total, "final_loss": losses[-1], "build_wall_s": round(wall, 3),
-            "loss_curve": thin_curve(losses), "built_by": f"{socket.gethostname()}:{os.getpid()}",
+    return {"updates": spec["updates"], "final_loss": totals.losses[-1], "build_wall_s": round(totals.wall_s, 3),
+            "loss_curve": thin_curve(totals.losses), "built_by": f"{socket.gethostname()}:{os.getpid()}",
             "built_at": round(time.time(), 3)}
 
 
@@ -195,30 +181,39 @@ def obtain(backend: Backend, manifest: Manifest, events: Events, stop: StopFlag)
     t0 = time.monotonic()
     material = key_material(manifest, backend.device)
     key = cache_key(material)
-    folder = cache_root() / "tiny-base"
-    path = folder / f"{key}.pt"
+    path = cache_root() / "tiny-base" / f"{key}.pt"
     # Unlocked first look: files appear by atomic rename, so a hit needs no lock. A damaged file
     # is reported (and rebuilt) under the lock, where another trainer may already have replaced it.
     info = load_cached(path, key, backend.model, report=False)
     from_cache = info is not None
     if info is None:
-        lock = FileLock(folder / f"{key}.lock", None, f"the base model {key}")
-        lock.acquire(on_wait=lambda pid: log(f"base model {key[:12]}: pid {pid} is building it; waiting for {path}"),
-                     stop=stop)
-        try:
-            info = load_cached(path, key, backend.model)  # built while this trainer waited
-            from_cache = info is not None
-            if info is None:
-                spec = manifest.pretrain
-                log(f"base model {key[:12]}: not cached; pretraining {spec['updates']} updates of "
-                    f"{spec['batch_size']} rows into {path}")
-                info = pretrain(backend, manifest, events, stop)
-                save_cached(path, key, material, backend.model, info)
-        finally:
-            lock.release()
+        info, from_cache = _load_or_build(backend, manifest, events, stop, path, material)
     wall = time.monotonic() - t0
     log(f"base model {key[:12]}: " + (f"loaded from cache {path} in {wall:.1f} s" if from_cache else
                                       f"built in {wall:.1f} s and cached") +
         f" ({info['updates']} pretraining updates, final loss {info['final_loss']:.4f})")
     return {"kind": "pretrained", "cache_key": key, "from_cache": from_cache, "updates": info["updates"],
             "final_loss": info["final_loss"], "wall_s": round(wall, 3), "build_wall_s": info["build_wall_s"]}
+
+
+def _load_or_build(backend: Backend, manifest: Manifest, events: Events, stop: StopFlag, path: Path,
+                   material: dict) -> tuple[dict, bool]:
+    """Under the key's lock: load the base a concurrent trainer built meanwhile, or pretrain and
+    cache it. Returns (build info, whether it came from the cache)."""
+    key = path.stem
+    lock = FileLock(path.with_suffix(".lock"), None, f"the base model {key}")
+    lock.acquire(on_wait=lambda pid: log(f"base model {key[:12]}: pid {pid} is building it; waiting for {path}"),
+                 stop=stop)
+    try:
+        info = load_cached(path, key, backend.model)  # built while this trainer waited
+        if info is not None:
+            return info, True
+        spec = manifest.pretrain
+        assert spec is not None
+        log(f"base model {key[:12]}: not cached; pretraining {spec['updates']} updates of "
+            f"{spec['batch_size']} rows into {path}")
+        info = pretrain(backend, manifest, events, stop)
+        save_cached(path, key, material, backend.model, info)
+        return info, False
+    finally:
+        lock.release()
