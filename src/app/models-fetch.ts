@@ -16,7 +16,7 @@ export interface ModelRef {
 export async function modelsToFetch(arg: string, revision: string | null): Promise<ModelRef[]> {
   if (existsSync(arg) && statSync(arg).isFile()) {
     if (revision !== null) {
-      throw new UserInputError(`--revision names one model's revision; ${arg} is a grid, whose model entries give their own \`revision\``, { field: '--revision', code: 'E_BAD_FLAG' });
+      throw new UserInputError(`applies to a single MODEL; ${arg} is a grid, whose model entries name their own \`revision\``, { field: '--revision', code: 'E_BAD_FLAG' });
     }
     return gridModels(arg);
   }
