@@ -5,7 +5,7 @@ import { fetchCommand } from '../hub/index.js';
 export function revisionLines(models: ModelRevisions | undefined): string[] {
   if (!models) return [];
   const lines = models.pins.map((pin) => {
-    const from = pin.source === 'hub' ? 'from the Hub' : pin.source === 'given' ? 'given as a sha' : `from the local cache (${pin.reason})`;
+    const from = pin.source === 'hub' ? 'from the Hub' : pin.source === 'given' ? 'given as a sha' : `from the local cache: ${pin.reason}`;
     const fetch = pin.cached ? '' : `; not in the local cache, offline workers need: ${fetchCommand(pin.name, pin.sha)}`;
     return `model ${pin.name}@${pin.revision} = ${pin.sha} (${from})${fetch}`;
   });
