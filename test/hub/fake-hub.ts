@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
  *   GET /api/models/<repo>/tree/<rev>?recursive=…  the file listing (oid, size, lfs)
  *   GET /<repo>/resolve/<rev>/<path>               file bytes (Range, ETag, X-Repo-Commit)
  * Repositories have branches and commits; a gated one answers 401 without a token, 403 with a
- * wrong one; an unknown one 404. Every request is recorded (URL, whether it carried a token).
+ * wrong one; an unknown one 404. LFS files redirect to a second server (the CDN), as the Hub's
+ * do. Every request is recorded (URL, whether it carried a token), the CDN's apart.
  */
 export interface FakeFile {
   content: Buffer;
@@ -23,10 +24,13 @@ export interface FakeRepo {
 }
 
 export interface FakeRequest {
+  server: 'hub' | 'cdn';
   method: string;
   url: string;
   authorization: string | undefined;
   range: string | undefined;
+  /** Answered with a redirect to the CDN. */
+  redirected?: boolean;
 }
 
 export const gitOid = (content: Buffer): string => createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
@@ -34,9 +38,12 @@ export const sha256 = (content: Buffer): string => createHash('sha256').update(c
 export const etagOf = (file: FakeFile): string => (file.lfs ? sha256(file.content) : gitOid(file.content));
 
 export class FakeHub {
+  /** Every request, in order, to either server. */
   readonly requests: FakeRequest[] = [];
   url = '';
   private server: Server | null = null;
+  private cdn: Server | null = null;
+  private cdnUrl = '';
 
   constructor(
     readonly repos: Record<string, FakeRepo>,
@@ -45,23 +52,31 @@ export class FakeHub {
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => this.handle(req, res));
+    this.cdn = createServer((req, res) => this.handleCdn(req, res));
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.cdn?.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    // Another origin (localhost, not 127.0.0.1), as a CDN is.
+    this.cdnUrl = `http://localhost:${(this.cdn.address() as AddressInfo).port}`;
     return this;
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    for (const server of [this.server, this.cdn]) await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
 
-  /** Requests that downloaded file bytes (not the one-byte size probes). */
+  /** Requests answered with file bytes (not the one-byte size probes, not redirects). */
   downloads(): FakeRequest[] {
-    return this.requests.filter((r) => r.url.includes('/resolve/') && r.range !== 'bytes=0-0');
+    return this.requests.filter((r) => r.range !== 'bytes=0-0' && (r.server === 'cdn' || (r.url.includes('/resolve/') && !r.redirected)));
+  }
+
+  private record(server: 'hub' | 'cdn', req: IncomingMessage): void {
+    this.requests.push({ server, method: req.method ?? 'GET', url: req.url ?? '', authorization: req.headers.authorization, range: req.headers.range });
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
-    this.requests.push({ method: req.method ?? 'GET', url, authorization: req.headers.authorization, range: req.headers.range });
+    this.record('hub', req);
     const api = /^\/api\/models\/([^/]+\/[^/]+)\/(revision|tree)\/([^/?]+)/.exec(url);
     const file = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/([^?]+)/.exec(url);
     const name = api?.[1] ?? file?.[1];
@@ -77,7 +92,20 @@ export class FakeHub {
     const files = repo.commits[sha] as Record<string, FakeFile>;
     if (api?.[2] === 'revision') return json(res, 200, { _id: name, id: name, sha, private: false, gated: repo.gated ? 'auto' : false, downloads: 0, likes: 0, lastModified: '2026-01-01T00:00:00.000Z' });
     if (api) return json(res, 200, tree(files));
-    serveFile(req, res, files[decodeURIComponent(file?.[3] as string)], sha);
+    const path = decodeURIComponent(file?.[3] as string);
+    if (files[path]?.lfs) {
+      (this.requests.at(-1) as FakeRequest).redirected = true;
+      res.writeHead(302, { location: `${this.cdnUrl}/cdn/${name}/${sha}/${path}`, 'x-repo-commit': sha }).end();
+      return;
+    }
+    serveFile(req, res, files[path], sha);
+  }
+
+  private handleCdn(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '';
+    this.record('cdn', req);
+    const m = /^\/cdn\/([^/]+\/[^/]+)\/([0-9a-f]{40})\/(.+)$/.exec(url);
+    serveFile(req, res, m ? this.repos[m[1] as string]?.commits[m[2] as string]?.[m[3] as string] : undefined, m?.[2] ?? '');
   }
 }
 

@@ -74,9 +74,13 @@ describe('models fetch: the Hugging Face cache layout', () => {
     const start = hub.requests.length;
     const got = await fetchSnapshot('org/gated-model', null, options(cache, TOKEN));
     expect(got.downloadedFiles).toBe(4);
-    const sent = hub.requests.slice(start);
+    const sent = hub.requests.slice(start).filter((r) => r.server === 'hub');
     expect(sent.every((r) => r.authorization === `Bearer ${TOKEN}`)).toBe(true);
     expect(sent.some((r) => r.url.includes(TOKEN))).toBe(false);
+    // The weights come from the CDN the Hub redirects to: no token goes there.
+    const cdn = hub.requests.slice(start).filter((r) => r.server === 'cdn');
+    expect(cdn.length).toBeGreaterThan(0);
+    expect(cdn.every((r) => r.authorization === undefined)).toBe(true);
     const wrong = await fetchSnapshot('org/gated-model', null, options(freshCache(), 'hf_wrong')).catch((e: unknown) => e);
     expect((wrong as Error).message).toMatch(/HTTP 403.*no access/);
   });
