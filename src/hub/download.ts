@@ -43,7 +43,6 @@ export async function fetchSnapshot(name: string, revision: string | null, optio
   const rev = revision ?? 'main';
   const sha = await remoteCommit(name, rev, client);
   const result: FetchedSnapshot = { name, revision: rev, sha, snapshotDir: cache.snapshotDir(name, sha), files: 0, downloadedFiles: 0, downloadedBytes: 0 };
-  await mkdir(result.snapshotDir, { recursive: true });
   for (const entry of await snapshotFiles(name, sha, client)) {
     result.files += 1;
     const bytes = await fetchFile(cache, client, { name, sha, entry }, options.progress ?? {});
@@ -52,6 +51,8 @@ export async function fetchSnapshot(name: string, revision: string | null, optio
       result.downloadedBytes += bytes;
     }
   }
+  // An empty repository still gets its (empty) snapshot folder, as huggingface_hub makes one.
+  await mkdir(result.snapshotDir, { recursive: true });
   await cache.writeRef(name, rev, sha);
   return result;
 }

@@ -15,6 +15,8 @@ export interface FakeFile {
   content: Buffer;
   /** Stored with Git LFS: listed with lfs.oid = sha256, served with that ETag. */
   lfs?: boolean;
+  /** Bytes served instead of `content` (a download corrupted on the way). */
+  served?: Buffer;
 }
 
 export interface FakeRepo {
@@ -125,7 +127,7 @@ function serveFile(req: IncomingMessage, res: ServerResponse, file: FakeFile | u
   const headers = { etag: `"${etagOf(file)}"`, 'x-repo-commit': sha, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' };
   const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
   if (!range) {
-    res.writeHead(200, { ...headers, 'content-length': file.content.length }).end(file.content);
+    res.writeHead(200, { ...headers, 'content-length': (file.served ?? file.content).length }).end(file.served ?? file.content);
     return;
   }
   const start = Number(range[1]);

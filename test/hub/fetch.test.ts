@@ -85,6 +85,24 @@ describe('models fetch: the Hugging Face cache layout', () => {
     expect((wrong as Error).message).toMatch(/HTTP 403.*no access/);
   });
 
+  it('keeps nothing of a download whose bytes differ from what the Hub lists', async () => {
+    const cache = freshCache();
+    const file = hub.repos['org/tiny-model']!.commits[SHA_MAIN]!['tokenizer.json']!;
+    file.served = Buffer.from(file.content.toString().replace('main', 'mainX').slice(0, file.content.length));
+    try {
+      const error = await fetchSnapshot('org/tiny-model', null, options(cache)).catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(/^tokenizer\.json of org\/tiny-model@1{8}a{32}: content hash [0-9a-f]{40} differs from the Hub's [0-9a-f]{40}; fetch again$/);
+    } finally {
+      delete file.served;
+    }
+    const repo = repoDir(cache);
+    expect(readdirSync(join(repo, 'blobs')).filter((f) => !f.match(/^[0-9a-f]+$/))).toEqual([]);
+    expect(existsSync(join(repo, 'snapshots', SHA_MAIN, 'tokenizer.json'))).toBe(false);
+    expect(existsSync(join(repo, 'refs', 'main'))).toBe(false);
+    // Fetched again, it completes with the right bytes.
+    expect((await fetchSnapshot('org/tiny-model', null, options(cache))).files).toBe(4);
+  });
+
   it('names an unknown model or revision (404) and a Hub that cannot be reached', async () => {
     const missing = await fetchSnapshot('org/nope', null, options(freshCache())).catch((e: unknown) => e);
     expect((missing as HubError).failure).toBe('not-found');
