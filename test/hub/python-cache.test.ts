@@ -24,7 +24,13 @@ by_branch = snapshot_download(repo, revision="main", local_files_only=True)
 by_tag = snapshot_download(repo, revision="v1", local_files_only=True)
 cfg = try_to_load_from_cache(repo, "config.json", revision="main")
 nested = try_to_load_from_cache(repo, "extra/generation_config.json", revision=sha)
-print(json.dumps({"by_sha": by_sha, "by_branch": by_branch, "by_tag": by_tag, "config": open(cfg).read(), "nested": open(nested).read(),
+try:
+    from transformers import AutoConfig
+    config = AutoConfig.from_pretrained(repo, revision=sha, local_files_only=True)
+    transformers_sees = [type(config).__name__, getattr(config, "_commit_hash", None)]
+except ImportError:
+    transformers_sees = None
+print(json.dumps({"transformers": transformers_sees, "by_sha": by_sha, "by_branch": by_branch, "by_tag": by_tag, "config": open(cfg).read(), "nested": open(nested).read(),
                   "files": sorted(os.path.relpath(os.path.join(d, f), by_sha) for d, _, fs in os.walk(by_sha) for f in fs)}))
 `;
 
@@ -51,6 +57,8 @@ describe('the cache a fetch writes, read by huggingface_hub', () => {
     expect(got.by_tag).toBe(join(cache, 'models--org--tiny-model', 'snapshots', SHA_V1));
     expect(JSON.parse(got.config as string)).toMatchObject({ model_type: 'qwen3' });
     expect(got.nested).toBe('{"do_sample": false}');
+    // transformers, when the interpreter has it, loads the config offline at the pinned commit.
+    if (got.transformers !== null) expect(got.transformers).toEqual(['Qwen3Config', SHA_MAIN]);
     expect(got.files).toEqual(['config.json', 'extra/generation_config.json', 'model.safetensors', 'tokenizer.json']);
   });
 });
