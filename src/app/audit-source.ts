@@ -4,6 +4,7 @@ import { readAuditIndex } from '../contracts/index.js';
 import { UserInputError, quoteValue } from '../errors.js';
 import { planAudit, writeAudit } from '../manifest/index.js';
 import type { SubmitAuditInput } from '../queue/index.js';
+import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
 
 /**
  * What `submit` and `run` accept: a grid file (expanded and written into the artifact root, the way
@@ -15,9 +16,11 @@ export interface AuditSource {
   artifactsDir: string;
   /** True when the grid was expanded now (false: an existing audit folder was read). */
   planned: boolean;
+  /** How the grid's Hub models were pinned (planned now only). */
+  models?: ModelRevisions;
 }
 
-export async function loadAuditSource(arg: string, artifactsDir: string): Promise<AuditSource> {
+export async function loadAuditSource(arg: string, artifactsDir: string, pinning: PinChoice = {}): Promise<AuditSource> {
   const path = resolve(arg);
   if (!existsSync(path)) {
     throw new UserInputError(`${quoteValue(arg)} does not exist; pass a grid YAML file or an audit folder (with audit.json)`, {
@@ -36,7 +39,7 @@ export async function loadAuditSource(arg: string, artifactsDir: string): Promis
     }
     return readAuditFolder(indexFile);
   }
-  return planGrid(path, artifactsDir);
+  return planGrid(path, artifactsDir, pinning);
 }
 
 async function readAuditFolder(indexFile: string): Promise<AuditSource> {
@@ -66,8 +69,8 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
   };
 }
 
-async function planGrid(gridPath: string, artifactsDir: string): Promise<AuditSource> {
-  const plan = await planAudit(gridPath, { artifactsDir });
+async function planGrid(gridPath: string, artifactsDir: string, pinning: PinChoice): Promise<AuditSource> {
+  const { plan, models } = await pinIfAsked(await planAudit(gridPath, { artifactsDir }), pinning);
   const written = await writeAudit(plan, artifactsDir);
   return {
     input: {
@@ -78,5 +81,6 @@ async function planGrid(gridPath: string, artifactsDir: string): Promise<AuditSo
     },
     artifactsDir,
     planned: true,
+    models,
   };
 }

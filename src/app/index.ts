@@ -6,3 +6,5 @@ export { loadAuditSource, type AuditSource } from './audit-source.js';
 export { planGrid, type PlanGridOptions } from './plan.js';
 export { submitSource } from './submit.js';
 export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from './run-audit.js';
+export { modelsToFetch, fetchModels, type ModelRef } from './models-fetch.js';
+export { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';

@@ -17,6 +17,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   worker: { summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).', load: async () => (await import('./worker.js')).command },
   status: { summary: 'Show audits and runs in the queue: state, progress, ETA, failures.', load: async () => (await import('./status.js')).command },
   cancel: { summary: 'Cancel an audit: drop waiting runs, stop running trainers.', load: async () => (await import('./cancel.js')).command },
+  models: { summary: 'Download Hub models into the local Hugging Face cache, for offline workers.', load: async () => (await import('./models.js')).command },
   report: { summary: 'Compute exposure and recovery from stored scores; write reports.', load: async () => (await import('./report.js')).command },
 };
 

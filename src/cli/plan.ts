@@ -2,13 +2,15 @@ import { planGrid } from '../app/index.js';
 import { pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
 import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
+import type { ModelRevisions } from '../app/index.js';
 import { stringOption, type Command } from './command.js';
+import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 
 /** `canary-audit plan GRID [--json] [--out DIR]`: expand a grid and show (or write) its runs. */
 export const command: Command = {
   name: 'plan',
   summary: 'Expand an audit grid into run manifests (prints them; --out writes them).',
-  usage: 'GRID [--json] [--out DIR] [--pin-revisions]',
+  usage: 'GRID [--json] [--out DIR] [--no-pin-revisions]',
   description: `
 Validates GRID (YAML; see docs/grid.md), expands its axes into cells, draws the canaries and
 places them, then prints one line per run: its cell, canary count, appearances per dose and the
@@ -17,27 +19,31 @@ fraction of rows that are canaries. Nothing is written unless --out is given.
 With --out DIR the audit is written to DIR/audits/<audit_id>/ (audit.json, grid.yaml and
 runs/<run_id>/{manifest.json,rows.jsonl,utility.jsonl}, plus pretrain.jsonl for a tiny model
 that pretrains its base). Ids are content hashes, so planning
-the same grid again writes nothing new.`,
+the same grid again writes nothing new.
+
+Each Hugging Face Hub model's revision (default main) is resolved to a commit sha, printed and
+written into the manifests. The Hub ($HF_ENDPOINT) is asked; when it cannot be reached (or
+HF_HUB_OFFLINE=1) the ref in the local cache answers, and the output says so. A model found
+nowhere is an error naming the \`canary-audit models fetch\` command that fetches it.`,
   options: {
     json: { type: 'boolean', description: 'Print the plan as JSON on stdout.' },
     out: { type: 'string', value: 'DIR', description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).' },
-    'pin-revisions': {
-      type: 'boolean',
-      description: 'Resolve each hf model revision (default: main) to a commit sha on the Hub ($HF_ENDPOINT).',
-    },
+    'pin-revisions': { type: 'boolean', description: 'Pin revisions to commit shas (the default; kept for older scripts).' },
+    ...NO_PIN_OPTION,
   },
   positionals: [1, 1],
   async run(args) {
     const gridPath = args.positionals[0] as string;
     const out = stringOption(args, 'out');
-    const { plan, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: Boolean(args.values['pin-revisions']) });
-    if (args.values.json) process.stdout.write(`${JSON.stringify(planJson(plan, written), null, 2)}\n`);
-    else process.stdout.write(planText(plan, written));
+    const { plan, models, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: !args.values['no-pin-revisions'] });
+    warnUnpinned(models);
+    if (args.values.json) process.stdout.write(`${JSON.stringify(planJson(plan, written, models), null, 2)}\n`);
+    else process.stdout.write(planText(plan, written, models));
     return 0;
   },
 };
 
-export function planJson(plan: AuditPlan, written?: WrittenAudit): Record<string, unknown> {
+export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: ModelRevisions): Record<string, unknown> {
   const { doc } = plan.grid;
   return {
     audit_id: plan.auditId,
@@ -49,6 +55,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit): Record<string
     batch_size: doc.training.batch_size,
     candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
     ...(written ? { audit_dir: written.auditDir } : {}),
+    models: revisionsJson(models),
     runs: plan.runs.map((run, k) => {
       const w = written?.runs[k];
       const probed = run.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').length + run.heldOut.length;
@@ -68,7 +75,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit): Record<string
   };
 }
 
-export function planText(plan: AuditPlan, written?: WrittenAudit): string {
+export function planText(plan: AuditPlan, written?: WrittenAudit, models?: ModelRevisions): string {
   const { doc } = plan.grid;
   const n = (x: number): string => x.toLocaleString('en-US');
   const size = doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc));
@@ -76,6 +83,7 @@ export function planText(plan: AuditPlan, written?: WrittenAudit): string {
     `${plan.auditId}  ${plan.name}: ${plan.runs.length} run(s), ${n(plan.grid.rows)} rows each (${n(plan.grid.updates)} updates x batch ${doc.training.batch_size})`,
     `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
     ...baseModelLines(plan),
+    ...revisionLines(models),
     '',
   ];
   const table = plan.runs.map((run, k) => {

@@ -3,6 +3,7 @@ import { loadAuditSource, runAuditLocally } from '../app/index.js';
 import { LiveView, redisTargetFrom } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
+import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 
 /**
  * `canary-audit run GRID`: the whole audit on this machine, no setup: a private redis-server (unless
@@ -11,7 +12,7 @@ import { stringOption, type Command } from './command.js';
 export const command: Command = {
   name: 'run',
   summary: 'Run a whole audit on this machine: private Redis, local workers, report.',
-  usage: 'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--no-report] [--json]',
+  usage: 'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--no-pin-revisions] [--no-report] [--json]',
   description: `
 GRID is a grid YAML file or an audit folder written by \`plan --out\`. Without REDIS_URL/--redis a
 private redis-server is started (needs \`redis-server\` on PATH: \`apt-get install redis-server\`),
@@ -19,6 +20,7 @@ listening on 127.0.0.1 with a random password, its append-only file in <audit>/r
 stopped at the end. With a shared Redis, the local workers also take runs of other audits.
 Ctrl-C: trainers checkpoint and the runs stay queued; the same command continues the audit.
 Progress goes to stderr (bars on a terminal, changes otherwise); the report to <audit>/report/.
+Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
 Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit was interrupted,
 2 bad grid or flags.`,
   options: {
@@ -27,6 +29,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...REDIS_OPTION,
     ...RETRY_OPTIONS,
     ...TIMING_OPTIONS,
+    ...NO_PIN_OPTION,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
     json: { type: 'boolean', description: 'No live progress; print {audit_id, audit_dir, counts, failed, report} as JSON at the end.' },
   },
@@ -37,7 +40,9 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);
     const json = Boolean(args.values.json);
-    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args));
+    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args), { pinRevisions: !args.values['no-pin-revisions'] });
+    warnUnpinned(source.models);
+    if (!json) for (const line of revisionLines(source.models)) process.stderr.write(`${line}\n`);
     const view = json ? null : new LiveView(process.stderr);
     // Info logs would tear the bars redrawn on the terminal; an explicit level is respected.
     if (view && process.stderr.isTTY && !process.env.CANARY_AUDIT_LOG_LEVEL) log.level = 'warn';
@@ -75,6 +80,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
             counts: result.status?.counts ?? {},
             failed: failed.map((r) => ({ run_id: r.run_id, cell_id: r.cell_id, state: r.state, reason: r.failure })),
             report: result.reportFiles,
+            models: revisionsJson(source.models),
           })}\n`,
         );
       } else {

@@ -2,6 +2,7 @@ import { submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
+import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 
 /**
  * `canary-audit submit GRID`: expand the grid, write the manifests into the artifact root and queue
@@ -11,24 +12,27 @@ import { stringOption, type Command } from './command.js';
 export const command: Command = {
   name: 'submit',
   summary: 'Expand a grid and queue one fine-tuning job per run on Redis.',
-  usage: 'GRID [--redis URL] [--artifacts DIR] [--attempts N] [--backoff-s S] [--json]',
+  usage: 'GRID [--redis URL] [--artifacts DIR] [--attempts N] [--backoff-s S] [--no-pin-revisions] [--json]',
   description: `
 GRID is a grid YAML file, or an audit folder already written by \`plan --out\` (holding audit.json).
 Manifests go to <artifacts>/audits/<audit_id>/runs/<run_id>/; workers on any host that sees the
 same artifact root run them (\`canary-audit worker\`). An audit already in the queue is left as it
 is: nothing is added (to run a cancelled audit again, \`cancel AUDIT --purge\` first).
+Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
 Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or flags.`,
   options: {
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
     ...RETRY_OPTIONS,
-    json: { type: 'boolean', description: 'Print {audit_id, added, state, runs, audit_dir} as JSON on stdout.' },
+    ...NO_PIN_OPTION,
+    json: { type: 'boolean', description: 'Print {audit_id, added, state, runs, audit_dir, models} as JSON on stdout.' },
   },
   positionals: [1, 1],
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'submit');
     const tuning = tuningFrom(args);
-    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning);
+    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning, { pinRevisions: !args.values['no-pin-revisions'] });
+    warnUnpinned(source.models);
     if (args.values.json) {
       process.stdout.write(
         `${JSON.stringify({
@@ -38,9 +42,13 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
           runs: outcome.runs,
           audit_dir: source.input.auditDir,
           redis: target.redacted,
+          models: revisionsJson(source.models),
         })}\n`,
       );
-    } else if (outcome.added) {
+      return 0;
+    }
+    for (const line of revisionLines(source.models)) process.stdout.write(`${line}\n`);
+    if (outcome.added) {
       process.stdout.write(
         `queued ${outcome.auditId} (${outcome.runs} run${outcome.runs === 1 ? '' : 's'}) on ${target.redacted}\n` +
           `  manifests: ${source.input.auditDir}\n  watch: canary-audit status ${outcome.auditId} --watch\n`,

@@ -1,63 +1,83 @@
-import { modelInfo } from '@huggingface/hub';
-import { CanaryAuditError, UserInputError } from '../errors.js';
-import { formatPath } from '../grid/index.js';
+import { UserInputError } from '../errors.js';
+import { formatPath, type GridPath } from '../grid/index.js';
 import type { AuditPlan } from '../manifest/index.js';
+import { COMMIT_SHA, HubCache } from './cache.js';
+import { hubClient, HubError, remoteCommit, type HubOptions } from './client.js';
+import { hubCacheDir, hubOffline } from './env.js';
 
 /**
  * Pin Hugging Face model revisions to commit shas at plan time, so a manifest names the exact
- * weights it trains rather than a branch that may move. Uses the Hub API through
- * @huggingface/hub (`$HF_ENDPOINT` selects a mirror; `$HF_TOKEN` is sent for gated models).
+ * weights it trains rather than a branch that may move. The Hub is asked first; when it cannot be
+ * reached (or HF_HUB_OFFLINE is set) a ref in the local cache answers, as it would for the
+ * trainer. Local folders and tiny models are never pinned.
  */
-export interface HubOptions {
-  /** Hub base URL; default $HF_ENDPOINT, else https://huggingface.co. */
-  hubUrl?: string;
-  accessToken?: string;
-  fetch?: typeof fetch;
+export interface PinOptions extends HubOptions {
+  /** Default: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
+  cacheDir?: string;
+  /** Do not call the Hub (default: HF_HUB_OFFLINE). */
+  offline?: boolean;
 }
 
-const COMMIT_SHA = /^[0-9a-f]{40}$/;
+/** How one model's revision became a commit sha. */
+export interface ModelPin {
+  name: string;
+  /** The revision the grid names (main when it names none). */
+  revision: string;
+  sha: string;
+  /** hub: asked the Hub; cache: a ref of the local cache (Hub not asked or unreachable); given: already a sha. */
+  source: 'hub' | 'cache' | 'given';
+  /** Why the cache answered instead of the Hub. */
+  reason?: string;
+  /** The snapshot folder of that sha exists in the local cache. */
+  cached: boolean;
+}
 
 /** A Hub id (org/name or name), not a local folder. */
 export function isHubId(name: string): boolean {
   return !name.startsWith('/') && !name.startsWith('.') && !name.startsWith('~') && /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/.test(name);
 }
 
-export class HubNotFound extends Error {
-  override name = 'HubNotFound';
+/** The command that puts a model into the local cache. */
+export function fetchCommand(name: string, revision: string | null): string {
+  return `canary-audit models fetch ${name}${revision && revision !== 'main' ? ` --revision ${revision}` : ''}`;
 }
 
-/** The commit sha that `revision` (default main) of model `name` points to now. */
-export async function resolveRevision(name: string, revision: string | null, options: HubOptions = {}): Promise<string> {
-  if (revision !== null && COMMIT_SHA.test(revision)) return revision;
-  const hubUrl = options.hubUrl ?? process.env.HF_ENDPOINT ?? undefined;
-  const token = options.accessToken ?? process.env.HF_TOKEN;
-  let info: { sha?: string };
-  try {
-    info = await modelInfo({
-      name,
-      revision: revision ?? 'main',
-      additionalFields: ['sha'],
-      ...(hubUrl ? { hubUrl: hubUrl.replace(/\/+$/, '') } : {}),
-      ...(token?.startsWith('hf_') ? { accessToken: token } : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
-  } catch (error) {
-    const status = (error as { statusCode?: number }).statusCode;
-    if (status === 404 || status === 401) throw new HubNotFound(`model ${JSON.stringify(name)} at revision ${JSON.stringify(revision ?? 'main')} is not on ${hubUrl ?? 'the Hub'} (HTTP ${status})`);
-    throw new CanaryAuditError('E_HUB', `cannot reach ${hubUrl ?? 'the Hugging Face Hub'} to pin ${name}: ${(error as Error).message}`, { cause: error });
+export async function pinModel(name: string, revision: string | null, options: PinOptions = {}): Promise<ModelPin> {
+  const rev = revision ?? 'main';
+  const cache = new HubCache(options.cacheDir ?? hubCacheDir());
+  const cached = (sha: string): boolean => cache.cachedSha(name, sha) !== null;
+  if (COMMIT_SHA.test(rev)) return { name, revision: rev, sha: rev, source: 'given', cached: cached(rev) };
+  let reason = 'HF_HUB_OFFLINE is set';
+  if (!(options.offline ?? hubOffline())) {
+    try {
+      const sha = await remoteCommit(name, rev, hubClient(options));
+      return { name, revision: rev, sha, source: 'hub', cached: cached(sha) };
+    } catch (error) {
+      if (!(error instanceof HubError) || error.failure !== 'unreachable') throw error;
+      reason = error.message;
+    }
   }
-  if (typeof info.sha !== 'string' || !COMMIT_SHA.test(info.sha)) {
-    throw new CanaryAuditError('E_HUB', `the Hub returned no commit sha for ${name}@${revision ?? 'main'}`);
+  const sha = cache.cachedSha(name, rev);
+  if (sha !== null) return { name, revision: rev, sha, source: 'cache', reason, cached: true };
+  throw new HubError('unreachable', `${reason}; ${name}@${rev} is not in the local cache ${cache.dir} either; fetch it where the Hub is reachable: ${fetchCommand(name, rev)}`, undefined, undefined);
+}
+
+/** The distinct Hub models (name and revision) of a plan's hf runs, in plan order. */
+export function hubModelsOf(plan: AuditPlan): { name: string; revision: string | null }[] {
+  const seen = new Map<string, { name: string; revision: string | null }>();
+  for (const run of plan.runs) {
+    const m = run.cell.values.model.value;
+    if (m.backend === 'hf' && isHubId(m.name)) seen.set(`${m.name}@${m.revision ?? ''}`, { name: m.name, revision: m.revision });
   }
-  return info.sha;
+  return [...seen.values()];
 }
 
 /**
- * Every hf model of the plan, with its revision replaced by a commit sha (one Hub call per
- * distinct name and revision). Local paths and revisions that already are shas are left as they are.
+ * Every hf model of the plan, with its revision replaced by a commit sha (one lookup per distinct
+ * name and revision), and how each was pinned. The plan given is not changed.
  */
-export async function pinPlanRevisions(plan: AuditPlan, options: HubOptions = {}): Promise<AuditPlan> {
-  const pinned = new Map<string, Promise<string>>();
+export async function pinPlanRevisions(plan: AuditPlan, options: PinOptions = {}): Promise<{ plan: AuditPlan; pins: ModelPin[] }> {
+  const pins = new Map<string, ModelPin>();
   const runs = [];
   for (const run of plan.runs) {
     const model = run.cell.values.model;
@@ -67,20 +87,20 @@ export async function pinPlanRevisions(plan: AuditPlan, options: HubOptions = {}
       continue;
     }
     const key = `${m.name}@${m.revision ?? ''}`;
-    if (!pinned.has(key)) pinned.set(key, resolveRevision(m.name, m.revision, options));
-    let sha: string;
-    try {
-      sha = await (pinned.get(key) as Promise<string>);
-    } catch (error) {
-      if (!(error instanceof HubNotFound)) throw error;
-      throw new UserInputError(`${error.message}; check the model name and revision`, {
-        location: plan.grid.source.locate(model.path),
-        field: formatPath(model.path),
-        code: 'E_HUB_MODEL',
-      });
-    }
-    const values = { ...run.cell.values, model: { ...model, value: { ...m, revision: sha } } };
+    if (!pins.has(key)) pins.set(key, await pinAt(plan, model.path, m.name, m.revision, options));
+    const values = { ...run.cell.values, model: { ...model, value: { ...m, revision: (pins.get(key) as ModelPin).sha } } };
     runs.push({ ...run, cell: { ...run.cell, values } });
   }
-  return { ...plan, runs };
+  return { plan: { ...plan, runs }, pins: [...pins.values()] };
+}
+
+/** pinModel, with a wrong name or a gated model reported at its place in the grid. */
+async function pinAt(plan: AuditPlan, path: GridPath, name: string, revision: string | null, options: PinOptions): Promise<ModelPin> {
+  try {
+    return await pinModel(name, revision, options);
+  } catch (error) {
+    if (!(error instanceof HubError) || error.failure === 'unreachable') throw error;
+    const hint = error.failure === 'unauthorized' ? `; then ${fetchCommand(name, revision)}` : '';
+    throw new UserInputError(`${error.message}${hint}`, { location: plan.grid.source.locate(path), field: formatPath(path), code: 'E_HUB_MODEL', cause: error });
+  }
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isHubId, pinPlanRevisions, resolveRevision } from '../../src/hub/index.js';
+import { hubClient, isHubId, pinPlanRevisions, remoteCommit } from '../../src/hub/index.js';
 import { buildManifestCore, planAuditText } from '../../src/manifest/index.js';
 import { UserInputError } from '../../src/errors.js';
 
@@ -48,19 +48,25 @@ describe('hub revision pinning', () => {
     expect(isHubId('/abs/path')).toBe(false);
   });
 
-  it('resolves a branch or tag to its commit sha and passes a sha through untouched', async () => {
-    expect(await resolveRevision('Qwen/Qwen3-0.6B', null, { hubUrl })).toBe('a'.repeat(40));
-    expect(await resolveRevision('Qwen/Qwen3-0.6B', 'v1', { hubUrl })).toBe('b'.repeat(40));
+  it('resolves a branch or tag to its commit sha and passes a sha through without asking the Hub', async () => {
+    const client = hubClient({ hubUrl, accessToken: null });
+    expect(await remoteCommit('Qwen/Qwen3-0.6B', 'main', client)).toBe('a'.repeat(40));
+    expect(await remoteCommit('Qwen/Qwen3-0.6B', 'v1', client)).toBe('b'.repeat(40));
     const before = requests.length;
-    expect(await resolveRevision('Qwen/Qwen3-0.6B', 'd'.repeat(40), { hubUrl })).toBe('d'.repeat(40));
-    expect(requests.length).toBe(before);
+    const { pins } = await pinPlanRevisions(planAuditText('grid.yaml', GRID.replace('revision: v1', `revision: ${'d'.repeat(40)}`)), { hubUrl, offline: false });
+    expect(pins.find((p) => p.revision === 'd'.repeat(40))?.source).toBe('given');
+    expect(requests.length).toBe(before + 1);
   });
 
   it('pins every hf model of a plan, once per name and revision, and leaves local and tiny models alone', async () => {
     const plan = planAuditText('grid.yaml', GRID);
     const before = requests.length;
-    const pinned = await pinPlanRevisions(plan, { hubUrl });
+    const { plan: pinned, pins } = await pinPlanRevisions(plan, { hubUrl, offline: false });
     expect(requests.length - before).toBe(2);
+    expect(pins.map((p) => [p.name, p.revision, p.source])).toEqual([
+      ['Qwen/Qwen3-0.6B', 'main', 'hub'],
+      ['Qwen/Qwen3-0.6B', 'v1', 'hub'],
+    ]);
     const revisions = pinned.runs.map((run) => buildManifestCore(pinned.grid, pinned.auditId, pinned.pool, run).model.revision);
     expect(revisions).toEqual(['a'.repeat(40), 'b'.repeat(40), null, null]);
     // The plan it was given is unchanged.
@@ -69,7 +75,7 @@ describe('hub revision pinning', () => {
 
   it('names the grid entry of a model the Hub does not know', async () => {
     const plan = planAuditText('grid.yaml', GRID.replace('qwen3-0.6b,', '{backend: hf, name: org/missing},'));
-    const error = await pinPlanRevisions(plan, { hubUrl }).catch((e: unknown) => e);
+    const error = await pinPlanRevisions(plan, { hubUrl, offline: false }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UserInputError);
     expect((error as Error).message).toMatch(/^grid\.yaml:5:11: axes\.model\[0\]: model "org\/missing" at revision "main" is not on http:\/\/127\.0\.0\.1:\d+ \(HTTP 404\)/);
   });

@@ -1,0 +1,64 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSnapshot } from '../../src/hub/index.js';
+import type { FakeHub } from './fake-hub.js';
+import { SHA_MAIN, SHA_V1, startFakeHub } from './hub-fixture.js';
+
+/**
+ * What a fetch writes is read by `huggingface_hub` itself (Python, offline), the library the
+ * trainer's transformers loads models through. Needs an interpreter with huggingface_hub:
+ * $CANARY_AUDIT_HF_PYTHON, else /work/venv-hf/bin/python.
+ */
+const PYTHON = process.env.CANARY_AUDIT_HF_PYTHON ?? '/work/venv-hf/bin/python';
+const hasPython = existsSync(PYTHON);
+
+const CHECK = `
+import json, os, sys
+from huggingface_hub import snapshot_download, try_to_load_from_cache
+repo, sha = sys.argv[1], sys.argv[2]
+by_sha = snapshot_download(repo, revision=sha, local_files_only=True)
+by_branch = snapshot_download(repo, revision="main", local_files_only=True)
+by_tag = snapshot_download(repo, revision="v1", local_files_only=True)
+cfg = try_to_load_from_cache(repo, "config.json", revision="main")
+nested = try_to_load_from_cache(repo, "extra/generation_config.json", revision=sha)
+try:
+    from transformers import AutoConfig
+    config = AutoConfig.from_pretrained(repo, revision=sha, local_files_only=True)
+    transformers_sees = [type(config).__name__, getattr(config, "_commit_hash", None)]
+except ImportError:
+    transformers_sees = None
+print(json.dumps({"transformers": transformers_sees, "by_sha": by_sha, "by_branch": by_branch, "by_tag": by_tag, "config": open(cfg).read(), "nested": open(nested).read(),
+                  "files": sorted(os.path.relpath(os.path.join(d, f), by_sha) for d, _, fs in os.walk(by_sha) for f in fs)}))
+`;
+
+let hub: FakeHub;
+const cache = mkdtempSync(join(tmpdir(), 'canary-hub-py-'));
+beforeAll(async () => {
+  hub = await startFakeHub();
+});
+afterAll(async () => {
+  await hub.stop();
+  rmSync(cache, { recursive: true, force: true });
+});
+
+describe('the cache a fetch writes, read by huggingface_hub', () => {
+  it.skipIf(!hasPython)(`snapshot_download and try_to_load_from_cache find every file offline${hasPython ? '' : ` (skipped: no ${PYTHON} with huggingface_hub; set CANARY_AUDIT_HF_PYTHON)`}`, async () => {
+    const options = { hubUrl: hub.url, cacheDir: cache, accessToken: null };
+    const main = await fetchSnapshot('org/tiny-model', null, options);
+    await fetchSnapshot('org/tiny-model', 'v1', options);
+    const env = { HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1', HF_ENDPOINT: 'http://127.0.0.1:1', HF_HUB_DISABLE_TELEMETRY: '1' };
+    const { stdout } = await execa(PYTHON, ['-c', CHECK, 'org/tiny-model', SHA_MAIN], { env });
+    const got = JSON.parse(stdout) as Record<string, unknown>;
+    expect(got.by_sha).toBe(main.snapshotDir);
+    expect(got.by_branch).toBe(main.snapshotDir);
+    expect(got.by_tag).toBe(join(cache, 'models--org--tiny-model', 'snapshots', SHA_V1));
+    expect(JSON.parse(got.config as string)).toMatchObject({ model_type: 'qwen3' });
+    expect(got.nested).toBe('{"do_sample": false}');
+    // transformers, when the interpreter has it, loads the config offline at the pinned commit.
+    if (got.transformers !== null) expect(got.transformers).toEqual(['Qwen3Config', SHA_MAIN]);
+    expect(got.files).toEqual(['config.json', 'extra/generation_config.json', 'model.safetensors', 'tokenizer.json']);
+  });
+});
