@@ -17,6 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "node_modules"
 HUB = NODE_MODULES / ".cache" / "canary-audit" / "hf-hub"
@@ -126,3 +128,13 @@ def use_hub(hub: Path) -> dict:
     constants.HF_HUB_CACHE = str(hub)
     constants.HF_HUB_OFFLINE = True
     return env
+
+
+@pytest.fixture(scope="session")
+def hub_env() -> dict:
+    """The test models' cache, built once per session; this process and the trainer subprocesses
+    it starts (which inherit os.environ) load from it offline."""
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    return use_hub(build_hub())

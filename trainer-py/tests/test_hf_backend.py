@@ -16,17 +16,9 @@ from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 
 from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402
-from .hf_fixtures import LLAMA3_EOS, ORG, UNKNOWN, build_hub, missing_reason, model_id, use_hub  # noqa: E402
+from .hf_fixtures import LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
 
 CPU = torch.device("cpu")
-
-
-@pytest.fixture(scope="session")
-def hub_env():
-    reason = missing_reason()
-    if reason:
-        pytest.skip(reason)
-    return use_hub(build_hub())
 
 
 def spec(family, method="full", **hf):

@@ -83,6 +83,9 @@ class HfBackend(Backend):
             raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full")
         cfg = peft.LoraConfig(r=ft["r"], lora_alpha=ft.get("alpha", 2 * ft["r"]), lora_dropout=ft.get("dropout", 0.0),
                               target_modules=ft.get("target_modules") or None, task_type="CAUSAL_LM")
+        # The adapters' random initialisation (lora_A) comes from the manifest, not from whatever
+        # the process's random stream holds: two runs of one manifest start from the same adapters.
+        torch.manual_seed(self.spec["init_seed"])
         try:
             wrapped = peft.get_peft_model(model, cfg)
         except ValueError as exc:
