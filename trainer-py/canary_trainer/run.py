@@ -24,6 +24,7 @@ from .events import Events, log
 from .interrupt import StopFlag
 from .lock import FolderLock
 from .manifest import Manifest, load_manifest
+from .memory import check_fits
 from .result import thin_curve, write_result
 from .rows import read_rows
 from .train import make_optimizer, mean_target_loss, train_update
@@ -118,6 +119,7 @@ def _run_locked(opts: RunOptions, manifest: Manifest, out: Path, wall0: float) -
     base_models.check_pretrain_rows(manifest)
 
     device = pick_device(tr["device"])
+    check_fits(manifest, device)  # hf: refuse a run its device cannot hold, before loading weights
     backend = load_backend(manifest.model, device)
     extra_versions = backend.versions()
     # A resumed run keeps the stamp of its first start: a code change between the two processes

@@ -19,7 +19,7 @@ from canary_trainer.rows import read_rows  # noqa: E402
 from canary_trainer.run import RunOptions, run  # noqa: E402
 from canary_trainer.train import make_optimizer, mean_target_loss, train_update  # noqa: E402
 
-from .conftest import run_cli, start_cli  # noqa: E402
+from .conftest import run_cli, start_cli, trainer_env  # noqa: E402
 from .fixtures import canary_prefill, make_run  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
 from .test_hf_backend import canary_row, spec  # noqa: E402
@@ -122,8 +122,10 @@ def test_greedy_decoding_reads_a_learned_code(hub_env):
 
 def test_moe_model_without_chat_template_runs_end_to_end(hub_env, tmp_path):
     out = tmp_path / "out"
-    res = run_cli(_manifest(tmp_path, family="gptoss", updates=2), out)
+    res = run_cli(_manifest(tmp_path, family="gptoss", updates=2), out,
+                  env=trainer_env(CANARY_TRAINER_DEVICE_MEMORY_GB="4"))
     assert res.rc == 0, res.stderr
+    assert "memory estimate:" in res.stderr and "of 4.0 GiB" in res.stderr  # checked, and it fits
     result = json.loads((out / "result.json").read_text())
     assert result["backend"]["scoring"] == "per-candidate"  # o200k groups digits
     assert result["training"]["final_loss"] < result["training"]["loss_curve"][0][1]

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import BadManifest, MissingDependency
+from ..memory import gradient_checkpointing
 from .base import Backend, PrefixState
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 
@@ -63,6 +64,8 @@ class HfBackend(Backend):
         weights_dtype = compute if lora else torch.float32
         extra = {"attn_implementation": hf["attn_implementation"]} if hf["attn_implementation"] else {}
         model = load_weights(tf, spec, config, device, weights_dtype, extra)
+        if gradient_checkpointing():  # a host setting: less memory, same arithmetic, more compute
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.base_model = model
         if lora:
             model = self._wrap_lora(model, spec["finetune"])
