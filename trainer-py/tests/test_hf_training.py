@@ -130,3 +130,18 @@ def test_moe_model_without_chat_template_runs_end_to_end(hub_env, tmp_path):
     assert result["backend"]["scoring"] == "per-candidate"  # o200k groups digits
     assert result["training"]["final_loss"] < result["training"]["loss_curve"][0][1]
     assert "assistant:\n" in (out / "rendered" / "canary.txt").read_text()
+
+
+@pytest.mark.parametrize("method", ["full", "lora"])
+def test_gradient_checkpointing_changes_memory_not_arithmetic(hub_env, monkeypatch, method):
+    def train(checkpointing):
+        monkeypatch.setenv("CANARY_TRAINER_GRADIENT_CHECKPOINTING", "1" if checkpointing else "0")
+        b = HfBackend(spec("qwen3", method), CPU)
+        assert b.base_model.is_gradient_checkpointing == checkpointing
+        enc = [encode_row(b, canary_row(), 256, "row")]
+        opt = make_optimizer(b, TRAINING)
+        losses = [train_update(b, opt, enc, 0, TRAINING).loss for _ in range(2)]
+        return losses, {n: p.detach().clone() for n, p in b.trainable()}
+
+    (la, wa), (lb, wb) = train(False), train(True)
+    assert la == lb and all(torch.equal(wa[n], wb[n]) for n in wa)
