@@ -16,7 +16,7 @@ from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 
 from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402
-from .hf_fixtures import LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
+from .hf_fixtures import HUB, LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
 
 CPU = torch.device("cpu")
 
@@ -165,6 +165,10 @@ def test_weights_load_in_their_dtype_onto_the_device(hub_env, monkeypatch):
     b = HfBackend(spec("qwen3"), CPU)
     assert seen["dtype"] == torch.float32 and seen["device_map"] == {"": "cpu"}
     assert all(p.dtype == torch.float32 and p.device.type == "cpu" for p in b.model.parameters())
+    # Resolved like a downloaded model: refs/main names the snapshot, and a pinned sha loads it too.
+    sha = (HUB / "models--canary-test--tiny-qwen3" / "refs" / "main").read_text()
+    assert b.revision == sha
+    assert HfBackend(spec("qwen3") | {"revision": sha}, CPU).revision == sha
 
 
 def test_random_init_with_config_overrides(hub_env):

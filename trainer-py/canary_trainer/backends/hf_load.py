@@ -103,7 +103,7 @@ def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtyp
     except OSError as exc:
         raise MissingModel(f"weights of {spec['name']!r} are not available locally: "
                            f"{str(exc).splitlines()[0]}; fix: download the model first")
-    return model.to(device)  # a no-op when device_map placed it already
+    return model if getattr(model, "hf_device_map", None) else model.to(device)
 
 
 def version_at_least(version: str, wanted: tuple[int, int]) -> bool:
