@@ -61,7 +61,10 @@ def test_loss_mask_is_exactly_the_reply_and_its_end_of_turn(hub_env, family):
     enc = encode_row(b, row, 512, "row 0")
     first = next(i for i, x in enumerate(enc.labels) if x != IGNORE)
     trained = [x for x in enc.labels if x != IGNORE]
-    text = lambda ids: b.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)  # noqa: E731
+
+    def text(ids):
+        return b.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
     rendered = b.render(row["prompt"], row["target"])
     # The template, rendered: prompt, then the reply, its end-of-turn marker, then the template's tail.
     assert rendered == b.render(row["prompt"]) + row["target"] + END_OF_TURN[family] + AFTER_TURN[family]

@@ -97,9 +97,9 @@ def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtyp
     except ImportError:
         place = {"low_cpu_mem_usage": False}
     try:
-        model = tf.AutoModelForCausalLM.from_pretrained(spec["name"], revision=spec.get("revision"),
-                                                        local_files_only=True, trust_remote_code=hf["trust_remote_code"],
-                                                        **extra, **place, **{dtype_kw: dtype})
+        model = tf.AutoModelForCausalLM.from_pretrained(
+            spec["name"], revision=spec.get("revision"), local_files_only=True,
+            trust_remote_code=hf["trust_remote_code"], **extra, **place, **{dtype_kw: dtype})
     except OSError as exc:
         raise MissingModel(f"weights of {spec['name']!r} are not available locally: "
                            f"{str(exc).splitlines()[0]}; fix: download the model first")
