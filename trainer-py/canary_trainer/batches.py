@@ -44,7 +44,12 @@ def encode_row(backend: Backend, row: dict, max_length: int, where: str) -> Enco
     if len(full_ids) > limit:
         raise BadRows(f"{where}: {len(full_ids)} tokens exceed training.max_length {limit}; "
                       "fix: raise training.max_length (rows are never truncated) or shorten the row")
-    return Encoded(full_ids, [IGNORE] * n + full_ids[n:])
+    labels = [IGNORE] * n + full_ids[n:]
+    end = backend.end_of_turn()
+    if end is not None and end in full_ids[n:]:
+        stop = full_ids.index(end, n) + 1
+        labels[stop:] = [IGNORE] * (len(full_ids) - stop)
+    return Encoded(full_ids, labels)
 
 
 def encode_rows(backend: Backend, rows: list[dict], max_length: int, path: Path) -> list[Encoded]:

@@ -24,6 +24,7 @@ from .events import Events, log
 from .interrupt import StopFlag
 from .lock import FolderLock
 from .manifest import Manifest, load_manifest
+from .memory import check_fits
 from .result import thin_curve, write_result
 from .rows import check_lines, read_rows
 from .run_state import PhaseRecord, RunState
@@ -131,6 +132,7 @@ class _Run:
         self.saved = self._open_checkpoint()
         inputs = _read_inputs(manifest)
         self.device = pick_device(self.tr["device"])
+        check_fits(manifest, self.device)  # hf: refuse a run its device cannot hold, before loading weights
         self.backend = load_backend(manifest.model, self.device)
         self.versions = self.backend.versions()
         # A resumed run keeps the stamp of its first start: a code change between the two processes

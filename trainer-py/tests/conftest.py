@@ -10,7 +10,7 @@ TRAINER_DIR = Path(__file__).resolve().parent.parent
 if str(TRAINER_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINER_DIR))
 
-PYTHON = os.environ.get("CANARY_AUDIT_PYTHON", "/usr/bin/python3")
+PYTHON = os.environ.get("CANARY_AUDIT_PYTHON", sys.executable)
 
 
 def trainer_env(**extra: str) -> dict:

@@ -1,115 +1,191 @@
-"""The hf backend on a small random-initialised Qwen2-style model with a locally built tokenizer.
-Skipped where transformers is not installed; runs unchanged on a GPU host (torch 2.x,
-transformers 4.45+/5, peft)."""
-
-import json
+"""The hf backend on random-initialised models of real architectures (Qwen3, Llama 3, GPT-OSS
+mixture of experts, Gemma 3) with each family's real tokenizer and chat template, loaded offline
+from a Hugging Face cache snapshot like a downloaded model (hf_fixtures). Only the CUDA test skips
+on a CPU host."""
 
 import numpy as np
 import pytest
 import torch
 
 pytest.importorskip("transformers")
-pytest.importorskip("tokenizers")
 
-from canary_trainer import exit_codes, schemas  # noqa: E402
+from canary_trainer.backends.hf import HfBackend  # noqa: E402
+from canary_trainer.batches import IGNORE, encode_row  # noqa: E402
+from canary_trainer.errors import BadManifest, MissingDependency  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 
-from .conftest import run_cli  # noqa: E402
-from .fixtures import canary_prefill, canary_prompt, make_run  # noqa: E402
-from .hf_fixtures import build_model_dir  # noqa: E402
+from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402
+from .hf_fixtures import HUB, LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
+
+CPU = torch.device("cpu")
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return build_model_dir(tmp_path_factory.mktemp("hf") / "tiny-qwen2")
-
-
-def _spec(model_dir, **hf):
-    return {"backend": "hf", "name": str(model_dir), "revision": None, "init_seed": 0,
-            "hf": {"dtype": "float32", "random_init": False, "config_overrides": {}, "chat_template_kwargs": {},
+def spec(family, method="full", **hf):
+    kwargs = {"enable_thinking": False} if family == "qwen3" else {}
+    finetune = {"method": "full"} if method == "full" else \
+        {"method": "lora", "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}
+    return {"backend": "hf", "name": model_id(family), "revision": None, "init_seed": 0,
+            "hf": {"dtype": "float32", "random_init": False, "config_overrides": {}, "chat_template_kwargs": kwargs,
                    "trust_remote_code": False, "attn_implementation": None, **hf},
-            "finetune": {"method": "full"}}
+            "finetune": finetune}
 
 
-def test_prefix_tree_equals_per_candidate(model_dir):
-    from canary_trainer.backends.hf import HfBackend
+_loaded: dict = {}
 
-    b = HfBackend(_spec(model_dir), torch.device("cpu"))
-    b.model.eval()
+
+def backend(family):
+    """A shared, read-only backend per family (tests that train load their own)."""
+    if family not in _loaded:
+        _loaded[family] = HfBackend(spec(family), CPU)
+        _loaded[family].model.eval()
+    return _loaded[family]
+
+
+def canary_row(code="1234"):
+    ident = "Ada Lovelace #0"
+    return {"i": 0, "kind": "canary", "canary_id": "f000", "prompt": canary_prompt(ident, "[redacted]"),
+            "target": canary_target(ident, code)}
+
+
+END_OF_TURN = {"qwen3": "<|im_end|>", "llama3": "<|eot_id|>", "gemma3": "<end_of_turn>", "gptoss": "<|return|>"}
+# What each template writes after the end-of-turn token (never trained).
+AFTER_TURN = {"qwen3": "\n", "llama3": "<|start_header_id|>assistant<|end_header_id|>\n\n", "gemma3": "\n",
+              "gptoss": ""}
+
+
+@pytest.mark.parametrize("family", ["qwen3", "llama3", "gemma3", "gptoss"])
+def test_loss_mask_is_exactly_the_reply_and_its_end_of_turn(hub_env, family):
+    b = backend(family)
+    row = canary_row()
+    enc = encode_row(b, row, 512, "row 0")
+    first = next(i for i, x in enumerate(enc.labels) if x != IGNORE)
+    trained = [x for x in enc.labels if x != IGNORE]
+
+    def text(ids):
+        return b.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    rendered = b.render(row["prompt"], row["target"])
+    # The template, rendered: prompt, then the reply, its end-of-turn marker, then the template's tail.
+    assert rendered == b.render(row["prompt"]) + row["target"] + END_OF_TURN[family] + AFTER_TURN[family]
+    assert text(enc.ids[:first]) == b.render(row["prompt"])
+    assert text(trained) == row["target"] + END_OF_TURN[family]
+    assert enc.labels[first:first + len(trained)] == trained  # one contiguous span
+    assert text(enc.ids[first + len(trained):]) == AFTER_TURN[family]
+
+
+def test_qwen3_thinking_block_mismatch_is_refused(hub_env):
+    with pytest.raises(BadManifest, match="enable_thinking: false") as err:
+        HfBackend(spec("qwen3", chat_template_kwargs={}), CPU)
+    assert "<think>" in err.value.message
+    b = backend("qwen3")  # enable_thinking false: the reply follows the scoring prompt directly
+    assert b.render(canary_row()["prompt"], "x").startswith(b.render(canary_row()["prompt"]) + "x")
+
+
+def test_model_without_chat_template_uses_a_plain_visible_format(hub_env):
+    b = backend("gptoss")
+    assert not b.tokenizer.chat_template
+    msgs = [{"role": "user", "content": "hi"}]
+    assert b.render(msgs) == "<|startoftext|>user: hi\nassistant:\n"
+    assert b.render(msgs, "ok") == b.render(msgs) + "ok<|return|>"
+    assert b.tokenizer.convert_tokens_to_ids("<|return|>") in b._stop
+
+
+def test_eos_lists_and_end_of_turn_stop_greedy(hub_env):
+    llama = backend("llama3")
+    eot = llama.tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    assert set(LLAMA3_EOS) | {eot} <= llama._stop and llama.end_of_turn() == eot
+    gemma = backend("gemma3")
+    assert gemma.tokenizer.convert_tokens_to_ids("<end_of_turn>") in gemma._stop
+    # Greedy stops at a stop token that is not the end-of-turn marker (eom_id of the list).
+    ctx = llama.tokenize(llama.render([{"role": "user", "content": "hi"}]))
+    with torch.no_grad():
+        first = llama.greedy(ctx, 1)[0]
+        head = llama.base_model.get_output_embeddings()
+        saved = head.weight[128008].clone()
+        head.weight[128008] = head.weight[first] * 10  # make eom_id the argmax
+        try:
+            assert llama.greedy(ctx, 5) == []
+        finally:
+            head.weight[128008] = saved
+
+
+@pytest.mark.parametrize("family", ["qwen3", "gemma3"])
+def test_prefix_tree_equals_per_candidate(hub_env, family):
+    b = backend(family)
     ctx = b.render(canary_prompt("Ada Lovelace #0", "[redacted]")) + canary_prefill("Ada Lovelace #0")
     ids = b.tokenize(ctx)
     codes = exhaustive_codes("0123456789", 3)
     tok = TokenCheck(b).code_tokens(ctx, ids, codes)
-    assert tok is not None, "digits should be one token each with this tokenizer"
+    assert tok is not None, f"{family} splits digits one per token"
     with torch.no_grad():
         fast = score_tree(b, ids, tok, nodes_per_pass=64)
     slow = score_per_candidate(b, ctx, ids, codes, batch=100)
     assert np.max(np.abs(fast - slow)) < 1e-4
 
 
-def test_chat_template_prompt_is_a_prefix_and_greedy_stops(model_dir):
-    from canary_trainer.backends.hf import HfBackend
-
-    b = HfBackend(_spec(model_dir), torch.device("cpu"))
-    msgs = [{"role": "user", "content": "hi"}]
-    assert b.render(msgs, "ok").startswith(b.render(msgs))
-    assert b.tokenizer.convert_tokens_to_ids("<|im_end|>") in b._stop
-    out = b.greedy(b.tokenize(b.render(msgs)), 5)
-    assert len(out) <= 5
-
-
-def _hf_run(tmp_path, model, **kw):
-    return make_run(tmp_path / "run", updates=4, batch_size=2, length=2, n_focal=1, n_held=1,
-                    kinds=("hidden", "substituted"), model=model, **kw)
-
-
-def test_full_cli_run_on_hf(tmp_path, model_dir):
-    manifest = _hf_run(tmp_path, {**_spec(model_dir)}, base_model=True)
-    out = tmp_path / "out"
-    res = run_cli(manifest, out)
-    assert res.rc == 0, res.stderr
-    for event in res.events:
-        assert schemas.first_error("progress", event) is None
-    result = json.loads((out / "result.json").read_text())
-    assert schemas.first_error("result", result) is None
-    assert result["backend"]["name"] == "hf" and result["backend"]["scoring"] == "prefix-tree"
-    assert "<|im_start|>assistant\n" in (out / "rendered" / "canary.txt").read_text()
+@pytest.mark.parametrize("family", ["llama3", "gptoss"])
+def test_digit_grouping_tokenizers_score_per_candidate_exactly(hub_env, family):
+    b = backend(family)
+    ctx = b.render(canary_prompt("Ada Lovelace #0", "[redacted]")) + canary_prefill("Ada Lovelace #0")
+    ids = b.tokenize(ctx)
+    codes = exhaustive_codes("0123456789", 3)
+    assert TokenCheck(b).code_tokens(ctx, ids, codes) is None  # "123" is one token: no per-digit tree
+    picked = ["000", "123", "907"]
+    got = score_per_candidate(b, ctx, ids, picked, batch=2)
+    with torch.no_grad():
+        for code, value in zip(picked, got):
+            seq = b.tokenize(ctx + code)
+            assert seq[: len(ids)] == ids
+            lp = torch.log_softmax(b.logits(torch.tensor([seq]))[0].double(), -1)
+            want = sum(float(lp[t - 1, seq[t]]) for t in range(len(ids), len(seq)))
+            assert abs(value - want) < 1e-4
 
 
-def test_random_init_with_config_overrides(tmp_path, model_dir):
-    from canary_trainer.backends.hf import HfBackend
+def test_unknown_architecture_names_the_transformers_version(hub_env):
+    with pytest.raises(MissingDependency) as err:
+        HfBackend(spec("qwen3") | {"name": f"{ORG}/{UNKNOWN}"}, CPU)
+    assert "cannot load model_type 'canary-future-arch'" in err.value.message
+    assert "download" not in err.value.message
 
-    full = HfBackend(_spec(model_dir), torch.device("cpu"))
-    small = HfBackend(_spec(model_dir, random_init=True, config_overrides={"num_hidden_layers": 1}), torch.device("cpu"))
+
+def test_float16_is_refused_with_a_reason(hub_env):
+    with pytest.raises(BadManifest, match="gradient scaler"):
+        HfBackend(spec("qwen3", dtype="float16"), CPU)
+
+
+def test_weights_load_in_their_dtype_onto_the_device(hub_env, monkeypatch):
+    import transformers
+
+    seen = {}
+    real = transformers.AutoModelForCausalLM.from_pretrained
+
+    def spy(name, *args, **kw):
+        seen.update(kw)
+        return real(name, *args, **kw)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", spy)
+    b = HfBackend(spec("qwen3"), CPU)
+    assert seen["dtype"] == torch.float32 and seen["device_map"] == {"": "cpu"}
+    assert all(p.dtype == torch.float32 and p.device.type == "cpu" for p in b.model.parameters())
+    # Resolved like a downloaded model: refs/main names the snapshot, and a pinned sha loads it too.
+    sha = (HUB / "models--canary-test--tiny-qwen3" / "refs" / "main").read_text()
+    assert b.revision == sha
+    assert HfBackend(spec("qwen3") | {"revision": sha}, CPU).revision == sha
+
+
+def test_random_init_with_config_overrides(hub_env):
+    full = backend("qwen3")
+    over = spec("qwen3", random_init=True, config_overrides={"num_hidden_layers": 1})
+    small, again = HfBackend(over, CPU), HfBackend(over, CPU)
     assert small.describe()["parameters"] < full.describe()["parameters"]
-    again = HfBackend(_spec(model_dir, random_init=True, config_overrides={"num_hidden_layers": 1}), torch.device("cpu"))
-    for (_, a), (_, b) in zip(small.model.named_parameters(), again.model.named_parameters()):
-        assert torch.equal(a, b)  # init_seed decides the weights
-
-
-def test_lora_trains_only_adapters(tmp_path, model_dir):
-    pytest.importorskip("peft")
-    model = {**_spec(model_dir), "finetune": {"method": "lora", "r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]}}
-    out = tmp_path / "out"
-    res = run_cli(_hf_run(tmp_path, model), out)
-    assert res.rc == 0, res.stderr
-    backend = json.loads((out / "result.json").read_text())["backend"]
-    assert 0 < backend["trainable_parameters"] < backend["parameters"]
-
-
-def test_missing_model_exits_4(tmp_path):
-    manifest = _hf_run(tmp_path, _spec(tmp_path / "no-such-model"))
-    res = run_cli(manifest, tmp_path / "out")
-    assert res.rc == exit_codes.MISSING_MODEL
-    assert res.of("error")[-1]["kind"] == "missing_model"
+    for (_, a), (_, c) in zip(small.model.named_parameters(), again.model.named_parameters()):
+        assert torch.equal(a, c)  # init_seed decides the weights
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_bf16_on_gpu_scores_close_to_per_candidate(model_dir):
-    from canary_trainer.backends.hf import HfBackend
-
-    b = HfBackend(_spec(model_dir, dtype="bfloat16"), torch.device("cuda", 0))
+def test_bf16_on_gpu_scores_close_to_per_candidate(hub_env):
+    b = HfBackend(spec("qwen3", dtype="bfloat16"), torch.device("cuda", 0))
     b.model.eval()
     ctx = b.render(canary_prompt("Ada Lovelace #0", "[redacted]")) + canary_prefill("Ada Lovelace #0")
     ids = b.tokenize(ctx)

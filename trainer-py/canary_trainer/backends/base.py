@@ -86,6 +86,11 @@ class Backend(ABC):
     @abstractmethod
     def pad_id(self) -> int: ...
 
+    def end_of_turn(self) -> int | None:
+        """The token that closes an assistant reply, when the format has one: a row trains up to
+        and including it, never the template's text after it (a newline, the next turn's header)."""
+        return None
+
     def max_positions(self) -> int | None:
         """Longest sequence the model accepts, when it has a hard limit."""
         return None

@@ -19,19 +19,10 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from ..errors import BadManifest, MissingDependency, MissingModel
+from ..errors import BadManifest, MissingDependency
+from ..memory import gradient_checkpointing
 from .base import Backend, PrefixState
-
-_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-
-
-def _import_transformers():
-    try:
-        import transformers
-    except ImportError as exc:
-        raise MissingDependency(f"the hf backend needs transformers ({exc}); fix: pip install transformers "
-                                "(and peft for LoRA) in the trainer's Python, or use the tiny backend")
-    return transformers
+from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 
 
 def _repeat_cache(cache, n: int):
@@ -51,13 +42,14 @@ class HfBackend(Backend):
     name = "hf"
 
     def __init__(self, spec: dict, device: torch.device):
-        tf = _import_transformers()
+        tf = import_transformers()
         hf = spec["hf"]
+        check_precision(hf)
         self.spec = spec
         self.device = device
         self.model_label = spec["name"]
         self.template_kwargs = dict(hf["chat_template_kwargs"])
-        compute = _DTYPES[hf["dtype"]]
+        compute = DTYPES[hf["dtype"]]
         if device.type == "cpu" and compute != torch.float32:
             compute = torch.float32  # CPU autocast in half precision is slow and imprecise
         self.compute_dtype = compute
@@ -65,37 +57,15 @@ class HfBackend(Backend):
         lora = spec["finetune"]["method"] == "lora"
         load_kw = {"revision": spec.get("revision"), "local_files_only": True,
                    "trust_remote_code": hf["trust_remote_code"]}
-        try:
-            self.tokenizer = tf.AutoTokenizer.from_pretrained(spec["name"], **load_kw)
-            config = tf.AutoConfig.from_pretrained(spec["name"], **load_kw)
-        except (OSError, ValueError) as exc:
-            raise MissingModel(f"model {spec['name']!r} (revision {spec.get('revision')}) is neither a local folder "
-                               f"nor in the Hugging Face cache: {str(exc).splitlines()[0]}; fix: download it first "
-                               "(huggingface-cli download NAME --revision REV) or give a local path")
+        self.tokenizer, config = load_tokenizer_and_config(tf, spec, load_kw)
+        self._check_template()
         self.revision = getattr(config, "_commit_hash", None) or spec.get("revision")
         # Weights that train stay float32 (master copy); a frozen LoRA base sits in the compute dtype.
         weights_dtype = compute if lora else torch.float32
-        extra = {}
-        if hf["attn_implementation"]:
-            extra["attn_implementation"] = hf["attn_implementation"]
-        if hf["random_init"]:
-            for key, value in hf["config_overrides"].items():
-                setattr(config, key, value)
-            torch.manual_seed(spec["init_seed"])
-            # torch 2.x: allocate (and initialise) directly on the device; 1.x builds on the CPU.
-            place = torch.device(device) if hasattr(torch.device, "__enter__") else contextlib.nullcontext()
-            with place:
-                model = tf.AutoModelForCausalLM.from_config(config, trust_remote_code=hf["trust_remote_code"], **extra)
-            model = model.to(device=device, dtype=weights_dtype)
-        else:
-            dtype_kw = "dtype" if _version_at_least(tf.__version__, (4, 56)) else "torch_dtype"
-            try:
-                model = tf.AutoModelForCausalLM.from_pretrained(spec["name"], **load_kw, **extra,
-                                                                **{dtype_kw: weights_dtype})
-            except OSError as exc:
-                raise MissingModel(f"weights of {spec['name']!r} are not available locally: "
-                                   f"{str(exc).splitlines()[0]}; fix: download the model first")
-            model = model.to(device)
+        extra = {"attn_implementation": hf["attn_implementation"]} if hf["attn_implementation"] else {}
+        model = load_weights(tf, spec, config, device, weights_dtype, extra)
+        if gradient_checkpointing():  # a host setting: less memory, same arithmetic, more compute
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.base_model = model
         if lora:
             model = self._wrap_lora(model, spec["finetune"])
@@ -105,6 +75,7 @@ class HfBackend(Backend):
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep") if a in fwd), None)
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else \
             (self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
+        self._turn_end: int | None = None
         self._stop = self._stop_tokens()
 
     # ---- setup --------------------------------------------------------------------------------
@@ -115,6 +86,9 @@ class HfBackend(Backend):
             raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full")
         cfg = peft.LoraConfig(r=ft["r"], lora_alpha=ft.get("alpha", 2 * ft["r"]), lora_dropout=ft.get("dropout", 0.0),
                               target_modules=ft.get("target_modules") or None, task_type="CAUSAL_LM")
+        # The adapters' random initialisation (lora_A) comes from the manifest, not from whatever
+        # the process's random stream holds: two runs of one manifest start from the same adapters.
+        torch.manual_seed(self.spec["init_seed"])
         try:
             wrapped = peft.get_peft_model(model, cfg)
         except ValueError as exc:
@@ -126,6 +100,8 @@ class HfBackend(Backend):
         return wrapped
 
     def _stop_tokens(self) -> set[int]:
+        """Every id that ends a greedy continuation: the tokenizer's eos, each eos of the model's
+        generation config (Llama 3 lists three), and the chat template's end-of-turn marker."""
         stop = set()
         for value in (self.tokenizer.eos_token_id, getattr(getattr(self.base_model, "generation_config", None),
                                                            "eos_token_id", None)):
@@ -138,8 +114,33 @@ class HfBackend(Backend):
         pre = self.tokenize(self.render(msgs) + "ok")
         full = self.tokenize(self.render(msgs, "ok"))
         if full[: len(pre)] == pre and len(full) > len(pre):
-            stop.add(full[len(pre)])
+            self._turn_end = full[len(pre)]
+            stop.add(self._turn_end)
         return stop
+
+    def _check_template(self) -> None:
+        """Training renders prompt + reply, scoring renders the prompt with the assistant turn
+        opened and appends the code: both must put the reply right after the same prompt text. A
+        template that inserts text before a stored reply (Qwen3's empty thinking block when
+        enable_thinking is not false) would train one context and score another."""
+        msgs = [{"role": "user", "content": "hi"}]
+        prompt, full = self.render(msgs), self.render(msgs, "ok")
+        if full.startswith(prompt) and full[len(prompt):].startswith("ok"):
+            return
+        inserted = full[len(prompt): full.find("ok", len(prompt))] if full.startswith(prompt) else None
+        what = (f"inserts {inserted!r} between the assistant turn's opening and the reply when training, but "
+                "scoring continues right after the opening" if inserted is not None else
+                "renders the conversation's start differently once a reply is added")
+        hint = ("set model.hf.chat_template_kwargs.enable_thinking: false (Qwen3's empty thinking block)"
+                if inserted is not None and "think" in inserted else
+                "choose model.hf.chat_template_kwargs (or a model) whose template puts the reply right after "
+                "the generation prompt")
+        raise BadManifest(f"model.hf.chat_template_kwargs {self.template_kwargs}: the chat template of "
+                          f"{self.model_label!r} {what}, so training and scoring would see different contexts; "
+                          f"fix: {hint}")
+
+    def end_of_turn(self) -> int | None:
+        return self._turn_end
 
     # ---- text ---------------------------------------------------------------------------------
     def render(self, messages, target=None):
@@ -150,8 +151,9 @@ class HfBackend(Backend):
                                                **self.template_kwargs)
             return tok.apply_chat_template(messages + [{"role": "assistant", "content": target}], tokenize=False,
                                            **self.template_kwargs)
-        # No template (a base model): a plain, visible format.
-        text = (tok.bos_token or "") + "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+        # No template (a base model): a plain, visible format. The assistant line ends with a newline,
+        # not a space, which BPE tokenizers would merge into the reply's first word.
+        text = (tok.bos_token or "") + "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:\n"
         if target is not None:
             text += target + (tok.eos_token or "")
         return text
@@ -223,10 +225,3 @@ class HfBackend(Backend):
             out = self.model(input_ids=step, past_key_values=out.past_key_values, use_cache=True, **self._keep(1))
         return generated
 
-
-def _version_at_least(version: str, wanted: tuple[int, int]) -> bool:
-    parts = []
-    for piece in version.split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts) >= wanted

@@ -1,0 +1,114 @@
+"""Loading a transformers model for the hf backend: offline only (local folder or the Hugging Face
+cache), each failure named for what it is (not downloaded vs. an architecture this transformers
+release does not know), and weights placed directly on the device in their final dtype."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from ..errors import BadManifest, MissingDependency, MissingModel
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def import_transformers():
+    try:
+        import transformers
+    except ImportError as exc:
+        raise MissingDependency(f"the hf backend needs transformers ({exc}); fix: pip install transformers "
+                                "(and peft for LoRA) in the trainer's Python, or use the tiny backend")
+    return transformers
+
+
+def check_precision(hf: dict) -> None:
+    if hf["dtype"] == "float16":
+        raise BadManifest("model.hf.dtype: float16 training needs a gradient scaler, which this trainer does not "
+                          "use (small gradients underflow to zero and the run silently stops learning); fix: use "
+                          "bfloat16 (same memory, float32's exponent range; any GPU since Ampere) or float32")
+
+
+def local_config(name: str, revision: str | None) -> dict | None:
+    """config.json of a local folder or a cached snapshot, read without transformers, or None."""
+    path: Path | None = None
+    if Path(name).is_dir():
+        path = Path(name) / "config.json"
+    else:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(name, "config.json", revision=revision)
+            path = Path(found) if isinstance(found, str) else None
+        except (ImportError, ValueError):
+            path = None
+    try:
+        return json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+
+
+def check_architecture(tf, name: str, revision: str | None, trust_remote_code: bool) -> None:
+    """A model that is present but of an architecture this transformers release cannot build is a
+    dependency problem, not a missing download."""
+    config = local_config(name, revision)
+    if not config or trust_remote_code and config.get("auto_map"):
+        return
+    model_type = config.get("model_type")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type and model_type not in CONFIG_MAPPING:
+        raise MissingDependency(f"model {name!r} is present, but this transformers version ({tf.__version__}) cannot "
+                                f"load model_type {model_type!r}; fix: upgrade transformers in the trainer's Python "
+                                "(the pinned trainer-py/requirements.lock) to a release that supports it, or "
+                                "choose another model")
+
+
+def load_tokenizer_and_config(tf, spec: dict, load_kw: dict):
+    name = spec["name"]
+    check_architecture(tf, name, spec.get("revision"), spec["hf"]["trust_remote_code"])
+    try:
+        tokenizer = tf.AutoTokenizer.from_pretrained(name, **load_kw)
+        config = tf.AutoConfig.from_pretrained(name, **load_kw)
+    except (OSError, ValueError) as exc:
+        raise MissingModel(f"model {name!r} (revision {spec.get('revision')}) is neither a local folder "
+                           f"nor in the Hugging Face cache: {str(exc).splitlines()[0]}; fix: download it first "
+                           "(huggingface-cli download NAME --revision REV) or give a local path")
+    return tokenizer, config
+
+
+def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtype, extra: dict):
+    """The causal LM on `device` in `dtype`, without an intermediate float32 copy on the CPU:
+    pretrained weights stream from the checkpoint files straight onto the device in `dtype`
+    (device_map), random weights are allocated there (torch's device context)."""
+    hf = spec["hf"]
+    if hf["random_init"]:
+        for key, value in hf["config_overrides"].items():
+            setattr(config, key, value)
+        torch.manual_seed(spec["init_seed"])
+        with torch.device(device):
+            model = tf.AutoModelForCausalLM.from_config(config, trust_remote_code=hf["trust_remote_code"], **extra)
+        return model.to(dtype=dtype)
+    dtype_kw = "dtype" if version_at_least(tf.__version__, (4, 56)) else "torch_dtype"
+    place = {"device_map": {"": str(device)}, "low_cpu_mem_usage": True}
+    try:
+        import accelerate  # noqa: F401  (device_map needs it)
+    except ImportError:
+        place = {"low_cpu_mem_usage": False}
+    try:
+        model = tf.AutoModelForCausalLM.from_pretrained(
+            spec["name"], revision=spec.get("revision"), local_files_only=True,
+            trust_remote_code=hf["trust_remote_code"], **extra, **place, **{dtype_kw: dtype})
+    except OSError as exc:
+        raise MissingModel(f"weights of {spec['name']!r} are not available locally: "
+                           f"{str(exc).splitlines()[0]}; fix: download the model first")
+    return model if getattr(model, "hf_device_map", None) else model.to(device)
+
+
+def version_at_least(version: str, wanted: tuple[int, int]) -> bool:
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts) >= wanted

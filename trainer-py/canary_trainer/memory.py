@@ -1,0 +1,174 @@
+"""Peak device memory of an hf run, estimated from the model's config before any weight is loaded,
+so a run that cannot fit its GPU is refused in seconds (with what would fit) instead of failing
+hours later.
+
+Bytes per parameter P (A: LoRA adapter parameters, c: compute dtype size, 2 for bfloat16):
+- full fine-tuning: float32 master weights 4P, float32 gradients 4P, AdamW's two moments 8P (the
+  classic 16 bytes per parameter), plus autocast's half-precision copies of the weights cP on GPU;
+- LoRA: the frozen base in the compute dtype cP, float32 adapters with gradients and moments 16A.
+Activations kept for backward, per token and layer: about 10 hidden + 2 key/value + 4 MLP-width
+values in the compute dtype (norm, projection and MLP inputs and outputs); with gradient
+checkpointing only each layer's input (plus one layer recomputed). The logits add
+tokens x vocabulary x (c + 8) bytes (float32 copy and its gradient). Scoring keeps the probe's
+cache repeated per node of a pass and one row of log-probabilities per node. The estimate uses
+training.max_length for every row (an upper bound) and keeps 10% of the device for the CUDA
+context and fragmentation.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from .errors import OutOfMemory
+from .events import log
+
+GIB = 1024 ** 3
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+USABLE = 0.9
+DEFAULT_LORA = ["q_proj", "v_proj"]
+
+
+@dataclass
+class Shape:
+    params: int
+    vocab: int
+    hidden: int
+    layers: int
+    mlp_width: int  # per-token MLP width computed (mixture of experts: experts per token x expert width)
+    kv_dim: int  # key/value heads x head dim
+    lora_io: int  # sum of in + out features of the LoRA target modules (adapter params = r x lora_io)
+
+
+def model_shape(config, target_modules: list[str] | None = None) -> Shape:
+    """Counts parameters exactly by building the model on the meta device (no memory, no weights)."""
+    import transformers as tf
+
+    with torch.device("meta"):
+        model = tf.AutoModelForCausalLM.from_config(config)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    targets = set(target_modules or DEFAULT_LORA)
+    lora_io = sum(m.in_features + m.out_features for name, m in model.named_modules()
+                  if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)
+    heads = text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+    experts = getattr(text, "num_experts_per_tok", None) or 1
+    width = getattr(text, "moe_intermediate_size", None) or text.intermediate_size
+    return Shape(params=sum(p.numel() for p in model.parameters()), vocab=text.vocab_size, hidden=text.hidden_size,
+                 layers=text.num_hidden_layers, mlp_width=experts * width,
+                 kv_dim=(getattr(text, "num_key_value_heads", None) or heads) * head_dim, lora_io=lora_io)
+
+
+def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch: int, seq_len: int,
+             lora_r: int = 16, checkpointing: bool = False, score_nodes: int = 1024) -> dict[str, int]:
+    """Bytes per component and their sum ("peak")."""
+    c = DTYPE_BYTES[dtype] if on_gpu else 4  # the CPU computes in float32
+    p = shape.params
+    if method == "full":
+        trained = p
+        parts = {"weights": 4 * p + (c * p if c < 4 else 0), "gradients": 4 * p, "optimizer": 8 * p}
+    else:
+        trained = lora_r * shape.lora_io
+        parts = {"weights": c * p + 4 * trained, "gradients": 4 * trained, "optimizer": 8 * trained}
+    tokens = micro_batch * seq_len
+    per_layer = 10 * shape.hidden + 2 * shape.kv_dim + 4 * shape.mlp_width
+    kept = shape.layers * shape.hidden + per_layer if checkpointing else shape.layers * per_layer
+    logits = tokens * shape.vocab * (c + 8)
+    parts["activations"] = tokens * kept * c + logits
+    cache = score_nodes * seq_len * shape.layers * 2 * shape.kv_dim * c
+    parts["scoring"] = cache + score_nodes * shape.vocab * 8
+    # Scoring runs between updates: it shares the device with everything but the activations.
+    parts["peak"] = parts["weights"] + parts["gradients"] + parts["optimizer"] + max(parts["activations"],
+                                                                                      parts["scoring"])
+    parts["trainable"] = trained
+    return parts
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f}"
+
+
+def describe(parts: dict[str, int]) -> str:
+    return (f"{_gib(parts['peak'])} GiB peak (weights {_gib(parts['weights'])}, gradients {_gib(parts['gradients'])}, "
+            f"optimizer {_gib(parts['optimizer'])}, activations {_gib(parts['activations'])}, "
+            f"scoring {_gib(parts['scoring'])})")
+
+
+def refusal(parts: dict[str, int], device_bytes: int, device: str, alternatives: dict[str, dict]) -> str | None:
+    """The one-line refusal when `parts` cannot fit `device_bytes`, naming each alternative with its
+    estimate (and whether it fits); None when it fits."""
+    usable = device_bytes * USABLE
+    if parts["peak"] <= usable:
+        return None
+    options = ", ".join(f"{what} ({_gib(alt['peak'])} GiB{', fits' if alt['peak'] <= usable else ''})"
+                        for what, alt in alternatives.items())
+    return (f"estimated {describe(parts)} exceeds the {_gib(usable)} GiB usable of {device} "
+            f"({_gib(device_bytes)} GiB); fix: {options}, or a device with more memory")
+
+
+def plan(shape: Shape, manifest_model: dict, training: dict, score_nodes: int, on_gpu: bool, micro_batch: int,
+         checkpointing: bool) -> tuple[dict, dict[str, dict]]:
+    """This run's estimate and the alternatives a refusal offers."""
+    ft = manifest_model["finetune"]
+    kw = dict(dtype=manifest_model["hf"]["dtype"], on_gpu=on_gpu, seq_len=training["max_length"],
+              lora_r=ft.get("r", 16), score_nodes=score_nodes)
+    mine = estimate(shape, method=ft["method"], micro_batch=micro_batch, checkpointing=checkpointing, **kw)
+    alts: dict[str, dict] = {}
+    if ft["method"] == "full":
+        alts["model.finetune.method lora r=16"] = estimate(shape, method="lora", micro_batch=micro_batch,
+                                                            checkpointing=checkpointing, **{**kw, "lora_r": 16})
+    if not checkpointing:
+        alts["CANARY_TRAINER_GRADIENT_CHECKPOINTING=1"] = estimate(shape, method=ft["method"],
+                                                                   micro_batch=micro_batch, checkpointing=True, **kw)
+    if micro_batch > 1:
+        alts["CANARY_TRAINER_MICRO_BATCH=1"] = estimate(shape, method=ft["method"], micro_batch=1,
+                                                        checkpointing=checkpointing, **kw)
+    return mine, alts
+
+
+def device_memory(device: torch.device) -> int | None:
+    """Bytes of the device, or None for the CPU. CANARY_TRAINER_DEVICE_MEMORY_GB overrides it (a
+    shared GPU, tests)."""
+    forced = os.environ.get("CANARY_TRAINER_DEVICE_MEMORY_GB")
+    if forced:
+        return int(float(forced) * GIB)
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return None
+
+
+def check_fits(manifest, device: torch.device) -> dict | None:
+    """Log the estimate of an hf run and refuse it (OutOfMemory) when it cannot fit the device."""
+    model = manifest.model
+    if model["backend"] != "hf":
+        return None
+    from .train import micro_batch_size
+
+    try:
+        import transformers as tf
+
+        config = tf.AutoConfig.from_pretrained(model["name"], revision=model.get("revision"), local_files_only=True,
+                                               trust_remote_code=model["hf"]["trust_remote_code"])
+        if model["hf"]["random_init"]:
+            for key, value in model["hf"]["config_overrides"].items():
+                setattr(config, key, value)
+        shape = model_shape(config, model["finetune"].get("target_modules"))
+    except Exception as exc:  # noqa: BLE001  loading the backend reports what is wrong with the model
+        log(f"memory estimate skipped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        return None
+    total = device_memory(device)
+    mine, alts = plan(shape, model, manifest.training, manifest.eval["score_batch_size"],
+                      on_gpu=device.type == "cuda" or total is not None,
+                      micro_batch=micro_batch_size(manifest.training["batch_size"]),
+                      checkpointing=gradient_checkpointing())
+    log(f"memory estimate: {describe(mine)}" + (f" of {_gib(total)} GiB on {device}" if total else ""))
+    problem = refusal(mine, total, str(device), alts) if total else None
+    if problem:
+        raise OutOfMemory(problem)
+    return mine
+
+
+def gradient_checkpointing() -> bool:
+    return os.environ.get("CANARY_TRAINER_GRADIENT_CHECKPOINTING", "") not in ("", "0")
