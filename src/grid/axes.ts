@@ -1,7 +1,7 @@
 import { quoteValue, UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
 import { REVERSE_SHIFT_DEFAULTS } from '../codes/index.js';
-import { BUILTIN_MODELS, modelFromObject, modelLabel } from './models.js';
+import { BUILTIN_MODELS, hfModelProblem, modelFromObject, modelLabel } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { closest } from './suggest.js';
 import { formatPath, type GridPath, type GridSource } from './source.js';
@@ -139,6 +139,8 @@ const model: Normaliser<'model'> = (raw, path, ctx) => {
   const value = modelFromObject(o);
   const problem = pretrainProblem(value.pretrain);
   if (problem) fail(ctx, [...path, 'pretrain', ...problem.path], problem.message);
+  const hfProblem = hfModelProblem(value);
+  if (hfProblem) fail(ctx, [...path, ...hfProblem.path], hfProblem.message);
   return { label: (o.label as string | undefined) ?? modelLabel(value), value };
 };
 

@@ -7,7 +7,7 @@ import { cueEncoding } from '../codes/index.js';
 import { validate } from '../schemas/index.js';
 import { type AxisContext } from './axes.js';
 import { expandGrid, type Expansion } from './expand.js';
-import { modelFromObject } from './models.js';
+import { hfModelProblem, modelFromObject } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { explainGridErrors } from './schema-errors.js';
 import { formatPath, GridSource, type GridPath } from './source.js';
@@ -95,6 +95,8 @@ export function parseGrid(file: string, text: string): LoadedGrid {
     models[key] = model;
     const problem = pretrainProblem(model.pretrain);
     if (problem) fail(['models', key, 'pretrain', ...problem.path], problem.message);
+    const hfProblem = hfModelProblem(model);
+    if (hfProblem) fail(['models', key, ...hfProblem.path], hfProblem.message);
   }
   if (errors.length > 0) throw new UserInputErrors(errors);
   const ctx: AxisContext = { source, models };

@@ -22,13 +22,19 @@ export const HF_DEFAULTS: HfModelSpec = {
 
 export const LORA_DEFAULTS = { r: 16, alpha: 32, dropout: 0.05, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 
-function qwen3(name: string): ModelValue {
+/**
+ * Qwen3 presets. Full fine-tuning keeps fp32 master weights and AdamW state (~16 bytes per
+ * parameter): 8B and 14B cannot fully fine-tune on one 141 GB GPU (the trainer's memory estimate
+ * refuses them), so those presets fine-tune LoRA adapters; a grid's own model object can still ask
+ * for `finetune: full` where more memory is available.
+ */
+function qwen3(name: string, method: 'full' | 'lora' = 'full'): ModelValue {
   return {
     backend: 'hf',
     name,
     revision: null,
     hf: { ...HF_DEFAULTS, chat_template_kwargs: { enable_thinking: false } },
-    finetune: { method: 'full' },
+    finetune: method === 'full' ? { method: 'full' } : { method: 'lora', ...LORA_DEFAULTS, target_modules: [...LORA_DEFAULTS.target_modules] },
   };
 }
 
@@ -45,8 +51,8 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
   'qwen3-0.6b': qwen3('Qwen/Qwen3-0.6B'),
   'qwen3-1.7b': qwen3('Qwen/Qwen3-1.7B'),
   'qwen3-4b': qwen3('Qwen/Qwen3-4B'),
-  'qwen3-8b': qwen3('Qwen/Qwen3-8B'),
-  'qwen3-14b': qwen3('Qwen/Qwen3-14B'),
+  'qwen3-8b': qwen3('Qwen/Qwen3-8B', 'lora'),
+  'qwen3-14b': qwen3('Qwen/Qwen3-14B', 'lora'),
 };
 
 /** A model object as the grid writes it (schema-validated) → the manifest's model fields. */
@@ -67,7 +73,7 @@ export function modelFromObject(raw: Record<string, unknown>): ModelValue {
     dtype: (raw.dtype as HfModelSpec['dtype'] | undefined) ?? HF_DEFAULTS.dtype,
     random_init: (raw.random_init as boolean | undefined) ?? HF_DEFAULTS.random_init,
     config_overrides: (raw.config_overrides as Record<string, unknown> | undefined) ?? {},
-    chat_template_kwargs: (raw.chat_template_kwargs as Record<string, unknown> | undefined) ?? {},
+    chat_template_kwargs: chatTemplateKwargs(raw),
     trust_remote_code: (raw.trust_remote_code as boolean | undefined) ?? HF_DEFAULTS.trust_remote_code,
     attn_implementation: (raw.attn_implementation as string | null | undefined) ?? null,
   };
@@ -78,6 +84,38 @@ export function modelFromObject(raw: Record<string, unknown>): ModelValue {
     hf,
     finetune: finetuneFrom(raw.finetune),
   };
+}
+
+/** Chat templates that insert a thinking block into the assistant turn unless told not to. */
+export const THINKING_TEMPLATE = /qwen3/i;
+
+/**
+ * A Qwen3 chat template renders `<think>\n\n</think>\n\n` before the reply unless
+ * `enable_thinking: false`: the training target would then carry a block the scoring prompt never
+ * shows. Unset, it is false for Qwen3 models (as in the presets); set to true it is refused at plan
+ * time (hfModelProblem).
+ */
+function chatTemplateKwargs(raw: Record<string, unknown>): Record<string, unknown> {
+  const kwargs = (raw.chat_template_kwargs as Record<string, unknown> | undefined) ?? {};
+  if (typeof raw.name === 'string' && THINKING_TEMPLATE.test(raw.name) && !('enable_thinking' in kwargs)) {
+    return { ...kwargs, enable_thinking: false };
+  }
+  return kwargs;
+}
+
+/** Why an hf model cannot be audited as written (path below the model object, message), or null. */
+export function hfModelProblem(model: ModelValue): { path: string[]; message: string } | null {
+  if (model.backend !== 'hf' || !model.hf) return null;
+  if (THINKING_TEMPLATE.test(model.name) && model.hf.chat_template_kwargs.enable_thinking !== false) {
+    return {
+      path: ['chat_template_kwargs', 'enable_thinking'],
+      message: `${model.name}'s chat template would put a <think> block into every training target that the scoring prompt never shows; set enable_thinking: false`,
+    };
+  }
+  if (model.hf.dtype === 'float16') {
+    return { path: ['dtype'], message: 'float16 training needs a gradient scaler, which the trainer does not use; use bfloat16 (or float32)' };
+  }
+  return null;
 }
 
 function finetuneFrom(raw: unknown): FinetuneSpec {

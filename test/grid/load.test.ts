@@ -138,3 +138,30 @@ describe('schedule checks', () => {
     expectOneError(inputErrors(() => parseGrid(F, text)), `${F}:5:24: axes.schedule[1]: `, 'warmup of 51 updates is longer than the run (50 updates)');
   });
 });
+
+describe('hf models checked at plan time', () => {
+  const withModel = (model: string, models = ''): string => `${models}${BASE.replace('  dose: [1, 4]', `  dose: [1, 4]\n  model: [${model}]`)}`;
+
+  it('a Qwen3 model trains and scores without a thinking block: unset means enable_thinking false', () => {
+    const grid = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen3-0.6B}'));
+    expect(grid.expansion.axes.model[0]?.value.hf?.chat_template_kwargs).toEqual({ enable_thinking: false });
+    const other = parseGrid(F, withModel('{backend: hf, name: meta-llama/Llama-3.2-1B}'));
+    expect(other.expansion.axes.model[0]?.value.hf?.chat_template_kwargs).toEqual({});
+  });
+
+  it('refuses enable_thinking true for a Qwen3 model, on the axis and under models:', () => {
+    const inline = withModel('{backend: hf, name: Qwen/Qwen3-0.6B, chat_template_kwargs: {enable_thinking: true}}');
+    expectOneError(inputErrors(() => parseGrid(F, inline)), `${F}:5:`, 'axes.model[0].chat_template_kwargs.enable_thinking: ', '<think>', 'set enable_thinking: false');
+    const named = withModel('mine', 'models:\n  mine: {backend: hf, name: org/qwen3-tuned, chat_template_kwargs: {enable_thinking: true}}\n');
+    expectOneError(inputErrors(() => parseGrid(F, named)), `${F}:`, 'models.mine.chat_template_kwargs.enable_thinking: ', '<think>');
+  });
+
+  it('refuses float16 training (no gradient scaler) with the fix', () => {
+    expectOneError(inputErrors(() => parseGrid(F, withModel('{backend: hf, name: org/m, dtype: float16}'))), `${F}:5:`, 'axes.model[0].dtype: ', 'gradient scaler', 'bfloat16');
+  });
+
+  it('the 8B and 14B presets fine-tune LoRA adapters (full fine-tuning cannot fit one 141 GB GPU)', () => {
+    const grid = parseGrid(F, withModel('qwen3-1.7b, qwen3-8b, qwen3-14b'));
+    expect(grid.expansion.axes.model.map((v) => v.value.finetune.method)).toEqual(['full', 'lora', 'lora']);
+  });
+});
