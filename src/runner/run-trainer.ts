@@ -99,7 +99,7 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
       lastError,
       sawDone: done !== null,
       stderrTail: readTail(stderrLog, logStart),
-      ...(spawnFailed ? { spawnError: `cannot start ${command.file}: ${result.shortMessage ?? result.message}` } : {}),
+      ...(spawnFailed ? { spawnError: `cannot start ${command.file}: ${result.shortMessage ?? result.message}${command.hint ? ` (${command.hint})` : ''}` } : {}),
     });
     return { ...status, exitCode, signal, wallMs: Date.now() - started, done, lastError };
   })();
