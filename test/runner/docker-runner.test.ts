@@ -1,8 +1,10 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTAINER_RUN_DIR, dockerRunner, startTrainer, type TrainerJob } from '../../src/runner/index.js';
 import { removeDir, tempDir } from '../queue/helpers/fixtures.js';
+import { defaultHfHome } from '../../src/runner/docker-runner.js';
 
 /**
  * No Docker engine runs here: a stand-in `docker` on PATH records each argv (one JSON array per
@@ -92,6 +94,14 @@ describe('docker runner', () => {
       if (saved === undefined) delete process.env.HF_TOKEN;
       else process.env.HF_TOKEN = saved;
     }
+  });
+
+  it("mounts the host's Hugging Face cache by default: $HF_HOME, else ~/.cache/huggingface", () => {
+    expect(defaultHfHome({ HF_HOME: '/srv/hf' })).toBe('/srv/hf');
+    expect(defaultHfHome({ HF_HOME: '', XDG_CACHE_HOME: '/srv/cache' })).toBe('/srv/cache/huggingface');
+    expect(defaultHfHome({})).toBe(join(homedir(), '.cache', 'huggingface'));
+    const args = dockerRunner({ image: 'img', user: null }).command(job(null)).args.join(' ');
+    expect(args).toContain(`-v ${defaultHfHome()}:/work/hf -e HF_HOME=/work/hf`);
   });
 
   it('maps container paths the trainer reports back to the run folder', () => {
