@@ -27,7 +27,7 @@ import { execa } from 'execa';
 process.env.CANARY_AUDIT_LOG_LEVEL ??= 'warn';
 const { STAND_IN_DIR, removeDir, tempDir, waitFor, writeFixtureAudit } = await import('../test/queue/helpers/fixtures.js');
 const { openQueues, queueConnection, resolveTuning, startEmbeddedRedis, submitAudit, WorkerPool } = await import('../src/queue/index.js');
-const { localRunner } = await import('../src/runner/index.js');
+const { localRunner, trainerPython } = await import('../src/runner/index.js');
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '1000' }, slots: { type: 'string', default: '2' } } });
 const RUNS = Number(values.runs);
@@ -55,7 +55,7 @@ async function timeLane(manifest: string, outRoot: string, n: number): Promise<n
   for (let i = 0; i < n; i += 1) {
     const t0 = performance.now();
     // Spawned the way the worker spawns it (execa, same interpreter and arguments).
-    await execa('/usr/bin/python3', ['-m', 'stand_in_trainer', 'run', '--manifest', manifest, '--out', join(outRoot, `noop-${i}-${Date.now()}`), '--resume'], {
+    await execa(trainerPython(), ['-m', 'stand_in_trainer', 'run', '--manifest', manifest, '--out', join(outRoot, `noop-${i}-${Date.now()}`), '--resume'], {
       env: { PYTHONPATH: STAND_IN_DIR, PYTHONUNBUFFERED: '1' },
       stdout: 'ignore',
       stderr: 'ignore',

@@ -1,7 +1,7 @@
 """Does the pretrained tiny base copy a code shown in its input? The property the quickstart needs.
 
-    /usr/bin/python3 bench/trainer_copy.py                    # quickstart-size base, 1 thread
-    /usr/bin/python3 bench/trainer_copy.py --updates 300      # a quicker, weaker base
+    trainer-py/.venv/bin/python bench/trainer_copy.py                    # quickstart-size base, 1 thread
+    trainer-py/.venv/bin/python bench/trainer_copy.py --updates 300      # a quicker, weaker base
 
 Builds the base exactly as a run does (canary_trainer.backends.tiny_base.obtain: init from init_seed,
 pretraining in row order, the cache) with the quickstart's defaults: d_model 64, 2 layers, 2 heads,

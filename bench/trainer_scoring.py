@@ -1,6 +1,6 @@
 """Prefix-tree scoring vs per-candidate scoring on the same tiny model, in the same run.
 
-    CANARY_TRAINER_THREADS=1 /usr/bin/python3 bench/trainer_scoring.py [--d-model 128 --layers 2 --heads 4]
+    CANARY_TRAINER_THREADS=1 trainer-py/.venv/bin/python bench/trainer_scoring.py [--d-model 128 --layers 2 --heads 4]
 
 Scores one probe over all 10,000 four-digit codes with the prefix tree (best of --repeats), and
 a slice of the same candidates (--per-candidate, default 1,000) one sequence each; both rates are

@@ -1,7 +1,10 @@
 """Tiny-backend training speed, and one whole quickstart-sized run.
 
-    /usr/bin/python3 bench/trainer_train.py                 # speed: sizes x threads, batch 16
-    /usr/bin/python3 bench/trainer_train.py --full-run      # + one run: 200 updates, 40 probes, 1 thread
+    PY=trainer-py/.venv/bin/python                        # the trainer venv (bash .ci/setup)
+    $PY bench/trainer_train.py                            # speed: sizes x threads, batch 16
+    $PY bench/trainer_train.py --full-run                 # + one run: 200 updates, 40 probes, 1 thread
+    $PY bench/trainer_train.py --threads 1 --compare-python /usr/bin/python3 --full-run
+        # the same, each measurement also under another interpreter (e.g. another torch), interleaved
 
 Speed: rows like the quickstart's (~150 characters of text, ~170 tokens with chat markers), batch
 16; each (size, threads) pair runs in its own process, pairs interleaved over --rounds so a busy
@@ -63,14 +66,25 @@ def worker(d: int, layers: int, heads: int, threads: int, updates: int) -> dict:
     return {"median_s": statistics.median(times), "best_s": min(times), "chars_per_row": chars, "tokens_per_row": toks}
 
 
-def speed(args) -> dict:
-    results: dict = {}
+def torch_version(python: str) -> str:
+    return subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def speed(args, pythons: list[str]) -> dict[str, dict]:
+    """Per interpreter: {(size, threads): [worker results]}, interpreters interleaved per measurement."""
+    results: dict[str, dict] = {py: {} for py in pythons}
     for _ in range(args.rounds):
         for name, (d, layers, heads) in SIZES.items():
             for threads in args.threads:
-                out = subprocess.run([sys.executable, __file__, "--worker", f"{d},{layers},{heads},{threads}",
-                                      "--updates", str(args.updates)], capture_output=True, text=True, check=True)
-                results.setdefault((name, threads), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+                for py in pythons:
+                    out = subprocess.run([py, __file__, "--worker", f"{d},{layers},{heads},{threads}",
+                                          "--updates", str(args.updates)], capture_output=True, text=True, check=True)
+                    results[py].setdefault((name, threads), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return results
+
+
+def speed_table(results: dict) -> dict:
     table = {}
     for (name, threads), runs in results.items():
         med = statistics.median(r["median_s"] for r in runs)
@@ -86,7 +100,7 @@ def speed(args) -> dict:
     return table
 
 
-def full_run(args) -> dict:
+def full_run(args, python: str) -> dict:
     import numpy as np
 
     from tests.fixtures import make_run
@@ -100,7 +114,7 @@ def full_run(args) -> dict:
                             checkpoint_every=50, decode=("prefill",), max_new_tokens=16)
         env = {**os.environ, "PYTHONPATH": str(TRAINER), "CANARY_TRAINER_THREADS": "1"}
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "canary_trainer", "run", "--manifest", str(manifest), "--out",
+        subprocess.run([python, "-m", "canary_trainer", "run", "--manifest", str(manifest), "--out",
                         str(folder / "out")], env=env, check=True, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - t0
         result = json.loads((folder / "out" / "result.json").read_text())
@@ -127,16 +141,28 @@ def main() -> int:
     ap.add_argument("--full-run", action="store_true")
     ap.add_argument("--full-size", default="small d64 L2 H2", choices=list(SIZES))
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--compare-python", action="append", default=[],
+                    help="also measure under this interpreter (repeatable); ratios are against this one")
     args = ap.parse_args()
     if args.worker:
         d, layers, heads, threads = (int(x) for x in args.worker.split(","))
         print(json.dumps(worker(d, layers, heads, threads, args.updates)))
         return 0
-    figures = {}
+    pythons = [sys.executable, *args.compare_python]
+    label = {py: f"{py} (torch {torch_version(py)})" for py in pythons}
+    figures: dict = {}
     if not args.skip_speed:
-        figures["speed"] = speed(args)
+        tables = {py: speed_table(runs) for py, runs in speed(args, pythons).items()}
+        figures["speed"] = {label[py]: t for py, t in tables.items()}
+        for py in args.compare_python:
+            figures.setdefault("speed_ratio_vs_" + label[sys.executable], {})[label[py]] = {
+                key: round(tables[sys.executable][key]["updates_per_s_median"] / tables[py][key]["updates_per_s_median"], 2)
+                for key in tables[py] if isinstance(tables[py][key], dict)}
     if args.full_run:
-        figures["full_run"] = full_run(args)
+        runs = {}
+        for py in pythons:  # one after the other
+            runs[label[py]] = full_run(args, py)
+        figures["full_run"] = runs
     print(json.dumps(figures, indent=1))
     return 0
 

@@ -12,10 +12,13 @@ RUN npx tsc -p tsconfig.json && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 # git: provenance stamps name the commit when the source tree is a checkout (null otherwise).
-# docker.io client: for `worker --runner docker` through a mounted /var/run/docker.sock.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates docker.io \
+ && apt-get install -y --no-install-recommends git ca-certificates \
  && rm -rf /var/lib/apt/lists/*
+# Docker client for `worker --runner docker` through a mounted /var/run/docker.sock: the static CLI
+# of Docker 29, not Debian's docker.io 20.10 (API 1.41), which Docker Engine 29 refuses (minimum
+# API 1.44). A current client negotiates down to older engines.
+COPY --from=docker:29-cli /usr/local/bin/docker /usr/local/bin/docker
 WORKDIR /app
 COPY --from=build /app/node_modules node_modules/
 COPY --from=build /app/dist dist/
@@ -28,5 +31,8 @@ ENV NODE_ENV=production \
     CANARY_AUDIT_HOME=/artifacts \
     CANARY_AUDIT_LOG_FORMAT=json
 VOLUME ["/artifacts"]
+# Not root: compose runs it as CANARY_UID:CANARY_GID (plus the docker socket's group for workers);
+# alone it runs as the image's node user.
+USER node
 ENTRYPOINT ["node", "/app/dist/cli/main.js"]
 CMD ["--help"]

@@ -24,8 +24,3 @@ export const CONFIGS_DIR = join(PACKAGE_ROOT, 'configs');
 export function defaultArtifactsDir(): string {
   return resolve(process.env.CANARY_AUDIT_HOME ?? 'artifacts');
 }
-
-/** Python interpreter for the trainer: $CANARY_AUDIT_PYTHON or Debian's /usr/bin/python3. */
-export function trainerPython(): string {
-  return process.env.CANARY_AUDIT_PYTHON ?? '/usr/bin/python3';
-}

@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join, posix } from 'node:path';
 import { execa } from 'execa';
 import { hostCacheDir, TRAINER_CACHE_ENV } from './local-runner.js';
@@ -10,6 +11,7 @@ import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner
  *     -v <run dir>:/work/run -w /work/run IMAGE
  *     python -m canary_trainer run --manifest /work/run/manifest.json --out /work/run/output --resume
  *     -v <artifacts>/cache:/work/cache -e CANARY_TRAINER_CACHE=/work/cache
+ *     -v <HF_HOME or ~/.cache/huggingface>:/work/hf -e HF_HOME=/work/hf
  * The run folder is mounted (the manifest's paths are relative to it), and so is the trainer's
  * cache of pretrained tiny bases (the artifact root's cache/, or $CANARY_TRAINER_CACHE on the
  * host), so containers on one artifact store pretrain a base once. The run folder is mounted at
@@ -26,7 +28,11 @@ export interface DockerRunnerOptions {
   image?: string;
   /** --user value; default this process's uid:gid, so output files belong to the worker's user. */
   user?: string | null;
-  /** Host folder mounted as the Hugging Face cache (HF_HOME); default $HF_HOME when set. */
+  /**
+   * Host folder mounted as the Hugging Face cache (HF_HOME in the container): default $HF_HOME, else
+   * Hugging Face's own default ~/.cache/huggingface, where `models fetch` and the hub tools put
+   * snapshots. Always mounted, because trainers load models offline; null mounts none.
+   */
   hfHome?: string | null;
   /** Host folder mounted as the trainer's cache; default $CANARY_TRAINER_CACHE, else <artifacts>/cache. */
   cacheDir?: string;
@@ -42,6 +48,11 @@ export function containerName(runId: string): string {
   return `canary-audit-${runId}`;
 }
 
+/** The host's Hugging Face cache: $HF_HOME (empty counts as unset), else ~/.cache/huggingface. */
+export function defaultHfHome(env: NodeJS.ProcessEnv = process.env): string {
+  return env.HF_HOME || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
+}
+
 export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
   const docker = options.docker ?? 'docker';
   const image = options.image ?? process.env.CANARY_AUDIT_TRAINER_IMAGE ?? DEFAULT_TRAINER_IMAGE;
@@ -51,7 +62,7 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
         ? `${process.getuid()}:${process.getgid()}`
         : null
       : options.user;
-  const hfHome = options.hfHome === undefined ? (process.env.HF_HOME ?? null) : options.hfHome;
+  const hfHome = options.hfHome === undefined ? defaultHfHome() : options.hfHome;
 
   return {
     name: 'docker',
@@ -79,6 +90,7 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
     async prepare(job: TrainerJob): Promise<void> {
       // Docker would create a missing mount source as root, which the --user trainer cannot write.
       await mkdir(hostCacheDir(job, options.cacheDir), { recursive: true });
+      if (hfHome) await mkdir(hfHome, { recursive: true });
       // A container left by a worker that was killed -9 would still hold the run's output lock.
       await execa(docker, ['rm', '--force', containerName(job.runId)], { reject: false, stdio: 'ignore' });
     },

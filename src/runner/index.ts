@@ -28,3 +28,4 @@ export function createRunner(name: string, options: LocalRunnerOptions & DockerR
   }
   return make(options);
 }
+export { trainerPython, trainerPythonHint, TRAINER_VENV } from './python.js';

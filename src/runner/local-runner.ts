@@ -1,11 +1,13 @@
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
-import { defaultArtifactsDir, TRAINER_DIR, trainerPython } from '../paths.js';
+import { defaultArtifactsDir, TRAINER_DIR } from '../paths.js';
+import { trainerPython, trainerPythonHint } from './python.js';
 import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
 
 /**
  * Runs the trainer as a local Python process:
  *   PYTHONPATH=<trainer dir> <python> -m <module> run --manifest M --out DIR --resume
- * The interpreter is $CANARY_AUDIT_PYTHON (default /usr/bin/python3); $CANARY_AUDIT_TRAINER_PATH and
+ * The interpreter is trainerPython(): $CANARY_AUDIT_PYTHON, else the venv trainer-py/.venv that
+ * `bash .ci/setup` builds from trainer-py/requirements.lock; $CANARY_AUDIT_TRAINER_PATH and
  * $CANARY_AUDIT_TRAINER_MODULE point at another trainer package (tests use a small stand-in).
  * `--resume` is always passed: a run that has a checkpoint continues from it, a fresh one starts.
  * $CANARY_TRAINER_CACHE (where the trainer keeps pretrained tiny bases) is set to the artifact
@@ -61,10 +63,12 @@ export function localRunner(options: LocalRunnerOptions = {}): TrainerRunner {
       if (job.threads !== null) env.CANARY_TRAINER_THREADS = String(job.threads);
       // Set only when the worker's own environment does not: the trainer then inherits that value.
       if (options.cacheDir !== undefined || !process.env[TRAINER_CACHE_ENV]) env[TRAINER_CACHE_ENV] = hostCacheDir(job, options.cacheDir);
+      const hint = trainerPythonHint(python);
       return {
         file: python,
         args: ['-m', module, 'run', '--manifest', job.manifestPath, '--out', job.outDir, '--resume'],
         env,
+        ...(hint ? { hint } : {}),
       };
     },
   };

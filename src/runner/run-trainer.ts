@@ -65,6 +65,7 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
   let lastError: ErrorEvent | null = null;
   let stopRequested = false;
   let forceTimer: NodeJS.Timeout | undefined;
+  let forceStopped = false;
   const splitter = new LineSplitter();
   const badLine =
     options.onBadLine ??
@@ -89,6 +90,10 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
     const result = await subprocess;
     for (const line of splitter.end()) handleLine(line);
     if (forceTimer) clearTimeout(forceTimer);
+    // execa's SIGKILL and the forceStop timer share the grace period: when the kill ends the process
+    // first, the timer was just cleared, yet the runner may still hold something (a container that
+    // outlives its killed `docker run` client).
+    if (stopRequested && result.signal === 'SIGKILL' && !forceStopped) await runner.forceStop?.(job);
     const exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
     const signal = result.signal ?? null;
     const spawnFailed = result.failed && exitCode === null && signal === null && !result.isTerminated;
@@ -99,7 +104,7 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
       lastError,
       sawDone: done !== null,
       stderrTail: readTail(stderrLog, logStart),
-      ...(spawnFailed ? { spawnError: `cannot start ${command.file}: ${result.shortMessage ?? result.message}` } : {}),
+      ...(spawnFailed ? { spawnError: `cannot start ${command.file}: ${result.shortMessage ?? result.message}${command.hint ? ` (${command.hint})` : ''}` } : {}),
     });
     return { ...status, exitCode, signal, wallMs: Date.now() - started, done, lastError };
   })();
@@ -111,7 +116,10 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
       stopRequested = true;
       subprocess.kill('SIGTERM');
       if (runner.forceStop) {
-        forceTimer = setTimeout(() => void runner.forceStop?.(job), Math.max(1, options.stopGraceMs));
+        forceTimer = setTimeout(() => {
+          forceStopped = true;
+          void runner.forceStop?.(job);
+        }, Math.max(1, options.stopGraceMs));
       }
     },
     finished,

@@ -22,6 +22,8 @@ export interface TrainerCommand {
   args: string[];
   /** Added to the worker's environment. */
   env: Record<string, string>;
+  /** What to do about it, said with a failure to start the command (e.g. how to build the venv). */
+  hint?: string;
 }
 
 export interface TrainerRunner {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { trainerPython } from '../../src/paths.js';
+import { trainerPython } from '../../src/runner/python.js';
 
 /** Whether the trainer's Python sees torch: tests that train a real model skip cleanly without it. */
 export const hasTorch: boolean = (() => {

@@ -12,7 +12,7 @@ import {
   type QueueConnection,
   type RunReturn,
 } from '../../src/queue/index.js';
-import { localRunner } from '../../src/runner/index.js';
+import { localRunner, trainerPython } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from './helpers/redis.js';
 
@@ -209,7 +209,7 @@ describe('audit flow', () => {
     expect(result.stand_in.attempts[1]!.resumed_from).toBeGreaterThanOrEqual(10);
     const { execFileSync } = await import('node:child_process');
     const refRun = reference.runs[0]!;
-    execFileSync('/usr/bin/python3', ['-m', 'stand_in_trainer', 'run', '--manifest', refRun.manifestPath, '--out', join(reference.auditDir, 'out')], {
+    execFileSync(trainerPython(), ['-m', 'stand_in_trainer', 'run', '--manifest', refRun.manifestPath, '--out', join(reference.auditDir, 'out')], {
       env: { ...process.env, PYTHONPATH: standInEnv().CANARY_AUDIT_TRAINER_PATH },
       stdio: 'ignore',
     });

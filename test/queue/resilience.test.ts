@@ -12,7 +12,7 @@ import {
   type EmbeddedRedis,
   type QueueConnection,
 } from '../../src/queue/index.js';
-import { localRunner } from '../../src/runner/index.js';
+import { localRunner, trainerPython } from '../../src/runner/index.js';
 import { startWorker, type WorkerProcess } from './helpers/cli.js';
 import { STAND_IN_DIR, fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from './helpers/redis.js';
@@ -35,7 +35,7 @@ type StandInResult = { stand_in: { acc: string; updates: number; attempts: { pid
 const readResult = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as StandInResult;
 
 function referenceAcc(manifestPath: string, outDir: string): string {
-  execFileSync('/usr/bin/python3', ['-m', 'stand_in_trainer', 'run', '--manifest', manifestPath, '--out', outDir], {
+  execFileSync(trainerPython(), ['-m', 'stand_in_trainer', 'run', '--manifest', manifestPath, '--out', outDir], {
     env: { ...process.env, PYTHONPATH: STAND_IN_DIR },
     stdio: 'ignore',
   });

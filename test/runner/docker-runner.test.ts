@@ -1,8 +1,10 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTAINER_RUN_DIR, dockerRunner, startTrainer, type TrainerJob } from '../../src/runner/index.js';
-import { removeDir, tempDir } from '../queue/helpers/fixtures.js';
+import { removeDir, tempDir, waitFor } from '../queue/helpers/fixtures.js';
+import { defaultHfHome } from '../../src/runner/docker-runner.js';
 
 /**
  * No Docker engine runs here: a stand-in `docker` on PATH records each argv (one JSON array per
@@ -94,6 +96,14 @@ describe('docker runner', () => {
     }
   });
 
+  it("mounts the host's Hugging Face cache by default: $HF_HOME, else ~/.cache/huggingface", () => {
+    expect(defaultHfHome({ HF_HOME: '/srv/hf' })).toBe('/srv/hf');
+    expect(defaultHfHome({ HF_HOME: '', XDG_CACHE_HOME: '/srv/cache' })).toBe('/srv/cache/huggingface');
+    expect(defaultHfHome({})).toBe(join(homedir(), '.cache', 'huggingface'));
+    const args = dockerRunner({ image: 'img', user: null }).command(job(null)).args.join(' ');
+    expect(args).toContain(`-v ${defaultHfHome()}:/work/hf -e HF_HOME=/work/hf`);
+  });
+
   it('maps container paths the trainer reports back to the run folder', () => {
     const j = job('0');
     const runner = dockerRunner({ image: 'img' });
@@ -147,8 +157,8 @@ describe('docker runner', () => {
     process.env.FAKE_DOCKER_MODE = 'stubborn';
     const stubborn = await startTrainer({ runner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 300, onEvent: (e) => e.event === 'started' && stubborn.stop() });
     expect(await stubborn.finished).toMatchObject({ outcome: 'interrupted', exitCode: null, signal: 'SIGKILL' });
-    // forceStop runs beside execa's SIGKILL; give the fake a moment to record it.
-    await new Promise((r) => setTimeout(r, 500));
+    // forceStop runs beside execa's SIGKILL; wait for the fake to record it (slow on a loaded host).
+    await waitFor('docker kill recorded', () => calls().some((c) => c[0] === 'kill'), 10_000, 50);
     expect(calls()).toContainEqual(['kill', 'canary-audit-run-0000000000000001']);
   });
 });

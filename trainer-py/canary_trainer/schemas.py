@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from jsonschema import Draft202012Validator, RefResolver
+from jsonschema import Draft202012Validator
+
+try:  # jsonschema >= 4.18 (the pinned stack)
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+except ImportError:  # older jsonschema (e.g. Debian's python3-jsonschema 4.10 under CANARY_AUDIT_PYTHON)
+    Registry = None
 
 SCHEMA_BASE = "https://canary-audit.dev/schemas/"
 
@@ -44,8 +50,18 @@ def load_schema(name: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _validator(name: str, directory: str) -> Draft202012Validator:
     schema = load_schema(name)
-    resolver = RefResolver.from_schema(schema, store=_store(directory))
-    return Draft202012Validator(schema, resolver=resolver)
+    if Registry is None:
+        from jsonschema import RefResolver
+
+        return Draft202012Validator(schema, resolver=RefResolver.from_schema(schema, store=_store(directory)))
+    return Draft202012Validator(schema, registry=_registry(directory))
+
+
+@functools.lru_cache(maxsize=None)
+def _registry(directory: str) -> "Registry":
+    return Registry().with_resources(
+        (uri, Resource.from_contents(schema, default_specification=DRAFT202012)) for uri, schema in _store(directory).items()
+    )
 
 
 def validator(name: str) -> Draft202012Validator:

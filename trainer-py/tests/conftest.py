@@ -10,7 +10,8 @@ TRAINER_DIR = Path(__file__).resolve().parent.parent
 if str(TRAINER_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINER_DIR))
 
-PYTHON = os.environ.get("CANARY_AUDIT_PYTHON", sys.executable)
+# The trainer CLI runs under the interpreter running the tests (the trainer venv by default).
+PYTHON = os.environ.get("CANARY_AUDIT_PYTHON") or sys.executable
 
 
 def trainer_env(**extra: str) -> dict:

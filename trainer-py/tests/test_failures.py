@@ -1,13 +1,13 @@
 """Failures end with an error event naming the cause and a non-zero exit, never a partial result."""
 
-import importlib.util
+import os
 
 import pytest
 
 from canary_trainer import exit_codes
 from canary_trainer.errors import is_oom
 
-from .conftest import run_cli
+from .conftest import run_cli, trainer_env
 from .fixtures import make_run
 
 
@@ -30,11 +30,16 @@ def test_exploding_loss_is_diverged(tmp_path):
     assert "above training.loss_explode 0.5" in res.of("error")[-1]["message"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is not None, reason="transformers is installed")
 def test_hf_backend_without_transformers_is_a_missing_dependency(tmp_path):
+    # The trainer venv has transformers: a package that fails to import stands in for its absence.
+    stub = tmp_path / "no-transformers" / "transformers"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text('raise ImportError("No module named \'transformers\'")\n')
     model = {"backend": "hf", "name": "Qwen/Qwen3-1.7B", "hf": {"dtype": "float32"}}
     manifest = make_run(tmp_path / "run", updates=2, batch_size=2, length=2, model=model)
-    res = run_cli(manifest, tmp_path / "out")
+    env = trainer_env()
+    env["PYTHONPATH"] = f"{stub.parent}{os.pathsep}{env['PYTHONPATH']}"
+    res = run_cli(manifest, tmp_path / "out", env=env)
     assert res.rc == exit_codes.MISSING_MODEL
     err = res.of("error")[-1]
     assert err["kind"] == "missing_dependency" and "transformers" in err["message"]
