@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Manifest, Message } from '../../src/contracts/index.js';
 import { planAudit, writeAudit } from '../../src/manifest/index.js';
 import { tinyTokens } from '../../src/manifest/length-check.js';
-import { PACKAGE_ROOT, trainerPython } from '../../src/paths.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { trainerPython } from '../../src/runner/python.js';
 
 /**
  * The plan-time length check counts tiny-model tokens in TypeScript; the trainer's character
