@@ -1,0 +1,59 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Manifest, Result } from '../../src/contracts/index.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { trainerPython } from '../../src/runner/python.js';
+import { validate } from '../../src/schemas/index.js';
+import { hasTorch } from '../helpers/torch.js';
+import { runMain } from '../queue/helpers/main.js';
+
+/**
+ * One whole audit on the hf backend through the queue, on CPU: `canary-audit run` plans the grid
+ * (pinning the model's revision from the local cache, offline), a worker runs the trainer, which
+ * loads a random-initialised Qwen3-architecture model with the real Qwen3 tokenizer through
+ * transformers, fine-tunes it, scores all 10,000 codes by prefix tree, and the report is written.
+ */
+const GRID = fileURLToPath(new URL('./hf-audit.yaml', import.meta.url));
+const root = mkdtempSync(join(tmpdir(), 'canary-audit-hf-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Build (or reuse) the test models' Hugging Face cache with the trainer's own fixture builder. */
+function buildHub(): string {
+  const script = 'import sys; sys.path.insert(0, sys.argv[1]); import hf_fixtures as f; r = f.missing_reason(); print(r and "SKIP " + r or f.build_hub())';
+  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py', 'tests')], { encoding: 'utf8', timeout: 300_000 }).trim();
+}
+
+describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
+  let hub = '';
+  beforeAll(() => {
+    hub = buildHub();
+  }, 300_000);
+
+  it('plans with the cached revision, trains with transformers, scores 10,000 codes, reports', async () => {
+    expect(hub.startsWith('SKIP'), hub).toBe(false);
+    const env = { HF_HUB_CACHE: hub, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', REDIS_URL: undefined, CANARY_AUDIT_HOME: undefined };
+    const result = await runMain(['run', GRID, '--cpu', '1', '--artifacts', join(root, 'artifacts'), '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number>; report: string[] };
+    expect(out.counts).toEqual({ completed: 1 });
+
+    const runId = readdirSync(join(out.audit_dir, 'runs'))[0]!;
+    const runDir = join(out.audit_dir, 'runs', runId);
+    const manifest = JSON.parse(readFileSync(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
+    const ref = readFileSync(join(hub, 'models--canary-test--tiny-qwen3', 'refs', 'main'), 'utf8').trim();
+    expect(manifest.model.revision).toBe(ref);
+
+    const json = JSON.parse(readFileSync(join(runDir, 'output', 'result.json'), 'utf8')) as Result;
+    expect(validate('result', json)).toEqual([]);
+    expect(json.backend).toMatchObject({ name: 'hf', scoring: 'prefix-tree' });
+    expect(json.candidate_space.size).toBe(10_000);
+    expect(json.evaluations.map((e) => e.phase)).toEqual(['base', 'final']);
+
+    const summary = JSON.parse(readFileSync(join(out.audit_dir, 'report', 'summary.json'), 'utf8')) as { counts: Record<string, number> };
+    expect(summary.counts).toMatchObject({ runs: 1, finished: 1, failed: 0 });
+  }, 300_000);
+});
