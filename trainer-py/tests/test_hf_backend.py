@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import IGNORE, encode_row  # noqa: E402
-from canary_trainer.errors import BadManifest, MissingDependency  # noqa: E402
+from canary_trainer.errors import BadManifest, MissingDependency, MissingModel  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 
@@ -147,6 +147,12 @@ def test_unknown_architecture_names_the_transformers_version(hub_env):
         HfBackend(spec("qwen3") | {"name": f"{ORG}/{UNKNOWN}"}, CPU)
     assert "cannot load model_type 'canary-future-arch'" in err.value.message
     assert "download" not in err.value.message
+
+
+def test_a_model_missing_from_the_cache_names_the_fetch_command(hub_env):
+    with pytest.raises(MissingModel) as err:
+        HfBackend(spec("qwen3") | {"name": f"{ORG}/not-fetched", "revision": "a" * 40}, CPU)
+    assert f"canary-audit models fetch {ORG}/not-fetched --revision {'a' * 40}" in err.value.message
 
 
 def test_float16_is_refused_with_a_reason(hub_env):

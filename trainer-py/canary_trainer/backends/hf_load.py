@@ -72,9 +72,11 @@ def load_tokenizer_and_config(tf, spec: dict, load_kw: dict):
         tokenizer = tf.AutoTokenizer.from_pretrained(name, **load_kw)
         config = tf.AutoConfig.from_pretrained(name, **load_kw)
     except (OSError, ValueError) as exc:
-        raise MissingModel(f"model {name!r} (revision {spec.get('revision')}) is neither a local folder "
-                           f"nor in the Hugging Face cache: {str(exc).splitlines()[0]}; fix: download it first "
-                           "(huggingface-cli download NAME --revision REV) or give a local path")
+        revision = spec.get("revision")
+        fetch = f"canary-audit models fetch {name}" + (f" --revision {revision}" if revision else "")
+        raise MissingModel(f"model {name!r} (revision {revision}) is neither a local folder "
+                           f"nor in the Hugging Face cache: {str(exc).splitlines()[0]}; fix: on this host, "
+                           f"with HF_HOME as the worker's, run `{fetch}`")
     return tokenizer, config
 
 
