@@ -147,8 +147,9 @@ describe('docker runner', () => {
     process.env.FAKE_DOCKER_MODE = 'stubborn';
     const stubborn = await startTrainer({ runner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 300, onEvent: (e) => e.event === 'started' && stubborn.stop() });
     expect(await stubborn.finished).toMatchObject({ outcome: 'interrupted', exitCode: null, signal: 'SIGKILL' });
-    // forceStop runs beside execa's SIGKILL; give the fake a moment to record it.
-    await new Promise((r) => setTimeout(r, 500));
+    // forceStop runs beside execa's SIGKILL; give the fake time to record it (a loaded machine is slow).
+    const killed = () => calls().some((c) => c[0] === 'kill');
+    for (let waited = 0; !killed() && waited < 10_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
     expect(calls()).toContainEqual(['kill', 'canary-audit-run-0000000000000001']);
   });
 });
