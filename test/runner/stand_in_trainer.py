@@ -104,7 +104,9 @@ def main(argv):
     if knobs.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
+        # Like the real trainer: SIGTERM and SIGINT (a terminal's Ctrl-C reaches the whole group) stop it.
         signal.signal(signal.SIGTERM, lambda *_: setattr(Stop, "requested", True))
+        signal.signal(signal.SIGINT, lambda *_: setattr(Stop, "requested", True))
     if knobs.get("junk_stdout"):
         print("Loading weights: 100%", flush=True)
     parent = os.getppid()
