@@ -4,7 +4,7 @@ import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bull
 import { sha256Hex } from '../hash.js';
 import { log } from '../log.js';
 import type { TrainerOutcome } from '../runner/index.js';
-import { ArtifactPathError, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
+import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
 import { clearFailureRecord, writeFailureRecord } from './failure-record.js';
 import type { RunJobData, RunReturn } from './job-data.js';
 import { ProgressTracker } from './progress-tracker.js';
@@ -64,10 +64,15 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
   };
 }
 
-/** The run's manifest, resolved inside the artifact root; a path outside it is refused for good. */
+/**
+ * The run's manifest, resolved inside the artifact root, and its output folder checked: a path, or a
+ * symlink in the output folder, that leads outside the root is refused for good, before any write.
+ */
 function resolveManifest(ctx: RunProcessorContext, data: RunJobData): string {
   try {
-    return resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
+    const manifest = resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
+    checkOutputInsideArtifacts(ctx.artifactsDir, join(dirname(manifest), 'output'));
+    return manifest;
   } catch (error) {
     // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
     if (error instanceof ArtifactPathError) throw finalError('bad_job', error.message);
