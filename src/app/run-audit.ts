@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { log } from '../log.js';
 import {
+  assertRedisReachable,
   auditDone,
   collectStatus,
   queueConnection,
@@ -55,6 +56,7 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
   const { source } = options;
   const auditDir = source.input.auditDir;
   let embedded: EmbeddedRedis | null = null;
+  if (options.target) await assertRedisReachable(options.target);
   const target = options.target ?? (embedded = await startEmbeddedRedis({ dir: join(auditDir, 'redis') }));
   log.info({ redis: target.redacted, embedded: embedded !== null }, 'queue ready');
   let pool: WorkerPool | null = null;
