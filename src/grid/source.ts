@@ -1,4 +1,4 @@
-import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import { UserInputError, UserInputErrors, type SourceLocation } from '../errors.js';
 
 /** A path into the parsed grid: object keys and array indices, as ajv's instancePath names them. */
@@ -20,7 +20,43 @@ export class GridSource {
     this.text = text;
     this.doc = doc;
     this.lines = lines;
-    this.value = doc.toJS({ maxAliasCount: 1000 }) as unknown;
+    this.value = this.toValue();
+  }
+
+  /**
+   * The document as plain values. The YAML library refuses an alias bomb (aliases that expand past
+   * maxAliasCount) and a merge key (`<<`) whose value is not a map by throwing: bad input, said
+   * in one line at the alias or merge key that caused it.
+   */
+  private toValue(): unknown {
+    try {
+      return this.doc.toJS({ maxAliasCount: 1000 }) as unknown;
+    } catch (error) {
+      if (!(error instanceof Error) || !/alias|merge/i.test(error.message)) throw error;
+      const merge = /merge/i.test(error.message);
+      const hint = merge ? 'a merge key (<<) takes a map or an alias of a map' : 'aliases expand to too many values (an alias bomb?); write the values out';
+      const reason = error.message.split('\n')[0]?.replace(/\.$/, '') ?? error.message;
+      throw new UserInputError(`YAML: ${reason}; ${hint}`, { location: this.position(this.culprit(merge)), code: 'E_GRID_YAML' });
+    }
+  }
+
+  /** The first merge key whose value is not a map (or the first alias, for an alias bomb). */
+  private culprit(merge: boolean): unknown {
+    let found: unknown;
+    visit(this.doc, {
+      Pair: (_key, pair) => {
+        if (!merge || found || !isScalar(pair.key) || (pair.key.source ?? pair.key.value) !== '<<') return undefined;
+        const value = isAlias(pair.value) ? pair.value.resolve(this.doc) : pair.value;
+        const maps = isMap(value) || (isSeq(value) && value.items.every((i) => isMap(isAlias(i) ? i.resolve(this.doc) : i)));
+        if (!maps) found = pair.key;
+        return undefined;
+      },
+      Alias: (_key, alias) => {
+        if (!merge && !found) found = alias;
+        return undefined;
+      },
+    });
+    return found;
   }
 
   /** Parse YAML text; syntax errors (and duplicate keys) become one-line input errors. */
