@@ -76,6 +76,8 @@ export class GridSource {
         }),
       );
     }
+    const numbers = numberProblems(doc, lines, file);
+    if (numbers.length > 0) throw new UserInputErrors(numbers);
     return new GridSource(file, text, doc, lines);
   }
 
@@ -109,6 +111,30 @@ export class GridSource {
     const pos = this.lines.linePos(range[0]);
     return { file: this.file, line: pos.line, column: pos.col };
   }
+}
+
+/**
+ * Numbers JavaScript cannot hold as written: an integer past 2^53 - 1 would be rounded (two seeds
+ * would name one audit), and .nan/.inf have no use in a grid (and print as "null" in JSON).
+ */
+function numberProblems(doc: Document, lines: LineCounter, file: string): UserInputError[] {
+  const problems: UserInputError[] = [];
+  visit(doc, {
+    Scalar: (_key, node) => {
+      const v = node.value;
+      if (typeof v !== 'number' && typeof v !== 'bigint') return;
+      const written = node.source ?? String(v);
+      let why: string | null = null;
+      if (typeof v === 'number' && !Number.isFinite(v)) why = `${written} is not a finite number; write a number`;
+      else if (Number.isInteger(Number(v)) && !Number.isSafeInteger(Number(v))) {
+        why = `${written} is too large to keep exactly (integers up to 2^53 - 1 = ${Number.MAX_SAFE_INTEGER}); use a smaller number`;
+      }
+      if (!why) return;
+      const pos = node.range ? lines.linePos(node.range[0]) : undefined;
+      problems.push(new UserInputError(why, { location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) }, code: 'E_GRID_NUMBER' }));
+    },
+  });
+  return problems;
 }
 
 /** `axes.visibility[0]` for ['axes', 'visibility', 0]: how messages name a field. */

@@ -138,3 +138,19 @@ describe('schedule checks', () => {
     expectOneError(inputErrors(() => parseGrid(F, text)), `${F}:5:24: axes.schedule[1]: `, 'warmup of 51 updates is longer than the run (50 updates)');
   });
 });
+
+describe('numbers a grid cannot keep exactly', () => {
+  it('refuses seeds past 2^53 - 1, which would round (two seeds, one audit id)', () => {
+    const msgs = inputErrors(() => parseGrid(F, `seed: 9007199254740993\n${BASE}`));
+    expectOneError(msgs, `${F}:1:7: `, '9007199254740993 is too large to keep exactly', '2^53 - 1');
+    const axis = inputErrors(() => parseGrid(F, BASE.replace('  dose: [1, 4]', '  dose: [1, 4]\n  seed: [0, 18446744073709551615]')));
+    expectOneError(axis, `${F}:5:13: `, '18446744073709551615 is too large');
+    expect(parseGrid(F, `seed: 9007199254740991\n${BASE}`).doc.seed).toBe(9007199254740991);
+  });
+
+  it('names .nan and .inf as written, not as "null"', () => {
+    const msgs = inputErrors(() => parseGrid(F, BASE.replace('lr: 0.001', 'lr: .nan')));
+    expectOneError(msgs, `${F}:8:7: `, '.nan is not a finite number');
+    expectOneError(inputErrors(() => parseGrid(F, BASE.replace('lr: 0.001', 'lr: -.inf'))), `${F}:8:7: `, '-.inf is not a finite number');
+  });
+});
