@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
+import { basename, dirname, extname, resolve } from 'node:path';
 import { UserInputError, UserInputErrors } from '../errors.js';
 import { contentHash } from '../hash.js';
 import { codeSpaceOf } from './code-space.js';
@@ -8,7 +8,7 @@ import { validate } from '../schemas/index.js';
 import { type AxisContext } from './axes.js';
 import { maxCells } from './cell-count.js';
 import { expandGrid, type Expansion } from './expand.js';
-import { modelFromObject } from './models.js';
+import { modelFromObject, modelProblem } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { explainGridErrors } from './schema-errors.js';
 import { formatPath, GridSource, type GridPath } from './source.js';
@@ -104,8 +104,14 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (errors.length > 0) throw new UserInputErrors(errors);
 
   const models: Record<string, ModelValue> = {};
+  const gridDir = dirname(resolve(file));
   for (const [key, raw] of Object.entries(doc.models ?? {})) {
-    const model = modelFromObject(raw);
+    const wrong = modelProblem(raw, gridDir);
+    if (wrong) {
+      fail(['models', key, ...wrong.path], wrong.message);
+      continue;
+    }
+    const model = modelFromObject(raw, gridDir);
     models[key] = model;
     const problem = pretrainProblem(model.pretrain);
     if (problem) fail(['models', key, 'pretrain', ...problem.path], problem.message);
