@@ -49,13 +49,14 @@ describe('grid validation errors: one line each, naming file:line:column, field,
     expectOneError(inputErrors(() => parseGrid(F, BASE.replace('  updates: 50\n', ''))), `${F}:6:3: training: `, 'give the training budget as `rows` or `updates`');
   });
 
-  it('canary appearances that exceed the row budget', () => {
+  it('canary appearances that exceed the row budget: one line for every cell with that dose', () => {
     const text = BASE.replace('[1, 4]', '[1, 60]').replace('updates: 50', 'updates: 60').replace('batch_size: 8', 'batch_size: 4');
     // 8 focal canaries x dose 60 = 480 appearances > 240 rows.
     const msgs = inputErrors(() => planAuditText(F, text));
-    expect(msgs).toHaveLength(2);
-    expect(msgs[1]).toContain('cell visibility=redacted,dose=60');
-    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:4:13: axes\.dose\[1\]: cell visibility=visible,dose=60: canary appearances \(480\) exceed the row budget \(240 rows\)/);
+    expect(msgs).toHaveLength(1);
+    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:4:13: axes\.dose\[1\]: 2 cells \(visibility=visible,dose=60; visibility=redacted,dose=60\): canary appearances \(480\) exceed the row budget \(240 rows\)/);
+    const many = inputErrors(() => planAuditText(F, text.replace('  dose: [1, 60]', '  dose: [1, 60]\n  seed: [0, 1, 2, 3]')));
+    expect(many).toEqual([expect.stringMatching(/axes\.dose\[1\]: 8 cells \(visibility=visible,dose=60,seed=0; visibility=visible,dose=60,seed=1; visibility=visible,dose=60,seed=2; \.\.\.\): canary appearances/)]);
   });
 
   it('a spacing that cannot fit in its window', () => {
@@ -110,8 +111,8 @@ describe('population checks at planning time', () => {
   it('refuses a mixed-dose population with no companion dose', () => {
     const text = BASE.replace('  dose: [1, 4]', '  dose: [4]\n  population: [single-dose, mixed-dose]');
     const msgs = inputErrors(() => planAuditText(F, text));
-    expect(msgs).toHaveLength(2);
-    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:5:29: axes\.population\[1\]: cell visibility=visible,population=mixed-dose: mixed-dose adds no companions/);
+    expect(msgs).toHaveLength(1);
+    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:5:29: axes\.population\[1\]: 2 cells \(visibility=visible,population=mixed-dose; visibility=redacted,population=mixed-dose\): mixed-dose adds no companions/);
   });
 
   it('refuses an auxiliary cohort with no room before the focal canaries', () => {
