@@ -6,3 +6,4 @@ export { loadAuditSource, type AuditSource } from './audit-source.js';
 export { planGrid, type PlanGridOptions } from './plan.js';
 export { submitSource } from './submit.js';
 export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from './run-audit.js';
+export { auditsOnDisk, notQueuedLines, type DiskAudit } from './disk-audits.js';
