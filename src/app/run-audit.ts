@@ -5,11 +5,9 @@ import {
   auditDone,
   collectStatus,
   queueConnection,
-  startEmbeddedRedis,
   submitAudit,
   WorkerPool,
   type AuditStatus,
-  type EmbeddedRedis,
   type LiveView,
   type QueueTuning,
   type RedisTarget,
@@ -18,6 +16,7 @@ import {
 import { writeReport } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
+import { EmbeddedRedisKeeper } from './redis-keeper.js';
 import { sleep } from '../sleep.js';
 
 /**
@@ -55,9 +54,9 @@ export interface LocalAuditResult {
 export async function runAuditLocally(options: LocalAuditOptions): Promise<LocalAuditResult> {
   const { source } = options;
   const auditDir = source.input.auditDir;
-  let embedded: EmbeddedRedis | null = null;
+  let embedded: EmbeddedRedisKeeper | null = null;
   if (options.target) await assertRedisReachable(options.target);
-  const target = options.target ?? (embedded = await startEmbeddedRedis({ dir: join(auditDir, 'redis') }));
+  const target = options.target ?? (embedded = await EmbeddedRedisKeeper.start(join(auditDir, 'redis'))).server;
   log.info({ redis: target.redacted, embedded: embedded !== null }, 'queue ready');
   let pool: WorkerPool | null = null;
   try {
