@@ -1,14 +1,13 @@
 import { join } from 'node:path';
 import { log } from '../log.js';
 import {
+  assertRedisReachable,
   auditDone,
   collectStatus,
   queueConnection,
-  startEmbeddedRedis,
   submitAudit,
   WorkerPool,
   type AuditStatus,
-  type EmbeddedRedis,
   type LiveView,
   type QueueTuning,
   type RedisTarget,
@@ -17,6 +16,7 @@ import {
 import { writeReport } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
+import { EmbeddedRedisKeeper } from './redis-keeper.js';
 import { sleep } from '../sleep.js';
 
 /**
@@ -54,8 +54,9 @@ export interface LocalAuditResult {
 export async function runAuditLocally(options: LocalAuditOptions): Promise<LocalAuditResult> {
   const { source } = options;
   const auditDir = source.input.auditDir;
-  let embedded: EmbeddedRedis | null = null;
-  const target = options.target ?? (embedded = await startEmbeddedRedis({ dir: join(auditDir, 'redis') }));
+  let embedded: EmbeddedRedisKeeper | null = null;
+  if (options.target) await assertRedisReachable(options.target);
+  const target = options.target ?? (embedded = await EmbeddedRedisKeeper.start(join(auditDir, 'redis'))).server;
   log.info({ redis: target.redacted, embedded: embedded !== null }, 'queue ready');
   let pool: WorkerPool | null = null;
   try {

@@ -8,7 +8,9 @@ import {
   renderPlain,
   requireRedisTarget,
 } from '../queue/index.js';
-import { REDIS_OPTION } from './queue-options.js';
+import { auditsOnDisk, notQueuedLines } from '../app/index.js';
+import { UserInputError } from '../errors.js';
+import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
 
 /**
@@ -18,16 +20,19 @@ import { intOption, stringOption, type Command } from './command.js';
 export const command: Command = {
   name: 'status',
   summary: 'Show audits and runs in the queue: state, progress, ETA, failures.',
-  usage: '[AUDIT] [--watch] [--interval S] [--json] [--redis URL]',
+  usage: '[AUDIT] [--watch] [--interval S] [--json] [--redis URL] [--artifacts DIR]',
   description: `
 Per audit: its state (queued, running, finished, cancelling, cancelled) and runs per state. Per run:
 state, update/total, loss, rows/s, ETA, host and GPU, attempt, and the failure reason.
 On a terminal runs get progress bars; otherwise plain lines. With --watch the view refreshes every
 --interval seconds (until AUDIT, when given, is finished); without a terminal only changes are
 printed, and with --json one snapshot per line (NDJSON).
+Audits under the artifact root (--artifacts) that the queue does not hold (Redis lost its data, or
+they were purged) are listed with the command that submits them again (--json: not_queued).
 Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
   options: {
     ...REDIS_OPTION,
+    ...ARTIFACTS_OPTION,
     watch: { type: 'boolean', short: 'w', description: 'Keep refreshing until interrupted (or until AUDIT is finished).' },
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
     json: { type: 'boolean', description: 'Print {audits:[...]} as JSON (one line per refresh with --watch).' },
@@ -40,12 +45,23 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     const json = Boolean(args.values.json);
     await assertRedisReachable(target);
     const conn = queueConnection(target);
-    const snapshot = () => collectStatus(conn, auditId);
+    const onDisk = await auditsOnDisk(artifactsFrom(args));
+    const snapshot = () => collectStatus(conn, auditId).catch((error: unknown) => {
+      const disk = onDisk.find((a) => a.auditId === auditId);
+      if (!(error instanceof UserInputError) || !disk) throw error;
+      throw new UserInputError(`${error.message}; it is on disk at ${disk.dir} (the queue lost it): canary-audit submit ${disk.dir}`, { code: error.code });
+    });
 
     if (!args.values.watch) {
       const audits = await snapshot();
-      if (json) process.stdout.write(`${JSON.stringify({ audits })}\n`);
-      else process.stdout.write(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits));
+      const queued = new Set(audits.map((a) => a.audit_id));
+      const missing = auditId === undefined ? onDisk.filter((a) => !queued.has(a.auditId)) : [];
+      if (json) {
+        process.stdout.write(`${JSON.stringify({ audits, not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })) })}\n`);
+        return 0;
+      }
+      process.stdout.write(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits));
+      for (const line of notQueuedLines(missing, queued, target.redacted)) process.stdout.write(`${line}\n`);
       return 0;
     }
 

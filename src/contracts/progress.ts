@@ -72,7 +72,8 @@ export type ProgressEvent = StartedEvent | StepEvent | CheckpointEvent | EvalEve
 
 /**
  * Trainer exit codes (trainer-py/canary_trainer/exit_codes.py holds the same table).
- * Retrying helps only for FAILURE; INTERRUPTED means "resume me"; the others are final.
+ * Retrying helps only for FAILURE; INTERRUPTED means "resume me"; BUSY means "another live trainer
+ * holds the output folder; nothing was done: try again later"; the others are final.
  */
 export const TRAINER_EXIT = {
   OK: 0,
@@ -81,5 +82,6 @@ export const TRAINER_EXIT = {
   DIVERGED: 3,
   MISSING_MODEL: 4,
   OOM: 5,
+  BUSY: 6,
   INTERRUPTED: 75,
 } as const;

@@ -1,2 +1,3 @@
 export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
 export { readJsonFile, jsonErrorOffset } from './json-file.js';
+export { explainWriteError } from './write-error.js';

@@ -1,7 +1,8 @@
+import { dirname, resolve } from 'node:path';
 import { quoteValue, UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
 import { REVERSE_SHIFT_DEFAULTS } from '../codes/index.js';
-import { BUILTIN_MODELS, hfModelProblem, modelFromObject, modelLabel } from './models.js';
+import { BUILTIN_MODELS, hfModelProblem, modelFromObject, modelLabel, modelProblem } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { closest } from './suggest.js';
 import { formatPath, type GridPath, type GridSource } from './source.js';
@@ -136,7 +137,10 @@ const model: Normaliser<'model'> = (raw, path, ctx) => {
     return { label: raw, value: structuredClone(preset) };
   }
   const o = raw as Record<string, unknown>;
-  const value = modelFromObject(o);
+  const gridDir = dirname(resolve(ctx.source.file));
+  const wrong = modelProblem(o, gridDir);
+  if (wrong) fail(ctx, [...path, ...wrong.path], wrong.message);
+  const value = modelFromObject(o, gridDir);
   const problem = pretrainProblem(value.pretrain);
   if (problem) fail(ctx, [...path, 'pretrain', ...problem.path], problem.message);
   const hfProblem = hfModelProblem(value);

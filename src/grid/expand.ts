@@ -1,7 +1,8 @@
 import { quoteValue, UserInputError, UserInputErrors } from '../errors.js';
 import { AXIS_DEFAULTS, normaliseAxisValue, type AxisContext } from './axes.js';
+import { checkCellCount, maxCells, tooManyCells, type AnyValue, type Assignment, type Factor } from './cell-count.js';
 import { formatPath, type GridPath } from './source.js';
-import { AXES, type AxisName, type AxisValue, type Cell, type CellValues, type GridDocument, type NormalisedAxes } from './types.js';
+import { AXES, type AxisName, type Cell, type CellValues, type GridDocument, type NormalisedAxes } from './types.js';
 
 /**
  * Expansion: the cartesian product of the axes, with `zip` groups varying together, `exclude`
@@ -14,8 +15,6 @@ export interface Expansion {
   named: AxisName[];
   cells: Cell[];
 }
-
-type AnyValue = AxisValue<unknown>;
 
 function inputError(ctx: AxisContext, path: GridPath, message: string): UserInputError {
   return new UserInputError(message, { location: ctx.source.locate(path), field: formatPath(path), code: 'E_GRID_EXPAND' });
@@ -38,10 +37,9 @@ class Collector {
   }
 }
 
-type Assignment = Partial<Record<AxisName, AnyValue>>;
-
-export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
+export function expandGrid(doc: GridDocument, ctx: AxisContext, limit = maxCells()): Expansion {
   const found = new Collector();
+  if ((doc.include?.length ?? 0) > limit) checkCellCount([], [], doc.include?.length ?? 0, limit, ctx);
   const axes = normaliseAxes(doc, ctx, found);
   const includes = assignments(doc.include, 'include', ctx, found);
   const excludes = assignments(doc.exclude, 'exclude', ctx, found);
@@ -49,9 +47,11 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext): Expansion {
   checkLabels(axes, includes, ctx, found.errors);
   const factors = zipFactors(doc, axes, ctx, found.errors);
   if (found.errors.length > 0) throw new UserInputErrors(found.errors);
+  checkCellCount(factors, excludes, includes.length, limit, ctx);
 
   const named = AXES.filter((a) => doc.axes[a] !== undefined || includes.some((e) => e[a] !== undefined));
-  const cells = buildCells(factors, excludes, includes, axes);
+  const cells = buildCells(factors, excludes, includes, axes, limit);
+  if (cells.length > limit) throw tooManyCells(limit, factors, excludes.length, includes.length, ctx);
   if (cells.length === 0) {
     throw new UserInputError('the grid expands to no cells: every cell is excluded; remove an exclude entry or add an include', {
       location: ctx.source.locate(['exclude']),
@@ -123,8 +123,11 @@ function checkLabels(axes: Record<AxisName, AnyValue[]>, includes: Assignment[],
   }
 }
 
-/** The product minus excluded cells, then the included cells (unassigned axes take their first value); duplicates once. */
-function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignment[], axes: Record<AxisName, AnyValue[]>): Cell[] {
+/**
+ * The product minus excluded cells, then the included cells (unassigned axes take their first
+ * value); duplicates once. Stops once past `limit` cells.
+ */
+function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignment[], axes: Record<AxisName, AnyValue[]>, limit: number): Cell[] {
   const cells: Cell[] = [];
   const seen = new Set<string>();
   const add = (assignment: Record<AxisName, AnyValue>): void => {
@@ -135,6 +138,7 @@ function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignm
     cells.push(cell);
   };
   for (const assignment of product(factors)) {
+    if (cells.length > limit) return cells;
     if (excludes.some((ex) => (Object.entries(ex) as [AxisName, AnyValue][]).every(([axis, v]) => assignment[axis].key === v.key))) continue;
     add(assignment);
   }
@@ -160,9 +164,6 @@ function nameCells(cells: Cell[], named: AxisName[]): void {
     cell.id = id === '' ? 'default' : id;
   }
 }
-
-/** A factor is one axis, or a zip group whose axes advance together. */
-type Factor = { axes: AxisName[]; rows: AnyValue[][] };
 
 function zipFactors(doc: GridDocument, axes: Record<AxisName, AnyValue[]>, ctx: AxisContext, errors: UserInputError[]): Factor[] {
   const grouped = new Map<AxisName, number>();

@@ -1,13 +1,14 @@
-import { readFile } from 'node:fs/promises';
-import { basename, extname } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { basename, dirname, extname, resolve } from 'node:path';
 import { UserInputError, UserInputErrors } from '../errors.js';
 import { contentHash } from '../hash.js';
 import { codeSpaceOf } from './code-space.js';
 import { cueEncoding } from '../codes/index.js';
 import { validate } from '../schemas/index.js';
 import { type AxisContext } from './axes.js';
+import { maxCells } from './cell-count.js';
 import { expandGrid, type Expansion } from './expand.js';
-import { hfModelProblem, modelFromObject } from './models.js';
+import { hfModelProblem, modelFromObject, modelProblem } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { explainGridErrors } from './schema-errors.js';
 import { formatPath, GridSource, type GridPath } from './source.js';
@@ -29,11 +30,24 @@ export interface LoadedGrid {
   expansion: Expansion;
 }
 
+/**
+ * A grid is a hand-written file; one past this size would take the YAML parser longer than any
+ * check after it (200,000 include lines: 10 s). Grows with CANARY_AUDIT_MAX_CELLS (100 bytes a cell).
+ */
+export function maxGridBytes(): number {
+  return Math.max(1 << 20, maxCells() * 100);
+}
+
 export async function loadGrid(file: string): Promise<LoadedGrid> {
   let text: string;
   try {
+    const { size } = await stat(file);
+    if (size > maxGridBytes()) {
+      throw new UserInputError(`the grid file is ${size.toLocaleString('en-US')} bytes, more than ${maxGridBytes().toLocaleString('en-US')}; list axes (and zip them) rather than cells, or raise CANARY_AUDIT_MAX_CELLS`, { location: { file }, code: 'E_GRID_TOO_LARGE' });
+    }
     text = await readFile(file, 'utf8');
   } catch (error) {
+    if (error instanceof UserInputError) throw error;
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
     throw new UserInputError(`cannot read the grid: ${reason}`, { location: { file }, code: 'E_GRID_READ', cause: error });
   }
@@ -90,8 +104,14 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (errors.length > 0) throw new UserInputErrors(errors);
 
   const models: Record<string, ModelValue> = {};
+  const gridDir = dirname(resolve(file));
   for (const [key, raw] of Object.entries(doc.models ?? {})) {
-    const model = modelFromObject(raw);
+    const wrong = modelProblem(raw, gridDir);
+    if (wrong) {
+      fail(['models', key, ...wrong.path], wrong.message);
+      continue;
+    }
+    const model = modelFromObject(raw, gridDir);
     models[key] = model;
     const problem = pretrainProblem(model.pretrain);
     if (problem) fail(['models', key, 'pretrain', ...problem.path], problem.message);

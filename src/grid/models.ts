@@ -1,3 +1,5 @@
+import { existsSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { FinetuneSpec, HfModelSpec, TinyModelSpec } from '../contracts/index.js';
 import { pretrainFrom, pretrainLabel, PRETRAIN_DEFAULTS } from './pretrain.js';
 import type { ModelValue } from './types.js';
@@ -55,8 +57,54 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
   'qwen3-14b': qwen3('Qwen/Qwen3-14B', 'lora'),
 };
 
-/** A model object as the grid writes it (schema-validated) → the manifest's model fields. */
-export function modelFromObject(raw: Record<string, unknown>): ModelValue {
+/**
+ * A Hugging Face Hub id: `name` or `org/name`, each part letters, digits, '-', '_', '.', not starting
+ * or ending with '-' or '.', at most 96 characters, no '--' or '..' (the Hub's own rules).
+ */
+const HUB_PART = '[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?';
+const HUB_ID = new RegExp(`^(?:${HUB_PART}/)?${HUB_PART}$`);
+
+export function looksLikeHubId(name: string): boolean {
+  return HUB_ID.test(name) && !name.includes('--') && !name.includes('..');
+}
+
+/** What is wrong with an hf model object (key path inside the object + message), or null. */
+export interface ModelProblem {
+  path: string[];
+  message: string;
+}
+
+/**
+ * An hf model names a Hub id (`name`) or a local model folder (`path`, relative to the grid file),
+ * never a bare string that could be either: a folder must be said to be local, exist, and hold a
+ * transformers config.json when the audit is planned.
+ */
+export function modelProblem(raw: Record<string, unknown>, gridDir: string): ModelProblem | null {
+  if (raw.backend !== 'hf') return null;
+  const name = raw.name as string | undefined;
+  const path = raw.path as string | undefined;
+  if (name !== undefined && path !== undefined) return { path: ['path'], message: 'give `name` (a Hub id) or `path` (a local model folder), not both' };
+  if (name === undefined && path === undefined) return { path: [], message: 'an hf model needs `name: org/model` (a Hub id) or `path: ./folder` (a model folder on this machine)' };
+  if (name !== undefined) {
+    if (looksLikeHubId(name)) return null;
+    return { path: ['name'], message: `${JSON.stringify(name)} is not a Hub id (org/name: letters, digits, '-', '_', '.'); for a model folder on this machine write path: instead of name:` };
+  }
+  if (raw.revision !== undefined && raw.revision !== null) return { path: ['revision'], message: 'a local model (path:) has no Hub revision; remove revision' };
+  return localFolderProblem(resolve(gridDir, path as string));
+}
+
+function localFolderProblem(folder: string): ModelProblem | null {
+  if (!existsSync(folder)) return { path: ['path'], message: `model folder ${folder} does not exist; download the model there or fix the path (relative to the grid file)` };
+  if (!statSync(folder).isDirectory()) return { path: ['path'], message: `${folder} is not a folder; path: names a transformers model folder` };
+  if (!existsSync(join(folder, 'config.json'))) return { path: ['path'], message: `model folder ${folder} holds no config.json; it is not a transformers model folder` };
+  return null;
+}
+
+/**
+ * A model object as the grid writes it (schema-validated, modelProblem checked) → the manifest's
+ * model fields. A local model's name is its absolute folder (`path` resolved against `gridDir`).
+ */
+export function modelFromObject(raw: Record<string, unknown>, gridDir = process.cwd()): ModelValue {
   if (raw.backend === 'tiny') {
     const tiny: Omit<TinyModelSpec, 'pretrain'> = {
       n_layer: (raw.n_layer as number | undefined) ?? TINY_DEFAULTS.n_layer,
@@ -77,9 +125,10 @@ export function modelFromObject(raw: Record<string, unknown>): ModelValue {
     trust_remote_code: (raw.trust_remote_code as boolean | undefined) ?? HF_DEFAULTS.trust_remote_code,
     attn_implementation: (raw.attn_implementation as string | null | undefined) ?? null,
   };
+  const path = raw.path as string | undefined;
   return {
     backend: 'hf',
-    name: raw.name as string,
+    name: path === undefined ? (raw.name as string) : isAbsolute(path) ? path : resolve(gridDir, path),
     revision: (raw.revision as string | null | undefined) ?? null,
     hf,
     finetune: finetuneFrom(raw.finetune),
@@ -97,7 +146,8 @@ export const THINKING_TEMPLATE = /qwen3/i;
  */
 function chatTemplateKwargs(raw: Record<string, unknown>): Record<string, unknown> {
   const kwargs = (raw.chat_template_kwargs as Record<string, unknown> | undefined) ?? {};
-  if (typeof raw.name === 'string' && THINKING_TEMPLATE.test(raw.name) && !('enable_thinking' in kwargs)) {
+  const id = raw.name ?? raw.path;
+  if (typeof id === 'string' && THINKING_TEMPLATE.test(id) && !('enable_thinking' in kwargs)) {
     return { ...kwargs, enable_thinking: false };
   }
   return kwargs;

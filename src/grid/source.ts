@@ -1,4 +1,4 @@
-import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import { UserInputError, UserInputErrors, type SourceLocation } from '../errors.js';
 
 /** A path into the parsed grid: object keys and array indices, as ajv's instancePath names them. */
@@ -20,7 +20,43 @@ export class GridSource {
     this.text = text;
     this.doc = doc;
     this.lines = lines;
-    this.value = doc.toJS({ maxAliasCount: 1000 }) as unknown;
+    this.value = this.toValue();
+  }
+
+  /**
+   * The document as plain values. The YAML library refuses an alias bomb (aliases that expand past
+   * maxAliasCount) and a merge key (`<<`) whose value is not a map by throwing: bad input, said
+   * in one line at the alias or merge key that caused it.
+   */
+  private toValue(): unknown {
+    try {
+      return this.doc.toJS({ maxAliasCount: 1000 }) as unknown;
+    } catch (error) {
+      if (!(error instanceof Error) || !/alias|merge/i.test(error.message)) throw error;
+      const merge = /merge/i.test(error.message);
+      const hint = merge ? 'a merge key (<<) takes a map or an alias of a map' : 'aliases expand to too many values (an alias bomb?); write the values out';
+      const reason = error.message.split('\n')[0]?.replace(/\.$/, '') ?? error.message;
+      throw new UserInputError(`YAML: ${reason}; ${hint}`, { location: this.position(this.culprit(merge)), code: 'E_GRID_YAML' });
+    }
+  }
+
+  /** The first merge key whose value is not a map (or the first alias, for an alias bomb). */
+  private culprit(merge: boolean): unknown {
+    let found: unknown;
+    visit(this.doc, {
+      Pair: (_key, pair) => {
+        if (!merge || found || !isScalar(pair.key) || (pair.key.source ?? pair.key.value) !== '<<') return undefined;
+        const value = isAlias(pair.value) ? pair.value.resolve(this.doc) : pair.value;
+        const maps = isMap(value) || (isSeq(value) && value.items.every((i) => isMap(isAlias(i) ? i.resolve(this.doc) : i)));
+        if (!maps) found = pair.key;
+        return undefined;
+      },
+      Alias: (_key, alias) => {
+        if (!merge && !found) found = alias;
+        return undefined;
+      },
+    });
+    return found;
   }
 
   /** Parse YAML text; syntax errors (and duplicate keys) become one-line input errors. */
@@ -40,6 +76,8 @@ export class GridSource {
         }),
       );
     }
+    const numbers = numberProblems(doc, lines, file);
+    if (numbers.length > 0) throw new UserInputErrors(numbers);
     return new GridSource(file, text, doc, lines);
   }
 
@@ -73,6 +111,30 @@ export class GridSource {
     const pos = this.lines.linePos(range[0]);
     return { file: this.file, line: pos.line, column: pos.col };
   }
+}
+
+/**
+ * Numbers JavaScript cannot hold as written: an integer past 2^53 - 1 would be rounded (two seeds
+ * would name one audit), and .nan/.inf have no use in a grid (and print as "null" in JSON).
+ */
+function numberProblems(doc: Document, lines: LineCounter, file: string): UserInputError[] {
+  const problems: UserInputError[] = [];
+  visit(doc, {
+    Scalar: (_key, node) => {
+      const v = node.value;
+      if (typeof v !== 'number' && typeof v !== 'bigint') return;
+      const written = node.source ?? String(v);
+      let why: string | null = null;
+      if (typeof v === 'number' && !Number.isFinite(v)) why = `${written} is not a finite number; write a number`;
+      else if (Number.isInteger(Number(v)) && !Number.isSafeInteger(Number(v))) {
+        why = `${written} is too large to keep exactly (integers up to 2^53 - 1 = ${Number.MAX_SAFE_INTEGER}); use a smaller number`;
+      }
+      if (!why) return;
+      const pos = node.range ? lines.linePos(node.range[0]) : undefined;
+      problems.push(new UserInputError(why, { location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) }, code: 'E_GRID_NUMBER' }));
+    },
+  });
+  return problems;
 }
 
 /** `axes.visibility[0]` for ['axes', 'visibility', 0]: how messages name a field. */

@@ -1,4 +1,4 @@
-import { quoteValue, UserInputError } from '../errors.js';
+import { quoteValue, UserInputError, type SourceLocation } from '../errors.js';
 import { formatPath, type Cell, type LoadedGrid, type PlacementValue, type Window } from '../grid/index.js';
 import type { CanaryPool, PoolCanary } from './canaries.js';
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from './placement.js';
@@ -111,13 +111,24 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell): RunLa
   } catch (error) {
     if (!(error instanceof InfeasiblePlacement)) throw error;
     const value = cell.values[error.axis] ?? cell.values.population;
-    throw new UserInputError(`cell ${cell.id}: ${error.message}`, {
+    throw new CellPlanError(cell.id, error.message, {
       location: grid.source.locate(value.path),
       field: formatPath(value.path),
       code: 'E_PLACEMENT',
     });
   }
   return { cell, canaries, heldOut, stats: runStats(canaries, rows, updates, batch) };
+}
+
+/** A cell that cannot be laid out; plan.ts reports the same reason across cells once. */
+export class CellPlanError extends UserInputError {
+  constructor(
+    readonly cellId: string,
+    readonly reason: string,
+    readonly details: { location: SourceLocation; field: string; code: string },
+  ) {
+    super(`cell ${cellId}: ${reason}`, details);
+  }
 }
 
 function auxRequest(cohort: ResolvedCohort, p: PlacementValue, label: string, updates: number, first: number, last: number): CohortRequest {

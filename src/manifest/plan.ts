@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
-import { UserInputError, UserInputErrors } from '../errors.js';
+import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
 import { codeSpaceOf, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
-import { layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
+import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 
 /**
  * An audit planned in memory: the grid, its canary pool and one layout per cell (canaries and
@@ -72,6 +72,33 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
     }
   }
   errors.push(...checkTinyLengths(grid, pool, runs));
-  if (errors.length > 0) throw new UserInputErrors(errors);
+  if (errors.length > 0) throw new UserInputErrors(mergeCellErrors(errors));
   return { auditId: `audit-${grid.sha256.slice(0, 12)}`, name: doc.name, gridFile, gridText, grid, pool, runs, startStamp };
+}
+
+/** The same reason at the same grid value in many cells: one line that counts and names a few. */
+function mergeCellErrors(errors: UserInputError[]): UserInputError[] {
+  const groups = new Map<string, CellPlanError[]>();
+  const lines: (UserInputError | CellPlanError[])[] = [];
+  for (const e of errors) {
+    if (!(e instanceof CellPlanError)) {
+      lines.push(e);
+      continue;
+    }
+    const key = `${formatLocation(e.details.location)}|${e.details.field}|${e.reason}`;
+    const group = groups.get(key);
+    if (group) group.push(e);
+    else {
+      const fresh = [e];
+      groups.set(key, fresh);
+      lines.push(fresh);
+    }
+  }
+  return lines.map((line) => {
+    if (!Array.isArray(line)) return line;
+    const [first] = line as [CellPlanError];
+    if (line.length === 1) return first;
+    const named = line.slice(0, 3).map((c) => c.cellId).join('; ');
+    return new UserInputError(`${line.length} cells (${named}${line.length > 3 ? '; ...' : ''}): ${first.reason}`, first.details);
+  });
 }

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, link, mkdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
-import { writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
+import { explainWriteError, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { contentHash } from '../hash.js';
 import { log } from '../log.js';
 import { AUDIT_VERSION, type AuditIndex, type FileRef, type Manifest, type ModelSpec } from '../contracts/index.js';
@@ -12,6 +11,7 @@ import { finishProvenance } from '../provenance/index.js';
 import { auditIndex } from './audit-index.js';
 import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
 import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrain.js';
+import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
 import { trainingRowLines, utilityRowLines, writeLines } from './rows.js';
@@ -48,7 +48,17 @@ export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Part
  */
 export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise<WrittenAudit> {
   const auditDir = join(artifactsDir, 'audits', plan.auditId);
+  try {
+    return await writeAuditFiles(plan, auditDir);
+  } catch (error) {
+    throw explainWriteError(error, auditDir, 'write the audit to') ?? error;
+  }
+}
+
+async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<WrittenAudit> {
   await mkdir(join(auditDir, 'runs'), { recursive: true });
+  const removed = await cleanStaleStaging(join(auditDir, '.tmp'));
+  if (removed.length > 0) log.info({ removed }, 'removed staging folders of writes that were killed');
   const gridPath = join(auditDir, 'grid.yaml');
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
 
@@ -86,7 +96,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, co
   const { grid, pool } = plan;
   const renderer = runRenderer(grid, layout);
   const core = buildManifestCore(grid, plan.auditId, pool, layout);
-  const tmp = join(auditDir, '.tmp', `${process.pid}-${randomBytes(6).toString('hex')}`);
+  const tmp = join(auditDir, '.tmp', stagingName('run'));
   await mkdir(tmp, { recursive: true });
   try {
     const rows = await writeLines(join(tmp, 'rows.jsonl'), trainingRowLines(grid, pool, layout, renderer));
@@ -149,7 +159,7 @@ async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRe
   let corpus = corpora.get(key);
   if (!corpus) {
     // Beside the run staging folders (auditDir/.tmp), removed when the write ends.
-    const file = join(tmp, '..', `pretrain-${process.pid}-${key.slice(0, 16)}.jsonl`);
+    const file = join(tmp, '..', stagingName('pretrain', `${key.slice(0, 16)}.jsonl`));
     const written = await writeLines(file, pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, m.pretrain));
     corpus = { file, path: PRETRAIN_FILE, sha256: written.sha256, count: written.count };
     corpora.set(key, corpus);

@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { lstatSync, readdirSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
 
 /**
@@ -26,13 +26,54 @@ export function resolveInsideArtifacts(artifactsDir: string, relPath: string): s
   if (!isWithin(root, full)) {
     throw new ArtifactPathError(`artifact path ${JSON.stringify(relPath)} leaves the artifact root ${root}`);
   }
-  // Follow symlinks of whatever exists: a link inside the root must not lead out of it.
-  const realRoot = safeRealpath(root);
-  const realFull = safeRealpath(full);
-  if (realRoot !== null && realFull !== null && !isWithin(realRoot, realFull)) {
+  // Follow the symlinks of every component that exists (the path itself may not exist yet):
+  // a link inside the root must not lead out of it.
+  const realRoot = safeRealpath(root) ?? root;
+  if (!isWithin(realRoot, realpathOfExisting(full))) {
     throw new ArtifactPathError(`artifact path ${JSON.stringify(relPath)} resolves (through a symlink) outside the artifact root ${realRoot}`);
   }
   return full;
+}
+
+/**
+ * A run's output folder, where the trainer writes checkpoints, scores and result.json: refused when
+ * it, or any symlink in it (two levels deep: checkpoints/, scores/<phase>/), leads out of the root.
+ * Checked before anything is written or deleted there.
+ */
+export function checkOutputInsideArtifacts(artifactsDir: string, outDir: string): void {
+  const root = safeRealpath(resolve(artifactsDir)) ?? resolve(artifactsDir);
+  resolveInsideArtifacts(artifactsDir, toArtifactRelative(artifactsDir, outDir));
+  for (const link of symlinksUnder(outDir, 2)) {
+    if (!isWithin(root, realpathOfExisting(link))) {
+      throw new ArtifactPathError(`${link} is a symlink that leads outside the artifact root ${root}; remove it (the trainer writes there)`);
+    }
+  }
+}
+
+function symlinksUnder(dir: string, depth: number): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    const stat = lstatSync(path, { throwIfNoEntry: false });
+    if (stat?.isSymbolicLink()) found.push(path);
+    else if (stat?.isDirectory() && depth > 1) found.push(...symlinksUnder(path, depth - 1));
+  }
+  return found;
+}
+
+/** realpath of the deepest existing ancestor, plus the components that do not exist yet. */
+function realpathOfExisting(path: string): string {
+  const real = safeRealpath(path);
+  if (real !== null) return real;
+  const parent = dirname(path);
+  if (parent === path) return path;
+  return join(realpathOfExisting(parent), basename(path));
 }
 
 /** The path of `absPath` relative to the artifact root, POSIX separators (what job data stores). */

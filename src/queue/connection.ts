@@ -13,6 +13,8 @@ export interface RedisTarget {
   options: RedisOptions;
   /** The URL with any password replaced by ***: safe for logs and errors. */
   redacted: string;
+  /** Where the URL came from (`--redis`, `REDIS_URL`), for messages. */
+  source?: string;
 }
 
 const DEFAULT_PORT = 6379;
@@ -38,6 +40,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
     : (url.searchParams.get('password') ?? undefined);
   const redacted = redact(url);
   const options: RedisOptions = {};
+  const found = (): RedisTarget => ({ options, redacted, source });
   if (username) options.username = username;
   if (password) options.password = password;
 
@@ -49,7 +52,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
     }
     options.path = decodeURIComponent(url.pathname);
     options.db = parseDb(url.searchParams.get('db') ?? '0', redacted, source);
-    return { options, redacted };
+    return found();
   }
   if (protocol !== 'redis' && protocol !== 'rediss') {
     throw new UserInputError(
@@ -83,7 +86,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
     // servername makes SNI and certificate host checks use the name the user typed.
     options.tls = { servername: options.host, ...(ca ? { ca } : {}) };
   }
-  return { options, redacted };
+  return found();
 }
 
 function parseDb(text: string, redacted: string, source: string): number {
@@ -148,7 +151,9 @@ export async function assertRedisReachable(target: RedisTarget, timeoutMs = 5_00
   try {
     await client.connect();
     await client.ping();
+    await checkDatabase(client, target);
   } catch (error) {
+    if (error instanceof CanaryAuditError) throw error;
     const reason = (socketError ?? (error as Error)).message;
     throw new CanaryAuditError(
       'E_REDIS_UNREACHABLE',
@@ -157,5 +162,24 @@ export async function assertRedisReachable(target: RedisTarget, timeoutMs = 5_00
     );
   } finally {
     client.disconnect();
+  }
+}
+
+/**
+ * ioredis ignores a failed SELECT on connect and stays on db 0: ask for the database explicitly,
+ * so a number beyond the server's `databases` setting fails instead of mixing queues in db 0.
+ */
+async function checkDatabase(client: import('ioredis').Redis, target: RedisTarget): Promise<void> {
+  const db = target.options.db ?? 0;
+  if (db === 0) return;
+  try {
+    await client.select(db);
+  } catch (error) {
+    const count = await client.config('GET', 'databases').then((r) => Number((r as string[])[1]), () => NaN);
+    const range = Number.isInteger(count) ? ` (it has ${count}: 0..${count - 1})` : '';
+    throw new UserInputError(
+      `${target.source ?? '--redis'}: database ${db} does not exist on ${target.redacted}${range}; use a smaller number or raise \`databases\` in redis.conf (${(error as Error).message})`,
+      { code: 'E_BAD_REDIS_URL', cause: error },
+    );
   }
 }

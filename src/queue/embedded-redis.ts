@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
@@ -95,8 +95,7 @@ async function stablePassword(dir: string): Promise<string> {
   const file = join(dir, 'redis.pass');
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
   const password = randomBytes(18).toString('hex');
-  await writeFileAtomic(file, `${password}\n`);
-  await chmod(file, 0o600);
+  await writeFileAtomic(file, `${password}\n`, { mode: 0o600 });
   return password;
 }
 
@@ -134,10 +133,12 @@ async function launch(
   readyTimeoutMs: number,
 ): Promise<EmbeddedRedis> {
   const conf = join(dir, 'redis.conf');
-  await writeFileAtomic(conf, configText(dir, port, password));
-  await chmod(conf, 0o600);
+  await writeFileAtomic(conf, configText(dir, port, password), { mode: 0o600 });
   await rm(join(dir, 'redis.pid'), { force: true });
-  const child = spawn(executable, [conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  // Its own process group: a terminal's Ctrl-C reaches every process of the foreground group, and a
+  // Redis that died with it would leave `run` unable to put its runs back in the queue and exit.
+  // `run` stops it itself (SIGTERM, append-only file fsynced) once the workers are closed.
+  const child = spawn(executable, [conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();

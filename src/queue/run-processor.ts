@@ -1,15 +1,24 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import { sha256Hex } from '../hash.js';
 import { log } from '../log.js';
-import { startTrainer, type TrainerOutcome, type TrainerRunner } from '../runner/index.js';
-import { ArtifactPathError, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
+import type { TrainerOutcome } from '../runner/index.js';
+import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
 import { clearFailureRecord, writeFailureRecord } from './failure-record.js';
-import type { RunJobData, RunProgress, RunReturn } from './job-data.js';
+import type { RunJobData, RunReturn } from './job-data.js';
 import { ProgressTracker } from './progress-tracker.js';
-import type { QueueTuning } from './tuning.js';
+import {
+  ABORT_CANCEL,
+  ABORT_LEASE,
+  ABORT_SHUTDOWN,
+  ProgressWriter,
+  superviseTrainer,
+  type StopReason,
+  type SupervisorContext,
+} from './supervise-trainer.js';
+
+export { ABORT_CANCEL, ABORT_LEASE, ABORT_SHUTDOWN, type WorkerSlot } from './supervise-trainer.js';
 
 /**
  * The BullMQ processor of a run job: resolve the manifest inside the artifact root, run the trainer
@@ -19,38 +28,20 @@ import type { QueueTuning } from './tuning.js';
  *   final (exit 2/3/4/5)     -> UnrecoverableError: no retry; failure.json written
  *   retry (exit 1, crash)    -> Error: BullMQ retries with backoff; failure.json on the last attempt
  *   stopped for shutdown     -> job moved back to wait (WaitingError): no attempt spent
+ *   folder busy (exit 6)     -> the same: another live trainer holds the output folder
+ *   stopped for a lost lease -> handed back (WaitingError): no attempt spent; the taker resumes
  *   stopped for cancel       -> UnrecoverableError("cancelled: ..."); failure.json kind=cancelled
  */
-export const ABORT_SHUTDOWN = 'shutdown';
-export const ABORT_CANCEL = 'cancel';
-
-export interface WorkerSlot {
-  /** GPU index exported as CUDA_VISIBLE_DEVICES, or null for a CPU slot. */
-  gpu: string | null;
-  /** CANARY_TRAINER_THREADS for CPU slots, or null. */
-  threads: number | null;
-}
-
-export interface RunProcessorContext {
+export interface RunProcessorContext extends SupervisorContext {
   artifactsDir: string;
-  runner: TrainerRunner;
-  tuning: QueueTuning;
-  host: string;
-  slot: WorkerSlot;
-  /** ISO time the audit was cancelled, or null (reads <prefix>:cancelled:<audit_id>). */
-  cancelledAt(auditId: string): Promise<string | null>;
   /** True once the worker process began shutting down. */
   shuttingDown(): boolean;
-  /** How often a running job re-reads the cancel flag, in ms (pub/sub is the fast path). */
-  cancelPollMs?: number;
 }
 
 /** Raised for a failure that must not be retried; the message starts with the failure kind. */
 function finalError(kind: string, message: string): UnrecoverableError {
   return new UnrecoverableError(`${kind}: ${message}`);
 }
-
-type StopReason = typeof ABORT_SHUTDOWN | typeof ABORT_CANCEL;
 
 export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobData, RunReturn> {
   return async (job: Job<RunJobData, RunReturn>, token?: string, signal?: AbortSignal): Promise<RunReturn> => {
@@ -73,10 +64,15 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
   };
 }
 
-/** The run's manifest, resolved inside the artifact root; a path outside it is refused for good. */
+/**
+ * The run's manifest, resolved inside the artifact root, and its output folder checked: a path, or a
+ * symlink in the output folder, that leads outside the root is refused for good, before any write.
+ */
 function resolveManifest(ctx: RunProcessorContext, data: RunJobData): string {
   try {
-    return resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
+    const manifest = resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
+    checkOutputInsideArtifacts(ctx.artifactsDir, join(dirname(manifest), 'output'));
+    return manifest;
   } catch (error) {
     // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
     if (error instanceof ArtifactPathError) throw finalError('bad_job', error.message);
@@ -136,7 +132,9 @@ class RunAttempt {
     }
     if (stopReason === ABORT_CANCEL) return this.failFinal('cancelled', `cancelled while running (${outcome.message})`);
     if (outcome.outcome === 'final') return this.failFinal(outcome.kind, outcome.message);
+    if (stopReason === ABORT_LEASE) return this.handBack(`lock lost; trainer ${outcome.kind}`);
     if (stopReason === ABORT_SHUTDOWN) return this.backToQueue(`worker shutdown; trainer ${outcome.kind}`);
+    if (outcome.outcome === 'busy') return this.backToQueue(`output folder busy: ${outcome.message}`);
     return this.failRetryable(outcome.kind, outcome.message);
   }
 
@@ -161,63 +159,19 @@ class RunAttempt {
     if (this.token !== undefined) await this.job.moveToWait(this.token);
     throw new WaitingError();
   }
-}
 
-/**
- * Start the trainer, relay its events as progress and job logs, and stop it on shutdown or cancel
- * (the abort signal, or a cancel flag polled as a safety net for one published while this worker
- * was disconnected from Redis). Resolves when the trainer has exited.
- */
-async function superviseTrainer(
-  ctx: RunProcessorContext,
-  attempt: RunAttempt,
-  tracker: ProgressTracker,
-  writer: ProgressWriter,
-  signal: AbortSignal | undefined,
-): Promise<{ outcome: TrainerOutcome; stopReason: StopReason | null }> {
-  const { job, data } = attempt;
-  const stderrLog = join(attempt.outDir, 'trainer.stderr.log');
-  await appendFileLine(
-    stderrLog,
-    `[canary-audit] ${new Date().toISOString()} attempt ${attempt.number} of ${data.run_id} on ${ctx.host} gpu=${ctx.slot.gpu ?? 'none'} worker_pid=${process.pid}`,
-  );
-  const trainer = await startTrainer({
-    runner: ctx.runner,
-    job: attempt.trainerJob,
-    stderrLog,
-    stopGraceMs: ctx.tuning.stopGraceMs,
-    onEvent(event) {
-      const out = tracker.apply(event);
-      if (out.write) writer.request(tracker.progress);
-      if (out.log) void job.log(out.log).catch(() => undefined);
-    },
-  });
-
-  let stopReason: StopReason | null = null;
-  const stop = (reason: StopReason) => {
-    if (stopReason !== null) return;
-    stopReason = reason;
-    tracker.setPhase('stopping');
-    writer.request(tracker.progress);
-    void job.log(`stopping trainer (${reason})`).catch(() => undefined);
-    trainer.stop();
-  };
-  const onAbort = () => stop(signal?.reason === ABORT_SHUTDOWN ? ABORT_SHUTDOWN : ABORT_CANCEL);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  if (signal?.aborted) onAbort();
-  const poll = setInterval(() => {
-    ctx.cancelledAt(data.audit_id).then(
-      (at) => {
-        if (at) stop(ABORT_CANCEL);
-      },
-      () => undefined,
-    );
-  }, ctx.cancelPollMs ?? 10_000);
-  try {
-    return { outcome: await trainer.finished, stopReason };
-  } finally {
-    clearInterval(poll);
-    signal?.removeEventListener('abort', onAbort);
+  /**
+   * After a lost lease: give the job back if the lock is still ours after all; otherwise another
+   * worker owns it, or the stalled-job check will hand it to one. Either way no attempt is spent.
+   */
+  private async handBack(why: string): Promise<never> {
+    await this.job.log(`handed back: ${why}`).catch(() => undefined);
+    if (this.token !== undefined) {
+      await this.job.moveToWait(this.token).catch((error: unknown) => {
+        log.info({ run: this.job.id, err: error }, 'lease lost: the run is left to its new owner or the stalled-job check');
+      });
+    }
+    throw new WaitingError();
   }
 }
 
@@ -257,42 +211,4 @@ function runReturn(
     gpu: ctx.slot.gpu,
     reused,
   };
-}
-
-async function appendFileLine(path: string, line: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  await appendFile(path, `${line}\n`);
-}
-
-/**
- * Latest-wins progress writes: at most one updateProgress in flight; a request made meanwhile is
- * sent when it returns. A slow or restarting Redis never piles up stale writes.
- */
-class ProgressWriter {
-  private inFlight: Promise<void> | null = null;
-  private pending: RunProgress | null = null;
-
-  constructor(private readonly job: Job) {}
-
-  request(progress: RunProgress): void {
-    this.pending = { ...progress, eval: progress.eval ? { ...progress.eval } : null };
-    if (!this.inFlight) this.inFlight = this.drain();
-  }
-
-  async flush(): Promise<void> {
-    while (this.inFlight) await this.inFlight;
-  }
-
-  private async drain(): Promise<void> {
-    while (this.pending) {
-      const next = this.pending;
-      this.pending = null;
-      try {
-        await this.job.updateProgress(next as unknown as object);
-      } catch (error) {
-        log.debug({ err: error, job: this.job.id }, 'progress write failed');
-      }
-    }
-    this.inFlight = null;
-  }
 }

@@ -54,9 +54,13 @@ function shorten(text: string, max: number): string {
 }
 
 /** The figures of one run after its state: progress while active, reason when failed. */
-export function runDetail(run: RunStatus): string {
+export function runDetail(run: RunStatus, now = Date.now()): string {
   const p = run.progress;
   const parts: string[] = [];
+  if (run.state === 'active' && run.worker_alive === false) {
+    const heartbeat = p ? `; last heartbeat ${formatDuration(Math.max(0, Math.round((now - p.updated) / 1000)))} ago` : '';
+    parts.push(`no live worker (its lock expired${heartbeat}); a live worker takes the run over`);
+  }
   if (run.state === 'active' && p) {
     if (p.phase === 'evaluating' && p.eval) parts.push(`eval ${p.eval.phase} ${p.eval.done}/${p.eval.total}`);
     else if (p.phase === 'pretraining') parts.push(`pretrain ${p.update}/${p.total ?? '?'}`);
@@ -118,15 +122,16 @@ export function renderBars(audits: AuditStatus[], columns = 100): string {
  */
 export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date()): string {
   const before = new Map<string, string>();
-  for (const audit of previous ?? []) for (const run of audit.runs) before.set(run.run_id, `${run.state}|${runDetail(run)}`);
+  // Keyed at the run's own last heartbeat, so a growing "ago" alone is not a change.
+  const key = (run: RunStatus) => `${run.state}|${runDetail(run, run.progress?.updated ?? 0)}`;
+  for (const audit of previous ?? []) for (const run of audit.runs) before.set(run.run_id, key(run));
   const stamp = now.toISOString().slice(11, 19);
   const lines: string[] = [];
   for (const audit of current) {
     const prevAudit = previous?.find((a) => a.audit_id === audit.audit_id);
     if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit)}`);
     for (const run of audit.runs) {
-      const key = `${run.state}|${runDetail(run)}`;
-      if (before.get(run.run_id) !== key) lines.push(`${stamp}   ${run.run_id}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+      if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
     }
   }
   return lines.length ? `${lines.join('\n')}\n` : '';

@@ -35,6 +35,11 @@ export interface RunStatus {
   result: string | null;
   started: string | null;
   finished: string | null;
+  /**
+   * Active runs only: whether a worker still holds the run's lock. False means its worker died or
+   * lost Redis; another worker takes the run at its next stalled-job check, if any is alive.
+   */
+  worker_alive?: boolean;
 }
 
 export type AuditState = 'queued' | 'running' | 'finished' | 'cancelling' | 'cancelled';
@@ -85,7 +90,9 @@ export async function collectStatus(conn: QueueConnection, auditId?: string): Pr
           if (!job) {
             return emptyRun(run_id, cell_id, cancelledRuns[run_id] !== undefined ? 'cancelled' : 'unknown');
           }
-          return runStatus(job, (await job.getState()) as RunState, cell_id);
+          const status = runStatus(job, (await job.getState()) as RunState, cell_id);
+          if (status.state === 'active') status.worker_alive = (await client.exists(`${queues.runs.toKey(run_id)}:lock`)) === 1;
+          return status;
         }),
       );
       const counts: Partial<Record<RunState, number>> = {};

@@ -8,6 +8,7 @@ import { resolveInsideArtifacts } from './artifact-path.js';
 import { createAuditProcessor } from './audit-processor.js';
 import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
 import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from './job-data.js';
+import { LeaseWatch } from './lease-watch.js';
 import { AUDITS_QUEUE, RUNS_QUEUE } from './names.js';
 import { openRedis, type QueueConnection } from './queues.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
@@ -49,6 +50,7 @@ export class WorkerPool {
   private readonly client: Redis;
   private readonly subscriber: Redis;
   private readonly active = new Map<string, ActiveRun>();
+  private readonly leases: LeaseWatch;
   private stopping = false;
   private closing: Promise<void> | null = null;
 
@@ -56,6 +58,7 @@ export class WorkerPool {
     this.host = options.host ?? hostname();
     this.client = openRedis(options.conn, true);
     this.subscriber = openRedis(options.conn, true);
+    this.leases = new LeaseWatch(options.tuning.lockMs);
   }
 
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
@@ -107,6 +110,7 @@ export class WorkerPool {
         slot,
         cancelledAt,
         shuttingDown: () => this.stopping,
+        leaseLost: (jobId) => this.leases.lost(jobId),
         ...(this.options.cancelPollMs !== undefined ? { cancelPollMs: this.options.cancelPollMs } : {}),
       });
       // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
@@ -114,10 +118,12 @@ export class WorkerPool {
         RUNS_QUEUE,
         async (job, token, signal) => {
           this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
+          this.leases.begin(job.id ?? '');
           try {
             return await processor(job, token, signal);
           } finally {
             this.active.delete(job.id ?? '');
+            this.leases.end(job.id ?? '');
           }
         },
         {
@@ -132,6 +138,7 @@ export class WorkerPool {
           drainDelay: tuning.drainDelayS,
         },
       );
+      this.leases.attach(worker);
       worker.on('error', (error) => log.warn({ err: error, slot: describeSlot(slot) }, 'worker connection error'));
       worker.on('failed', (job, error) => {
         if (job) void this.recordFinalFailure(job, error);

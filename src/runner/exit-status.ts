@@ -7,8 +7,9 @@ import { TRAINER_EXIT, type ErrorEvent } from '../contracts/progress.js';
  *   retry        a crash that another attempt may not repeat: retry with backoff
  *   final        retrying cannot help (bad input, divergence, missing model, OOM, broken image)
  *   interrupted  stopped on request (SIGTERM) after a checkpoint: resume later with --resume
+ *   busy         another live trainer holds the output folder; nothing was done: try again later
  */
-export type ExitOutcome = 'ok' | 'retry' | 'final' | 'interrupted';
+export type ExitOutcome = 'ok' | 'retry' | 'final' | 'interrupted' | 'busy';
 
 export interface ExitStatus {
   outcome: ExitOutcome;
@@ -55,6 +56,9 @@ export function classifyExit(facts: ExitFacts): ExitStatus {
   if (code === TRAINER_EXIT.INTERRUPTED) {
     return { outcome: 'interrupted', kind: 'interrupted', message: say('trainer interrupted (exit 75); resumable') };
   }
+  if (code === TRAINER_EXIT.BUSY) {
+    return { outcome: 'busy', kind: 'folder_busy', message: say('another trainer holds the output folder (exit 6)') };
+  }
   if (code !== null && FINAL_CODES[code] !== undefined) {
     return { outcome: 'final', kind: facts.lastError?.kind ?? FINAL_CODES[code], message: say(`trainer exit ${code}`) };
   }
@@ -63,7 +67,9 @@ export function classifyExit(facts: ExitFacts): ExitStatus {
     return { outcome: 'interrupted', kind: 'interrupted', message: `trainer killed by ${facts.signal ?? 'signal'} after the stop grace period` };
   }
   if (code === null) {
-    return { outcome: 'retry', kind: 'killed', message: say(`trainer killed by ${facts.signal ?? 'a signal'} (out of host memory?)`) };
+    // The signal is the reason; the last output line only gives context.
+    const killed = `trainer killed by ${facts.signal ?? 'a signal'} (out of host memory?)`;
+    return { outcome: 'retry', kind: 'killed', message: detail ? `${killed}; last output: ${detail}` : killed };
   }
   if (facts.lastError && !facts.lastError.recoverable) {
     return { outcome: 'final', kind: facts.lastError.kind, message: facts.lastError.message };

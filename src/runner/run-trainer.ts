@@ -48,8 +48,8 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
   const command = runner.command(job);
   const started = Date.now();
   const subprocess = execa(command.file, command.args, {
-    env: command.env,
-    extendEnv: true,
+    env: trainerEnv(command.env),
+    extendEnv: false,
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: { file: stderrLog, append: true },
@@ -124,6 +124,18 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
     },
     finished,
   };
+}
+
+/**
+ * The worker's environment minus what the trainer must not see: REDIS_URL may carry the queue's
+ * password, and a trainer never talks to Redis. The runner's own variables come on top.
+ */
+const WITHHELD = ['REDIS_URL'];
+
+function trainerEnv(own: Record<string, string | undefined> | undefined): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const name of WITHHELD) delete env[name];
+  return { ...env, ...own };
 }
 
 function sizeOf(path: string): number {

@@ -80,6 +80,21 @@ describe('canary-audit plan', () => {
     expect(err).toContain('missing.yaml: cannot read the grid: no such file');
   });
 
+  it('exits 2 with one line at the alias or merge key for an alias bomb and a scalar merge key', async () => {
+    const bomb = join(root, 'bomb.yaml');
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 8; i += 1) levels.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(10).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]`);
+    writeFileSync(bomb, `${levels.join('\n')}\naxes: {visibility: [visible], dose: [1]}\n`);
+    err = '';
+    expect(await main(['plan', bomb])).toBe(2);
+    expect(err).toMatch(new RegExp(`^canary-audit: ${bomb.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2:\\d+: YAML: Excessive alias count[^\n]*alias bomb[^\n]*\n$`));
+    const merge = join(root, 'merge.yaml');
+    writeFileSync(merge, 'axes:\n  <<: 5\n  visibility: [visible]\n  dose: [1]\ntraining: {batch_size: 4, updates: 30, lr: 0.001}\n');
+    err = '';
+    expect(await main(['plan', merge])).toBe(2);
+    expect(err).toBe(`canary-audit: ${merge}:2:3: YAML: Merge sources must be maps or map aliases; a merge key (<<) takes a map or an alias of a map\n`);
+  });
+
   it('has --help and rejects a missing grid argument', async () => {
     expect(await main(['plan', '--help'])).toBe(0);
     expect(out).toContain('Usage: canary-audit plan GRID [--json] [--out DIR]');

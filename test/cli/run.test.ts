@@ -1,8 +1,10 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FAST_ENV } from '../queue/helpers/cli.js';
-import { removeDir, standInEnv, tempDir, writeFixtureAudit } from '../queue/helpers/fixtures.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { CLI, FAST_ENV } from '../queue/helpers/cli.js';
+import { removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { runMain } from '../queue/helpers/main.js';
 
 const root = tempDir('cli-run');
@@ -39,5 +41,33 @@ describe('canary-audit run', () => {
     const result = await runMain(['run', audit.auditDir, '--cpu', '1', '--no-report'], { ...env, PATH: join(root, 'empty-bin') });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^canary-audit: redis-server not found on PATH; install it with `apt-get install redis-server` \(or run `bash .ci\/setup`\)/);
+  });
+});
+
+describe('canary-audit run, Ctrl-C', () => {
+  it('SIGINT to the process group (a terminal Ctrl-C) stops run within stop grace + 15 s, Redis included', async () => {
+    const audit = writeFixtureAudit(join(root, 'ctrl-c'), 'ctrlc', [{ updates: 4000, checkpointEvery: 5, knobs: { step_s: 0.02 } }]);
+    const child = execa(process.execPath, [...CLI, 'run', audit.auditDir, '--cpu', '1', '--no-report', '--json'], {
+      cwd: PACKAGE_ROOT,
+      env: { ...FAST_ENV, ...standInEnv(), CANARY_AUDIT_STOP_GRACE_MS: '10000' },
+      extendEnv: true,
+      detached: true, // its own process group, as a shell gives a foreground job
+      reject: false,
+      all: true,
+    });
+    const state = join(audit.runs[0]!.manifestPath, '..', 'output', 'checkpoints', 'state.json');
+    await waitFor('the trainer to checkpoint', () => existsSync(state), 60_000);
+    const redisPid = Number(readFileSync(join(audit.auditDir, 'redis', 'redis.pid'), 'utf8'));
+    const sent = Date.now();
+    process.kill(-child.pid!, 'SIGINT');
+    const bound = 10_000 + 15_000;
+    const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), bound + 10_000);
+    const result = await child;
+    clearTimeout(timer);
+    const took = Date.now() - sent;
+    expect(result.signal, result.all).toBeUndefined();
+    expect(took).toBeLessThan(bound);
+    expect(JSON.parse(result.stdout)).toMatchObject({ interrupted: true });
+    expect(() => process.kill(redisPid, 0)).toThrow(); // the private Redis was stopped, not left behind
   });
 });

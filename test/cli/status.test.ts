@@ -88,4 +88,20 @@ describe('canary-audit status', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^canary-audit: no audit "audit-000000000000" in the queue at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/0; run `canary-audit status` to list audits\n$/);
   });
+
+  it('lists audits on disk that the queue lost, with the command that submits them again', async () => {
+    const conn = isolatedConnection(redis); // an empty queue: as after a restart without the append-only file
+    const artifacts = join(root, 'lost');
+    const audit = writeFixtureAudit(artifacts, 'lost', [{ updates: 3 }]);
+    const env = { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, REDIS_URL: redis.url };
+    const plain = await runMain(['status', '--artifacts', artifacts], env);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain('no audits in the queue\n1 audit(s) under the artifact root are not in the queue');
+    expect(plain.stdout).toContain(`  ${audit.auditId} (lost): canary-audit submit ${audit.auditDir}\n`);
+    const json = JSON.parse((await runMain(['status', '--json', '--artifacts', artifacts], env)).stdout) as { not_queued: unknown[] };
+    expect(json.not_queued).toEqual([{ audit_id: audit.auditId, name: 'lost', dir: audit.auditDir }]);
+    const one = await runMain(['status', audit.auditId, '--artifacts', artifacts], env);
+    expect(one.code).toBe(2);
+    expect(one.stderr).toContain(`it is on disk at ${audit.auditDir} (the queue lost it): canary-audit submit ${audit.auditDir}`);
+  });
 });

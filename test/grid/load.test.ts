@@ -49,13 +49,14 @@ describe('grid validation errors: one line each, naming file:line:column, field,
     expectOneError(inputErrors(() => parseGrid(F, BASE.replace('  updates: 50\n', ''))), `${F}:6:3: training: `, 'give the training budget as `rows` or `updates`');
   });
 
-  it('canary appearances that exceed the row budget', () => {
+  it('canary appearances that exceed the row budget: one line for every cell with that dose', () => {
     const text = BASE.replace('[1, 4]', '[1, 60]').replace('updates: 50', 'updates: 60').replace('batch_size: 8', 'batch_size: 4');
     // 8 focal canaries x dose 60 = 480 appearances > 240 rows.
     const msgs = inputErrors(() => planAuditText(F, text));
-    expect(msgs).toHaveLength(2);
-    expect(msgs[1]).toContain('cell visibility=redacted,dose=60');
-    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:4:13: axes\.dose\[1\]: cell visibility=visible,dose=60: canary appearances \(480\) exceed the row budget \(240 rows\)/);
+    expect(msgs).toHaveLength(1);
+    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:4:13: axes\.dose\[1\]: 2 cells \(visibility=visible,dose=60; visibility=redacted,dose=60\): canary appearances \(480\) exceed the row budget \(240 rows\)/);
+    const many = inputErrors(() => planAuditText(F, text.replace('  dose: [1, 60]', '  dose: [1, 60]\n  seed: [0, 1, 2, 3]')));
+    expect(many).toEqual([expect.stringMatching(/axes\.dose\[1\]: 8 cells \(visibility=visible,dose=60,seed=0; visibility=visible,dose=60,seed=1; visibility=visible,dose=60,seed=2; \.\.\.\): canary appearances/)]);
   });
 
   it('a spacing that cannot fit in its window', () => {
@@ -110,8 +111,8 @@ describe('population checks at planning time', () => {
   it('refuses a mixed-dose population with no companion dose', () => {
     const text = BASE.replace('  dose: [1, 4]', '  dose: [4]\n  population: [single-dose, mixed-dose]');
     const msgs = inputErrors(() => planAuditText(F, text));
-    expect(msgs).toHaveLength(2);
-    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:5:29: axes\.population\[1\]: cell visibility=visible,population=mixed-dose: mixed-dose adds no companions/);
+    expect(msgs).toHaveLength(1);
+    expect(msgs[0]).toMatch(/^grids\/bad\.yaml:5:29: axes\.population\[1\]: 2 cells \(visibility=visible,population=mixed-dose; visibility=redacted,population=mixed-dose\): mixed-dose adds no companions/);
   });
 
   it('refuses an auxiliary cohort with no room before the focal canaries', () => {
@@ -163,5 +164,21 @@ describe('hf models checked at plan time', () => {
   it('the 8B and 14B presets fine-tune LoRA adapters (full fine-tuning cannot fit one 141 GB GPU)', () => {
     const grid = parseGrid(F, withModel('qwen3-1.7b, qwen3-8b, qwen3-14b'));
     expect(grid.expansion.axes.model.map((v) => v.value.finetune.method)).toEqual(['full', 'lora', 'lora']);
+  });
+});
+
+describe('numbers a grid cannot keep exactly', () => {
+  it('refuses seeds past 2^53 - 1, which would round (two seeds, one audit id)', () => {
+    const msgs = inputErrors(() => parseGrid(F, `seed: 9007199254740993\n${BASE}`));
+    expectOneError(msgs, `${F}:1:7: `, '9007199254740993 is too large to keep exactly', '2^53 - 1');
+    const axis = inputErrors(() => parseGrid(F, BASE.replace('  dose: [1, 4]', '  dose: [1, 4]\n  seed: [0, 18446744073709551615]')));
+    expectOneError(axis, `${F}:5:13: `, '18446744073709551615 is too large');
+    expect(parseGrid(F, `seed: 9007199254740991\n${BASE}`).doc.seed).toBe(9007199254740991);
+  });
+
+  it('names .nan and .inf as written, not as "null"', () => {
+    const msgs = inputErrors(() => parseGrid(F, BASE.replace('lr: 0.001', 'lr: .nan')));
+    expectOneError(msgs, `${F}:8:7: `, '.nan is not a finite number');
+    expectOneError(inputErrors(() => parseGrid(F, BASE.replace('lr: 0.001', 'lr: -.inf'))), `${F}:8:7: `, '-.inf is not a finite number');
   });
 });

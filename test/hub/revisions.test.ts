@@ -1,5 +1,8 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hubClient, isHubId, pinPlanRevisions, remoteCommit } from '../../src/hub/index.js';
 import { buildManifestCore, planAuditText } from '../../src/manifest/index.js';
@@ -31,11 +34,16 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
+// A local model is said to be local (path:) and must hold a config.json when planned.
+const localModel = join(mkdtempSync(join(tmpdir(), 'canary-hub-')), 'local-model');
+mkdirSync(localModel);
+writeFileSync(join(localModel, 'config.json'), '{}');
+
 const GRID = `
 axes:
   visibility: [redacted]
   dose: [1]
-  model: [qwen3-0.6b, {backend: hf, name: Qwen/Qwen3-0.6B, revision: v1, label: pinned-v1}, {backend: hf, name: ./local-model, label: local}, tiny]
+  model: [qwen3-0.6b, {backend: hf, name: Qwen/Qwen3-0.6B, revision: v1, label: pinned-v1}, {backend: hf, path: ${JSON.stringify(localModel)}, label: local}, tiny]
 training: {batch_size: 4, updates: 10, lr: 0.001}
 canaries: {focal: 1, held_out: 1}
 `;

@@ -1,8 +1,10 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ArtifactPathError, resolveInsideArtifacts, toArtifactRelative } from '../../src/queue/artifact-path.js';
-import { removeDir, tempDir } from './helpers/fixtures.js';
+import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../../src/queue/artifact-path.js';
+import { createRunProcessor } from '../../src/queue/run-processor.js';
+import { localRunner } from '../../src/runner/index.js';
+import { fastTuning, removeDir, tempDir } from './helpers/fixtures.js';
 
 const root = tempDir('paths');
 const outside = tempDir('outside');
@@ -41,5 +43,50 @@ describe('toArtifactRelative', () => {
   it('gives POSIX paths relative to the root and refuses paths outside it', () => {
     expect(toArtifactRelative(root, join(root, 'audits', 'a', 'runs', 'r'))).toBe('audits/a/runs/r');
     expect(() => toArtifactRelative(root, outside)).toThrow(/not inside the artifact root/);
+  });
+});
+
+describe('output folders', () => {
+  const runDir = join(root, 'audits', 'a', 'runs', 'linked');
+  mkdirSync(runDir, { recursive: true });
+  writeFileSync(join(runDir, 'manifest.json'), '{}');
+
+  it('refuses a path under a symlink that leads out, even when the file does not exist yet', () => {
+    expect(() => resolveInsideArtifacts(root, 'audits/escape/new/result.json')).toThrow(/through a symlink/);
+  });
+
+  it('refuses an output folder that is a symlink out of the root, or holds one', () => {
+    const out = join(runDir, 'output');
+    symlinkSync(outside, out);
+    try {
+      expect(() => checkOutputInsideArtifacts(root, out)).toThrow(/through a symlink/);
+    } finally {
+      unlinkSync(out);
+    }
+    mkdirSync(join(out, 'scores'), { recursive: true });
+    symlinkSync(outside, join(out, 'scores', 'final'));
+    expect(() => checkOutputInsideArtifacts(root, out)).toThrow(/scores\/final is a symlink that leads outside/);
+    unlinkSync(join(out, 'scores', 'final'));
+    symlinkSync(join(root, 'audits', 'a'), join(out, 'checkpoints')); // inside the root: fine
+    expect(() => checkOutputInsideArtifacts(root, out)).not.toThrow();
+  });
+
+  it('the run processor refuses such a run for good before writing anything', async () => {
+    const out = join(runDir, 'output');
+    rmSync(out, { recursive: true, force: true });
+    symlinkSync(outside, out);
+    const before = readdirSync(outside).sort();
+    const processor = createRunProcessor({
+      artifactsDir: root,
+      runner: localRunner({}),
+      tuning: fastTuning(),
+      host: 'h',
+      slot: { gpu: null, threads: 1 },
+      cancelledAt: async () => null,
+      shuttingDown: () => false,
+    });
+    const job = { id: 'r', data: { run_id: 'r', audit_id: 'a', manifest: 'audits/a/runs/linked/manifest.json' }, attemptsMade: 0, opts: {} };
+    await expect(processor(job as never)).rejects.toThrow(/^bad_job: .*through a symlink/);
+    expect(readdirSync(outside).sort()).toEqual(before);
   });
 });

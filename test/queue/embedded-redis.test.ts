@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -38,6 +38,13 @@ describe('embedded redis-server', () => {
     expect(await withClient(r.options, (c) => c.config('GET', 'appendonly'))).toEqual(['appendonly', 'yes']);
     await expect(withClient({ host: '127.0.0.1', port: r.port }, (c) => c.get('x'))).rejects.toThrow(/NOAUTH/);
     expect(statSync(join(dir, 'redis.pass')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'redis.conf')).mode & 0o777).toBe(0o600);
+  });
+
+  it('runs in its own process group, so a Ctrl-C to the foreground group does not stop it', async () => {
+    const r = await start(join(root, 'pgid'));
+    const pgid = Number(readFileSync(`/proc/${r.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2]);
+    expect(pgid).toBe(r.pid);
   });
 
   it('keeps data across a restart on the same folder, and reuses a server that is still running', async () => {

@@ -74,6 +74,8 @@ describe('queue resilience', () => {
     }, 60_000);
     first.process.kill('SIGKILL');
     await first.process;
+    // No worker left: status says so instead of showing a live run.
+    await waitFor('status to show no live worker', async () => (await collectStatus(conn, audit.auditId))[0]?.runs[0]?.worker_alive === false, 20_000);
     // Its trainer notices that its parent is gone, checkpoints and exits.
     await waitFor('the orphaned trainer to exit', () => {
       try {

@@ -26,6 +26,12 @@ describe('status formatting', () => {
     expect(progressBar(Number.NaN, 4)).toBe('[----]');
   });
 
+  it('says when an active run has no live worker, with its last heartbeat', () => {
+    const text = runDetail(run({ state: 'active', worker_alive: false, progress: progress({ updated: 1_000 }) }), 1_000 + 312_000);
+    expect(text).toMatch(/^no live worker \(its lock expired; last heartbeat 5m12s ago\); a live worker takes the run over  120\/400/);
+    expect(runDetail(run({ state: 'active', worker_alive: true, progress: progress() }))).not.toContain('no live worker');
+  });
+
   it('shows progress, host, GPU and attempt for an active run', () => {
     const text = runDetail(run({ state: 'active', attempts_made: 1, progress: progress() }));
     expect(text).toBe('120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 2/3');

@@ -18,6 +18,7 @@ describe('classifyExit', () => {
     [facts({ exitCode: 75, lastError: error('interrupted', true) }), 'interrupted', 'interrupted'],
     [facts({ exitCode: null, signal: 'SIGKILL', stopRequested: true }), 'interrupted', 'interrupted'],
     [facts({ exitCode: null, signal: 'SIGKILL' }), 'retry', 'killed'],
+    [facts({ exitCode: 6, lastError: error('internal', true) }), 'busy', 'folder_busy'],
     [facts({ exitCode: 127 }), 'final', 'bad_image'],
     [facts({ exitCode: 9, lastError: error('bad_rows', false) }), 'final', 'bad_rows'],
     [facts({ exitCode: 9 }), 'retry', 'crash'],
@@ -32,5 +33,10 @@ describe('classifyExit', () => {
     expect(classifyExit(facts({ exitCode: 1, lastError: error('internal', true, 'CUDA error: device lost') })).message).toBe('CUDA error: device lost');
     expect(classifyExit(facts({ exitCode: 1, stderrTail: 'Traceback ... | KeyError: x' })).message).toBe('Traceback ... | KeyError: x');
     expect(classifyExit(facts({ exitCode: 1 })).message).toBe('trainer exit 1');
+  });
+
+  it('names the signal of a killed trainer first, its last output after', () => {
+    const message = classifyExit(facts({ exitCode: null, signal: 'SIGKILL', stderrTail: 'step 40' })).message;
+    expect(message).toBe('trainer killed by SIGKILL (out of host memory?); last output: step 40');
   });
 });

@@ -99,3 +99,25 @@ describe('startTrainer with the local runner', () => {
     expect(outcome.message).toContain('no-such-python');
   });
 });
+
+describe('the trainer environment', () => {
+  it('does not inherit REDIS_URL (it may hold the queue password); the rest of the environment passes', async () => {
+    const saved = process.env.REDIS_URL;
+    process.env.REDIS_URL = 'redis://:s3cret@queue:6379/0';
+    process.env.CANARY_TEST_KEEP = 'kept';
+    const lines: string[] = [];
+    try {
+      const envRunner = { name: 'env', command: () => ({ file: '/usr/bin/env', args: [], env: { FROM_RUNNER: '1' } }) };
+      const j = job('env', 1);
+      const trainer = await startTrainer({ runner: envRunner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 1_000, onEvent: () => undefined, onBadLine: (l) => lines.push(l) });
+      await trainer.finished;
+    } finally {
+      if (saved === undefined) delete process.env.REDIS_URL;
+      else process.env.REDIS_URL = saved;
+      delete process.env.CANARY_TEST_KEEP;
+    }
+    expect(lines).toContain('CANARY_TEST_KEEP=kept');
+    expect(lines).toContain('FROM_RUNNER=1');
+    expect(lines.filter((l) => l.startsWith('REDIS_URL='))).toEqual([]);
+  });
+});

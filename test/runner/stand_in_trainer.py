@@ -8,7 +8,8 @@ minutes. It keeps the contract the real trainer keeps:
 - it holds flock(<out>/.lock) while it runs, so two trainers never write one folder;
 - SIGTERM: checkpoint, emit an `interrupted` error event, exit 75; parent gone: the same;
 - --resume continues from <out>/checkpoints/state.json;
-- exit codes as TRAINER_EXIT (0 ok, 1 retryable, 2 bad input, 3 diverged, 75 interrupted).
+- exit codes as TRAINER_EXIT (0 ok, 1 retryable, 2 bad input, 3 diverged, 6 folder busy, 75 interrupted);
+  it waits CANARY_TRAINER_LOCK_WAIT_S (default 30) for the folder lock.
 
 The "model" is a running SHA-256 chain over the updates, so the final "scores" depend on every
 update having been applied exactly once in order, whether or not the run was interrupted.
@@ -21,6 +22,9 @@ Behaviour knobs live in the manifest's free-form task.params.stand_in (tests wri
   noop         emit started + done and write result.json at once (the queue benchmark)
   junk_stdout  print a line that is not an event (a protocol violation the worker must survive)
   ignore_sigterm  keep training through SIGTERM (so the worker's SIGKILL after the grace is tested)
+
+Each attempt appends "pid first last how" to <out>/.trained when it ends (updates first..last
+trained), so drills can tell whether any update was trained twice.
 """
 
 import argparse
@@ -33,7 +37,7 @@ import struct
 import sys
 import time
 
-EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 75
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 6, 75
 
 
 def emit(event, **fields):
@@ -86,7 +90,7 @@ def main(argv):
     out = args.out
     os.makedirs(os.path.join(out, "checkpoints"), exist_ok=True)
     lock = open(os.path.join(out, ".lock"), "w")
-    deadline = time.time() + 30
+    deadline = time.time() + float(os.environ.get("CANARY_TRAINER_LOCK_WAIT_S", 30))
     while True:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -94,13 +98,15 @@ def main(argv):
         except BlockingIOError:
             if time.time() > deadline:
                 emit("error", kind="internal", message=f"{out} is locked by another trainer", recoverable=True)
-                return EXIT_FAILURE
+                return EXIT_BUSY
             time.sleep(0.05)
 
     if knobs.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
+        # Like the real trainer: SIGTERM and SIGINT (a terminal's Ctrl-C reaches the whole group) stop it.
         signal.signal(signal.SIGTERM, lambda *_: setattr(Stop, "requested", True))
+        signal.signal(signal.SIGINT, lambda *_: setattr(Stop, "requested", True))
     if knobs.get("junk_stdout"):
         print("Loading weights: 100%", flush=True)
     parent = os.getppid()
@@ -112,6 +118,11 @@ def main(argv):
         with open(state_path) as handle:
             state = json.load(handle)
     resumed_from = state["update"] if state["update"] > 0 else None
+    first_update = state["update"]
+
+    def trained(how):
+        with open(os.path.join(out, ".trained"), "a") as handle:
+            handle.write(f"{os.getpid()} {first_update} {state['update']} {how}\n")
     state["attempts"].append({"pid": os.getpid(), "resumed_from": state["update"]})
     emit("started", run_id=run_id, pid=os.getpid(), device="cpu", backend="tiny",
          total_updates=total, resumed_from=resumed_from)
@@ -140,6 +151,7 @@ def main(argv):
         if Stop.requested or os.getppid() != parent:
             checkpoint()
             emit("error", kind="interrupted", message="stopped; resumable", recoverable=True)
+            trained("interrupted")
             return EXIT_INTERRUPTED
         time.sleep(step_s)
         state["update"] += 1
@@ -162,6 +174,7 @@ def main(argv):
         "stand_in": {"acc": state["acc"], "updates": state["update"], "attempts": state["attempts"]},
     }
     write_atomic(os.path.join(out, "result.json"), (json.dumps(result, indent=2) + "\n").encode())
+    trained("done")
     emit("done", result="result.json", wall_s=time.time() - started)
     return EXIT_OK
 

@@ -1,5 +1,9 @@
 """Atomic file and folder writes: a reader sees the old artifact or the complete new one, never a
-partial file, even when the process is killed mid-write."""
+partial file, even when the process is killed mid-write.
+
+Modes follow the umask, like every other file of an audit (0644 files and 0755 folders under the
+usual 022; a group-shared store sets 002). mkstemp/mkdtemp would otherwise leave result.json and
+score files 0600 beside 0644 manifests."""
 
 from __future__ import annotations
 
@@ -9,6 +13,12 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_dir(path: Path) -> None:
@@ -29,6 +39,7 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -58,6 +69,7 @@ def write_dir_atomic(path: str | os.PathLike, fill: Callable[[Path], None]) -> N
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
+        os.chmod(tmp, 0o777 & ~_umask())
         fill(tmp)
         for child in tmp.rglob("*"):
             if child.is_file():

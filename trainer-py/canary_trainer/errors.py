@@ -71,10 +71,10 @@ class Interrupted(TrainerError):
 
 
 class FolderBusy(TrainerError):
-    """Another trainer holds the output folder's lock; a later retry can succeed."""
+    """Another trainer holds the output folder's lock; nothing was done, a later try can succeed."""
 
     kind = "internal"
-    exit_code = exit_codes.FAILURE
+    exit_code = exit_codes.BUSY
     recoverable = True
 
 

@@ -64,5 +64,5 @@ def test_exit_codes_match_the_controller_contract():
     ts = (Path(__file__).resolve().parents[2] / "src" / "contracts" / "progress.ts").read_text()
     table = dict(re.findall(r"^\s+([A-Z_]+): (\d+),", ts[ts.index("TRAINER_EXIT"):], re.M))
     ours = {k: getattr(exit_codes, k) for k in ("OK", "FAILURE", "BAD_INPUT", "DIVERGED", "MISSING_MODEL", "OOM",
-                                                 "INTERRUPTED")}
+                                                 "BUSY", "INTERRUPTED")}
     assert {k: int(v) for k, v in table.items()} == ours

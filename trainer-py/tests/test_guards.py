@@ -6,6 +6,7 @@ import os
 import subprocess
 import time
 
+from canary_trainer import exit_codes
 from canary_trainer.checkpoint import list_updates
 from canary_trainer.lock import FolderLock
 
@@ -13,7 +14,7 @@ from .conftest import PYTHON, TRAINER_DIR, run_cli, trainer_env
 from .fixtures import make_run
 
 
-def test_second_trainer_on_the_same_folder_waits_then_fails(tmp_path):
+def test_second_trainer_on_the_same_folder_waits_then_exits_busy(tmp_path):
     manifest = make_run(tmp_path / "run", updates=2, batch_size=2, length=2, n_focal=1, n_held=0, kinds=("hidden",))
     out = tmp_path / "out"
     holder = FolderLock(out, wait_s=0)
@@ -24,7 +25,7 @@ def test_second_trainer_on_the_same_folder_waits_then_fails(tmp_path):
         waited = time.monotonic() - t0
     finally:
         holder.release()
-    assert res.rc == 1
+    assert res.rc == exit_codes.BUSY  # nothing done: the worker tries again without spending an attempt
     err = res.of("error")[-1]
     assert err["recoverable"] is True and ".lock" in err["message"] and f"pid {os.getpid()}" in err["message"]
     assert waited >= 1.5
