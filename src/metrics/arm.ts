@@ -1,4 +1,4 @@
-import { bootstrapMedian, type MedianInterval } from './bootstrap.js';
+import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval } from './bootstrap.js';
 import { canaryKey, type Observation } from './observation.js';
 import { wilsonInterval, type Proportion } from './wilson.js';
 
@@ -32,8 +32,16 @@ function proportion(values: (boolean | null)[], confidence: number | undefined):
   return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
 }
 
+/** Exposures of an arm laid out by run: the bootstrap resamples runs, then canaries within them. */
+export function exposuresByRun(obs: readonly Observation[]): ClusteredSample {
+  return clusteredSample(
+    obs.map((o) => o.exposure),
+    obs.map((o) => o.run_id),
+  );
+}
+
 export function summarizeArm(obs: readonly Observation[], label: string, options: StatOptions): ArmSummary {
-  const exposures = obs.map((o) => o.exposure);
+  const exposures = exposuresByRun(obs);
   const substituted = obs.length > 0 && obs.every((o) => o.probe_kind === 'substituted');
   const c = options.confidence;
   return {

@@ -1,9 +1,15 @@
 import { derivedSeed, Rng } from '../random.js';
-import { median, quantileSorted } from './statistics.js';
+import { median, quantileSorted, selectMedian } from './statistics.js';
 
 /**
  * Percentile-bootstrap confidence intervals for medians. Resampling is seeded: the same data, seed
  * and label always give the same interval, so a report can be regenerated and diffed.
+ *
+ * Observations that share a run share that run's training, so they are not independent draws.
+ * When a sample is given with its clusters (the run of each observation, or the run pair of each
+ * paired difference) and holds more than one, each resample is hierarchical: draw the clusters
+ * with replacement, then the observations within each drawn cluster with replacement. A sample
+ * from a single cluster is resampled flat (canaries only), exactly as an unclustered one.
  */
 export interface BootstrapOptions {
   /** Report seed. */
@@ -16,12 +22,18 @@ export interface BootstrapOptions {
   confidence?: number;
 }
 
+/** `hierarchical`: clusters (runs, run pairs), then observations within them; `flat`: observations only. */
+export type Resampling = 'hierarchical' | 'flat';
+
 export interface MedianInterval {
   /** Median of the sample itself (not of the resamples). */
   estimate: number;
   lo: number;
   hi: number;
   n: number;
+  /** Clusters (runs, or run pairs) the observations come from; 1 when unclustered. */
+  n_clusters: number;
+  resampling: Resampling;
 }
 
 export interface DifferenceInterval {
@@ -31,6 +43,10 @@ export interface DifferenceInterval {
   hi: number;
   n_a: number;
   n_b: number;
+  n_clusters_a: number;
+  n_clusters_b: number;
+  /** `hierarchical` when either side pooled more than one cluster (each side resampled on its own). */
+  resampling: Resampling;
 }
 
 export const DEFAULT_RESAMPLES = 2000;
@@ -44,53 +60,127 @@ function settings(options: BootstrapOptions): { resamples: number; alpha: number
   return { resamples, alpha: 1 - confidence };
 }
 
-/** Median of a resample of `values` drawn with replacement, using `scratch` as workspace. */
-function resampledMedian(values: ArrayLike<number>, scratch: Float64Array, rng: Rng): number {
+/**
+ * A sample laid out by cluster: `values[offsets[c] .. offsets[c + 1])` are cluster c's
+ * observations, clusters in order of first appearance.
+ */
+export interface ClusteredSample {
+  values: Float64Array;
+  offsets: Int32Array;
+}
+
+/** Group `values` by `clusters` (one key per value; omitted: one cluster). */
+export function clusteredSample(values: ArrayLike<number>, clusters?: ArrayLike<string>): ClusteredSample {
   const n = values.length;
-  for (let i = 0; i < n; i += 1) scratch[i] = values[rng.scaledInt(n)] as number;
-  scratch.sort();
-  return quantileSorted(scratch, 0.5);
+  if (!clusters) return { values: Float64Array.from(values), offsets: Int32Array.of(0, n) };
+  if (clusters.length !== n) throw new RangeError(`clusteredSample: ${n} values but ${clusters.length} cluster keys`);
+  const byCluster = new Map<string, number[]>();
+  for (let i = 0; i < n; i += 1) {
+    const key = clusters[i] as string;
+    const list = byCluster.get(key);
+    if (list) list.push(values[i] as number);
+    else byCluster.set(key, [values[i] as number]);
+  }
+  const out = new Float64Array(n);
+  const offsets = new Int32Array(byCluster.size + 1);
+  let at = 0;
+  let c = 0;
+  for (const list of byCluster.values()) {
+    offsets[c] = at;
+    for (const v of list) out[at++] = v;
+    c += 1;
+  }
+  offsets[c] = at;
+  return { values: out, offsets };
+}
+
+function clusterCount(s: ClusteredSample): number {
+  return s.offsets.length - 1;
+}
+
+/** Largest resample a sample can produce: every draw the biggest cluster. */
+function scratchSize(s: ClusteredSample): number {
+  const k = clusterCount(s);
+  if (k <= 1) return s.values.length;
+  let max = 0;
+  for (let c = 0; c < k; c += 1) max = Math.max(max, (s.offsets[c + 1] as number) - (s.offsets[c] as number));
+  return max * k;
+}
+
+/**
+ * Median of one resample, using `scratch` as workspace: flat for a single cluster (the stream of
+ * draws is the one an unclustered sample uses), hierarchical otherwise.
+ */
+function resampledMedian(s: ClusteredSample, scratch: Float64Array, rng: Rng): number {
+  const values = s.values;
+  const k = clusterCount(s);
+  if (k <= 1) {
+    const n = values.length;
+    for (let i = 0; i < n; i += 1) scratch[i] = values[rng.scaledInt(n)] as number;
+    return selectMedian(scratch, n);
+  }
+  let m = 0;
+  for (let c = 0; c < k; c += 1) {
+    const drawn = rng.scaledInt(k);
+    const start = s.offsets[drawn] as number;
+    const size = (s.offsets[drawn + 1] as number) - start;
+    for (let i = 0; i < size; i += 1) scratch[m++] = values[start + rng.scaledInt(size)] as number;
+  }
+  return selectMedian(scratch, m);
+}
+
+function asSample(values: ArrayLike<number> | ClusteredSample): ClusteredSample {
+  return 'offsets' in values ? values : clusteredSample(values);
 }
 
 /** Median with a percentile-bootstrap interval; null for an empty sample. */
-export function bootstrapMedian(values: ArrayLike<number>, options: BootstrapOptions): MedianInterval | null {
-  const n = values.length;
+export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, options: BootstrapOptions): MedianInterval | null {
+  const s = asSample(sample);
+  const n = s.values.length;
   if (n === 0) return null;
   const { resamples, alpha } = settings(options);
-  const estimate = median(values);
+  const estimate = median(s.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
-  const scratch = new Float64Array(n);
+  const scratch = new Float64Array(scratchSize(s));
   const stats = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b += 1) stats[b] = resampledMedian(values, scratch, rng);
+  for (let b = 0; b < resamples; b += 1) stats[b] = resampledMedian(s, scratch, rng);
   stats.sort();
-  return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n };
+  const k = clusterCount(s);
+  return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: k > 1 ? 'hierarchical' : 'flat' };
 }
 
 /**
  * median(a) − median(b) for two independent samples (focal canaries against a control arm), each
- * resampled on its own; null when either is empty.
+ * resampled on its own (hierarchically when it pools several clusters); null when either is empty.
  */
 export function bootstrapMedianDifference(
-  a: ArrayLike<number>,
-  b: ArrayLike<number>,
+  a: ArrayLike<number> | ClusteredSample,
+  b: ArrayLike<number> | ClusteredSample,
   options: BootstrapOptions,
 ): DifferenceInterval | null {
-  if (a.length === 0 || b.length === 0) return null;
+  const sa = asSample(a);
+  const sb = asSample(b);
+  if (sa.values.length === 0 || sb.values.length === 0) return null;
   const { resamples, alpha } = settings(options);
-  const estimate = median(a) - median(b);
+  const estimate = median(sa.values) - median(sb.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
-  const scratchA = new Float64Array(a.length);
-  const scratchB = new Float64Array(b.length);
+  const scratchA = new Float64Array(scratchSize(sa));
+  const scratchB = new Float64Array(scratchSize(sb));
   const stats = new Float64Array(resamples);
   for (let i = 0; i < resamples; i += 1) {
-    stats[i] = resampledMedian(a, scratchA, rng) - resampledMedian(b, scratchB, rng);
+    stats[i] = resampledMedian(sa, scratchA, rng) - resampledMedian(sb, scratchB, rng);
   }
   stats.sort();
+  const ka = clusterCount(sa);
+  const kb = clusterCount(sb);
   return {
     estimate,
     lo: quantileSorted(stats, alpha / 2),
     hi: quantileSorted(stats, 1 - alpha / 2),
-    n_a: a.length,
-    n_b: b.length,
+    n_a: sa.values.length,
+    n_b: sb.values.length,
+    n_clusters_a: ka,
+    n_clusters_b: kb,
+    resampling: ka > 1 || kb > 1 ? 'hierarchical' : 'flat',
   };
 }

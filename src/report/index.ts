@@ -90,7 +90,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
   const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
   // Labels name the axes that vary over the whole grid (failed and missing runs included).
   const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
-  const groups = aggregateGroups(metas, observations, { ...stat, roles, labelAxes });
+  const groups = aggregateGroups(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   const paired = pairedComparisons(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   const summary = buildSummary({
     audit,

@@ -65,7 +65,7 @@ describe('writeReport on the study fixture', () => {
       ['plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
     );
     expect(validate('report', summary)).toEqual([]);
-    expect(summary.schema_version).toBe('canary-audit.report/1');
+    expect(summary.schema_version).toBe('canary-audit.report/2');
     expect(summary.provenance.at_write.component).toBe('controller');
   });
 
@@ -83,6 +83,7 @@ describe('writeReport on the study fixture', () => {
     expect(g?.dose).toBe(8);
     expect(g?.space.ceiling).toBeCloseTo(13.2877, 4);
     expect(g?.inserted).toMatchObject({ n_obs: 6, n_canaries: 3, n_runs: 2 });
+    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'hierarchical' });
     expect(g?.inserted.exposure?.estimate).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(median(EXPECTED.lateExposures)).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(g?.inserted.exposure?.lo).toBeLessThanOrEqual(EXPECTED.lateMedian);
@@ -147,6 +148,15 @@ describe('writeReport on the study fixture', () => {
     const none = summary.utility.find((u) => u.no_canary);
     // Null axes and the constant model axis are left out of labels.
     expect(none).toMatchObject({ n_runs: 1, final_loss: 1.1, label: 'population=none, visibility=redacted' });
+    // Grouped by the full cell (placement and dose too), not by visibility alone.
+    expect(summary.utility.map((u) => u.label)).toEqual([
+      'population=none, visibility=redacted',
+      'dose=8, placement=early, population=single, visibility=redacted',
+      // Values in the grid's order: visible before redacted.
+      'dose=8, placement=late, population=single, visibility=visible',
+      'dose=8, placement=late, population=single, visibility=redacted',
+    ]);
+    expect(summary.utility.find((u) => u.label.includes('placement=early'))?.n_runs).toBe(2);
   });
 
   it('writes a tidy CSV: one row per run × canary × probe × phase with cell values', async () => {
@@ -172,6 +182,11 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('**Visibility: redacted**');
     expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | 8 | ${EXPECTED.lateMedian.toFixed(2)} [`);
     expect(md).toContain('**placement: early → late**');
+    // n canaries and n runs beside each figure, with the resampling behind its interval.
+    expect(md).toMatch(/\| 3 canaries · 2 runs; runs → canaries \|/);
+    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only \|/);
+    expect(md).toMatch(/\| 6 \| 3 · 2 \|[^\n]*\(run pairs → canary pairs\) \|/);
+    expect(md).toContain('(single run pair: canary pairs only)');
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
