@@ -9,7 +9,7 @@ import type { Observation } from '../metrics/observation.js';
 import { pairedComparisons } from '../metrics/paired.js';
 import type { RunMeta } from '../metrics/space-check.js';
 import { controllerStamp, finishProvenance } from '../provenance/stamp.js';
-import { renderCsv, type CsvRunInfo } from './csv.js';
+import { renderCsv, renderDataPackage, type CsvRunInfo } from './csv.js';
 import { buildDocument } from './document.js';
 import { renderHtml, type RenderedPlot } from './html.js';
 import { loadAudit } from './load-audit.js';
@@ -27,7 +27,7 @@ export type ReportFormat = 'md' | 'csv' | 'json' | 'html';
 export const REPORT_FORMATS: readonly ReportFormat[] = ['md', 'csv', 'json', 'html'];
 
 /** File names inside the output folder. */
-export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html' } as const;
+export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html', datapackage: 'datapackage.json' } as const;
 
 export interface WriteReportOptions {
   auditDir: string;
@@ -131,7 +131,10 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
   if (formats.includes('csv')) {
     const path = join(outDir, REPORT_FILES.csv);
     await writeFileAtomic(path, renderCsv(summary.audit.axes, csvRuns, observations));
-    files.push(path);
+    // The column types travel with the table: codes stay strings in any loader that reads them.
+    const packagePath = join(outDir, REPORT_FILES.datapackage);
+    await writeJsonAtomic(packagePath, renderDataPackage(summary.audit.id, summary.audit.axes));
+    files.push(path, packagePath);
   }
   if (formats.includes('json')) {
     summaryPath = join(outDir, REPORT_FILES.json);
