@@ -143,7 +143,7 @@ function recovery(s: ReportSummary): Section {
         ]),
       },
     ],
-    plots: ['recovery-vs-dose'],
+    plots: ['recovery-vs-dose', 'substituted-vs-dose'],
   };
 }
 

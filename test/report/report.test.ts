@@ -68,7 +68,7 @@ describe('writeReport on the study fixture', () => {
   it('writes every format into <audit>/report, the summary valid against its schema', async () => {
     const names = files.map((f) => f.slice(join(audit.auditDir, 'report').length + 1)).sort();
     expect(names).toEqual(
-      ['datapackage.json', 'plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
+      ['datapackage.json', 'plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'plots/substituted-vs-dose.svg', 'plots/substituted-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
     );
     expect(validate('report', summary)).toEqual([]);
     expect(summary.schema_version).toBe('canary-audit.report/2');
