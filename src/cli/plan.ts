@@ -3,6 +3,7 @@ import { pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } 
 import { spaceSize } from '../codes/index.js';
 import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
 import { stringOption, type Command } from './command.js';
+import { versioned } from './json-output.js';
 
 /** `canary-audit plan GRID [--json] [--out DIR]`: expand a grid and show (or write) its runs. */
 export const command: Command = {
@@ -19,7 +20,7 @@ runs/<run_id>/{manifest.json,rows.jsonl,utility.jsonl}, plus pretrain.jsonl for 
 that pretrains its base). Ids are content hashes, so planning
 the same grid again writes nothing new.`,
   options: {
-    json: { type: 'boolean', description: 'Print the plan as JSON on stdout.' },
+    json: { type: 'boolean', description: 'Print the plan as JSON on stdout (schemas/plan-output.schema.json).' },
     out: { type: 'string', value: 'DIR', description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).' },
     'pin-revisions': {
       type: 'boolean',
@@ -31,7 +32,7 @@ the same grid again writes nothing new.`,
     const gridPath = args.positionals[0] as string;
     const out = stringOption(args, 'out');
     const { plan, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: Boolean(args.values['pin-revisions']) });
-    if (args.values.json) process.stdout.write(`${JSON.stringify(planJson(plan, written), null, 2)}\n`);
+    if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written)), null, 2)}\n`);
     else process.stdout.write(planText(plan, written));
     return 0;
   },

@@ -3,6 +3,7 @@ import { loadAuditSource, runAuditLocally } from '../app/index.js';
 import { LiveView, redisTargetFrom } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit run GRID`: the whole audit on this machine, no setup: a private redis-server (unless
@@ -28,7 +29,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...RETRY_OPTIONS,
     ...TIMING_OPTIONS,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
-    json: { type: 'boolean', description: 'No live progress; print {audit_id, audit_dir, counts, failed, report} as JSON at the end.' },
+    json: { type: 'boolean', description: 'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report} as JSON at the end; schemas/run-output.schema.json.' },
   },
   positionals: [1, 1],
   async run(args) {
@@ -68,14 +69,14 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       const failed = runs.filter((r) => r.state === 'failed' || r.state === 'cancelled');
       if (json) {
         process.stdout.write(
-          `${JSON.stringify({
+          jsonLine('run', {
             audit_id: result.auditId,
             audit_dir: result.auditDir,
             interrupted: result.interrupted,
             counts: result.status?.counts ?? {},
             failed: failed.map((r) => ({ run_id: r.run_id, cell_id: r.cell_id, state: r.state, reason: r.failure })),
             report: result.reportFiles,
-          })}\n`,
+          }),
         );
       } else {
         const done = runs.filter((r) => r.state === 'completed').length;

@@ -10,6 +10,7 @@ import {
 } from '../queue/index.js';
 import { REDIS_OPTION } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit status [AUDIT]`: what is waiting, running (with progress), finished and failed, from
@@ -30,7 +31,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     ...REDIS_OPTION,
     watch: { type: 'boolean', short: 'w', description: 'Keep refreshing until interrupted (or until AUDIT is finished).' },
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
-    json: { type: 'boolean', description: 'Print {audits:[...]} as JSON (one line per refresh with --watch).' },
+    json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json.' },
   },
   positionals: [0, 1],
   async run(args) {
@@ -44,7 +45,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
 
     if (!args.values.watch) {
       const audits = await snapshot();
-      if (json) process.stdout.write(`${JSON.stringify({ audits })}\n`);
+      if (json) process.stdout.write(jsonLine('status', { audits }));
       else process.stdout.write(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits));
       return 0;
     }
@@ -59,7 +60,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     try {
       while (!stop) {
         const audits = await snapshot();
-        if (json) process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), audits })}\n`);
+        if (json) process.stdout.write(jsonLine('status', { time: new Date().toISOString(), audits }));
         else view.show(audits);
         if (auditId !== undefined && audits.every(auditDone)) break;
         await new Promise((resolve) => setTimeout(resolve, intervalMs));

@@ -2,6 +2,7 @@ import { submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit submit GRID`: expand the grid, write the manifests into the artifact root and queue
@@ -22,7 +23,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
     ...RETRY_OPTIONS,
-    json: { type: 'boolean', description: 'Print {audit_id, added, state, runs, audit_dir} as JSON on stdout.' },
+    json: { type: 'boolean', description: 'Print {schema_version, audit_id, added, state, runs, audit_dir, redis} as JSON on stdout; schemas/submit-output.schema.json.' },
   },
   positionals: [1, 1],
   async run(args) {
@@ -31,14 +32,14 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning);
     if (args.values.json) {
       process.stdout.write(
-        `${JSON.stringify({
+        jsonLine('submit', {
           audit_id: outcome.auditId,
           added: outcome.added,
           state: outcome.existingState ?? 'queued',
           runs: outcome.runs,
           audit_dir: source.input.auditDir,
           redis: target.redacted,
-        })}\n`,
+        }),
       );
     } else if (outcome.added) {
       process.stdout.write(

@@ -72,7 +72,8 @@ describe('HTML report', () => {
           const box = s.getBoundingClientRect();
           // Smallest text as rendered on screen (font size times the SVG's scale on the page).
           const scale = box.width / Number(s.getAttribute('width'));
-          const sizes = [...s.querySelectorAll('text')].map((t) => parseFloat(getComputedStyle(t).fontSize) * scale).filter((x) => x > 0);
+          const style = (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle;
+          const sizes = [...s.querySelectorAll('text')].map((t) => parseFloat(style(t).fontSize) * scale).filter((x) => x > 0);
           return { width: box.width, height: box.height, marks: s.querySelectorAll('path, line, circle, rect').length, smallestText: Math.min(...sizes) };
         }),
       );
