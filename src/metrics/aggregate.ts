@@ -155,6 +155,7 @@ export function aggregateGroups(
             label: `${key}|${name}|difference`,
             ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
             ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+            ...(options.median !== undefined ? { median: options.median } : {}),
           },
         ),
       };

@@ -1,4 +1,4 @@
-import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval } from './bootstrap.js';
+import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval, type MedianMethod } from './bootstrap.js';
 import { canaryKey, type Observation } from './observation.js';
 import { wilsonInterval, type Proportion } from './wilson.js';
 
@@ -25,6 +25,8 @@ export interface StatOptions {
   seed: number;
   resamples?: number;
   confidence?: number;
+  /** How each resample's median is found (same numbers either way); see BootstrapOptions. */
+  median?: MedianMethod;
 }
 
 function proportion(values: (boolean | null)[], confidence: number | undefined): Proportion | null {
@@ -53,6 +55,7 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
       label,
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
       ...(c !== undefined ? { confidence: c } : {}),
+      ...(options.median !== undefined ? { median: options.median } : {}),
     }),
     top1: proportion(
       obs.map((o) => o.rank === 1),

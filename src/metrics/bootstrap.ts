@@ -20,7 +20,17 @@ export interface BootstrapOptions {
   resamples?: number;
   /** Two-sided confidence level. Default 0.95. */
   confidence?: number;
+  /**
+   * How each resample's median is found; all three give the same number. `count` (the default):
+   * the sample is ranked once, a resample only counts how often it drew each rank, and the
+   * median is read off the cumulative counts (no copy, no sort, no swaps); `select`: the resample
+   * is copied and its median found by quickselect; `sort`: the reference, the copy is sorted.
+   * `select` and `sort` are kept for the benchmark and the test that compares them.
+   */
+  median?: MedianMethod;
 }
+
+export type MedianMethod = 'count' | 'select' | 'sort';
 
 /** `hierarchical`: clusters (runs, run pairs), then observations within them; `flat`: observations only. */
 export type Resampling = 'hierarchical' | 'flat';
@@ -108,25 +118,104 @@ function scratchSize(s: ClusteredSample): number {
 }
 
 /**
- * Median of one resample, using `scratch` as workspace: flat for a single cluster (the stream of
- * draws is the one an unclustered sample uses), hierarchical otherwise.
+ * Draws resamples of one sample and returns each one's median. The stream of draws is the same
+ * for every method: flat for a single cluster (the draws an unclustered sample uses),
+ * hierarchical otherwise (a cluster, then as many observations within it as it holds).
  */
-function resampledMedian(s: ClusteredSample, scratch: Float64Array, rng: Rng): number {
-  const values = s.values;
-  const k = clusterCount(s);
-  if (k <= 1) {
-    const n = values.length;
-    for (let i = 0; i < n; i += 1) scratch[i] = values[rng.scaledInt(n)] as number;
-    return selectMedian(scratch, n);
+class Resampler {
+  private readonly k: number;
+  private readonly scratch: Float64Array;
+  /** `count`: rank of each observation in the sorted sample, the sorted values, draws per rank. */
+  private readonly rankOf: Int32Array | null = null;
+  private readonly sorted: Float64Array | null = null;
+  private readonly counts: Int32Array | null = null;
+
+  constructor(
+    private readonly s: ClusteredSample,
+    private readonly method: MedianMethod = 'count',
+  ) {
+    this.k = clusterCount(s);
+    const n = s.values.length;
+    if (method === 'count') {
+      const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (s.values[a] as number) - (s.values[b] as number) || a - b);
+      this.rankOf = new Int32Array(n);
+      this.sorted = new Float64Array(n);
+      order.forEach((i, r) => {
+        (this.rankOf as Int32Array)[i] = r;
+        (this.sorted as Float64Array)[r] = s.values[i] as number;
+      });
+      this.counts = new Int32Array(n);
+      this.scratch = new Float64Array(0);
+    } else {
+      this.scratch = new Float64Array(scratchSize(s));
+    }
   }
-  let m = 0;
-  for (let c = 0; c < k; c += 1) {
-    const drawn = rng.scaledInt(k);
-    const start = s.offsets[drawn] as number;
-    const size = (s.offsets[drawn + 1] as number) - start;
-    for (let i = 0; i < size; i += 1) scratch[m++] = values[start + rng.scaledInt(size)] as number;
+
+  median(rng: Rng): number {
+    return this.method === 'count' ? this.countedMedian(rng) : this.copiedMedian(rng);
   }
-  return selectMedian(scratch, m);
+
+  private copiedMedian(rng: Rng): number {
+    const { values, offsets } = this.s;
+    const scratch = this.scratch;
+    const medianOf = this.method === 'select' ? selectMedian : sortedMedian;
+    if (this.k <= 1) {
+      const n = values.length;
+      for (let i = 0; i < n; i += 1) scratch[i] = values[rng.scaledInt(n)] as number;
+      return medianOf(scratch, n);
+    }
+    let m = 0;
+    for (let c = 0; c < this.k; c += 1) {
+      const drawn = rng.scaledInt(this.k);
+      const start = offsets[drawn] as number;
+      const size = (offsets[drawn + 1] as number) - start;
+      for (let i = 0; i < size; i += 1) scratch[m++] = values[start + rng.scaledInt(size)] as number;
+    }
+    return medianOf(scratch, m);
+  }
+
+  private countedMedian(rng: Rng): number {
+    const { offsets } = this.s;
+    const rankOf = this.rankOf as Int32Array;
+    const counts = this.counts as Int32Array;
+    const sorted = this.sorted as Float64Array;
+    counts.fill(0);
+    let m = 0;
+    if (this.k <= 1) {
+      m = rankOf.length;
+      for (let i = 0; i < m; i += 1) {
+        const r = rankOf[rng.scaledInt(m)] as number;
+        counts[r] = (counts[r] as number) + 1;
+      }
+    } else {
+      for (let c = 0; c < this.k; c += 1) {
+        const drawn = rng.scaledInt(this.k);
+        const start = offsets[drawn] as number;
+        const size = (offsets[drawn + 1] as number) - start;
+        for (let i = 0; i < size; i += 1) {
+          const r = rankOf[start + rng.scaledInt(size)] as number;
+          counts[r] = (counts[r] as number) + 1;
+        }
+        m += size;
+      }
+    }
+    // Order statistics k and k + 1 (type 7 median) from the cumulative counts.
+    const h = (m - 1) * 0.5;
+    const lo = Math.floor(h);
+    let r = 0;
+    let seen = counts[0] as number;
+    while (seen <= lo) seen += counts[++r] as number;
+    const lower = sorted[r] as number;
+    if (lo + 1 >= m) return lower;
+    while (seen <= lo + 1) seen += counts[++r] as number;
+    const upper = sorted[r] as number;
+    return lower + (h - lo) * (upper - lower);
+  }
+}
+
+/** The reference: sort the first n values and interpolate (type 7). */
+function sortedMedian(a: Float64Array, n: number): number {
+  return quantileSorted(a.subarray(0, n).sort(), 0.5);
 }
 
 function asSample(values: ArrayLike<number> | ClusteredSample): ClusteredSample {
@@ -141,9 +230,9 @@ export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, opt
   const { resamples, alpha } = settings(options);
   const estimate = median(s.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
-  const scratch = new Float64Array(scratchSize(s));
+  const resampler = new Resampler(s, options.median);
   const stats = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b += 1) stats[b] = resampledMedian(s, scratch, rng);
+  for (let b = 0; b < resamples; b += 1) stats[b] = resampler.median(rng);
   stats.sort();
   const k = clusterCount(s);
   return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: k > 1 ? 'hierarchical' : 'flat' };
@@ -164,12 +253,10 @@ export function bootstrapMedianDifference(
   const { resamples, alpha } = settings(options);
   const estimate = median(sa.values) - median(sb.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
-  const scratchA = new Float64Array(scratchSize(sa));
-  const scratchB = new Float64Array(scratchSize(sb));
+  const resampleA = new Resampler(sa, options.median);
+  const resampleB = new Resampler(sb, options.median);
   const stats = new Float64Array(resamples);
-  for (let i = 0; i < resamples; i += 1) {
-    stats[i] = resampledMedian(sa, scratchA, rng) - resampledMedian(sb, scratchB, rng);
-  }
+  for (let i = 0; i < resamples; i += 1) stats[i] = resampleA.median(rng) - resampleB.median(rng);
   stats.sort();
   const ka = clusterCount(sa);
   const kb = clusterCount(sb);

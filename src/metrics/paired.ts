@@ -161,6 +161,7 @@ function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: M
       label: `${key}|paired`,
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
       ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+      ...(options.median !== undefined ? { median: options.median } : {}),
     }) as MedianInterval,
   };
 }

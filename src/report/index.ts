@@ -3,7 +3,7 @@ import { UserInputError, quoteValue } from '../errors.js';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.js';
 import { log } from '../log.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
-import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES } from '../metrics/bootstrap.js';
+import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
 import { DEFAULT_AXIS_ROLES, varyingAxes, type AxisRoles } from '../metrics/cells.js';
 import type { Observation } from '../metrics/observation.js';
 import { pairedComparisons } from '../metrics/paired.js';
@@ -41,6 +41,8 @@ export interface WriteReportOptions {
   resamples?: number;
   /** Two-sided level of every interval. Default 0.95. */
   confidence?: number;
+  /** How resample medians are found (same numbers): quickselect (default) or sorting (reference, for benchmarks). */
+  median?: MedianMethod;
   /** Which axes are seed repetitions and which one holds the dose. Default seed / dose. */
   roles?: AxisRoles;
   /** Test seam: replaces the score-file reader. */
@@ -87,7 +89,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     outcomes.set(run.run_id, { ...outcome, observations: [] });
     metas.push({ run_id: run.run_id, cell: run.cell, source: run.resultPath, no_canary: run.manifest?.no_canary ?? false });
   }
-  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
+  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence, ...(options.median ? { median: options.median } : {}) };
   // Labels name the axes that vary over the whole grid (failed and missing runs included).
   const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
   const groups = aggregateGroups(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });

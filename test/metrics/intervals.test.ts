@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMedian, bootstrapMedianDifference } from '../../src/metrics/bootstrap.js';
+import { bootstrapMedian, bootstrapMedianDifference, clusteredSample } from '../../src/metrics/bootstrap.js';
 import { derivedSeed, Rng } from '../../src/random.js';
 import { median, quantileSorted, selectMedian } from '../../src/metrics/statistics.js';
 import { normalQuantile, wilsonInterval } from '../../src/metrics/wilson.js';
@@ -54,6 +54,18 @@ describe('median by selection', () => {
         expect(selectMedian(Float64Array.from(xs), n)).toBe(quantileSorted(sorted, 0.5));
       }
     }
+    // The bootstrap gives the same intervals whichever way it finds each resample's median.
+    const values = Array.from({ length: 90 }, () => rng.int(50) / 3);
+    const flat = clusteredSample(values);
+    const runs = clusteredSample(values, values.map((_, i) => `r${i % 7}`));
+    for (const sample of [flat, runs, clusteredSample([3.5]), clusteredSample([2, 1], ['a', 'b'])]) {
+      const reference = bootstrapMedian(sample, { seed: 2, label: 'm', median: 'sort' });
+      expect(bootstrapMedian(sample, { seed: 2, label: 'm', median: 'select' })).toEqual(reference);
+      expect(bootstrapMedian(sample, { seed: 2, label: 'm' })).toEqual(reference);
+    }
+    const reference = bootstrapMedianDifference(runs, flat, { seed: 2, label: 'd', median: 'sort' });
+    expect(bootstrapMedianDifference(runs, flat, { seed: 2, label: 'd', median: 'select' })).toEqual(reference);
+    expect(bootstrapMedianDifference(runs, flat, { seed: 2, label: 'd', median: 'count' })).toEqual(reference);
     // Only the first n values count.
     expect(selectMedian(Float64Array.of(5, 1, 3, 100, -100), 3)).toBe(3);
   });
