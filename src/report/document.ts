@@ -1,7 +1,7 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short } from './format.js';
+import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short } from './format.js';
 import type { ReportSummary } from './summary.js';
 import type { StampBrief } from './provenance-check.js';
 
@@ -128,12 +128,13 @@ function recovery(s: ReportSummary): Section {
     ],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'n', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
         rows: groups.map((g) => [
           g.label,
           g.visibility ?? DASH,
           g.probe_kind,
           String(g.dose ?? DASH),
+          counts(g.inserted),
           proportion(g.inserted.top1),
           proportion(g.inserted.recovery.prefill),
           proportion(g.inserted.recovery.free),
