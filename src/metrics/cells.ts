@@ -20,7 +20,7 @@ export const DEFAULT_AXIS_ROLES: AxisRoles = { seedAxes: ['seed'], doseAxis: 'do
 
 export interface Axis {
   name: string;
-  /** Values in the grid's order (the order paired differences are taken in: later − earlier). */
+  /** Values in the grid's order (the fallback order of `compareAxisValues`: numbers and placements have their own). */
   values: unknown[];
 }
 
