@@ -10,6 +10,7 @@ import {
 } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit cancel AUDIT`: waiting runs are removed, running trainers are stopped on whatever
@@ -31,7 +32,7 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
     ...ARTIFACTS_OPTION,
     'no-wait': { type: 'boolean', description: 'Return once the stop is requested, without waiting for trainers to exit.' },
     purge: { type: 'boolean', description: 'After stopping, remove the audit and its runs from Redis (artifacts stay on disk).' },
-    json: { type: 'boolean', description: 'Print {audit_id, cancelled_at, removed, stopping, finished, still_running} as JSON.' },
+    json: { type: 'boolean', description: 'Print {schema_version, audit_id, cancelled_at, removed, stopping, finished, still_running, purged} as JSON; schemas/cancel-output.schema.json.' },
   },
   positionals: [1, 1],
   async run(args) {
@@ -58,7 +59,7 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
     }
     if (args.values.json) {
       process.stdout.write(
-        `${JSON.stringify({
+        jsonLine('cancel', {
           audit_id: outcome.auditId,
           cancelled_at: outcome.cancelledAt,
           removed: outcome.removed,
@@ -66,7 +67,7 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
           finished: outcome.finished,
           still_running: stillRunning,
           purged,
-        })}\n`,
+        }),
       );
     } else {
       process.stdout.write(

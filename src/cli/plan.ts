@@ -5,6 +5,7 @@ import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
+import { versioned } from './json-output.js';
 
 /** `canary-audit plan GRID [--json] [--out DIR]`: expand a grid and show (or write) its runs. */
 export const command: Command = {
@@ -26,7 +27,7 @@ written into the manifests. The Hub ($HF_ENDPOINT) is asked; when it cannot be r
 HF_HUB_OFFLINE=1) the ref in the local cache answers, and the output says so. A model found
 nowhere is an error naming the \`canary-audit models fetch\` command that fetches it.`,
   options: {
-    json: { type: 'boolean', description: 'Print the plan as JSON on stdout.' },
+    json: { type: 'boolean', description: 'Print the plan as JSON on stdout (schemas/plan-output.schema.json).' },
     out: { type: 'string', value: 'DIR', description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).' },
     'pin-revisions': { type: 'boolean', description: 'Pin revisions to commit shas (the default; kept for older scripts).' },
     ...NO_PIN_OPTION,
@@ -37,7 +38,7 @@ nowhere is an error naming the \`canary-audit models fetch\` command that fetche
     const out = stringOption(args, 'out');
     const { plan, models, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: !args.values['no-pin-revisions'] });
     warnUnpinned(models);
-    if (args.values.json) process.stdout.write(`${JSON.stringify(planJson(plan, written, models), null, 2)}\n`);
+    if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
     else process.stdout.write(planText(plan, written, models));
     return 0;
   },

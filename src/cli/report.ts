@@ -4,6 +4,7 @@ import { UserInputError, quoteValue } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
 import { parseFormats, writeReport, REPORT_FORMATS } from '../report/index.js';
 import { intOption, stringOption, type Command } from './command.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit report AUDIT`: recompute every figure of an audit from its stored scores (no GPU,
@@ -46,7 +47,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     artifacts: { type: 'string', value: 'DIR', description: 'Artifact root for audit ids. Default: $CANARY_AUDIT_HOME or ./artifacts.' },
     seed: { type: 'string', value: 'N', description: 'Bootstrap seed (same seed, same intervals). Default 0.' },
     resamples: { type: 'string', value: 'N', description: 'Bootstrap resamples per interval. Default 2000.' },
-    json: { type: 'boolean', description: 'Print the written files and run counts as JSON on stdout.' },
+    json: { type: 'boolean', description: 'Print {schema_version, audit_dir, files, summary, counts, warnings} as JSON on stdout; schemas/report-output.schema.json.' },
   },
   positionals: [1, 1],
   async run(args) {
@@ -62,9 +63,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
       resamples: intOption(args, 'resamples', 2000, 1),
     });
     if (args.values.json) {
-      process.stdout.write(
-        `${JSON.stringify({ audit_dir: auditDir, files: result.files, summary: result.summaryPath ?? null, counts: result.counts, warnings: result.warnings })}\n`,
-      );
+      process.stdout.write(jsonLine('report', { audit_dir: auditDir, files: result.files, summary: result.summaryPath ?? null, counts: result.counts, warnings: result.warnings }));
     } else {
       for (const file of result.files) process.stdout.write(`wrote ${file}\n`);
       const c = result.counts;

@@ -4,6 +4,7 @@ import { LiveView, redisTargetFrom } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit run GRID`: the whole audit on this machine, no setup: a private redis-server (unless
@@ -31,7 +32,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...TIMING_OPTIONS,
     ...NO_PIN_OPTION,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
-    json: { type: 'boolean', description: 'No live progress; print {audit_id, audit_dir, counts, failed, report} as JSON at the end.' },
+    json: { type: 'boolean', description: 'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report} as JSON at the end; schemas/run-output.schema.json.' },
   },
   positionals: [1, 1],
   async run(args) {
@@ -73,7 +74,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       const failed = runs.filter((r) => r.state === 'failed' || r.state === 'cancelled');
       if (json) {
         process.stdout.write(
-          `${JSON.stringify({
+          jsonLine('run', {
             audit_id: result.auditId,
             audit_dir: result.auditDir,
             interrupted: result.interrupted,
@@ -81,7 +82,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
             failed: failed.map((r) => ({ run_id: r.run_id, cell_id: r.cell_id, state: r.state, reason: r.failure })),
             report: result.reportFiles,
             models: revisionsJson(source.models),
-          })}\n`,
+          }),
         );
       } else {
         const done = runs.filter((r) => r.state === 'completed').length;

@@ -12,6 +12,7 @@ import { auditsOnDisk, notQueuedLines } from '../app/index.js';
 import { UserInputError } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit status [AUDIT]`: what is waiting, running (with progress), finished and failed, from
@@ -35,7 +36,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     ...ARTIFACTS_OPTION,
     watch: { type: 'boolean', short: 'w', description: 'Keep refreshing until interrupted (or until AUDIT is finished).' },
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
-    json: { type: 'boolean', description: 'Print {audits:[...]} as JSON (one line per refresh with --watch).' },
+    json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json.' },
   },
   positionals: [0, 1],
   async run(args) {
@@ -57,7 +58,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       const queued = new Set(audits.map((a) => a.audit_id));
       const missing = auditId === undefined ? onDisk.filter((a) => !queued.has(a.auditId)) : [];
       if (json) {
-        process.stdout.write(`${JSON.stringify({ audits, not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })) })}\n`);
+        process.stdout.write(jsonLine('status', { audits, not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })) }));
         return 0;
       }
       process.stdout.write(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits));
@@ -75,7 +76,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     try {
       while (!stop) {
         const audits = await snapshot();
-        if (json) process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), audits })}\n`);
+        if (json) process.stdout.write(jsonLine('status', { time: new Date().toISOString(), audits }));
         else view.show(audits);
         if (auditId !== undefined && audits.every(auditDone)) break;
         await new Promise((resolve) => setTimeout(resolve, intervalMs));

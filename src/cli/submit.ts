@@ -3,6 +3,7 @@ import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
+import { jsonLine } from './json-output.js';
 
 /**
  * `canary-audit submit GRID`: expand the grid, write the manifests into the artifact root and queue
@@ -25,7 +26,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     ...ARTIFACTS_OPTION,
     ...RETRY_OPTIONS,
     ...NO_PIN_OPTION,
-    json: { type: 'boolean', description: 'Print {audit_id, added, state, runs, audit_dir, models} as JSON on stdout.' },
+    json: { type: 'boolean', description: 'Print {schema_version, audit_id, added, state, runs, audit_dir, redis, models} as JSON on stdout; schemas/submit-output.schema.json.' },
   },
   positionals: [1, 1],
   async run(args) {
@@ -35,7 +36,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     warnUnpinned(source.models);
     if (args.values.json) {
       process.stdout.write(
-        `${JSON.stringify({
+        jsonLine('submit', {
           audit_id: outcome.auditId,
           added: outcome.added,
           state: outcome.existingState ?? 'queued',
@@ -43,7 +44,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
           audit_dir: source.input.auditDir,
           redis: target.redacted,
           models: revisionsJson(source.models),
-        })}\n`,
+        }),
       );
       return 0;
     }

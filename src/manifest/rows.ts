@@ -34,6 +34,97 @@ export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: Ru
   }
 }
 
+/**
+ * The background sequence of one (grid seed, task) as bytes: line i (with its newline) is
+ * `bytes[offsets[i] .. offsets[i + 1])`, exactly as `trainingRowLines` would print row i when no
+ * canary replaces it. Built once per audit write and shared by every run with that task, so runs
+ * only splice their canary rows in.
+ */
+export interface BackgroundRows {
+  bytes: Buffer;
+  offsets: Float64Array;
+}
+
+export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): BackgroundRows {
+  const { task, taskSpec } = renderer;
+  const excluded = pool.identityKeys(task);
+  const background = new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec));
+  const offsets = new Float64Array(grid.rows + 1);
+  const chunks: Buffer[] = [];
+  let lines: string[] = [];
+  let size = 0;
+  let at = 0;
+  const flush = (): void => {
+    const buffer = Buffer.from(lines.join(''), 'utf8');
+    chunks.push(buffer);
+    lines = [];
+    size = 0;
+  };
+  for (let i = 0; i < grid.rows; i += 1) {
+    const row = task.background(background, excluded);
+    const line = `${JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target })}\n`;
+    offsets[i] = at;
+    at += Buffer.byteLength(line, 'utf8');
+    lines.push(line);
+    size += line.length;
+    if (size >= 1 << 20) flush();
+  }
+  flush();
+  offsets[grid.rows] = at;
+  return { bytes: Buffer.concat(chunks, at), offsets };
+}
+
+/**
+ * Write a run's rows.jsonl from the shared background bytes with its canary rows spliced in: the
+ * same bytes as `writeLines(path, trainingRowLines(...))`, without generating the background again.
+ */
+export async function writeTrainingRows(path: string, background: BackgroundRows, grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Promise<WrittenLines> {
+  const { task, taskSpec, cue } = renderer;
+  const canaryAt = new Map<number, string>();
+  layout.canaries.forEach((c) => {
+    const identity = pool.identity(task, c.canary.id);
+    const message = pool.message(task, taskSpec, c.canary.id);
+    const example = task.canary(identity.value, message, cue.encode(c.canary.code), c.canary.code);
+    const rest = JSON.stringify({ kind: 'canary', canary_id: c.canary.id, prompt: example.prompt, target: example.target }).slice(1);
+    for (const r of c.positions) canaryAt.set(r, rest);
+  });
+  const positions = [...canaryAt.keys()].sort((a, b) => a - b);
+  const hash = createHash('sha256');
+  const handle = await open(path, 'w');
+  let bytes = 0;
+  let pending: Buffer[] = [];
+  let pendingSize = 0;
+  const push = async (buffer: Buffer): Promise<void> => {
+    hash.update(buffer);
+    bytes += buffer.length;
+    pending.push(buffer);
+    pendingSize += buffer.length;
+    if (pendingSize >= 1 << 20) await flush();
+  };
+  const flush = async (): Promise<void> => {
+    if (pending.length === 0) return;
+    // libuv writes every buffer in full (it loops over partial writes); no copy into one buffer.
+    await handle.writev(pending);
+    pending = [];
+    pendingSize = 0;
+  };
+  const { offsets } = background;
+  try {
+    let from = 0;
+    for (const r of positions) {
+      if (r > from) await push(background.bytes.subarray(offsets[from] as number, offsets[r] as number));
+      await push(Buffer.from(`{"i":${r},${canaryAt.get(r) as string}\n`, 'utf8'));
+      from = r + 1;
+    }
+    if (from < grid.rows) await push(background.bytes.subarray(offsets[from] as number, offsets[grid.rows] as number));
+    await flush();
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return { sha256: hash.digest('hex'), count: grid.rows, bytes };
+}
+
 /** Held-out background rows for the utility metric: a separate stream, never trained on. */
 export function* utilityRowLines(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): Generator<string> {
   const excluded = pool.identityKeys(renderer.task);

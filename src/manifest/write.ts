@@ -6,6 +6,7 @@ import { explainWriteError, writeFileAtomic, writeJsonAtomic } from '../fs/index
 import { contentHash } from '../hash.js';
 import { log } from '../log.js';
 import { AUDIT_VERSION, type AuditIndex, type FileRef, type Manifest, type ModelSpec } from '../contracts/index.js';
+import type { Provenance } from '../provenance/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
 import { auditIndex } from './audit-index.js';
@@ -14,7 +15,7 @@ import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrai
 import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
-import { trainingRowLines, utilityRowLines, writeLines } from './rows.js';
+import { backgroundRows, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
 
 export interface WrittenRun {
   runId: string;
@@ -63,10 +64,12 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
 
   const runs: WrittenRun[] = [];
-  const corpora: Corpora = new Map();
+  // Shared by every run of this write: what is the same for all of them is made once.
+  const shared: Shared = { corpora: new Map(), background: new Map(), provenance: finishProvenance(plan.startStamp) };
+  const corpora = shared.corpora;
   try {
     for (const [k, layout] of plan.runs.entries()) {
-      const run = await writeRun(plan, layout, auditDir, corpora);
+      const run = await writeRun(plan, layout, auditDir, shared);
       runs.push(run);
       log.info({ run: run.runId, cell: run.cellId, n: `${k + 1}/${plan.runs.length}`, created: run.created }, 'run manifest');
     }
@@ -92,17 +95,32 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
 /** Pretraining corpora generated so far in this write, by content key: one file, linked into each run. */
 type Corpora = Map<string, FileRef & { file: string }>;
 
-async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, corpora: Corpora): Promise<WrittenRun> {
+/**
+ * What every run of one write shares: pretraining corpora and the utility rows (one file per
+ * task, hard-linked into each run), the background row sequence per task (generated once, each
+ * run splices its canary rows in), and the provenance stamp of the write (taken once: git and the
+ * source hash are not re-read per run).
+ */
+interface Shared {
+  corpora: Corpora;
+  background: Map<string, BackgroundRows>;
+  provenance: Provenance;
+}
+
+async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, shared: Shared): Promise<WrittenRun> {
   const { grid, pool } = plan;
   const renderer = runRenderer(grid, layout);
   const core = buildManifestCore(grid, plan.auditId, pool, layout);
   const tmp = join(auditDir, '.tmp', stagingName('run'));
   await mkdir(tmp, { recursive: true });
   try {
-    const rows = await writeLines(join(tmp, 'rows.jsonl'), trainingRowLines(grid, pool, layout, renderer));
-    const utility = await writeLines(join(tmp, 'utility.jsonl'), utilityRowLines(grid, pool, renderer));
+    const taskKey = contentHash(renderer.taskSpec);
+    let background = shared.background.get(taskKey);
+    if (!background) shared.background.set(taskKey, (background = backgroundRows(grid, pool, renderer)));
+    const rows = await writeTrainingRows(join(tmp, 'rows.jsonl'), background, grid, pool, layout, renderer);
+    const utility = await linkShared(shared.corpora, `utility|${taskKey}`, tmp, 'utility.jsonl', () => utilityRowLines(grid, pool, renderer));
     const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
-    const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp, corpora));
+    const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp, shared.corpora));
     const manifest: Manifest = {
       schema_version,
       run_id: 'run-0000000000000000',
@@ -117,7 +135,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, co
       probes,
       candidate_space,
       eval: evalSpec,
-      provenance: finishProvenance(plan.startStamp),
+      provenance: shared.provenance,
     };
     // Validate first: it fills schema defaults in place, and the id must hash the final content.
     const errors = validate('manifest', manifest);
@@ -156,16 +174,26 @@ async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRe
   const m = layout.cell.values.model.value;
   if (m.backend !== 'tiny' || !m.pretrain) return null;
   const key = contentHash({ task: renderer.taskSpec, pretrain: m.pretrain });
+  const pretrain = m.pretrain;
+  return linkShared(corpora, key, tmp, PRETRAIN_FILE, () => pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, pretrain));
+}
+
+/**
+ * A file whose bytes are the same for every run that shares `key`: written once per write beside
+ * the staging folders (auditDir/.tmp, removed when the write ends) and hard-linked (or copied)
+ * into the run's staging folder as `name`.
+ */
+async function linkShared(corpora: Corpora, key: string, tmp: string, name: string, lines: () => Iterable<string>): Promise<FileRef> {
   let corpus = corpora.get(key);
   if (!corpus) {
-    // Beside the run staging folders (auditDir/.tmp), removed when the write ends.
-    const file = join(tmp, '..', stagingName('pretrain', `${key.slice(0, 16)}.jsonl`));
-    const written = await writeLines(file, pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, m.pretrain));
-    corpus = { file, path: PRETRAIN_FILE, sha256: written.sha256, count: written.count };
+    const file = join(tmp, '..', stagingName('shared', `${contentHash(key).slice(0, 16)}-${name}`));
+    const written = await writeLines(file, lines());
+    corpus = { file, path: name, sha256: written.sha256, count: written.count };
     corpora.set(key, corpus);
   }
-  const target = join(tmp, PRETRAIN_FILE);
-  await link(corpus.file, target).catch(() => copyFile(corpus.file, target));
+  const target = join(tmp, name);
+  const source = corpus.file;
+  await link(source, target).catch(() => copyFile(source, target));
   return { path: corpus.path, sha256: corpus.sha256, count: corpus.count };
 }
 

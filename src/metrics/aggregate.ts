@@ -1,7 +1,7 @@
 import { canonicalJson } from '../hash.js';
-import { summarizeArm, type ArmSummary, type StatOptions } from './arm.js';
+import { exposuresByRun, summarizeArm, type ArmSummary, type StatOptions } from './arm.js';
 import { bootstrapMedianDifference, type DifferenceInterval } from './bootstrap.js';
-import { cellLabel, groupCell, valueKey, type AxisRoles, type Cell } from './cells.js';
+import { cellLabel, compareCells, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from './cells.js';
 import { canaryKey, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
 import { commonSpace, type RunMeta, type SpaceSummary } from './space-check.js';
 import type { ProbeKind } from '../contracts/manifest.js';
@@ -41,6 +41,8 @@ export interface GroupSummary {
 
 export interface AggregateOptions extends StatOptions {
   roles: AxisRoles;
+  /** Axes in grid order, for ordering values that are neither numbers nor placements (default: none). */
+  axes?: readonly Axis[];
   /** Axes named in labels (default: all); see `varyingAxes`. */
   labelAxes?: ReadonlySet<string>;
 }
@@ -146,13 +148,14 @@ export function aggregateGroups(
       return {
         ...summarizeArm(controlObs, `${key}|${name}`, options),
         difference: bootstrapMedianDifference(
-          obs.map((o) => o.exposure),
-          controlObs.map((o) => o.exposure),
+          exposuresByRun(obs),
+          exposuresByRun(controlObs),
           {
             seed: options.seed,
             label: `${key}|${name}|difference`,
             ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
             ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+            ...(options.median !== undefined ? { median: options.median } : {}),
           },
         ),
       };
@@ -176,14 +179,17 @@ export function aggregateGroups(
       },
     });
   }
-  return out.sort(compareGroups);
+  const axes = options.axes ?? [];
+  return out.sort((a, b) => compareGroups(axes, a, b));
 }
 
-function compareGroups(a: GroupSummary, b: GroupSummary): number {
+/** Focal first, cohort, visibility, cell (values as values: 4 before 16), probe kind, dose, phase. */
+function compareGroups(axes: readonly Axis[], a: GroupSummary, b: GroupSummary): number {
   return (
     Number(a.cohort !== 'focal') - Number(b.cohort !== 'focal') ||
     a.cohort.localeCompare(b.cohort) ||
     (a.visibility ?? '').localeCompare(b.visibility ?? '') ||
+    compareCells(axes, a.cell, b.cell) ||
     a.label.localeCompare(b.label) ||
     PROBE_KIND_ORDER.indexOf(a.probe_kind) - PROBE_KIND_ORDER.indexOf(b.probe_kind) ||
     (a.dose ?? 0) - (b.dose ?? 0) ||

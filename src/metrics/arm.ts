@@ -1,4 +1,4 @@
-import { bootstrapMedian, type MedianInterval } from './bootstrap.js';
+import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval, type MedianMethod } from './bootstrap.js';
 import { canaryKey, type Observation } from './observation.js';
 import { wilsonInterval, type Proportion } from './wilson.js';
 
@@ -25,6 +25,8 @@ export interface StatOptions {
   seed: number;
   resamples?: number;
   confidence?: number;
+  /** How each resample's median is found (same numbers either way); see BootstrapOptions. */
+  median?: MedianMethod;
 }
 
 function proportion(values: (boolean | null)[], confidence: number | undefined): Proportion | null {
@@ -32,8 +34,16 @@ function proportion(values: (boolean | null)[], confidence: number | undefined):
   return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
 }
 
+/** Exposures of an arm laid out by run: the bootstrap resamples runs, then canaries within them. */
+export function exposuresByRun(obs: readonly Observation[]): ClusteredSample {
+  return clusteredSample(
+    obs.map((o) => o.exposure),
+    obs.map((o) => o.run_id),
+  );
+}
+
 export function summarizeArm(obs: readonly Observation[], label: string, options: StatOptions): ArmSummary {
-  const exposures = obs.map((o) => o.exposure);
+  const exposures = exposuresByRun(obs);
   const substituted = obs.length > 0 && obs.every((o) => o.probe_kind === 'substituted');
   const c = options.confidence;
   return {
@@ -45,6 +55,7 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
       label,
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
       ...(c !== undefined ? { confidence: c } : {}),
+      ...(options.median !== undefined ? { median: options.median } : {}),
     }),
     top1: proportion(
       obs.map((o) => o.rank === 1),

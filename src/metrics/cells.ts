@@ -1,4 +1,5 @@
 import { canonicalJson } from '../hash.js';
+import { PLACEMENT_PRESETS } from '../grid/axes.js';
 
 /**
  * Grid cells as the metrics see them. Seed repetitions are pooled, so the seed axes are dropped
@@ -19,7 +20,7 @@ export const DEFAULT_AXIS_ROLES: AxisRoles = { seedAxes: ['seed'], doseAxis: 'do
 
 export interface Axis {
   name: string;
-  /** Values in the grid's order (the order paired differences are taken in: later − earlier). */
+  /** Values in the grid's order (the fallback order of `compareAxisValues`: numbers and placements have their own). */
   values: unknown[];
 }
 
@@ -87,4 +88,56 @@ export function axisPosition(axes: readonly Axis[], name: string, value: unknown
   const axis = axes.find((x) => x.name === name);
   const i = axis ? axis.values.findIndex((v) => valueKey(v) === valueKey(value)) : -1;
   return i < 0 ? Number.MAX_SAFE_INTEGER : i;
+}
+
+function numericValue(value: unknown): number | null {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  return null;
+}
+
+/** Placement presets in time order: early, middle, late (then uniform, which spans the run). */
+const PLACEMENT_TIME_ORDER = Object.entries(PLACEMENT_PRESETS)
+  .sort(([an, a], [bn, b]) => Number(an === 'uniform') - Number(bn === 'uniform') || a[0] - b[0] || a[1] - b[1])
+  .map(([name]) => name);
+
+/**
+ * The order values of one axis are shown and compared in: numbers numerically (doses 1, 4, 16),
+ * placement presets in time order (early, middle, late), anything else in the grid's order, then
+ * by its text. Paired differences are taken later − earlier in this order.
+ */
+export function compareAxisValues(axes: readonly Axis[], name: string, a: unknown, b: unknown): number {
+  const na = numericValue(a);
+  const nb = numericValue(b);
+  if (na !== null && nb !== null && na !== nb) return na - nb;
+  if (name === 'placement' && typeof a === 'string' && typeof b === 'string') {
+    const ta = PLACEMENT_TIME_ORDER.indexOf(a);
+    const tb = PLACEMENT_TIME_ORDER.indexOf(b);
+    if (ta >= 0 && tb >= 0 && ta !== tb) return ta - tb;
+  }
+  const pa = axisPosition(axes, name, a);
+  const pb = axisPosition(axes, name, b);
+  if (pa !== pb) return pa < pb ? -1 : 1;
+  const ka = valueKey(a);
+  const kb = valueKey(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+/**
+ * Cells compared axis by axis (axis names sorted, as labels name them), each by
+ * `compareAxisValues`; a missing or null value sorts first.
+ */
+export function compareCells(axes: readonly Axis[], a: Cell, b: Cell): number {
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  for (const k of keys) {
+    const va = a[k] ?? null;
+    const vb = b[k] ?? null;
+    if (va === null || vb === null) {
+      if (va !== vb) return va === null ? -1 : 1;
+      continue;
+    }
+    const c = compareAxisValues(axes, k, va, vb);
+    if (c !== 0) return c;
+  }
+  return 0;
 }

@@ -1,6 +1,6 @@
 import { canonicalJson } from '../hash.js';
-import { bootstrapMedian, type MedianInterval } from './bootstrap.js';
-import { axisPosition, cellLabel, differingAxes, formatValue, valueKey, type Axis, type AxisRoles, type Cell } from './cells.js';
+import { bootstrapMedian, clusteredSample, type MedianInterval } from './bootstrap.js';
+import { cellLabel, compareAxisValues, compareCells, differingAxes, formatValue, type Axis, type AxisRoles, type Cell } from './cells.js';
 import { median } from './statistics.js';
 import { canaryKey, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
 import { commonSpace, type RunMeta, type SpaceSummary } from './space-check.js';
@@ -95,15 +95,14 @@ function indexByRun(observations: readonly Observation[], runById: Map<string, R
 
 /**
  * Two runs whose cells differ in exactly one axis (not a seed axis), ordered by that axis's
- * position in the grid, with the axes they share as context; null for any other pair.
+ * value order (numbers numerically, placements in time order, else grid order), with the axes
+ * they share as context; null for any other pair.
  */
 function orientPair(a: RunMeta, b: RunMeta, options: PairedOptions): { axis: string; from: RunMeta; to: RunMeta; context: Cell } | null {
   const diff = differingAxes(a.cell, b.cell);
   const axis = diff[0];
   if (diff.length !== 1 || axis === undefined || options.roles.seedAxes.includes(axis)) return null;
-  const pa = axisPosition(options.axes, axis, a.cell[axis]);
-  const pb = axisPosition(options.axes, axis, b.cell[axis]);
-  const aFirst = pa !== pb ? pa < pb : valueKey(a.cell[axis]) < valueKey(b.cell[axis]);
+  const aFirst = compareAxisValues(options.axes, axis, a.cell[axis], b.cell[axis]) <= 0;
   const [from, to] = aFirst ? [a, b] : [b, a];
   const context: Cell = {};
   for (const k of Object.keys(from.cell).sort()) {
@@ -156,23 +155,29 @@ function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: M
     tied: diffs.filter((d) => d === 0).length,
     from_median: median(pairs.map((p) => p.from.exposure)),
     to_median: median(pairs.map((p) => p.to.exposure)),
-    difference: bootstrapMedian(diffs, {
+    // Run pairs, then canary pairs within them.
+    difference: bootstrapMedian(clusteredSample(diffs, pairs.map((p) => `${p.from.run_id}|${p.to.run_id}`)), {
       seed: options.seed,
       label: `${key}|paired`,
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
       ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+      ...(options.median !== undefined ? { median: options.median } : {}),
     }) as MedianInterval,
   };
 }
 
-/** Axis, then grid order of the values, focal before held-out, label, probe kind, dose, phase. */
+/**
+ * Axis, then the values in order (`1 → 4` before `1 → 16`), focal before held-out, context (values
+ * compared as values: dose=4 before dose=16), probe kind, dose, phase.
+ */
 function pairedOrder(options: PairedOptions): (a: PairedSummary, b: PairedSummary) => number {
   return (a, b) =>
     a.axis.localeCompare(b.axis) ||
-    axisPosition(options.axes, a.axis, a.from) - axisPosition(options.axes, b.axis, b.from) ||
-    axisPosition(options.axes, a.axis, a.to) - axisPosition(options.axes, b.axis, b.to) ||
+    compareAxisValues(options.axes, a.axis, a.from, b.from) ||
+    compareAxisValues(options.axes, a.axis, a.to, b.to) ||
     Number(a.cohort === 'held_out') - Number(b.cohort === 'held_out') ||
     a.cohort.localeCompare(b.cohort) ||
+    compareCells(options.axes, a.context, b.context) ||
     a.label.localeCompare(b.label) ||
     PROBE_KIND_ORDER.indexOf(a.probe_kind) - PROBE_KIND_ORDER.indexOf(b.probe_kind) ||
     (a.dose ?? 0) - (b.dose ?? 0) ||

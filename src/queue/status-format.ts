@@ -22,7 +22,7 @@ export function progressBar(fraction: number, width: number): string {
   return `[${'#'.repeat(full)}${'-'.repeat(width - full)}]`;
 }
 
-const ORDER: RunState[] = ['active', 'waiting', 'prioritized', 'delayed', 'paused', 'completed', 'failed', 'cancelled', 'unknown', 'waiting-children'];
+const ORDER: RunState[] = ['active', 'waiting', 'delayed', 'completed', 'failed', 'cancelled', 'unknown'];
 
 export function auditHeadline(audit: AuditStatus): string {
   const counts = ORDER.filter((s) => (audit.counts[s] ?? 0) > 0).map((s) => `${audit.counts[s]} ${s}`);

@@ -8,17 +8,37 @@ import { openQueues, openRedis, type QueueConnection } from './queues.js';
  * Runs that cancel removed from the queue are still listed (state `cancelled`), from the audit
  * parent's run list and the cancelled-runs record.
  */
-export type RunState =
-  | 'waiting'
-  | 'active'
-  | 'delayed'
-  | 'prioritized'
-  | 'paused'
-  | 'waiting-children'
-  | 'completed'
-  | 'failed'
-  | 'cancelled'
-  | 'unknown';
+/**
+ * A run's state as `status` shows it. BullMQ's own job states are mapped onto these (its internal
+ * names — prioritized, paused, waiting-children — never leave this module):
+ * - `waiting`: queued, its turn not come (BullMQ waiting, prioritized, paused, waiting-children);
+ * - `active`: a worker runs it;
+ * - `delayed`: waiting for a retry after a failed attempt;
+ * - `completed`, `failed`: done (failed for good: attempts used up, or a failure not worth retrying);
+ * - `cancelled`: stopped or removed by `cancel`;
+ * - `unknown`: no job in Redis and no cancel record.
+ */
+export type RunState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed' | 'cancelled' | 'unknown';
+
+export const RUN_STATES: readonly RunState[] = ['waiting', 'active', 'delayed', 'completed', 'failed', 'cancelled', 'unknown'];
+
+/** BullMQ's state of a job → the documented run state. */
+export function runStateOf(jobState: string): RunState {
+  switch (jobState) {
+    case 'waiting':
+    case 'prioritized':
+    case 'paused':
+    case 'waiting-children':
+      return 'waiting';
+    case 'active':
+    case 'delayed':
+    case 'completed':
+    case 'failed':
+      return jobState;
+    default:
+      return 'unknown';
+  }
+}
 
 export interface RunStatus {
   run_id: string;
@@ -90,7 +110,7 @@ export async function collectStatus(conn: QueueConnection, auditId?: string): Pr
           if (!job) {
             return emptyRun(run_id, cell_id, cancelledRuns[run_id] !== undefined ? 'cancelled' : 'unknown');
           }
-          const status = runStatus(job, (await job.getState()) as RunState, cell_id);
+          const status = runStatus(job, runStateOf(await job.getState()), cell_id);
           if (status.state === 'active') status.worker_alive = (await client.exists(`${queues.runs.toKey(run_id)}:lock`)) === 1;
           return status;
         }),

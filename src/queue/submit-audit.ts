@@ -3,6 +3,7 @@ import type { AuditJobData, RunJobData } from './job-data.js';
 import { AUDIT_JOB, AUDITS_QUEUE, RUN_JOB, RUNS_QUEUE } from './names.js';
 import { openFlowProducer, openQueues, type QueueConnection } from './queues.js';
 import type { QueueTuning } from './tuning.js';
+import { collectStatus, type AuditState } from './status.js';
 
 /**
  * Queue an audit as one BullMQ flow: the audit parent (job id = audit id) with one child per run
@@ -30,8 +31,8 @@ export interface SubmitAuditInput {
 export interface SubmitOutcome {
   auditId: string;
   added: boolean;
-  /** BullMQ state of the audit parent when it already existed, e.g. waiting-children or completed. */
-  existingState: string | null;
+  /** State of the audit (as `status` shows it) when it was already in the queue; null when just added. */
+  existingState: AuditState | null;
   runs: number;
 }
 
@@ -48,7 +49,8 @@ export async function submitAudit(
   try {
     const existing = await queues.audits.getJob(input.auditId);
     if (existing) {
-      return { auditId: input.auditId, added: false, existingState: await existing.getState(), runs: input.runs.length };
+      const [status] = await collectStatus(conn, input.auditId);
+      return { auditId: input.auditId, added: false, existingState: status?.state ?? 'queued', runs: input.runs.length };
     }
     const parentData: AuditJobData = {
       audit_id: input.auditId,

@@ -35,10 +35,104 @@ const METRIC_COLUMNS = [
   'copied_free',
 ] as const;
 
-export function csvField(value: unknown): string {
+/** Table Schema types (Frictionless): what a loader should read each column as. */
+export type ColumnType = 'string' | 'integer' | 'number' | 'boolean';
+
+export interface ColumnSpec {
+  name: string;
+  type: ColumnType;
+  description: string;
+  constraints?: { enum?: string[]; required?: boolean };
+}
+
+/**
+ * Columns that hold codes: digit strings with meaningful leading zeros (`0999`). They are always
+ * quoted in the CSV and typed `string` in the data package, so a loader that guesses types would
+ * be told otherwise.
+ */
+export const CODE_COLUMNS = ['code', 'shown_code', 'greedy_prefill_code', 'greedy_free_code'] as const;
+
+const METRIC_SPECS: Record<(typeof METRIC_COLUMNS)[number], Omit<ColumnSpec, 'name'>> = {
+  phase: { type: 'string', description: 'base, final or update-<n> (a checkpoint).' },
+  update: { type: 'integer', description: 'Optimizer update the phase was scored at.' },
+  canary_id: { type: 'string', description: 'Canary id (pairs across runs need id and code).' },
+  code: { type: 'string', description: 'The canary’s secret code, leading zeros kept.' },
+  role: { type: 'string', description: 'What the canary is in this run.', constraints: { enum: ['focal', 'auxiliary', 'held_out', 'no_canary'] } },
+  cohort: { type: 'string', description: 'Cohort of an inserted canary; empty otherwise.' },
+  dose: { type: 'integer', description: 'The canary’s own appearances in training; empty when never inserted.' },
+  visibility: { type: 'string', description: 'Cue of an inserted canary (visible, redacted, encoded:<scheme>); empty otherwise.' },
+  probe_id: { type: 'string', description: 'Probe id.' },
+  probe_kind: { type: 'string', description: 'Probe kind.', constraints: { enum: ['hidden', 'supplied', 'substituted'] } },
+  shown_code: { type: 'string', description: 'Code shown in the prompt (supplied, substituted probes), leading zeros kept; empty otherwise.' },
+  space_kind: { type: 'string', description: 'Candidate space.', constraints: { enum: ['exhaustive', 'sampled'] } },
+  space_size: { type: 'integer', description: '|C|, the true code included.' },
+  rank: { type: 'integer', description: '1 + candidates scoring at least the true code’s score (ties count against it).' },
+  ties: { type: 'integer', description: 'Other candidates scoring exactly the true code’s score.' },
+  exposure: { type: 'number', description: 'log2|C| − log2(rank), bits.' },
+  exposure_ceiling: { type: 'number', description: 'log2|C|, the exposure of a code ranked first.' },
+  true_score: { type: 'number', description: 'Sum of log-probabilities of the true code’s tokens.' },
+  best_other_score: { type: 'number', description: 'Highest score among the other candidates.' },
+  shown_rank: { type: 'integer', description: 'Rank of the shown code when it is a candidate; empty otherwise.' },
+  shown_exposure: { type: 'number', description: 'Exposure of the shown code when it is a candidate; empty otherwise.' },
+  greedy_prefill_code: { type: 'string', description: 'Code read from the greedy output after the prefill, leading zeros kept; empty when none.' },
+  recovered_prefill: { type: 'boolean', description: 'Greedy output (prefill) equals the true code; empty when not decoded.' },
+  copied_prefill: { type: 'boolean', description: 'Greedy output (prefill) equals the shown code; empty when no code is shown.' },
+  greedy_free_code: { type: 'string', description: 'Code read from free greedy generation, leading zeros kept; empty when none or not run.' },
+  recovered_free: { type: 'boolean', description: 'Greedy output (free) equals the true code; empty when not run.' },
+  copied_free: { type: 'boolean', description: 'Greedy output (free) equals the shown code; empty when not run or no code is shown.' },
+};
+
+/** A cell column's type from its axis values: integers, numbers, else strings (labels, JSON). */
+function axisType(axis: Axis): ColumnType {
+  const values = axis.values.filter((v) => v !== null && v !== undefined);
+  if (values.length > 0 && values.every((v) => typeof v === 'number' && Number.isInteger(v))) return 'integer';
+  if (values.length > 0 && values.every((v) => typeof v === 'number')) return 'number';
+  return 'string';
+}
+
+/** Every column of report.csv with its type, in file order. */
+export function csvColumns(axes: readonly Axis[]): ColumnSpec[] {
+  return [
+    { name: 'audit_id', type: 'string', description: 'Audit id.' },
+    { name: 'run_id', type: 'string', description: 'Run id (content hash of the manifest).' },
+    { name: 'cell_id', type: 'string', description: 'Grid cell id.' },
+    ...axes.map((a): ColumnSpec => ({ name: `cell.${a.name}`, type: axisType(a), description: `Grid axis ${a.name}: the run’s value (empty where it does not apply).` })),
+    ...METRIC_COLUMNS.map((name): ColumnSpec => ({ name, ...METRIC_SPECS[name] })),
+  ];
+}
+
+/**
+ * `datapackage.json` beside report.csv: a Frictionless tabular data package whose table schema
+ * gives every column's type (codes are strings), so loaders need not guess. See docs/reports.md
+ * for the one-line pandas and R loads.
+ */
+export function renderDataPackage(auditId: string, axes: readonly Axis[]): Record<string, unknown> {
+  return {
+    profile: 'tabular-data-package',
+    name: `canary-audit-report-${auditId.toLowerCase().replace(/[^a-z0-9._-]+/g, '-')}`,
+    title: `canary-audit report ${auditId}: one row per run × canary × probe × phase`,
+    resources: [
+      {
+        name: 'report',
+        path: 'report.csv',
+        profile: 'tabular-data-resource',
+        format: 'csv',
+        mediatype: 'text/csv',
+        encoding: 'utf-8',
+        dialect: { delimiter: ',', doubleQuote: true, quoteChar: '"', lineTerminator: '\n', header: true },
+        schema: {
+          fields: csvColumns(axes),
+          missingValues: [''],
+        },
+      },
+    ],
+  };
+}
+
+export function csvField(value: unknown, alwaysQuote = false): string {
   if (value === null || value === undefined) return '';
   const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
+  return alwaysQuote || /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 export interface CsvRunInfo {
@@ -49,7 +143,9 @@ export interface CsvRunInfo {
 
 export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRunInfo>, observations: readonly Observation[]): string {
   const header = ['audit_id', 'run_id', 'cell_id', ...axes.map((a) => `cell.${a.name}`), ...METRIC_COLUMNS];
-  const lines = [header.map(csvField).join(',')];
+  const lines = [header.map((h) => csvField(h)).join(',')];
+  // Codes are quoted (and typed string in datapackage.json): `0999` is a code, not the number 999.
+  const quoted = header.map((h) => (CODE_COLUMNS as readonly string[]).includes(h));
   for (const o of observations) {
     const run = runs.get(o.run_id);
     const metrics: Record<(typeof METRIC_COLUMNS)[number], unknown> = {
@@ -82,7 +178,7 @@ export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRu
       copied_free: o.greedy_free?.copied,
     };
     const row = [run?.audit_id, o.run_id, run?.cell_id, ...axes.map((a) => run?.cell[a.name]), ...METRIC_COLUMNS.map((c) => metrics[c])];
-    lines.push(row.map(csvField).join(','));
+    lines.push(row.map((v, i) => csvField(v, quoted[i] === true)).join(','));
   }
   return `${lines.join('\n')}\n`;
 }

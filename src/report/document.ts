@@ -1,7 +1,7 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, counts, DASH, differenceCi, medianCi, num, proportion, short } from './format.js';
+import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short } from './format.js';
 import type { ReportSummary } from './summary.js';
 import type { StampBrief } from './provenance-check.js';
 
@@ -50,7 +50,7 @@ function overview(s: ReportSummary): Section {
     paragraphs: [
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
-      `Medians carry percentile-bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n is printed beside every figure. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
+      `Medians carry percentile-bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n canaries and n runs are printed beside every figure. Canaries of one run share its training, so a median that pools several runs is resampled hierarchically (runs with replacement, then canaries within each drawn run; paired differences: run pairs, then canary pairs); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
     ],
     ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
     tables: [],
@@ -79,9 +79,9 @@ function exposureVsDose(s: ReportSummary): Section {
           String(g.dose ?? DASH),
           medianCi(g.inserted.exposure),
           num(g.space.ceiling),
-          counts(g.inserted),
+          countsAndResampling(g.inserted),
           armCell(g.controls.held_out),
-          differenceCi(g.controls.held_out?.difference ?? null),
+          differenceCell(g.controls.held_out?.difference ?? null),
           proportion(g.inserted.recovery.prefill),
         ]),
     })),
@@ -107,11 +107,11 @@ function controls(s: ReportSummary): Section {
           String(g.dose ?? DASH),
           armCell(g.inserted),
           armCell(g.controls.held_out),
-          differenceCi(g.controls.held_out?.difference ?? null),
+          differenceCell(g.controls.held_out?.difference ?? null),
           armCell(g.controls.base),
-          differenceCi(g.controls.base?.difference ?? null),
+          differenceCell(g.controls.base?.difference ?? null),
           armCell(g.controls.no_canary),
-          differenceCi(g.controls.no_canary?.difference ?? null),
+          differenceCell(g.controls.no_canary?.difference ?? null),
         ]),
       },
     ],
@@ -128,12 +128,13 @@ function recovery(s: ReportSummary): Section {
     ],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'n', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
         rows: groups.map((g) => [
           g.label,
           g.visibility ?? DASH,
           g.probe_kind,
           String(g.dose ?? DASH),
+          counts(g.inserted),
           proportion(g.inserted.top1),
           proportion(g.inserted.recovery.prefill),
           proportion(g.inserted.recovery.free),
@@ -143,7 +144,7 @@ function recovery(s: ReportSummary): Section {
         ]),
       },
     ],
-    plots: ['recovery-vs-dose'],
+    plots: ['recovery-vs-dose', 'substituted-vs-dose'],
   };
 }
 
@@ -169,22 +170,23 @@ function paired(s: ReportSummary): Section {
     paragraphs: [
       finals.length === 0
         ? 'No two finished runs differ in exactly one axis while sharing canaries.'
-        : 'Runs whose cells differ in exactly one axis, paired canary by canary (same id and code), pooled over seeds. Δ = exposure(later value) − exposure(earlier value). Held-out rows pair never-inserted canaries: their shift is the comparison’s null.',
+        : 'Runs whose cells differ in exactly one axis, paired canary by canary (same id and code), pooled over seeds. Δ = exposure(later value) − exposure(earlier value), values in order (numbers numerically, placements early → middle → late). Held-out rows pair never-inserted canaries: their shift is the comparison’s null. Intervals resample run pairs, then canary pairs within them; a comparison with a single run pair (one run per arm) covers canary sampling only and says so.',
     ],
     tables: titles.map((title) => ({
       caption: title,
-      columns: ['Context', 'Cohort', 'Probe', 'Dose', 'Pairs', 'Rose', 'Fell', 'Tied', 'Median from → to', 'Median paired Δ [95% CI]'],
+      columns: ['Context', 'Cohort', 'Probe', 'Dose', 'Pairs', 'Canaries · run pairs', 'Rose', 'Fell', 'Tied', 'Median from → to', 'Median paired Δ [95% CI]'],
       rows: (comparisons.get(title) ?? []).map((p) => [
         p.label,
         p.cohort,
         p.probe_kind,
         String(p.dose ?? DASH),
         String(p.n_pairs),
+        `${p.n_canaries} · ${p.n_run_pairs}`,
         String(p.rose),
         String(p.fell),
         String(p.tied),
         `${num(p.from_median)} → ${num(p.to_median)}`,
-        differenceCi(p.difference),
+        differenceCell(p.difference, 'paired'),
       ]),
     })),
     plots: ['paired-differences'],
@@ -201,7 +203,7 @@ function auxiliary(s: ReportSummary): Section | null {
     tables: [
       {
         columns: ['Cohort', 'Cell', 'Visibility', 'Probe', 'Dose', 'Exposure median [95% CI]', 'n', 'Held-out control', 'Δ vs held-out [95% CI]'],
-        rows: groups.map((g) => [g.cohort, g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), medianCi(g.inserted.exposure), counts(g.inserted), armCell(g.controls.held_out), differenceCi(g.controls.held_out?.difference ?? null)]),
+        rows: groups.map((g) => [g.cohort, g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), medianCi(g.inserted.exposure), countsAndResampling(g.inserted), armCell(g.controls.held_out), differenceCell(g.controls.held_out?.difference ?? null)]),
       },
     ],
   };
@@ -217,7 +219,7 @@ function checkpoints(s: ReportSummary): Section | null {
     tables: [
       {
         columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Phase', 'Update', 'Exposure median [95% CI]', 'n', 'Held-out control'],
-        rows: focal.map((g) => [g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), g.phase, String(g.update), medianCi(g.inserted.exposure), counts(g.inserted), armCell(g.controls.held_out)]),
+        rows: focal.map((g) => [g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), g.phase, String(g.update), medianCi(g.inserted.exposure), countsAndResampling(g.inserted), armCell(g.controls.held_out)]),
       },
     ],
   };

@@ -30,6 +30,23 @@ export function differenceCi(d: DifferenceInterval | MedianInterval | null): str
   return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]` : DASH;
 }
 
+/**
+ * Which resampling an interval used, in words: runs then canaries (run pairs then canary pairs
+ * for a paired difference) when it pools several, canary sampling only when a single run (per
+ * arm) stands behind it.
+ */
+export function resampling(i: Pick<MedianInterval, 'resampling'> | Pick<DifferenceInterval, 'resampling'> | null, what: 'arm' | 'difference' | 'paired'): string {
+  if (!i) return DASH;
+  if (i.resampling === 'hierarchical') return what === 'paired' ? 'run pairs → canary pairs' : 'runs → canaries';
+  if (what === 'paired') return 'single run pair: canary pairs only';
+  return what === 'difference' ? 'single run per arm: canaries only' : 'single run: canaries only';
+}
+
+/** A difference with its interval and the resampling behind it. */
+export function differenceCell(d: DifferenceInterval | MedianInterval | null, what: 'difference' | 'paired' = 'difference'): string {
+  return d ? `${differenceCi(d)} (${resampling(d, what)})` : DASH;
+}
+
 export function proportion(p: Proportion | null): string {
   return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]` : DASH;
 }
@@ -39,9 +56,14 @@ export function counts(a: Pick<ArmSummary, 'n_canaries' | 'n_runs'>): string {
   return `${a.n_canaries} canar${a.n_canaries === 1 ? 'y' : 'ies'} · ${a.n_runs} run${a.n_runs === 1 ? '' : 's'}`;
 }
 
-/** An arm in one cell: `0.52 [0.10, 1.20] (n 16 · 2 runs)`. */
+/** `8 canaries · 2 runs; runs → canaries`: the n and the resampling of an arm's interval. */
+export function countsAndResampling(a: ArmSummary): string {
+  return `${counts(a)}; ${resampling(a.exposure, 'arm')}`;
+}
+
+/** An arm in one cell: `0.52 [0.10, 1.20] (8 canaries · 2 runs; runs → canaries)`. */
 export function armCell(a: ArmSummary | null): string {
-  return a ? `${medianCi(a.exposure)} (${a.n_obs} obs · ${a.n_runs} run${a.n_runs === 1 ? '' : 's'})` : DASH;
+  return a ? `${medianCi(a.exposure)} (${countsAndResampling(a)})` : DASH;
 }
 
 export function short(hex: string | null | undefined, n = 10): string {

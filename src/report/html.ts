@@ -50,6 +50,7 @@ caption { text-align: left; font-weight: 600; padding: .3rem 0; }
 th, td { border: 1px solid #d6d6d6; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } tbody tr:nth-child(even) { background: #fafafa; }
 .scroll { overflow-x: auto; } figure.plot { margin: 1rem 0; overflow-x: auto; }
+figure.plot svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: 12px; color: #555; } code { font-size: 12px; background: #f3f3f3; padding: 0 .2rem; }
 .empty { color: #777; font-style: italic; } li { margin: .2rem 0; }
 `;

@@ -3,13 +3,13 @@ import { UserInputError, quoteValue } from '../errors.js';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.js';
 import { log } from '../log.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
-import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES } from '../metrics/bootstrap.js';
+import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
 import { DEFAULT_AXIS_ROLES, varyingAxes, type AxisRoles } from '../metrics/cells.js';
 import type { Observation } from '../metrics/observation.js';
 import { pairedComparisons } from '../metrics/paired.js';
 import type { RunMeta } from '../metrics/space-check.js';
 import { controllerStamp, finishProvenance } from '../provenance/stamp.js';
-import { renderCsv, type CsvRunInfo } from './csv.js';
+import { renderCsv, renderDataPackage, type CsvRunInfo } from './csv.js';
 import { buildDocument } from './document.js';
 import { renderHtml, type RenderedPlot } from './html.js';
 import { loadAudit } from './load-audit.js';
@@ -27,7 +27,7 @@ export type ReportFormat = 'md' | 'csv' | 'json' | 'html';
 export const REPORT_FORMATS: readonly ReportFormat[] = ['md', 'csv', 'json', 'html'];
 
 /** File names inside the output folder. */
-export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html' } as const;
+export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html', datapackage: 'datapackage.json' } as const;
 
 export interface WriteReportOptions {
   auditDir: string;
@@ -41,6 +41,8 @@ export interface WriteReportOptions {
   resamples?: number;
   /** Two-sided level of every interval. Default 0.95. */
   confidence?: number;
+  /** How resample medians are found (same numbers): quickselect (default) or sorting (reference, for benchmarks). */
+  median?: MedianMethod;
   /** Which axes are seed repetitions and which one holds the dose. Default seed / dose. */
   roles?: AxisRoles;
   /** Test seam: replaces the score-file reader. */
@@ -87,10 +89,10 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     outcomes.set(run.run_id, { ...outcome, observations: [] });
     metas.push({ run_id: run.run_id, cell: run.cell, source: run.resultPath, no_canary: run.manifest?.no_canary ?? false });
   }
-  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
+  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence, ...(options.median ? { median: options.median } : {}) };
   // Labels name the axes that vary over the whole grid (failed and missing runs included).
   const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
-  const groups = aggregateGroups(metas, observations, { ...stat, roles, labelAxes });
+  const groups = aggregateGroups(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   const paired = pairedComparisons(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   const summary = buildSummary({
     audit,
@@ -131,7 +133,10 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
   if (formats.includes('csv')) {
     const path = join(outDir, REPORT_FILES.csv);
     await writeFileAtomic(path, renderCsv(summary.audit.axes, csvRuns, observations));
-    files.push(path);
+    // The column types travel with the table: codes stay strings in any loader that reads them.
+    const packagePath = join(outDir, REPORT_FILES.datapackage);
+    await writeJsonAtomic(packagePath, renderDataPackage(summary.audit.id, summary.audit.axes));
+    files.push(path, packagePath);
   }
   if (formats.includes('json')) {
     summaryPath = join(outDir, REPORT_FILES.json);

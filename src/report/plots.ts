@@ -20,8 +20,17 @@ export interface Plot {
 /** One layer of a layered Vega-Lite spec. */
 type Layer = Extract<TopLevelSpec, { layer: unknown }>['layer'][number];
 
-const WIDTH = 280;
-const HEIGHT = 220;
+const WIDTH = 340;
+const HEIGHT = 240;
+/** Fonts sized to read at the page's body text size (Vega's defaults are 10–11 px). */
+const FONTS = {
+  axis: { labelFontSize: 12, titleFontSize: 13 },
+  header: { labelFontSize: 13, titleFontSize: 14 },
+  legend: { labelFontSize: 12, titleFontSize: 13, symbolSize: 120 },
+};
+
+const CONTROL_LABEL = 'held-out control: median, 95% CI';
+const CEILING_LABEL = 'ceiling log2|C|';
 
 /** The probe kind plotted: hidden when present (the recall measurement), else the first kind. */
 function plottedKind(groups: GroupSummary[]): GroupSummary['probe_kind'] | null {
@@ -42,33 +51,51 @@ function doseAxis(doses: number[]): Record<string, unknown> {
 /**
  * The held-out control drawn under the focal series: a grey band across doses, plus a grey
  * interval and tick at each dose so the control stays visible when the grid has a single dose.
+ * The band carries the legend entry (a `fill` of its own, apart from the cells' colours).
  */
 function controlLayers(x: Record<string, unknown>, y: Record<string, unknown>): Layer[] {
+  const legend = { field: 'control_label', type: 'nominal', scale: { range: ['#777'] }, legend: { title: 'controls', symbolType: 'square', symbolOpacity: 0.5, orient: 'bottom', direction: 'vertical' } };
   return [
-    { mark: { type: 'area', opacity: 0.15, color: '#777' }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' }, detail: { field: 'series' } } },
+    { mark: { type: 'area', opacity: 0.15 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' }, detail: { field: 'series' }, fill: legend } },
     { mark: { type: 'rule', color: '#999', strokeWidth: 6, opacity: 0.5 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' } } },
     { mark: { type: 'tick', orient: 'horizontal', color: '#666', thickness: 2, size: 16 }, encoding: { x, y: { field: 'control', ...y } } },
   ] as Layer[];
 }
 
-/** The dose plots' skeleton: one panel per visibility, the given layers, the legend below. */
-function byVisibility(rows: Record<string, unknown>[], layer: Layer[]): TopLevelSpec {
+/** The ceiling as a dashed rule with its own legend entry. */
+function ceilingLayer(y: Record<string, unknown>): Layer {
+  return {
+    mark: { type: 'rule', color: '#333' },
+    encoding: {
+      y: { field: 'ceiling', aggregate: 'max', ...y },
+      strokeDash: { field: 'ceiling_label', type: 'nominal', scale: { range: [[5, 4]] }, legend: { title: 'reference', symbolType: 'stroke', symbolStrokeColor: '#333', orient: 'bottom', direction: 'vertical' } },
+    },
+  } as Layer;
+}
+
+/** The dose plots' skeleton: one panel per visibility (and per `row` value), the given layers, legends below. */
+function byVisibility(rows: Record<string, unknown>[], layer: Layer[], row?: Record<string, unknown>): TopLevelSpec {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     data: { values: rows },
-    facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' } },
+    facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' }, ...(row ? { row } : {}) },
     spec: { width: WIDTH, height: HEIGHT, layer },
-    config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
+    config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600, ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header },
   } as TopLevelSpec;
 }
 
-/** Each cell's interval (a rule from lo to hi) and its estimate (a line with points), coloured by cell. */
-function estimateLayers(x: Record<string, unknown>, y: Record<string, unknown>, estimate: string): Layer[] {
-  const color = { field: 'series', type: 'nominal', title: 'cell' };
+/** Each cell's interval (a rule from lo to hi) and its estimate (a line with points), coloured by cell in report order. */
+function estimateLayers(x: Record<string, unknown>, y: Record<string, unknown>, estimate: string, series: string[]): Layer[] {
+  const color = { field: 'series', type: 'nominal', title: 'cell', sort: series };
   return [
     { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
     { mark: { type: 'line', point: true }, encoding: { x, y: { field: estimate, ...y }, color } },
   ] as Layer[];
+}
+
+/** Series names in the order the groups come (the report's order: values as values, 4 before 16). */
+function seriesOrder(rows: { series: string }[]): string[] {
+  return [...new Set(rows.map((r) => r.series))];
 }
 
 function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
@@ -82,9 +109,11 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
       lo: g.inserted.exposure?.lo,
       hi: g.inserted.exposure?.hi,
       ceiling: g.space.ceiling,
+      ceiling_label: CEILING_LABEL,
       control: g.controls.held_out?.exposure?.estimate ?? null,
       control_lo: g.controls.held_out?.exposure?.lo ?? null,
       control_hi: g.controls.held_out?.exposure?.hi ?? null,
+      control_label: CONTROL_LABEL,
     }));
   if (rows.length === 0) return null;
   const x = doseAxis(rows.map((r) => r.dose as number));
@@ -93,11 +122,7 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   return {
     id: 'exposure-vs-dose',
     title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ceiling log2|C|)`,
-    spec: byVisibility(rows, [
-      ...controlLayers(x, y),
-      { mark: { type: 'rule', strokeDash: [5, 4], color: '#333' }, encoding: { y: { field: 'ceiling', aggregate: 'max', ...y } } } as Layer,
-      ...estimateLayers(x, y, 'median'),
-    ]),
+    spec: byVisibility(rows, [...controlLayers(x, y), ceilingLayer(y), ...estimateLayers(x, y, 'median', seriesOrder(rows))]),
   };
 }
 
@@ -114,6 +139,7 @@ function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
       control: g.controls.held_out?.recovery.prefill?.rate ?? null,
       control_lo: g.controls.held_out?.recovery.prefill?.lo ?? null,
       control_hi: g.controls.held_out?.recovery.prefill?.hi ?? null,
+      control_label: CONTROL_LABEL.replace('median', 'rate'),
     }));
   if (rows.length === 0) return null;
   const x = doseAxis(rows.map((r) => r.dose as number));
@@ -121,7 +147,53 @@ function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
   return {
     id: 'recovery-vs-dose',
     title: `Exact recovery vs dose (${kind} probes, focal canaries, Wilson 95% CI; grey: held-out control)`,
-    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate')]),
+    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))]),
+  };
+}
+
+/**
+ * Substituted probes (another code shown in the prompt): the rate of copying the shown code and
+ * the rate of recovering the true one, per dose, one row of panels each, beside the held-out
+ * canaries' rates (how much a model copies for any record, trained on or not).
+ */
+function substitutedPlot(groups: GroupSummary[]): Plot | null {
+  const measures = [
+    { name: 'copied the shown code', pick: (a: GroupSummary['inserted'] | null | undefined) => a?.copy?.prefill ?? null },
+    { name: 'recovered the true code', pick: (a: GroupSummary['inserted'] | null | undefined) => a?.recovery.prefill ?? null },
+  ];
+  const rows = measures.flatMap((m) =>
+    groups
+      .filter((g) => g.probe_kind === 'substituted' && g.dose !== null && m.pick(g.inserted))
+      .map((g) => {
+        const p = m.pick(g.inserted);
+        const c = m.pick(g.controls.held_out);
+        return {
+          measure: m.name,
+          series: g.label,
+          visibility: g.visibility ?? '—',
+          dose: g.dose,
+          rate: p?.rate,
+          lo: p?.lo,
+          hi: p?.hi,
+          control: c?.rate ?? null,
+          control_lo: c?.lo ?? null,
+          control_hi: c?.hi ?? null,
+          control_label: CONTROL_LABEL.replace('median', 'rate'),
+        };
+      }),
+  );
+  if (rows.length === 0) return null;
+  const x = doseAxis(rows.map((r) => r.dose as number));
+  const y = { type: 'quantitative', title: 'rate (greedy, prefill)', scale: { domain: [0, 1] } };
+  return {
+    id: 'substituted-vs-dose',
+    title: 'Substituted probes vs dose (focal canaries, another code shown in the prompt: copy rate of the shown code and recovery of the true code, Wilson 95% CI; grey: held-out control)',
+    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], {
+      field: 'measure',
+      type: 'nominal',
+      title: null,
+      sort: measures.map((m) => m.name),
+    }),
   };
 }
 
@@ -150,16 +222,16 @@ function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
       data: { values: rows },
       facet: { row: { field: 'comparison', type: 'nominal', title: null, sort: null, header: { labelAngle: 0, labelAlign: 'left', labelAnchor: 'start', labelOrient: 'top', labelFontWeight: 'bold' } } },
       spec: {
-        width: 320,
-        height: { step: 18 },
+        width: 360,
+        height: { step: 22 },
         layer: [
           { mark: { type: 'rule', color: '#333', strokeDash: [3, 3] }, encoding: { x: { datum: 0, type: 'quantitative' } } },
           { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { y, x: { field: 'lo', ...x }, x2: { field: 'hi' }, color: { field: 'cohort', type: 'nominal' } } },
-          { mark: { type: 'point', filled: true, size: 50 }, encoding: { y, x: { field: 'estimate', ...x }, color: { field: 'cohort', type: 'nominal', title: 'canaries', scale: { range: ['#1f77b4', '#999999', '#ff7f0e', '#2ca02c'] } } } },
+          { mark: { type: 'point', filled: true, size: 60 }, encoding: { y, x: { field: 'estimate', ...x }, color: { field: 'cohort', type: 'nominal', title: 'canaries', scale: { range: ['#1f77b4', '#999999', '#ff7f0e', '#2ca02c'] } } } },
         ],
       },
       resolve: { scale: { y: 'independent' } },
-      config: { legend: { orient: 'bottom' } },
+      config: { legend: { orient: 'bottom', ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header },
     } as TopLevelSpec,
   };
 }
@@ -169,7 +241,7 @@ export function buildPlots(summary: ReportSummary): Plot[] {
   const kind = plottedKind(focal);
   if (!kind) return [];
   const groups = focal.filter((g) => g.probe_kind === kind);
-  return [exposurePlot(groups, kind), recoveryPlot(groups, kind), pairedPlot(summary, kind)].filter((p): p is Plot => p !== null);
+  return [exposurePlot(groups, kind), recoveryPlot(groups, kind), substitutedPlot(focal), pairedPlot(summary, kind)].filter((p): p is Plot => p !== null);
 }
 
 type VegaLogger = NonNullable<NonNullable<Parameters<typeof compile>[1]>['logger']>;

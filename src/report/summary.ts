@@ -1,6 +1,6 @@
 import { CanaryAuditError } from '../errors.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
-import { cellLabel, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
+import { cellLabel, compareCells, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
 import type { PairedSummary } from '../metrics/paired.js';
 import type { SpaceSummary } from '../metrics/space-check.js';
 import { median } from '../metrics/statistics.js';
@@ -13,11 +13,11 @@ import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 
 /**
- * The JSON summary (schemas/report.schema.json, canary-audit.report/1): every aggregate with its n
+ * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
  * and interval, every run with its status and stamps, and the report's own provenance. Other tools
  * read this file; its shape only changes with a new schema version.
  */
-export const REPORT_VERSION = 'canary-audit.report/1';
+export const REPORT_VERSION = 'canary-audit.report/2';
 
 export interface RunReport {
   run_id: string;
@@ -110,7 +110,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     runs,
     groups: input.groups,
     paired: input.paired,
-    utility: utilityGroups(runs, roles, input.labelAxes),
+    utility: utilityGroups(runs, roles, audit.axes, input.labelAxes),
     warnings: summaryWarnings(input, runs, roles),
     provenance: input.provenance,
   };
@@ -146,12 +146,25 @@ function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome
   });
 }
 
-/** Utility loss before and after fine-tuning, median over the runs of each cell (seeds pooled). */
-function utilityGroups(runs: RunReport[], roles: AxisRoles, labelAxes: ReadonlySet<string> | undefined): UtilityGroup[] {
+/**
+ * The full cell of a run less its seed axes (and axes that do not apply to it): utility is a
+ * property of the run, so every axis, the dose included, tells cells apart.
+ */
+function runCell(cell: Cell, roles: AxisRoles): Cell {
+  const out: Cell = {};
+  for (const key of Object.keys(cell).sort()) {
+    if (roles.seedAxes.includes(key) || cell[key] === null || cell[key] === undefined) continue;
+    out[key] = cell[key];
+  }
+  return out;
+}
+
+/** Utility loss before and after fine-tuning, median over the runs of each full cell (seeds pooled). */
+function utilityGroups(runs: RunReport[], roles: AxisRoles, axes: readonly Axis[], labelAxes: ReadonlySet<string> | undefined): UtilityGroup[] {
   const groups = new Map<string, { cell: Cell; no_canary: boolean; runs: RunReport[] }>();
   for (const r of runs) {
     if (!r.utility) continue;
-    const cell = groupCell(r.cell, roles);
+    const cell = runCell(r.cell, roles);
     const key = valueKey(cell);
     const g = groups.get(key);
     if (g) g.runs.push(r);
@@ -167,7 +180,7 @@ function utilityGroups(runs: RunReport[], roles: AxisRoles, labelAxes: ReadonlyS
       final_loss: medianOrNull(g.runs.map((r) => r.utility?.final_loss ?? null)),
       delta: medianOrNull(g.runs.map((r) => r.utility?.delta ?? null)),
     }))
-    .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || a.label.localeCompare(b.label));
+    .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || compareCells(axes, a.cell, b.cell) || a.label.localeCompare(b.label));
 }
 
 /** Failed and missing runs, groups without a control arm, mixed or changed code versions. */

@@ -7,10 +7,23 @@ import { SCHEMAS_DIR } from '../paths.js';
  * The versioned JSON Schemas in `schemas/` (the contract between controller and trainer), compiled
  * once per process. `useDefaults` fills defaults in place, so validation is also normalisation.
  */
-export type SchemaName = 'grid' | 'manifest' | 'progress' | 'result' | 'row' | 'report' | 'audit';
+export type SchemaName =
+  | 'grid'
+  | 'manifest'
+  | 'progress'
+  | 'result'
+  | 'row'
+  | 'report'
+  | 'audit'
+  | 'plan-output'
+  | 'status-output'
+  | 'submit-output'
+  | 'run-output'
+  | 'report-output'
+  | 'cancel-output';
 
 /** Schemas referenced by others through their `$id`; registered before anything compiles. */
-const SHARED_SCHEMAS = ['stamp'];
+const SHARED_SCHEMAS = ['stamp', 'model-revisions'];
 
 const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
 let sharedAdded = false;

@@ -6,6 +6,7 @@ import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { runMain } from '../queue/helpers/main.js';
 import { isolatedConnection, startTestRedis } from '../queue/helpers/redis.js';
+import { expectOutput } from '../helpers/output-schema.js';
 
 const root = tempDir('cli-cancel');
 let redis: EmbeddedRedis;
@@ -46,7 +47,7 @@ describe('canary-audit cancel', () => {
 
     const cancelled = await runMain(['cancel', audit.auditId, '--artifacts', artifacts, '--json'], env);
     expect(cancelled.code).toBe(0);
-    const out = JSON.parse(cancelled.stdout) as Record<string, unknown>;
+    const out = expectOutput('cancel-output', cancelled.stdout);
     expect(out).toMatchObject({ audit_id: audit.auditId, removed: [waiting!.runId], stopping: [running!.runId], finished: [], still_running: [], purged: false });
     expect(() => process.kill(trainerPid!, 0)).toThrow();
     const failure = (runId: string) => JSON.parse(readFileSync(join(audit.auditDir, 'runs', runId, 'output', 'failure.json'), 'utf8')) as Record<string, unknown>;

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import { expectOutput } from '../helpers/output-schema.js';
+import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'canary-plan-cli-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -53,7 +55,7 @@ describe('canary-audit plan', () => {
   it('writes the audit with --out and reports run ids in --json', async () => {
     const dir = join(root, 'art');
     expect(await main(['plan', grid, '--json', '--out', dir])).toBe(0);
-    const plan = JSON.parse(out) as { audit_id: string; audit_dir: string; rows: number; runs: { run_id: string; run_dir: string; cell: Record<string, unknown>; canary_fraction: number; created: boolean; appearances_by_dose: Record<string, number>; pretrain: unknown }[] };
+    const plan = expectOutput<{ audit_id: string; audit_dir: string; rows: number; runs: { run_id: string; run_dir: string; cell: Record<string, unknown>; canary_fraction: number; created: boolean; appearances_by_dose: Record<string, number>; pretrain: unknown }[] }>('plan-output', out);
     expect(plan.rows).toBe(120);
     expect(plan.runs).toHaveLength(8);
     expect(plan.audit_dir).toBe(join(dir, 'audits', plan.audit_id));
@@ -67,6 +69,20 @@ describe('canary-audit plan', () => {
     out = '';
     expect(await main(['plan', grid, '--json', '--out', dir])).toBe(0);
     expect((JSON.parse(out) as typeof plan).runs.every((r) => !r.created)).toBe(true);
+  });
+
+  it('prints versioned JSON without --out too, and its schema takes pinned models', async () => {
+    expect(await main(['plan', grid, '--json'])).toBe(0);
+    const plan = expectOutput<Record<string, unknown>>('plan-output', out);
+    expect(plan.schema_version).toBe('canary-audit.plan-output/1');
+    expect(Object.keys(plan)[0]).toBe('schema_version');
+    expect(plan.audit_dir).toBeUndefined();
+    // Pinned model revisions (name, revision, commit sha) validate as an optional list of objects.
+    const pinned = { ...plan, models: [{ name: 'org/model', revision: 'main', sha: 'a'.repeat(40) }] };
+    expectOutput('plan-output', JSON.stringify(pinned));
+    expect(describeSchemaErrors(validate('plan-output', { ...plan, models: ['org/model'] }))).not.toEqual([]);
+    // Fields the schema does not document are refused: what is printed is what is documented.
+    expect(describeSchemaErrors(validate('plan-output', { ...plan, surprise: 1 }))).toEqual(['(root): unknown key "surprise"']);
   });
 
   it('exits 2 with one line per problem, naming file:line:column, for a bad grid', async () => {

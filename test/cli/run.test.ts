@@ -6,6 +6,7 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 import { CLI, FAST_ENV } from '../queue/helpers/cli.js';
 import { removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { runMain } from '../queue/helpers/main.js';
+import { expectOutput } from '../helpers/output-schema.js';
 
 const root = tempDir('cli-run');
 afterAll(() => removeDir(root));
@@ -21,7 +22,7 @@ describe('canary-audit run', () => {
     ]);
     const first = await runMain(['run', audit.auditDir, '--cpu', '2', '--no-report', '--json'], env);
     expect(first.code, first.stderr).toBe(1); // one run failed
-    const out = JSON.parse(first.stdout) as { audit_id: string; counts: Record<string, number>; failed: { cell_id: string; reason: string }[]; interrupted: boolean; report: unknown };
+    const out = expectOutput<{ audit_id: string; counts: Record<string, number>; failed: { cell_id: string; reason: string }[]; interrupted: boolean; report: unknown }>('run-output', first.stdout);
     expect(out).toMatchObject({ audit_id: audit.auditId, interrupted: false, counts: { completed: 2, failed: 1 }, report: null });
     expect(out.failed).toEqual([{ run_id: audit.runs[2]!.runId, cell_id: 'bad', state: 'failed', reason: 'bad_manifest: planned failure (exit 2)' }]);
 

@@ -5,6 +5,7 @@ import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { runMain } from '../queue/helpers/main.js';
 import { isolatedConnection, startTestRedis } from '../queue/helpers/redis.js';
+import { expectOutput } from '../helpers/output-schema.js';
 
 const root = tempDir('cli-status');
 let redis: EmbeddedRedis;
@@ -34,7 +35,7 @@ describe('canary-audit status', () => {
 
     const queued = await runMain(['status', audit.auditId, '--json'], env);
     expect(queued.code).toBe(0);
-    const before = (JSON.parse(queued.stdout) as { audits: AuditStatus[] }).audits[0]!;
+    const before = expectOutput<{ audits: AuditStatus[] }>('status-output', queued.stdout).audits[0]!;
     expect(before).toMatchObject({ audit_id: audit.auditId, name: 'states', state: 'queued', counts: { waiting: 4 } });
 
     // One slot takes the runs in order: done, diverges, then long keeps it busy.
@@ -51,7 +52,7 @@ describe('canary-audit status', () => {
     });
 
     const during = await runMain(['status', audit.auditId, '--json'], env);
-    const snapshot = (JSON.parse(during.stdout) as { audits: AuditStatus[] }).audits[0]!;
+    const snapshot = expectOutput<{ audits: AuditStatus[] }>('status-output', during.stdout).audits[0]!;
     const byCell = Object.fromEntries(snapshot.runs.map((r) => [r.cell_id, r])) as Record<string, RunStatus>;
     expect(snapshot.state).toBe('running');
     expect(byCell.done).toMatchObject({ state: 'completed', attempts_made: 1, result: `audits/${audit.auditId}/runs/${byCell.done!.run_id}/output/result.json` });
@@ -70,7 +71,8 @@ describe('canary-audit status', () => {
     // --watch on one audit returns once it is done; with --json it prints one snapshot per line.
     const watched = await runMain(['status', audit.auditId, '--watch', '--interval', '1', '--json'], env);
     expect(watched.code).toBe(0);
-    const lines = watched.stdout.trim().split('\n').map((l) => JSON.parse(l) as { audits: AuditStatus[] });
+    const lines = watched.stdout.trim().split('\n').map((l) => expectOutput<{ audits: AuditStatus[]; time: string }>('status-output', l));
+    expect(lines.every((l) => typeof l.time === 'string')).toBe(true);
     const last = lines.at(-1)!.audits[0]!;
     expect(last.state).toBe('cancelled');
     expect(last.counts).toEqual({ completed: 1, failed: 1, cancelled: 2 });
@@ -80,7 +82,7 @@ describe('canary-audit status', () => {
     expect(closed.failed.map((f) => f.run_id).sort()).toEqual([byCell.diverges!.run_id, byCell.long!.run_id].sort());
 
     const all = await runMain(['status', '--json'], env);
-    expect((JSON.parse(all.stdout) as { audits: AuditStatus[] }).audits.map((a) => a.audit_id)).toEqual([audit.auditId]);
+    expect(expectOutput<{ audits: AuditStatus[] }>('status-output', all.stdout).audits.map((a) => a.audit_id)).toEqual([audit.auditId]);
   });
 
   it('names an unknown audit (exit 2)', async () => {

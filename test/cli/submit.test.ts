@@ -6,6 +6,7 @@ import { openQueues, type EmbeddedRedis } from '../../src/queue/index.js';
 import { runMain } from '../queue/helpers/main.js';
 import { removeDir, tempDir, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from '../queue/helpers/redis.js';
+import { expectOutput } from '../helpers/output-schema.js';
 
 const TINY_GRID = fileURLToPath(new URL('../queue/fixtures/tiny-grid.yaml', import.meta.url));
 const root = tempDir('cli-submit');
@@ -32,10 +33,10 @@ describe('canary-audit submit', () => {
     const unreachable = await runMain(['submit', audit.auditDir, '--redis', 'redis://127.0.0.1:1']);
     const noScheme = await runMain(['submit', audit.auditDir, '--redis', 'localhost:6379']);
     expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ audit_id: audit.auditId, added: true, state: 'queued', runs: 2, audit_dir: audit.auditDir });
+    expect(expectOutput('submit-output', first.stdout)).toMatchObject({ schema_version: 'canary-audit.submit-output/1', audit_id: audit.auditId, added: true, state: 'queued', runs: 2, audit_dir: audit.auditDir });
 
     expect(grid.code, grid.stderr).toBe(0);
-    const planned = JSON.parse(grid.stdout) as { audit_id: string; audit_dir: string; runs: number; added: boolean };
+    const planned = expectOutput<{ audit_id: string; audit_dir: string; runs: number; added: boolean }>('submit-output', grid.stdout);
     expect(planned).toMatchObject({ added: true, runs: 1 });
     expect(planned.audit_dir).toBe(join(artifacts, 'audits', planned.audit_id));
     expect(existsSync(join(planned.audit_dir, 'audit.json'))).toBe(true);
@@ -49,7 +50,10 @@ describe('canary-audit submit', () => {
 
     const again = await runMain(['submit', audit.auditDir, '--redis', redis.url], { CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix });
     expect(again.code).toBe(0);
-    expect(again.stdout.trim()).toBe(`${audit.auditId} is already in the queue (waiting-children); nothing added`);
+    // The audit's state as status shows it, never a BullMQ internal state name.
+    expect(again.stdout.trim()).toBe(`${audit.auditId} is already in the queue (queued); nothing added`);
+    const againJson = await runMain(['submit', audit.auditDir, '--redis', redis.url, '--json'], { CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix });
+    expect(expectOutput('submit-output', againJson.stdout)).toMatchObject({ added: false, state: 'queued' });
 
     const queues = openQueues(folderConn);
     const gridQueues = openQueues(gridConn);

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../../src/schemas/index.js';
 import { hasTorch } from '../helpers/torch.js';
 import { runMain } from '../queue/helpers/main.js';
+import { expectOutput } from '../helpers/output-schema.js';
 
 /**
  * The whole product on one machine, CI-sized: `canary-audit run` on a grid (private redis-server,
@@ -37,7 +38,7 @@ describe.skipIf(!hasTorch)('canary-audit run, end to end', () => {
     const env = { CANARY_AUDIT_HOME: undefined, REDIS_URL: undefined, CANARY_TRAINER_CACHE: undefined };
     const result = await runMain(['run', GRID, '--cpu', '2', '--artifacts', artifacts, '--json'], env);
     expect(result.code, result.stderr).toBe(0);
-    const out = JSON.parse(result.stdout) as { audit_id: string; audit_dir: string; counts: Record<string, number>; report: string[] };
+    const out = expectOutput<{ audit_id: string; audit_dir: string; counts: Record<string, number>; report: string[] }>('run-output', result.stdout);
     expect(out.counts).toEqual({ completed: 2 });
 
     const reportDir = join(out.audit_dir, 'report');

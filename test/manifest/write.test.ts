@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/contracts/index.js';
-import { planAudit, writeAudit } from '../../src/manifest/index.js';
+import { hashLines, planAudit, runRenderer, trainingRowLines, utilityRowLines, writeAudit } from '../../src/manifest/index.js';
 import type { AuditIndex } from '../../src/contracts/index.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 import { verifyRunFolder } from './verify-run.js';
@@ -58,6 +58,24 @@ describe('writeAudit', () => {
       const trained = new Set(rows.map((r) => r.target));
       for (const line of utility) expect(trained.has((JSON.parse(line) as { target: string }).target)).toBe(false);
     }
+  });
+
+  it('splices canary rows into the shared background: the same bytes as generating each run in full', async () => {
+    const plan = await planAudit(gridPath);
+    const written = await writeAudit(plan, join(root, 'a'));
+    for (const [k, layout] of plan.runs.entries()) {
+      const renderer = runRenderer(plan.grid, layout);
+      const expected = hashLines(trainingRowLines(plan.grid, plan.pool, layout, renderer));
+      const manifest = JSON.parse(readFileSync(written.runs[k]?.manifestPath ?? '', 'utf8')) as Manifest;
+      expect(manifest.rows).toMatchObject({ sha256: expected.sha256, count: expected.count });
+      expect(manifest.utility?.sha256).toBe(hashLines(utilityRowLines(plan.grid, plan.pool, renderer)).sha256);
+    }
+    // Utility rows are the same file for every run of a task (hard-linked, like a pretraining corpus).
+    const inodes = new Set(written.runs.map((r) => statSync(join(r.runDir, 'utility.jsonl')).ino));
+    expect(inodes.size).toBe(1);
+    // One stamp for the whole write: every manifest carries the same provenance.
+    const stamps = new Set(written.runs.map((r) => JSON.stringify((JSON.parse(readFileSync(r.manifestPath, 'utf8')) as Manifest).provenance)));
+    expect(stamps.size).toBe(1);
   });
 
   it('differs between visibilities only at canary rows', async () => {

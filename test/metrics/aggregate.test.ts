@@ -5,6 +5,7 @@ import { exposure } from '../../src/metrics/exposure.js';
 import type { CanaryRole, Observation } from '../../src/metrics/observation.js';
 import { pairedComparisons } from '../../src/metrics/paired.js';
 import { median } from '../../src/metrics/statistics.js';
+import { bootstrapMedian } from '../../src/metrics/bootstrap.js';
 import type { RunMeta } from '../../src/metrics/space-check.js';
 
 const C = 10000;
@@ -138,6 +139,67 @@ describe('aggregateGroups', () => {
   });
 });
 
+describe('run-aware intervals', () => {
+  const width = (m: { lo: number; hi: number } | null | undefined): number => (m?.hi as number) - (m?.lo as number);
+  // Six seeds of one cell, 20 canaries each; `rankOf(run, canary)` sets each exposure.
+  function audit(rankOf: (r: number, c: number) => number) {
+    const rs = Array.from({ length: 6 }, (_, r) => run(`r${r}`, { population: 'single', seed: r }));
+    const o = rs.flatMap((x, r) => Array.from({ length: 20 }, (_, c) => obs(x.run_id, `f${c}`, rankOf(r, c))));
+    return { rs, o };
+  }
+
+  it('widens the interval when run-to-run spread dominates', () => {
+    // Each run shifts every canary by the same amount (4^r); canaries within a run barely differ.
+    const { rs, o } = audit((r, c) => 4 ** r * (1 + (c % 3)));
+    const g = aggregateGroups(rs, o, opts)[0]!;
+    const flat = bootstrapMedian(
+      o.map((x) => x.exposure),
+      { seed: 1, label: 'canaries only', resamples: 500 },
+    );
+    expect(g.inserted.exposure).toMatchObject({ resampling: 'hierarchical', n_clusters: 6, n: 120 });
+    expect(flat?.resampling).toBe('flat');
+    expect(width(g.inserted.exposure)).toBeGreaterThan(2 * width(flat));
+  });
+
+  it('gives about the canary-only interval when runs are identical', () => {
+    const { rs, o } = audit((_, c) => 1 + ((c * 37) % 97) * 50);
+    const g = aggregateGroups(rs, o, opts)[0]!;
+    const flat = bootstrapMedian(
+      o.map((x) => x.exposure),
+      { seed: 1, label: 'canaries only', resamples: 500 },
+    );
+    const ratio = width(g.inserted.exposure) / width(flat);
+    expect(ratio).toBeGreaterThan(0.75);
+    expect(ratio).toBeLessThan(1.33);
+  });
+
+  it('resamples a single run by canaries only, exactly as before, and says so', () => {
+    const o = Array.from({ length: 12 }, (_, c) => obs('r0', `f${c}`, 1 + c * c * 7));
+    const g = aggregateGroups([run('r0', { population: 'single', seed: 0 })], o, opts)[0]!;
+    const flat = bootstrapMedian(
+      o.map((x) => x.exposure),
+      { seed: opts.seed, label: `${g.key}|inserted`, resamples: opts.resamples },
+    );
+    expect(g.inserted.exposure).toEqual(flat);
+    expect(g.inserted.exposure?.resampling).toBe('flat');
+  });
+
+  it('resamples paired differences by run pair, then canary pair', () => {
+    const rs = Array.from({ length: 4 }, (_, s) => [run(`e${s}`, { placement: 'early', seed: s }), run(`l${s}`, { placement: 'late', seed: s })]).flat();
+    // Seed s moves every canary by 4^s in the late run: the run pairs disagree, canaries do not.
+    const o = Array.from({ length: 4 }, (_, s) =>
+      Array.from({ length: 15 }, (_, c) => [obs(`e${s}`, `f${c}`, 4000 + c), obs(`l${s}`, `f${c}`, Math.max(1, Math.round((4000 + c) / 4 ** (s + 1))))]).flat(),
+    ).flat();
+    const p = pairedComparisons(rs, o, { ...opts, axes: [{ name: 'placement', values: ['early', 'late'] }] })[0]!;
+    expect(p.difference).toMatchObject({ resampling: 'hierarchical', n_clusters: 4, n: 60 });
+    const flat = bootstrapMedian(
+      o.filter((x) => x.run_id.startsWith('l')).map((x, i) => x.exposure - (o.filter((y) => y.run_id.startsWith('e'))[i] as Observation).exposure),
+      { seed: 1, label: 'pairs only', resamples: 500 },
+    );
+    expect(width(p.difference)).toBeGreaterThan(2 * width(flat));
+  });
+});
+
 describe('pairedComparisons', () => {
   const runs = [
     run('e0', { placement: 'early', seed: 0 }),
@@ -179,12 +241,37 @@ describe('pairedComparisons', () => {
     expect(paired.filter((p) => p.axis === 'schedule')).toHaveLength(1);
   });
 
-  it('orders by the grid’s axis values, not alphabetically', () => {
+  it('takes placements in time order whatever order the grid lists them in', () => {
     const reversed = [{ name: 'placement', values: ['late', 'early'] }];
     const paired = pairedComparisons(runs, observations, { ...opts, axes: reversed });
     const focal = paired.find((p) => p.cohort === 'focal' && p.axis === 'placement')!;
-    expect([focal.from, focal.to]).toEqual(['late', 'early']);
-    expect(focal.difference.estimate).toBeCloseTo(-median([E(1) - E(100), E(20) - E(10), 0]), 12);
+    expect([focal.from, focal.to]).toEqual(['early', 'late']);
+    expect(focal.difference.estimate).toBeCloseTo(median([E(1) - E(100), E(20) - E(10), 0]), 12);
+  });
+
+  it('orders other labels by the grid’s axis values, not alphabetically', () => {
+    const rs = [run('s', { population: 'single', seed: 0 }), run('m', { population: 'mixed', seed: 0 })];
+    const o = [obs('s', 'f0', 10), obs('m', 'f0', 1)];
+    const paired = pairedComparisons(rs, o, { ...opts, axes: [{ name: 'population', values: ['single', 'mixed'] }] });
+    expect([paired[0]?.from, paired[0]?.to]).toEqual(['single', 'mixed']);
+  });
+
+  it('orders doses numerically: 1 → 4 before 1 → 16, contexts dose=4 before dose=16', () => {
+    const doses = [1, 16, 4];
+    const rs = doses.flatMap((d) => [run(`d${d}`, { dose: d, placement: 'early', seed: 0 }), run(`l${d}`, { dose: d, placement: 'late', seed: 0 })]);
+    const o = rs.map((r, i) => obs(r.run_id, 'f0', 1 + i, { dose: r.cell.dose as number }));
+    // The grid lists the doses out of order, and as text they sort 1, 16, 4.
+    const paired = pairedComparisons(rs, o, { ...opts, axes: [{ name: 'dose', values: [1, 16, 4] }] });
+    const byDose = paired.filter((p) => p.axis === 'dose' && p.context.placement === 'early').map((p) => `${String(p.from)} → ${String(p.to)}`);
+    expect(byDose).toEqual(['1 → 4', '1 → 16', '4 → 16']);
+    const byPlacement = paired.filter((p) => p.axis === 'placement').map((p) => p.context.dose);
+    expect(byPlacement).toEqual([1, 4, 16]);
+    const groups = aggregateGroups(
+      rs,
+      o.map((x) => ({ ...x, cohort: 'focal' })),
+      { ...opts, axes: [{ name: 'dose', values: [1, 16, 4] }] },
+    );
+    expect(groups.filter((g) => g.label.includes('early')).map((g) => g.dose)).toEqual([1, 4, 16]);
   });
 
   it('pairs a focal canary with itself in a no-canary run', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMedian, bootstrapMedianDifference } from '../../src/metrics/bootstrap.js';
+import { bootstrapMedian, bootstrapMedianDifference, clusteredSample } from '../../src/metrics/bootstrap.js';
 import { derivedSeed, Rng } from '../../src/random.js';
-import { median, quantileSorted } from '../../src/metrics/statistics.js';
+import { median, quantileSorted, selectMedian } from '../../src/metrics/statistics.js';
 import { normalQuantile, wilsonInterval } from '../../src/metrics/wilson.js';
 
 describe('wilsonInterval', () => {
@@ -44,6 +44,33 @@ describe('median and quantiles', () => {
   });
 });
 
+describe('median by selection', () => {
+  it('equals the sorted type-7 median for every size, with ties and duplicates', () => {
+    const rng = Rng.fromSeed(11);
+    for (let n = 1; n <= 200; n += 1) {
+      for (const spread of [3, 1000]) {
+        const xs = Float64Array.from({ length: n }, () => rng.int(spread) / 7 - 10);
+        const sorted = Float64Array.from(xs).sort();
+        expect(selectMedian(Float64Array.from(xs), n)).toBe(quantileSorted(sorted, 0.5));
+      }
+    }
+    // The bootstrap gives the same intervals whichever way it finds each resample's median.
+    const values = Array.from({ length: 90 }, () => rng.int(50) / 3);
+    const flat = clusteredSample(values);
+    const runs = clusteredSample(values, values.map((_, i) => `r${i % 7}`));
+    for (const sample of [flat, runs, clusteredSample([3.5]), clusteredSample([2, 1], ['a', 'b'])]) {
+      const reference = bootstrapMedian(sample, { seed: 2, label: 'm', median: 'sort' });
+      expect(bootstrapMedian(sample, { seed: 2, label: 'm', median: 'select' })).toEqual(reference);
+      expect(bootstrapMedian(sample, { seed: 2, label: 'm' })).toEqual(reference);
+    }
+    const reference = bootstrapMedianDifference(runs, flat, { seed: 2, label: 'd', median: 'sort' });
+    expect(bootstrapMedianDifference(runs, flat, { seed: 2, label: 'd', median: 'select' })).toEqual(reference);
+    expect(bootstrapMedianDifference(runs, flat, { seed: 2, label: 'd', median: 'count' })).toEqual(reference);
+    // Only the first n values count.
+    expect(selectMedian(Float64Array.of(5, 1, 3, 100, -100), 3)).toBe(3);
+  });
+});
+
 describe('seeded bootstrap', () => {
   const sample = [0.1, 0.4, 2.3, 5.1, 5.3, 7.9, 8.8, 9.2, 13.29, 13.29, 1.2, 0.0];
 
@@ -71,7 +98,7 @@ describe('seeded bootstrap', () => {
   });
 
   it('degenerates honestly: one value gives a point interval, no value gives null', () => {
-    expect(bootstrapMedian([4.2], { seed: 1, label: 'x' })).toEqual({ estimate: 4.2, lo: 4.2, hi: 4.2, n: 1 });
+    expect(bootstrapMedian([4.2], { seed: 1, label: 'x' })).toEqual({ estimate: 4.2, lo: 4.2, hi: 4.2, n: 1, n_clusters: 1, resampling: 'flat' });
     expect(bootstrapMedian([], { seed: 1, label: 'x' })).toBeNull();
   });
 

@@ -64,7 +64,7 @@ describe('audit flow', () => {
     const first = await submitAudit(conn, artifacts, audit, fastTuning());
     expect(first).toMatchObject({ added: true, runs: 2 });
     const again = await submitAudit(conn, artifacts, audit, fastTuning());
-    expect(again).toMatchObject({ added: false, existingState: 'waiting-children' });
+    expect(again).toMatchObject({ added: false, existingState: 'queued' });
 
     const queues = openQueues(conn);
     try {
@@ -87,7 +87,7 @@ describe('audit flow', () => {
       expect(status.summary?.completed).toHaveLength(2);
 
       // Submitting a finished audit again adds nothing either.
-      expect(await submitAudit(conn, artifacts, audit, fastTuning())).toMatchObject({ added: false, existingState: 'completed' });
+      expect(await submitAudit(conn, artifacts, audit, fastTuning())).toMatchObject({ added: false, existingState: 'finished' });
       expect(await queues.runs.getJobCounts('waiting', 'completed')).toMatchObject({ waiting: 0, completed: 2 });
     } finally {
       await queues.close();

@@ -7,6 +7,7 @@ import { commandHelp, parseCommandArgs } from '../../src/cli/command.js';
 import { command, resolveAuditDir } from '../../src/cli/report.js';
 import { UserInputError } from '../../src/errors.js';
 import { buildFixtureAudit, type FixtureAudit } from '../fixtures/audit-builder.js';
+import { expectOutput } from '../helpers/output-schema.js';
 
 let root: string;
 let audit: FixtureAudit;
@@ -46,7 +47,7 @@ describe('canary-audit report', () => {
     const out = join(root, 'out');
     const { code, out: stdout } = await run([audit.auditId, '--artifacts', join(root, 'artifacts'), '--format', 'md,json', '--out', out, '--resamples', '50', '--json']);
     expect(code).toBe(0);
-    const printed = JSON.parse(stdout) as { files: string[]; counts: { finished: number; failed: number }; warnings: { kind: string }[] };
+    const printed = expectOutput<{ files: string[]; counts: { finished: number; failed: number }; warnings: { kind: string }[] }>('report-output', stdout);
     expect(printed.files.sort()).toEqual([join(out, 'report.md'), join(out, 'summary.json')]);
     expect(printed.counts).toMatchObject({ finished: 1, failed: 1 });
     expect(printed.warnings.map((w) => w.kind)).toContain('failed_runs');

@@ -30,11 +30,19 @@ describe('HTML report', () => {
     const html = await readFile(htmlPath, 'utf8');
     expect(html.startsWith('<!doctype html>')).toBe(true);
     expect(html).not.toMatch(/<script|<link |src="http|href="http/);
-    for (const id of ['exposure-vs-dose', 'recovery-vs-dose', 'paired-differences']) {
+    for (const id of ['exposure-vs-dose', 'recovery-vs-dose', 'substituted-vs-dose', 'paired-differences']) {
       expect(html).toContain(`id="plot-${id}"`);
     }
     // Vega's SVG renderer marks its output with class="marks".
-    expect(html.match(/<svg[^>]*class="marks"/g)?.length).toBe(3);
+    expect(html.match(/<svg[^>]*class="marks"/g)?.length).toBe(4);
+    // The ceiling and the control band are in the legend (inside the SVG), not only the caption.
+    const svg = (id: string): string => html.slice(html.indexOf(`id="plot-${id}"`), html.indexOf('<figcaption>', html.indexOf(`id="plot-${id}"`)));
+    expect(svg('exposure-vs-dose')).toContain('ceiling log2|C|');
+    expect(svg('exposure-vs-dose')).toContain('held-out control: median, 95% CI');
+    expect(svg('recovery-vs-dose')).toContain('held-out control: rate, 95% CI');
+    // Substituted probes: copy rate of the shown code and recovery of the true one.
+    expect(svg('substituted-vs-dose')).toContain('copied the shown code');
+    expect(svg('substituted-vs-dose')).toContain('recovered the true code');
     expect(html).toContain('Failed or missing runs');
   });
 
@@ -62,14 +70,20 @@ describe('HTML report', () => {
       const plots = await page.$$eval('figure.plot svg', (svgs) =>
         svgs.map((s) => {
           const box = s.getBoundingClientRect();
-          return { width: box.width, height: box.height, marks: s.querySelectorAll('path, line, circle, rect').length };
+          // Smallest text as rendered on screen (font size times the SVG's scale on the page).
+          const scale = box.width / Number(s.getAttribute('width'));
+          const style = (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle;
+          const sizes = [...s.querySelectorAll('text')].map((t) => parseFloat(style(t).fontSize) * scale).filter((x) => x > 0);
+          return { width: box.width, height: box.height, marks: s.querySelectorAll('path, line, circle, rect').length, smallestText: Math.min(...sizes) };
         }),
       );
-      expect(plots).toHaveLength(3);
+      expect(plots).toHaveLength(4);
       for (const p of plots) {
-        expect(p.width).toBeGreaterThan(200);
-        expect(p.height).toBeGreaterThan(100);
+        expect(p.width).toBeGreaterThan(400);
+        expect(p.height).toBeGreaterThan(200);
         expect(p.marks).toBeGreaterThan(5);
+        // Readable: no plot text smaller than 11 px on a 1280 px wide page.
+        expect(p.smallestText).toBeGreaterThanOrEqual(11);
       }
       expect(await page.$$eval('table', (t) => t.length)).toBeGreaterThan(5);
 

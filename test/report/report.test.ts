@@ -1,3 +1,4 @@
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,11 @@ import { validate } from '../../src/schemas/index.js';
 import { median } from '../../src/metrics/statistics.js';
 import type { FixtureAudit } from '../fixtures/audit-builder.js';
 import { buildStudyAudit, EXPECTED } from '../fixtures/study-audit.js';
+
+/** The typed pandas load documented in docs/reports.md (kept in step by the test below). */
+const PANDAS_LOAD =
+  'import json, pandas as pd; df = pd.read_csv("report.csv", keep_default_na=False, na_values=[""], dtype={f["name"]: {"string": "string", "integer": "Int64", "number": "float64", "boolean": "boolean"}[f["type"]] for f in json.load(open("datapackage.json"))["resources"][0]["schema"]["fields"]})';
+const hasPandas = spawnSync('python3', ['-c', 'import pandas'], { stdio: 'ignore' }).status === 0;
 
 let root: string;
 let audit: FixtureAudit;
@@ -62,10 +68,10 @@ describe('writeReport on the study fixture', () => {
   it('writes every format into <audit>/report, the summary valid against its schema', async () => {
     const names = files.map((f) => f.slice(join(audit.auditDir, 'report').length + 1)).sort();
     expect(names).toEqual(
-      ['plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
+      ['datapackage.json', 'plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'plots/substituted-vs-dose.svg', 'plots/substituted-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
     );
     expect(validate('report', summary)).toEqual([]);
-    expect(summary.schema_version).toBe('canary-audit.report/1');
+    expect(summary.schema_version).toBe('canary-audit.report/2');
     expect(summary.provenance.at_write.component).toBe('controller');
   });
 
@@ -83,6 +89,7 @@ describe('writeReport on the study fixture', () => {
     expect(g?.dose).toBe(8);
     expect(g?.space.ceiling).toBeCloseTo(13.2877, 4);
     expect(g?.inserted).toMatchObject({ n_obs: 6, n_canaries: 3, n_runs: 2 });
+    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'hierarchical' });
     expect(g?.inserted.exposure?.estimate).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(median(EXPECTED.lateExposures)).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(g?.inserted.exposure?.lo).toBeLessThanOrEqual(EXPECTED.lateMedian);
@@ -147,6 +154,15 @@ describe('writeReport on the study fixture', () => {
     const none = summary.utility.find((u) => u.no_canary);
     // Null axes and the constant model axis are left out of labels.
     expect(none).toMatchObject({ n_runs: 1, final_loss: 1.1, label: 'population=none, visibility=redacted' });
+    // Grouped by the full cell (placement and dose too), not by visibility alone.
+    expect(summary.utility.map((u) => u.label)).toEqual([
+      'population=none, visibility=redacted',
+      'dose=8, placement=early, population=single, visibility=redacted',
+      // Values in the grid's order: visible before redacted.
+      'dose=8, placement=late, population=single, visibility=visible',
+      'dose=8, placement=late, population=single, visibility=redacted',
+    ]);
+    expect(summary.utility.find((u) => u.label.includes('placement=early'))?.n_runs).toBe(2);
   });
 
   it('writes a tidy CSV: one row per run × canary × probe × phase with cell values', async () => {
@@ -164,6 +180,61 @@ describe('writeReport on the study fixture', () => {
     expect(Number(values.exposure_ceiling)).toBeCloseTo(Math.log2(10000), 10);
   });
 
+  it('publishes the column types beside the CSV (datapackage.json); codes stay strings with their zeros', async () => {
+    const dir = join(audit.auditDir, 'report');
+    const pkg = JSON.parse(await readFile(join(dir, 'datapackage.json'), 'utf8')) as {
+      profile: string;
+      resources: { path: string; profile: string; schema: { fields: { name: string; type: string; constraints?: { enum?: string[] } }[]; missingValues: string[] } }[];
+    };
+    expect(pkg.profile).toBe('tabular-data-package');
+    const resource = pkg.resources[0]!;
+    expect(resource).toMatchObject({ path: 'report.csv', profile: 'tabular-data-resource' });
+    const fields = resource.schema.fields;
+    const type = Object.fromEntries(fields.map((f) => [f.name, f.type]));
+    for (const code of ['code', 'shown_code', 'greedy_prefill_code', 'greedy_free_code', 'canary_id', 'run_id']) expect(type[code]).toBe('string');
+    expect(type).toMatchObject({ 'cell.dose': 'integer', 'cell.seed': 'integer', 'cell.placement': 'string', dose: 'integer', rank: 'integer', shown_rank: 'integer', exposure: 'number', recovered_prefill: 'boolean' });
+
+    // A small loader that honours the table schema (as frictionless, readr with col_types or
+    // pandas with dtype= do): every value must parse as its column's type.
+    const text = (await readFile(join(dir, 'report.csv'), 'utf8')).trimEnd().split('\n');
+    const header = parseCsvLine(text[0] as string);
+    expect(header).toEqual(fields.map((f) => f.name));
+    const parse: Record<string, (v: string) => unknown> = {
+      string: (v) => v,
+      integer: (v) => (/^-?\d+$/.test(v) ? Number(v) : Symbol('bad')),
+      number: (v) => (Number.isNaN(Number(v)) ? Symbol('bad') : Number(v)),
+      boolean: (v) => (v === 'true' ? true : v === 'false' ? false : Symbol('bad')),
+    };
+    const rows = text.slice(1).map((line) =>
+      Object.fromEntries(
+        parseCsvLine(line).map((v, i) => {
+          const f = fields[i]!;
+          const value = resource.schema.missingValues.includes(v) ? null : (parse[f.type] as (v: string) => unknown)(v);
+          expect(typeof value, `${f.name} = ${v}`).not.toBe('symbol');
+          if (value !== null && f.constraints?.enum) expect(f.constraints.enum).toContain(value);
+          return [f.name, value];
+        }),
+      ),
+    );
+    // f001's code is 0007: a loader guessing numbers would read 7.
+    expect(rows.filter((r) => r.canary_id === 'f001').every((r) => r.code === '0007')).toBe(true);
+    expect(rows.some((r) => r.greedy_prefill_code === '0007')).toBe(true);
+    expect(rows.find((r) => r.canary_id === 'f001' && r.probe_kind === 'substituted')?.shown_code).toBe('5007');
+    // And the CSV quotes every code, so even a type-guessing reader sees a quoted field.
+    const line = text.find((l) => l.includes(',f001.hidden,')) as string;
+    expect(line).toContain(',"0007",');
+    expect(text.find((l) => l.includes(',f001.substituted,'))).toContain(',"5007",');
+  });
+
+  it.skipIf(!hasPandas)('loads in pandas with the documented one-liner, codes intact', async () => {
+    const dir = join(audit.auditDir, 'report');
+    const script = `${PANDAS_LOAD}\nprint(df.loc[df.canary_id == "f001", "code"].iloc[0], df["shown_code"].dropna().iloc[0], str(df["dose"].dtype))`;
+    const out = execFileSync('python3', ['-c', script], { cwd: dir, encoding: 'utf8' }).trim().split(' ');
+    expect(out[0]).toBe('0007');
+    expect(out[1]).toMatch(/^\d{4}$/);
+    expect(out[2]).toBe('Int64');
+  });
+
   it('writes Markdown tables for every section', async () => {
     const md = await readFile(join(audit.auditDir, 'report', 'report.md'), 'utf8');
     for (const heading of ['## Exposure vs dose', '## Controls', '## Recovery', '## Paired comparisons', '## Utility', '## Failed or missing runs', '## Provenance']) {
@@ -172,6 +243,11 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('**Visibility: redacted**');
     expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | 8 | ${EXPECTED.lateMedian.toFixed(2)} [`);
     expect(md).toContain('**placement: early → late**');
+    // n canaries and n runs beside each figure, with the resampling behind its interval.
+    expect(md).toMatch(/\| 3 canaries · 2 runs; runs → canaries \|/);
+    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only \|/);
+    expect(md).toMatch(/\| 6 \| 3 · 2 \|[^\n]*\(run pairs → canary pairs\) \|/);
+    expect(md).toContain('(single run pair: canary pairs only)');
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
