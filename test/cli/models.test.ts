@@ -45,13 +45,16 @@ const GRID = `
 axes:
   visibility: [redacted]
   dose: [1]
-  model: [{backend: hf, name: org/tiny-model, label: open}, {backend: hf, name: org/gated-model, label: gated}, {backend: hf, name: ./local, label: local}, tiny]
+  model: [{backend: hf, name: org/tiny-model, label: open}, {backend: hf, name: org/gated-model, label: gated}, {backend: hf, path: ./local, label: local}, tiny]
 training: {batch_size: 4, updates: 10, lr: 0.001}
 canaries: {focal: 1, held_out: 1}
 `;
 
 const grid = join(root, 'grid.yaml');
 writeFileSync(grid, GRID);
+// The local model (path:, relative to the grid) must hold a config.json; fetch skips it.
+mkdirSync(join(root, 'local'), { recursive: true });
+writeFileSync(join(root, 'local', 'config.json'), '{}');
 
 describe('canary-audit models fetch', () => {
   it('prints its help like the other commands', async () => {

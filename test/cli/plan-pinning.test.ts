@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -11,13 +11,16 @@ import { CLEAN_HUB_ENV, SHA_MAIN, SHA_V1, deadHubUrl, startFakeHub, withEnv } fr
 /** plan, submit and run pin every Hub model to a commit sha by default (fake Hub, private cache). */
 const root = mkdtempSync(join(tmpdir(), 'canary-pin-cli-'));
 const grid = join(root, 'grid.yaml');
+// A local model is said to be local (path:, relative to the grid) and holds a config.json.
+mkdirSync(join(root, 'local-model'));
+writeFileSync(join(root, 'local-model', 'config.json'), '{}');
 writeFileSync(
   grid,
   `name: pins
 axes:
   visibility: [redacted]
   dose: [1]
-  model: [{backend: hf, name: org/tiny-model, label: main}, {backend: hf, name: org/tiny-model, revision: v1, label: v1}, {backend: hf, name: ./local-model, label: local}, tiny-small]
+  model: [{backend: hf, name: org/tiny-model, label: main}, {backend: hf, name: org/tiny-model, revision: v1, label: v1}, {backend: hf, path: ./local-model, label: local}, tiny-small]
 training: {batch_size: 4, updates: 10, lr: 0.001}
 canaries: {focal: 1, held_out: 1}
 `,

@@ -78,7 +78,7 @@ describe('canary-audit plan', () => {
     expect(Object.keys(plan)[0]).toBe('schema_version');
     expect(plan.audit_dir).toBeUndefined();
     // Pinned model revisions (name, revision, commit sha) validate as an optional list of objects.
-    const pinned = { ...plan, models: [{ name: 'org/model', revision: 'main', sha: 'a'.repeat(40) }] };
+    const pinned = { ...plan, models: [{ name: 'org/model', revision: 'main', sha: 'a'.repeat(40), source: 'hub', cached: false }] };
     expectOutput('plan-output', JSON.stringify(pinned));
     expect(describeSchemaErrors(validate('plan-output', { ...plan, models: ['org/model'] }))).not.toEqual([]);
     // Fields the schema does not document are refused: what is printed is what is documented.

@@ -25,6 +25,7 @@ from .interrupt import StopFlag
 from .lock import FolderLock
 from .manifest import Manifest, load_manifest
 from .memory import check_fits
+from .out_path import check_output_folder
 from .result import thin_curve, write_result
 from .rows import check_lines, read_rows
 from .run_state import PhaseRecord, RunState
@@ -47,7 +48,7 @@ def run(opts: RunOptions) -> dict:
     """Returns the result written (or found). Raises TrainerError subclasses on failure."""
     wall0 = time.monotonic()
     manifest = load_manifest(opts.manifest)
-    out = opts.out
+    out = check_output_folder(opts.out, opts.manifest)
     out.mkdir(parents=True, exist_ok=True)
     lock = FolderLock(out)
     lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)

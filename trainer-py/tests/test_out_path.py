@@ -44,3 +44,19 @@ def test_an_output_folder_named_by_hand_elsewhere_is_taken_as_given(run_dir, tmp
     (mine / "checkpoints" / "x").symlink_to(tmp_path)
     with pytest.raises(BadManifest):
         check_output_folder(mine, run_dir / "manifest.json")
+
+
+def test_the_trainer_refuses_a_symlinked_output_before_writing_anything(tmp_path):
+    from .conftest import run_cli
+    from .fixtures import make_run
+
+    manifest = make_run(tmp_path / "root" / "runs" / "r1")
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "scores").mkdir(parents=True)
+    (elsewhere / "scores" / "keep.bin").write_bytes(b"x")
+    (manifest.parent / "output").symlink_to(elsewhere)
+    done = run_cli(manifest, manifest.parent / "output")
+    assert done.rc == 2, done.stderr
+    assert "leads outside the run folder" in done.stderr
+    assert (elsewhere / "scores" / "keep.bin").read_bytes() == b"x"  # nothing deleted there
+    assert not (elsewhere / "result.json").exists()
