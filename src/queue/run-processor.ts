@@ -43,6 +43,8 @@ export interface RunProcessorContext {
   shuttingDown(): boolean;
   /** How often a running job re-reads the cancel flag, in ms (pub/sub is the fast path). */
   cancelPollMs?: number;
+  /** Called with each progress record written to Redis (the fleet's loss curves). */
+  onProgress?(runId: string, progress: RunProgress): void;
 }
 
 /** Raised for a failure that must not be retried; the message starts with the failure kind. */
@@ -189,6 +191,7 @@ async function superviseTrainer(
     onEvent(event) {
       const out = tracker.apply(event);
       if (out.write) writer.request(tracker.progress);
+      if (out.write) ctx.onProgress?.(data.run_id, tracker.progress);
       if (out.log) void job.log(out.log).catch(() => undefined);
     },
   });

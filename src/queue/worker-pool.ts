@@ -11,6 +11,7 @@ import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from './job-dat
 import { AUDITS_QUEUE, RUNS_QUEUE } from './names.js';
 import { openRedis, type QueueConnection } from './queues.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
+import { FleetHeartbeat, LossCurveWriter } from './fleet.js';
 import { describeSlot } from './slots.js';
 import type { QueueTuning } from './tuning.js';
 
@@ -51,11 +52,27 @@ export class WorkerPool {
   private readonly active = new Map<string, ActiveRun>();
   private stopping = false;
   private closing: Promise<void> | null = null;
+  private readonly heartbeat: FleetHeartbeat;
+  private readonly lossCurves: LossCurveWriter;
 
   private constructor(private readonly options: WorkerPoolOptions) {
     this.host = options.host ?? hostname();
     this.client = openRedis(options.conn, true);
     this.subscriber = openRedis(options.conn, true);
+    this.lossCurves = new LossCurveWriter(this.client, options.conn.prefix);
+    this.heartbeat = new FleetHeartbeat(this.client, options.conn, {
+      host: this.host,
+      runner: options.runner.name,
+      slots: () => this.slotBeats(),
+    });
+  }
+
+  /** What each slot runs now, for the fleet heartbeat. */
+  private slotBeats() {
+    return this.options.slots.map((slot, index) => {
+      const entry = [...this.active].find(([, run]) => run.worker === this.runWorkers[index]);
+      return { index, gpu: slot.gpu, run_id: entry?.[0] ?? null, audit_id: entry?.[1].auditId ?? null };
+    });
   }
 
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
@@ -63,6 +80,7 @@ export class WorkerPool {
     await pool.listenForCancel();
     pool.startWorkers();
     await Promise.all([...pool.runWorkers.map((w) => w.waitUntilReady()), pool.auditWorker?.waitUntilReady()]);
+    await pool.heartbeat.start();
     log.info(
       { host: pool.host, slots: options.slots.map(describeSlot), runner: options.runner.name, redis: options.conn.redacted },
       'workers ready',
@@ -107,6 +125,7 @@ export class WorkerPool {
         slot,
         cancelledAt,
         shuttingDown: () => this.stopping,
+        onProgress: (runId, progress) => this.lossCurves.record(runId, progress),
         ...(this.options.cancelPollMs !== undefined ? { cancelPollMs: this.options.cancelPollMs } : {}),
       });
       // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
@@ -114,10 +133,13 @@ export class WorkerPool {
         RUNS_QUEUE,
         async (job, token, signal) => {
           this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
+          void this.heartbeat.beat();
           try {
             return await processor(job, token, signal);
           } finally {
             this.active.delete(job.id ?? '');
+            this.lossCurves.forget(job.id ?? '');
+            void this.heartbeat.beat();
           }
         },
         {
@@ -210,6 +232,7 @@ export class WorkerPool {
     }
     await this.auditWorker?.close();
     await this.runsQueue?.close();
+    await this.heartbeat.stop();
     this.subscriber.disconnect();
     this.client.disconnect();
   }
