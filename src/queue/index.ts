@@ -18,6 +18,7 @@ export * from './failure-record.js';
 export * from './progress-tracker.js';
 export * from './live-view.js';
 export * from './fleet.js';
+export * from './fleet-format.js';
 export * from './audit-eta.js';
 export * from './cell-columns.js';
 export { createRunProcessor, ABORT_CANCEL, ABORT_SHUTDOWN, type WorkerSlot, type RunProcessorContext } from './run-processor.js';

@@ -8,6 +8,7 @@ import { collectStatus, submitAudit, type EmbeddedRedis, type QueueConnection, t
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { buildStudyAudit } from '../fixtures/study-audit.js';
 import { startWorker, type WorkerProcess } from '../queue/helpers/cli.js';
+import { runMain } from '../queue/helpers/main.js';
 import { fastTuning, removeDir, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from '../queue/helpers/redis.js';
 
@@ -28,6 +29,7 @@ let browser: Browser;
 const dashboards: Dashboard[] = [];
 const workers: WorkerProcess[] = [];
 const problems: string[] = [];
+let failedRun: { auditId: string; runId: string } | null = null;
 
 beforeAll(async () => {
   mkdirSync(artifacts, { recursive: true });
@@ -92,7 +94,10 @@ function studyInput(auditDir: string): SubmitAuditInput {
     auditId: index.id,
     name: index.name,
     auditDir,
-    runs: index.runs.map((r) => ({ runId: r.run_id, cellId: r.cell_id, manifestPath: join(auditDir, r.dir, 'manifest.json') })),
+    // Only the runs with a result on disk: the stand-in must not write its own results into the study.
+    runs: index.runs
+      .filter((r) => existsSync(join(auditDir, r.dir, 'output', 'result.json')))
+      .map((r) => ({ runId: r.run_id, cellId: r.cell_id, manifestPath: join(auditDir, r.dir, 'manifest.json') })),
   };
 }
 
@@ -110,6 +115,7 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     expect(await page.locator(`tr[data-audit="${audit.auditId}"] .audit-name`).textContent()).toBe(XSS);
     await page.click(`tr[data-audit="${audit.auditId}"] .audit-name`);
     const [ok1, ok2, bad] = audit.runs.map((r) => r.runId) as [string, string, string];
+    failedRun = { auditId: audit.auditId, runId: bad };
     expect(await waitState(page, ok1, ['waiting'])).toBe('waiting');
     expect(await page.locator('#audit-name').textContent()).toBe(XSS);
     // The varying axes are columns; the XSS cell value is a cell of text.
@@ -117,9 +123,17 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     expect(await page.locator(`tr[data-run="${ok1}"] td.axis`).allTextContents()).toContain(XSS);
 
     workers.push(await startWorker(['--cpu', '2', '--redis', redis.url, '--artifacts', artifacts], { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, CANARY_AUDIT_HEARTBEAT_MS: '300' }));
-    expect(await waitState(page, ok1, ['active', 'completed'])).toBeDefined();
-    await waitState(page, ok1, ['active']).catch(() => undefined);
-    expect(await waitState(page, ok1, ['completed'])).toBe('completed');
+    // Every state the page shows for the run, in order, until it ends.
+    const seen: string[] = ['waiting'];
+    await waitFor('the run to complete on the page', async () => {
+      const s = (await runState(page, ok1))?.trim() ?? '';
+      if (s && seen[seen.length - 1] !== s) {
+        seen.push(s);
+        if (s === 'active' && SHOTS) await page.screenshot({ path: join(SHOTS, 'dashboard-audit-live.png'), fullPage: true });
+      }
+      return s === 'completed' || s === 'failed' ? true : undefined;
+    }, 60_000, 40);
+    expect(seen).toEqual(['waiting', 'active', 'completed']);
     expect(await waitState(page, ok2, ['completed'])).toBe('completed');
     expect(await waitState(page, bad, ['failed'])).toBe('failed');
     await page.locator(`tr[data-failure="${bad}"]`).waitFor();
@@ -150,12 +164,11 @@ describe.skipIf(!hasChromium)('dashboard', () => {
       const [s] = await collectStatus(conn, study.auditId);
       return s?.state === 'finished' ? s : undefined;
     }, 60_000);
-    await page.locator('#plot svg.marks').waitFor({ timeout: 30_000 });
+    await page.locator('#plot svg.marks').waitFor({ timeout: 30_000 }).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}; the plot box reads: ${await page.locator('#plot').textContent()}`);
+    });
     expect(requests.every((u) => u.startsWith(d.url))).toBe(true);
     if (SHOTS) await page.screenshot({ path: join(SHOTS, 'dashboard-plot.png'), fullPage: true });
-    await page.goto(`${d.url}#/`);
-    await page.locator('#audits').waitFor();
-    if (SHOTS) await page.screenshot({ path: join(SHOTS, 'dashboard-audits.png'), fullPage: true });
     await page.close();
   });
 
@@ -169,9 +182,20 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     const pid = String(worker.process.pid);
     await waitFor('the worker to be busy', async () => ((await row(pid).textContent({ timeout: 5_000 }))?.trim() === 'busy' ? true : undefined), 30_000);
     expect(await page.locator('#hosts td.throughput').first().textContent()).toMatch(/^\d+\.\d$/);
-    if (SHOTS) await page.screenshot({ path: join(SHOTS, 'dashboard-fleet.png'), fullPage: true });
+    if (SHOTS) {
+      await page.screenshot({ path: join(SHOTS, 'dashboard-fleet.png'), fullPage: true });
+      await page.goto(`${d.url}#/`);
+      await page.locator(`tr[data-audit="${long.auditId}"] td.eta`).filter({ hasText: /\d/ }).waitFor();
+      await page.screenshot({ path: join(SHOTS, 'dashboard-audits.png'), fullPage: true });
+      await page.goto(`${d.url}#/fleet`);
+    }
+    const env = { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix };
+    const busy = await runMain(['status', '--workers', '--redis', redis.url], env);
+    expect(busy.stdout).toMatch(new RegExp(`${pid}  busy .*cpu\\d:run-`));
     worker.process.kill('SIGKILL');
     await waitFor('the worker to turn lost', async () => ((await row(pid).textContent({ timeout: 5_000 }))?.trim() === 'lost' ? true : undefined), 30_000);
+    const lost = await runMain(['status', '--workers', '--json', '--redis', redis.url], env);
+    expect((JSON.parse(lost.stdout) as { workers: { pid: number; state: string }[] }).workers.find((w) => w.pid === worker.process.pid)?.state).toBe('lost');
     await page.close();
   });
 
@@ -196,6 +220,11 @@ describe.skipIf(!hasChromium)('dashboard', () => {
 
     const actions = await open(`${withActions.actionUrl}#/audit/${audit.auditId}`);
     expect(actions.url()).not.toContain('token='); // moved out of the address bar
+    // Retry a failed run (from the first audit) through the page's button.
+    await actions.goto(`${withActions.url}#/audit/${failedRun!.auditId}`);
+    await actions.click(`tr[data-run="${failedRun!.runId}"] button.retry`);
+    await waitState(actions, failedRun!.runId, ['waiting']);
+    await actions.goto(`${withActions.url}#/audit/${audit.auditId}`);
     await actions.click('button.cancel');
     await waitFor('the audit to read cancelled', async () => ((await actions.locator('#audit-state').textContent())?.trim() === 'cancelled' ? true : undefined), 30_000);
     await actions.close();

@@ -202,12 +202,16 @@
     state.plotKey = key;
     const res = await fetch('/api/audits/' + encodeURIComponent(a.audit_id) + '/plot');
     const body = await res.json().catch(() => ({ spec: null, reason: 'no plot' }));
+    // A slower answer for fewer finished runs must not overwrite a newer plot.
+    if (state.plotKey !== key) return;
     const box = document.getElementById('plot');
     if (!box) return;
     box.replaceChildren();
     if (!body.spec) { box.append(el('span', { class: 'muted' }, body.reason || 'no plot yet')); return; }
     try {
-      await window.vegaEmbed(box, body.spec, { actions: false, renderer: 'svg' });
+      const target = el('div', {});
+      box.append(target);
+      await window.vegaEmbed(target, body.spec, { actions: false, renderer: 'svg' });
     } catch (e) {
       box.append(el('span', { class: 'muted' }, 'plot failed: ' + e.message));
     }
@@ -219,7 +223,6 @@
     const box = document.getElementById('run-detail');
     if (!box || box.getAttribute('data-run') !== runId) return;
     box.replaceChildren(
-      body.failure ? el('div', { class: 'failure' }, body.failure) : null,
       el('b', {}, 'trainer log (tail)'), el('pre', { class: 'log trainer-log' }, body.trainer_log ? body.trainer_log.join('\n') : '(not on this host)'),
       el('b', {}, 'job log (tail)'), el('pre', { class: 'log job-log' }, (body.job_log || []).join('\n')));
   }
