@@ -1,13 +1,14 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard, type Dashboard } from '../../src/dashboard/index.js';
 import { collectStatus, submitAudit, type EmbeddedRedis, type QueueConnection, type SubmitAuditInput } from '../../src/queue/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { buildStudyAudit } from '../fixtures/study-audit.js';
-import { startWorker, type WorkerProcess } from '../queue/helpers/cli.js';
+import { CLI, startWorker, type WorkerProcess } from '../queue/helpers/cli.js';
 import { runMain } from '../queue/helpers/main.js';
 import { fastTuning, removeDir, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from '../queue/helpers/redis.js';
@@ -247,5 +248,24 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     expect(polls).toBeGreaterThan(1);
     expect(polls).toBeLessThan(8); // ~4 polls at 250 ms, not 5 × 4
     expect(PACKAGE_ROOT).toBeTruthy();
+  });
+
+  it('`canary-audit dashboard` prints its URL, serves the page read-only, and exits 0 on SIGTERM', async () => {
+    const child = execa(process.execPath, [...CLI, 'dashboard', '--redis', redis.url, '--port', '0', '--artifacts', artifacts], {
+      cwd: PACKAGE_ROOT,
+      env: { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix },
+      reject: false,
+      all: true,
+    });
+    let text = '';
+    child.all?.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    const url = await waitFor('the dashboard URL', () => /canary-audit dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only/.exec(text)?.[1], 30_000);
+    const snapshot = (await (await fetch(`${url}api/snapshot`)).json()) as { actions: boolean; audits: unknown[] };
+    expect(snapshot.actions).toBe(false);
+    expect(snapshot.audits.length).toBeGreaterThan(0);
+    child.kill('SIGTERM');
+    expect((await child).exitCode).toBe(0);
   });
 });
