@@ -42,6 +42,10 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
       allowActions: Boolean(args.values['allow-actions']),
       ...(process.env.CANARY_AUDIT_DASHBOARD_TOKEN ? { token: process.env.CANARY_AUDIT_DASHBOARD_TOKEN } : {}),
     });
+    const host = stringOption(args, 'host') ?? '127.0.0.1';
+    if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
+      process.stderr.write(`canary-audit dashboard: listening on ${host}: anyone who reaches this address sees the queue (plain HTTP)\n`);
+    }
     process.stderr.write(
       `canary-audit dashboard: ${dashboard.actionUrl ?? dashboard.url} (${dashboard.token ? 'actions enabled: keep this URL private' : 'read-only'}; ${target.redacted})\n`,
     );
