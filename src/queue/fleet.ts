@@ -103,6 +103,8 @@ export function parseNvidiaSmi(text: string): GpuInfo[] {
     });
 }
 
+let pools = 0;
+
 /** The heartbeat of one worker process: a live key refreshed every interval, a goodbye on close. */
 export class FleetHeartbeat {
   private timer: NodeJS.Timeout | null = null;
@@ -117,7 +119,9 @@ export class FleetHeartbeat {
     private readonly intervalMs: number = heartbeatMs(),
   ) {
     this.keys = fleetKeys(conn.prefix);
-    this.workerId = `${info.host}:${process.pid}`;
+    // host:pid; a second pool in the same process (tests, embedded runs) gets host:pid.2, ...
+    pools += 1;
+    this.workerId = `${info.host}:${process.pid}${pools > 1 ? `.${pools}` : ''}`;
   }
 
   async start(): Promise<void> {
