@@ -17,7 +17,7 @@ const LAYERS: string[][] = [
   ['manifest', 'metrics'],
   ['hub', 'runner', 'report'],
   ['queue'],
-  ['app'],
+  ['app', 'dashboard'],
   ['cli'],
 ];
 

@@ -10,6 +10,7 @@ export const OUTPUT_VERSIONS = {
   run: 'canary-audit.run-output/1',
   report: 'canary-audit.report-output/1',
   cancel: 'canary-audit.cancel-output/1',
+  fleet: 'canary-audit.fleet-output/1',
 } as const;
 
 export type OutputKind = keyof typeof OUTPUT_VERSIONS;

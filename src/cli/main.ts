@@ -16,6 +16,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   submit: { summary: 'Expand a grid and queue one fine-tuning job per run on Redis.', load: async () => (await import('./submit.js')).command },
   worker: { summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).', load: async () => (await import('./worker.js')).command },
   status: { summary: 'Show audits and runs in the queue: state, progress, ETA, failures.', load: async () => (await import('./status.js')).command },
+  dashboard: { summary: 'Serve a live web dashboard of audits, runs and GPU workers (read-only by default).', load: async () => (await import('./dashboard.js')).command },
   cancel: { summary: 'Cancel an audit: drop waiting runs, stop running trainers.', load: async () => (await import('./cancel.js')).command },
   models: { summary: 'Download Hub models into the local Hugging Face cache, for offline workers.', load: async () => (await import('./models.js')).command },
   report: { summary: 'Compute exposure and recovery from stored scores; write reports.', load: async () => (await import('./report.js')).command },

@@ -3,7 +3,11 @@ import {
   assertRedisReachable,
   auditDone,
   collectStatus,
+  openRedis,
   queueConnection,
+  readFleet,
+  renderFleet,
+  throughputByHost,
   renderBars,
   renderPlain,
   requireRedisTarget,
@@ -21,10 +25,12 @@ import { jsonLine } from './json-output.js';
 export const command: Command = {
   name: 'status',
   summary: 'Show audits and runs in the queue: state, progress, ETA, failures.',
-  usage: '[AUDIT] [--watch] [--interval S] [--json] [--redis URL] [--artifacts DIR]',
+  usage: '[AUDIT] [--watch] [--interval S] [--json] [--workers] [--redis URL] [--artifacts DIR]',
   description: `
 Per audit: its state (queued, running, finished, cancelling, cancelled) and runs per state. Per run:
 state, update/total, loss, rows/s, ETA, host and GPU, attempt, and the failure reason.
+--workers lists the worker processes instead: idle, busy or lost (no heartbeat), what each slot
+runs, GPU utilisation and memory (nvidia-smi), rows/s per host.
 On a terminal runs get progress bars; otherwise plain lines. With --watch the view refreshes every
 --interval seconds (until AUDIT, when given, is finished); without a terminal only changes are
 printed, and with --json one snapshot per line (NDJSON).
@@ -36,7 +42,8 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     ...ARTIFACTS_OPTION,
     watch: { type: 'boolean', short: 'w', description: 'Keep refreshing until interrupted (or until AUDIT is finished).' },
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
-    json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json.' },
+    json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.' },
+    workers: { type: 'boolean', description: 'Show the fleet: workers (idle, busy, lost), their GPUs and rows/s per host.' },
   },
   positionals: [0, 1],
   async run(args) {
@@ -52,6 +59,18 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       if (!(error instanceof UserInputError) || !disk) throw error;
       throw new UserInputError(`${error.message}; it is on disk at ${disk.dir} (the queue lost it): canary-audit submit ${disk.dir}`, { code: error.code });
     });
+
+    if (args.values.workers) {
+      const client = openRedis(conn);
+      try {
+        const [workers, audits] = await Promise.all([readFleet(client, conn.prefix), snapshot()]);
+        const throughput = throughputByHost(audits.flatMap((a) => a.runs));
+        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : renderFleet(workers, throughput));
+      } finally {
+        client.disconnect();
+      }
+      return 0;
+    }
 
     if (!args.values.watch) {
       const audits = await snapshot();

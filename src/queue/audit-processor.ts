@@ -18,7 +18,11 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
     const values = await job.getChildrenValues<{ run_id?: string }>();
     const failures = await job.getIgnoredChildrenFailures();
     const cancelledRuns = await ctx.redis.hgetall(ctx.keys.cancelledRuns(job.data.audit_id));
-    const failed = Object.entries(failures).map(([key, reason]) => ({ run_id: jobIdFromKey(key), reason }));
+    const ended = Object.entries(failures).map(([key, reason]) => ({ run_id: jobIdFromKey(key), reason }));
+    // One accounting everywhere (status, dashboard, report, this summary): a run stopped by a cancel
+    // is cancelled, not failed, whether it was waiting (removed) or running (failed with `cancelled:`).
+    const stoppedByCancel = (reason: string) => /^cancelled: /.test(reason);
+    const failed = ended.filter((f) => !stoppedByCancel(f.reason));
 
     let auditDir: string | null = null;
     try {
@@ -28,7 +32,7 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
     }
     if (auditDir !== null && existsSync(auditDir)) {
       const time = new Date().toISOString();
-      for (const failure of failed) {
+      for (const failure of ended) {
         const outDir = join(auditDir, 'runs', failure.run_id, 'output');
         if (!existsSync(join(auditDir, 'runs', failure.run_id))) continue;
         const run = await ctx.runs.getJob(failure.run_id);
@@ -45,7 +49,7 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
       audit_id: job.data.audit_id,
       completed: Object.keys(values).map(jobIdFromKey).sort(),
       failed: failed.sort((a, b) => a.run_id.localeCompare(b.run_id)),
-      cancelled: Object.keys(cancelledRuns).sort(),
+      cancelled: [...new Set([...Object.keys(cancelledRuns), ...ended.filter((f) => stoppedByCancel(f.reason)).map((f) => f.run_id)])].sort(),
       finished: new Date().toISOString(),
     };
   };

@@ -29,6 +29,8 @@ export class ProgressTracker {
    * fine-tuning steps differ in size (batch, rows), so each phase measures its own rate.
    */
   private rateStart: { phase: RunProgress['phase']; update: number; t: number } | null = null;
+  /** First eval event of the current eval phase (wall ms), for the ETA while evaluating. */
+  private evalStart: { phase: string; done: number; t: number } | null = null;
 
   constructor(
     base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'updated' | 'device' | 'trainer_pid'>,
@@ -100,8 +102,16 @@ export class ProgressTracker {
         return this.urgent(now, `checkpoint update=${event.update} ${event.path}`);
       case 'eval':
         p.phase = 'evaluating';
-        p.eta_s = null;
         p.eval = { phase: event.phase, done: event.done, total: event.total };
+        // ETA of this eval phase from its own pace (wall time: eval events carry no clock).
+        if (this.evalStart === null || this.evalStart.phase !== event.phase || event.done < this.evalStart.done) {
+          this.evalStart = { phase: event.phase, done: event.done, t: now };
+        }
+        {
+          const dd = event.done - this.evalStart.done;
+          const dt = (now - this.evalStart.t) / 1000;
+          p.eta_s = dd > 0 && dt > 0 ? Math.max(0, ((event.total - event.done) * dt) / dd) : null;
+        }
         return this.urgent(now, event.done === 0 || event.done === event.total ? `eval ${event.phase} ${event.done}/${event.total}` : null);
       case 'done':
         p.phase = 'finishing';

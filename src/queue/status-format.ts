@@ -1,3 +1,5 @@
+import { auditEta } from './audit-eta.js';
+import { cellColumns } from './cell-columns.js';
 import type { AuditStatus, RunState, RunStatus } from './status.js';
 
 /**
@@ -28,7 +30,9 @@ export function auditHeadline(audit: AuditStatus): string {
   const counts = ORDER.filter((s) => (audit.counts[s] ?? 0) > 0).map((s) => `${audit.counts[s]} ${s}`);
   const total = audit.runs.length;
   const cancelled = audit.cancelled_at ? ` (cancelled ${audit.cancelled_at})` : '';
-  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}`;
+  const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit) : null;
+  const etaText = eta !== null && eta > 0 ? `  audit ETA ${formatDuration(eta)}` : '';
+  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${etaText}`;
 }
 
 function where(run: RunStatus): string {
@@ -84,9 +88,10 @@ export function renderPlain(audits: AuditStatus[]): string {
   const lines: string[] = [];
   for (const audit of audits) {
     lines.push(auditHeadline(audit));
-    const cellWidth = Math.min(40, Math.max(4, ...audit.runs.map((r) => r.cell_id.length)));
+    // The cell id is what tells runs apart: printed in full, never shortened.
+    const cellWidth = Math.max(4, ...audit.runs.map((r) => r.cell_id.length));
     for (const run of audit.runs) {
-      lines.push(`  ${run.run_id}  ${shorten(run.cell_id, cellWidth).padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+      lines.push(`  ${run.run_id}  ${run.cell_id.padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
     }
   }
   return `${lines.join('\n')}\n`;
@@ -103,13 +108,15 @@ export function renderBars(audits: AuditStatus[], columns = 100): string {
     const done = (audit.counts.completed ?? 0) + (audit.counts.failed ?? 0) + (audit.counts.cancelled ?? 0);
     // Every line fits the width: a wrapped line would throw off the in-place redraw.
     lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit)}`, Math.max(40, width - 1)));
-    const cellWidth = Math.min(24, Math.max(4, ...audit.runs.map((r) => r.cell_id.length)));
+    // The varying axes as columns, in full, before anything a narrow terminal may clip.
+    const columns = cellColumns(audit.runs.map((r) => r.cell_id));
+    lines.push(clip(`  ${' '.repeat(barWidth + 2)} ${'run'.padEnd(12)} ${columns.header} ${'state'.padEnd(9)}`.trimEnd(), Math.max(40, width - 1)));
     for (const run of audit.runs) {
       const p = run.progress;
       let fraction = 0;
       if (run.state === 'completed') fraction = 1;
       else if (p && p.total) fraction = p.update / p.total;
-      const line = `  ${progressBar(fraction, barWidth)} ${run.run_id.slice(0, 12)} ${shorten(run.cell_id, cellWidth).padEnd(cellWidth)} ${run.state.padEnd(9)} ${runDetail(run)}`;
+      const line = `  ${progressBar(fraction, barWidth)} ${run.run_id.slice(0, 12)} ${columns.row(run.cell_id)} ${run.state.padEnd(9)} ${runDetail(run)}`;
       lines.push(clip(line, Math.max(40, width - 1)));
     }
   }
@@ -131,7 +138,7 @@ export function renderChanges(previous: AuditStatus[] | null, current: AuditStat
     const prevAudit = previous?.find((a) => a.audit_id === audit.audit_id);
     if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit)}`);
     for (const run of audit.runs) {
-      if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+      if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.cell_id}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
     }
   }
   return lines.length ? `${lines.join('\n')}\n` : '';

@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import { UserInputError, quoteValue } from '../errors.js';
 import type { AuditJobData, AuditReturn, RunJobData, RunProgress, RunReturn } from './job-data.js';
-import { openQueues, openRedis, type QueueConnection } from './queues.js';
+import type { Redis } from 'ioredis';
+import { openQueues, openRedis, type QueueConnection, type QueueHandles } from './queues.js';
 
 /**
  * A snapshot of audits and their runs as Redis holds them: what `status` prints and `--json` emits.
@@ -79,9 +80,15 @@ export interface AuditStatus {
 
 const AUDIT_STATES = ['waiting-children', 'waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
 
-export async function collectStatus(conn: QueueConnection, auditId?: string): Promise<AuditStatus[]> {
-  const queues = openQueues(conn);
-  const client = openRedis(conn);
+/** Open handles a long-lived reader (the dashboard's poller) passes to reuse its connections. */
+export interface StatusHandles {
+  queues: QueueHandles;
+  client: Redis;
+}
+
+export async function collectStatus(conn: QueueConnection, auditId?: string, shared?: StatusHandles): Promise<AuditStatus[]> {
+  const queues = shared?.queues ?? openQueues(conn);
+  const client = shared?.client ?? openRedis(conn);
   try {
     let parents: Job<AuditJobData, AuditReturn>[];
     if (auditId !== undefined) {
@@ -137,8 +144,10 @@ export async function collectStatus(conn: QueueConnection, auditId?: string): Pr
     }
     return out;
   } finally {
-    client.disconnect();
-    await queues.close();
+    if (!shared) {
+      client.disconnect();
+      await queues.close();
+    }
   }
 }
 

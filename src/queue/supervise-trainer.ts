@@ -32,6 +32,8 @@ export interface SupervisorContext {
   cancelPollMs?: number;
   /** Why this worker may have lost the job's lock, or null while it holds it (see LeaseWatch). */
   leaseLost?(jobId: string): string | null;
+  /** Called with each progress record written to Redis (the fleet's loss curves). */
+  onProgress?(runId: string, progress: RunProgress): void;
 }
 
 export interface SupervisedAttempt {
@@ -67,6 +69,7 @@ export async function superviseTrainer(
     onEvent(event) {
       const out = tracker.apply(event);
       if (out.write) writer.request(tracker.progress);
+      if (out.write) ctx.onProgress?.(job.data.run_id, tracker.progress);
       if (out.log) void job.log(out.log).catch(() => undefined);
     },
   });

@@ -12,6 +12,7 @@ import { LeaseWatch } from './lease-watch.js';
 import { AUDITS_QUEUE, RUNS_QUEUE } from './names.js';
 import { openRedis, type QueueConnection } from './queues.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
+import { FleetHeartbeat, LossCurveWriter } from './fleet.js';
 import { describeSlot } from './slots.js';
 import type { QueueTuning } from './tuning.js';
 
@@ -53,12 +54,28 @@ export class WorkerPool {
   private readonly leases: LeaseWatch;
   private stopping = false;
   private closing: Promise<void> | null = null;
+  private readonly heartbeat: FleetHeartbeat;
+  private readonly lossCurves: LossCurveWriter;
 
   private constructor(private readonly options: WorkerPoolOptions) {
     this.host = options.host ?? hostname();
     this.client = openRedis(options.conn, true);
     this.subscriber = openRedis(options.conn, true);
     this.leases = new LeaseWatch(options.tuning.lockMs);
+    this.lossCurves = new LossCurveWriter(this.client, options.conn.prefix);
+    this.heartbeat = new FleetHeartbeat(this.client, options.conn, {
+      host: this.host,
+      runner: options.runner.name,
+      slots: () => this.slotBeats(),
+    });
+  }
+
+  /** What each slot runs now, for the fleet heartbeat. */
+  private slotBeats() {
+    return this.options.slots.map((slot, index) => {
+      const entry = [...this.active].find(([, run]) => run.worker === this.runWorkers[index]);
+      return { index, gpu: slot.gpu, run_id: entry?.[0] ?? null, audit_id: entry?.[1].auditId ?? null };
+    });
   }
 
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
@@ -66,6 +83,7 @@ export class WorkerPool {
     await pool.listenForCancel();
     pool.startWorkers();
     await Promise.all([...pool.runWorkers.map((w) => w.waitUntilReady()), pool.auditWorker?.waitUntilReady()]);
+    await pool.heartbeat.start();
     log.info(
       { host: pool.host, slots: options.slots.map(describeSlot), runner: options.runner.name, redis: options.conn.redacted },
       'workers ready',
@@ -111,6 +129,7 @@ export class WorkerPool {
         cancelledAt,
         shuttingDown: () => this.stopping,
         leaseLost: (jobId) => this.leases.lost(jobId),
+        onProgress: (runId, progress) => this.lossCurves.record(runId, progress),
         ...(this.options.cancelPollMs !== undefined ? { cancelPollMs: this.options.cancelPollMs } : {}),
       });
       // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
@@ -119,11 +138,14 @@ export class WorkerPool {
         async (job, token, signal) => {
           this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
           this.leases.begin(job.id ?? '');
+          void this.heartbeat.beat();
           try {
             return await processor(job, token, signal);
           } finally {
             this.active.delete(job.id ?? '');
             this.leases.end(job.id ?? '');
+            this.lossCurves.forget(job.id ?? '');
+            void this.heartbeat.beat();
           }
         },
         {
@@ -217,6 +239,7 @@ export class WorkerPool {
     }
     await this.auditWorker?.close();
     await this.runsQueue?.close();
+    await this.heartbeat.stop();
     this.subscriber.disconnect();
     this.client.disconnect();
   }

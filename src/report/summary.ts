@@ -189,7 +189,11 @@ function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRole
   const failed = runs.filter((r) => r.status === 'failed');
   const missing = runs.filter((r) => r.status === 'missing');
   if (failed.length > 0) {
-    warnings.push({ kind: 'failed_runs', message: `${failed.length} of ${runs.length} runs failed for good; their cells are reported from the remaining runs (n shows what is left).`, runs: failed.map((r) => r.run_id) });
+    // The same accounting as status and the dashboard: a run stopped by a cancel is cancelled.
+    const cancelled = failed.filter((r) => r.failure?.kind === 'cancelled').length;
+    const forGood = failed.length - cancelled;
+    const what = [forGood > 0 ? `${forGood} failed for good` : null, cancelled > 0 ? `${cancelled} cancelled` : null].filter(Boolean).join(', ');
+    warnings.push({ kind: 'failed_runs', message: `${failed.length} of ${runs.length} runs did not finish (${what}); their cells are reported from the remaining runs (n shows what is left).`, runs: failed.map((r) => r.run_id) });
   }
   if (missing.length > 0) {
     warnings.push({ kind: 'missing_runs', message: `${missing.length} of ${runs.length} runs have no result yet; the report covers finished runs only.`, runs: missing.map((r) => r.run_id) });

@@ -20,7 +20,8 @@ export type SchemaName =
   | 'submit-output'
   | 'run-output'
   | 'report-output'
-  | 'cancel-output';
+  | 'cancel-output'
+  | 'fleet-output';
 
 /** Schemas referenced by others through their `$id`; registered before anything compiles. */
 const SHARED_SCHEMAS = ['stamp', 'model-revisions'];

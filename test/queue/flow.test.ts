@@ -150,7 +150,9 @@ describe('audit flow', () => {
     const out = join(audit.auditDir, 'runs', long.runId, 'output');
     expect(existsSync(join(out, 'checkpoints', 'state.json'))).toBe(true); // it checkpointed on the way out
     expect(JSON.parse(readFileSync(join(out, 'failure.json'), 'utf8'))).toMatchObject({ kind: 'cancelled' });
-    expect(status.summary?.cancelled).toEqual([audit.runs[1]!.runId]);
+    // One accounting: both runs are cancelled in the summary too (none counted as failed).
+    expect(status.summary?.cancelled).toEqual([long.runId, audit.runs[1]!.runId].sort());
+    expect(status.summary?.failed).toEqual([]);
     // Cancelling twice keeps the first time.
     expect((await cancelAudit(conn, audit.auditId, artifacts)).cancelledAt).toBe(outcome.cancelledAt);
   });

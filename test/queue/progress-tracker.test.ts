@@ -55,9 +55,11 @@ describe('ProgressTracker', () => {
     expect(tracker.apply(step(100, 2), 2).write).toBe(true);
     const evalStart = tracker.apply({ v: 1, event: 'eval', t: 3, phase: 'final', done: 0, total: 8 }, 3);
     expect(evalStart.log).toBe('eval final 0/8');
-    expect(tracker.apply({ v: 1, event: 'eval', t: 3, phase: 'final', done: 3, total: 8 }, 4).log).toBeNull();
-    expect(tracker.progress).toMatchObject({ phase: 'evaluating', eval: { phase: 'final', done: 3, total: 8 }, eta_s: null });
-    tracker.apply({ v: 1, event: 'done', t: 5, result: 'result.json', wall_s: 12.5 }, 5);
+    expect(tracker.progress.eta_s).toBeNull(); // no pace yet
+    // 3 probes in 3 s: 5 left take 5 s. The ETA while evaluating is that of the evaluation.
+    expect(tracker.apply({ v: 1, event: 'eval', t: 6, phase: 'final', done: 3, total: 8 }, 3_003).log).toBeNull();
+    expect(tracker.progress).toMatchObject({ phase: 'evaluating', eval: { phase: 'final', done: 3, total: 8 }, eta_s: 5 });
+    tracker.apply({ v: 1, event: 'done', t: 7, result: 'result.json', wall_s: 12.5 }, 4_000);
     expect(tracker.progress.phase).toBe('finishing');
   });
 });

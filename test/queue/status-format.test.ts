@@ -56,7 +56,7 @@ describe('status formatting', () => {
   it('renders one plain line per run under an audit headline', () => {
     const text = renderPlain([audit([run({ state: 'active', progress: progress() }), run({ run_id: 'run-1111111111111111', state: 'completed', attempts_made: 1 })])]);
     const lines = text.trimEnd().split('\n');
-    expect(lines[0]).toBe('audit-abcdefabcdef  email  running  2 runs: 1 active, 1 completed');
+    expect(lines[0]).toBe('audit-abcdefabcdef  email  running  2 runs: 1 active, 1 completed  audit ETA 3m12s');
     expect(lines[1]).toMatch(/^ {2}run-0123456789abcdef {2}dose=8,seed=0 {2}active {5}120\/400/);
     expect(lines[2]).toMatch(/run-1111111111111111 .* completed .* attempt 1\/3$/);
     expect(renderPlain([])).toBe('no audits in the queue\n');
@@ -66,7 +66,9 @@ describe('status formatting', () => {
     const text = renderBars([audit([run({ state: 'active', progress: progress() }), run({ state: 'completed' })])], 90);
     const lines = text.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^\[#{5}-{5}\] audit-abcdefabcdef/);
-    expect(lines[1]).toContain('[###-------]'); // 120/400
+    expect(lines[1]).toMatch(/run +dose +seed +state/); // the varying axes as columns
+    expect(lines[2]).toContain('[###-------]'); // 120/400
+    expect(lines[2]).toMatch(/run-01234567 8 +0 +active/);
     expect(lines.every((l) => l.length <= 89)).toBe(true);
   });
 
@@ -76,7 +78,20 @@ describe('status formatting', () => {
     const now = new Date('2026-01-01T10:20:30Z');
     expect(renderChanges(after, after, now)).toBe('');
     const text = renderChanges(before, after, now);
-    expect(text.trimEnd().split('\n')).toEqual(['10:20:30   run-0123456789abcdef  active     120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 1/3']);
+    expect(text.trimEnd().split('\n')).toEqual(['10:20:30   run-0123456789abcdef  dose=8,seed=0  active     120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 1/3']);
     expect(renderChanges(null, after, now)).toMatch(/^10:20:30 audit-abcdefabcdef/);
+  });
+});
+
+describe('distinguishing axis values', () => {
+  it('keeps every varying axis value in full, even on a narrow terminal', () => {
+    const long = (dose: number) => `visibility=encoded:chained-fruit,placement=uniform,population=mixed-dose,dose=${dose}`;
+    const runs = [1, 2, 4, 16].map((dose, i) => ({ run_id: `run-${i}`, cell_id: long(dose), state: 'waiting' as const, attempts_made: 0, max_attempts: 3, progress: null, failure: null, result: null, started: null, finished: null }));
+    const snapshot = [{ audit_id: 'audit-1', name: 'g', state: 'queued' as const, submitted: '', cancelled_at: null, counts: { waiting: 4 }, runs, summary: null }];
+    const bars = renderBars(snapshot, 80).split('\n');
+    expect(bars[1]).toMatch(/dose/);
+    for (const dose of [1, 2, 4, 16]) expect(bars.some((l) => new RegExp(`run-${[1, 2, 4, 16].indexOf(dose)} +${dose} +waiting`).test(l))).toBe(true);
+    expect(renderPlain(snapshot)).toContain(long(16));
+    expect(renderChanges(null, snapshot)).toContain(long(16));
   });
 });

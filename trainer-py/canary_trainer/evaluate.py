@@ -76,7 +76,7 @@ class Evaluator:
             for n, probe in enumerate(probes):
                 if self.stop:
                     raise Interrupted(f"stopped during evaluation phase {phase} ({self.stop.reason}); "
-                                      "resume with --resume")
+                                      "the run's next attempt continues from the newest checkpoint")
                 t0 = time.monotonic()
                 candidates = m.candidates(probe["canary_id"])
                 values = self.scores(probe["prompt"], probe["prefill"], candidates)

@@ -201,7 +201,7 @@ class _Run:
         missing = set(own) - set(saved.weights)
         if missing:
             raise TrainerError(f"checkpoint {saved.update} lacks weights {sorted(missing)[:3]} of this model; "
-                               f"fix: remove {self.out / 'checkpoints'} and rerun without --resume", recoverable=False)
+                               f"fix: remove {self.out / 'checkpoints'} so the next attempt starts from scratch", recoverable=False)
         with torch.no_grad():
             for name, p in own.items():
                 p.copy_(saved.weights[name].to(p.device, p.dtype))
@@ -224,7 +224,7 @@ class _Run:
             if done % every:
                 self._save(done)
             return Interrupted(f"stopped after update {done} of {total} ({self.opts.stop.reason}); "
-                               "checkpoint written; resume with --resume")
+                               "checkpoint written; the run's next attempt continues from it")
 
         train_updates(self.backend, self.optimizer, self.encoded, self.tr, self.state.totals, self.ev, self.opts.stop,
                       stopped, start=self.start_update, after_update=after_update, on_batch=self.opts.on_batch)

@@ -1,0 +1,59 @@
+import { existsSync } from 'node:fs';
+import { startDashboard } from '../dashboard/index.js';
+import { assertRedisReachable, queueConnection, requireRedisTarget } from '../queue/index.js';
+import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
+import { intOption, stringOption, type Command } from './command.js';
+
+/**
+ * `canary-audit dashboard`: a live web page over the queue (audits, runs, the fleet), read-only and
+ * on localhost unless told otherwise.
+ */
+export const command: Command = {
+  name: 'dashboard',
+  summary: 'Serve a live web dashboard of audits, runs and GPU workers (read-only by default).',
+  usage: '[--redis URL] [--host 127.0.0.1] [--port N] [--artifacts DIR] [--allow-actions]',
+  description: `
+Audits with progress, failures and ETA; one audit's runs with the varying axes as columns, state,
+loss sparkline, rows/s, phase, attempt, host and GPU, a failed run's error and trainer log, and the
+exposure-vs-dose plot as runs finish; the fleet of workers (idle, busy, lost) with their GPUs and
+throughput per host. One Redis poller per server feeds every open page (server-sent events).
+Bound to 127.0.0.1 and read-only by default. --allow-actions adds cancel-audit and retry-run buttons,
+guarded by a random token printed with the URL (open that URL) and refused to cross-site requests.
+Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
+  options: {
+    ...REDIS_OPTION,
+    ...ARTIFACTS_OPTION,
+    host: { type: 'string', value: 'ADDR', description: 'Address to listen on. Default 127.0.0.1 (this machine only).' },
+    port: { type: 'string', value: 'N', description: 'Port to listen on (0: any free port). Default 8790.' },
+    interval: { type: 'string', value: 'MS', description: 'How often the one Redis poller reads, in ms. Default 1000.' },
+    'allow-actions': { type: 'boolean', description: 'Enable cancel-audit and retry-run (need the printed token).' },
+  },
+  positionals: [0, 0],
+  async run(args) {
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'dashboard');
+    await assertRedisReachable(target);
+    const artifactsDir = artifactsFrom(args);
+    const dashboard = await startDashboard({
+      conn: queueConnection(target),
+      artifactsDir: existsSync(artifactsDir) ? artifactsDir : null,
+      host: stringOption(args, 'host') ?? '127.0.0.1',
+      port: intOption(args, 'port', 8790, 0),
+      intervalMs: intOption(args, 'interval', 1000, 200),
+      allowActions: Boolean(args.values['allow-actions']),
+      ...(process.env.CANARY_AUDIT_DASHBOARD_TOKEN ? { token: process.env.CANARY_AUDIT_DASHBOARD_TOKEN } : {}),
+    });
+    const host = stringOption(args, 'host') ?? '127.0.0.1';
+    if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
+      process.stderr.write(`canary-audit dashboard: listening on ${host}: anyone who reaches this address sees the queue (plain HTTP)\n`);
+    }
+    process.stderr.write(
+      `canary-audit dashboard: ${dashboard.actionUrl ?? dashboard.url} (${dashboard.token ? 'actions enabled: keep this URL private' : 'read-only'}; ${target.redacted})\n`,
+    );
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    await dashboard.close();
+    return 0;
+  },
+};

@@ -1,0 +1,287 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { open, readFile, stat } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { log } from '../log.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { cancelAudit, resolveInsideArtifacts, type QueueConnection } from '../queue/index.js';
+import { computeReport } from '../report/index.js';
+import { buildPlots } from '../report/plots.js';
+import { StatusSource, type Snapshot } from './source.js';
+
+/**
+ * `canary-audit dashboard`: a read-only web page over the queue, served by the controller.
+ * Safe by default: bound to 127.0.0.1, requests for another Host refused (DNS rebinding), no
+ * inline script (CSP), every user string set as text by the page. Actions (cancel an audit, retry a
+ * failed run) exist only with `allowActions`, and then need the token in an X-Canary-Token header
+ * (which a cross-site form cannot send) plus a same-origin Origin.
+ */
+export interface DashboardOptions {
+  conn: QueueConnection;
+  /** Artifact root: trainer logs and the exposure-vs-dose plot are read from it when present. */
+  artifactsDir: string | null;
+  host?: string;
+  port?: number;
+  allowActions?: boolean;
+  /** Token for actions; random when not given. */
+  token?: string;
+  /** Poll interval of the single Redis reader, ms. Default 1000. */
+  intervalMs?: number;
+}
+
+export interface Dashboard {
+  url: string;
+  /** The URL with the action token, when actions are on. */
+  actionUrl: string | null;
+  token: string | null;
+  source: StatusSource;
+  close(): Promise<void>;
+}
+
+const ASSETS = join(PACKAGE_ROOT, 'src', 'dashboard', 'assets');
+const require = createRequire(import.meta.url);
+
+/** A file of an installed package's build/ folder (packages whose exports hide package.json too). */
+function vendorFile(pkg: string, file: string): string {
+  let dir = dirname(require.resolve(pkg));
+  while (!existsSync(join(dir, 'package.json')) || !existsSync(join(dir, 'build', file))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`cannot find ${pkg}/build/${file}`);
+    dir = up;
+  }
+  return join(dir, 'build', file);
+}
+
+const STATIC: Record<string, { path: () => string; type: string }> = {
+  '/': { path: () => join(ASSETS, 'index.html'), type: 'text/html; charset=utf-8' },
+  '/assets/app.js': { path: () => join(ASSETS, 'app.js'), type: 'text/javascript; charset=utf-8' },
+  '/assets/style.css': { path: () => join(ASSETS, 'style.css'), type: 'text/css; charset=utf-8' },
+  '/vendor/vega.min.js': { path: () => vendorFile('vega', 'vega.min.js'), type: 'text/javascript; charset=utf-8' },
+  '/vendor/vega-lite.min.js': { path: () => vendorFile('vega-lite', 'vega-lite.min.js'), type: 'text/javascript; charset=utf-8' },
+  '/vendor/vega-embed.min.js': { path: () => vendorFile('vega-embed', 'vega-embed.min.js'), type: 'text/javascript; charset=utf-8' },
+};
+
+const CSP = [
+  "default-src 'none'",
+  // Vega compiles its expressions with Function(): 'unsafe-eval', but no inline or remote script.
+  "script-src 'self' 'unsafe-eval'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+export function createDashboardApp(source: StatusSource, options: DashboardOptions & { actionToken: string | null }): Hono {
+  const app = new Hono();
+  const host = options.host ?? '127.0.0.1';
+  const plotCache = new Map<string, { key: string; value: unknown }>();
+
+  app.use('*', async (c, next) => {
+    // On a loopback address only loopback names may reach the page: a DNS-rebound site cannot.
+    if (LOOPBACK.has(host)) {
+      const hostHeader = c.req.header('host') ?? '';
+      const name = hostHeader.replace(/:\d+$/, '');
+      if (!LOOPBACK.has(name)) return c.text('forbidden host', 403);
+    }
+    await next();
+    c.header('Content-Security-Policy', CSP);
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('X-Frame-Options', 'DENY');
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('Cache-Control', 'no-store');
+  });
+
+  for (const [route, file] of Object.entries(STATIC)) {
+    app.get(route, async (c) => {
+      const body = await readFile(file.path());
+      return c.body(body, 200, { 'Content-Type': file.type });
+    });
+  }
+
+  app.get('/favicon.ico', (c) => c.body(null, 204));
+
+  app.get('/api/snapshot', async (c) => c.json(await source.current()));
+
+  app.get('/api/events', (c) =>
+    streamSSE(c, async (stream) => {
+      let id = 0;
+      const queue: Snapshot[] = [];
+      let wake: (() => void) | null = null;
+      const unsubscribe = source.subscribe((s) => {
+        queue.length = 0;
+        queue.push(s);
+        wake?.();
+      });
+      stream.onAbort(() => {
+        unsubscribe();
+        wake?.();
+      });
+      try {
+        while (!stream.aborted) {
+          const next = queue.shift();
+          if (next) {
+            await stream.writeSSE({ event: 'snapshot', data: JSON.stringify(next), id: String((id += 1)) });
+            continue;
+          }
+          // Wait for the next snapshot, with a comment every 15 s to keep proxies from closing.
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(resolve, 15_000);
+            wake = () => {
+              clearTimeout(t);
+              resolve();
+            };
+          });
+          wake = null;
+          if (!stream.aborted && queue.length === 0) await stream.write(': keep-alive\n\n');
+        }
+      } finally {
+        unsubscribe();
+      }
+    }),
+  );
+
+  app.get('/api/runs/:id', async (c) => {
+    const runId = c.req.param('id');
+    const job = await source.handles.runs.getJob(runId);
+    if (!job) return c.json({ error: `no run ${runId} in the queue` }, 404);
+    const { logs } = await source.handles.runs.getJobLogs(runId, -40, -1);
+    let trainerLog: string[] | null = null;
+    if (options.artifactsDir) {
+      try {
+        const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
+        trainerLog = await tailLines(join(dirname(manifest), 'output', 'trainer.stderr.log'), 40);
+      } catch {
+        trainerLog = null;
+      }
+    }
+    return c.json({ run_id: runId, failure: job.failedReason || null, job_log: logs, trainer_log: trainerLog });
+  });
+
+  app.get('/api/audits/:id/plot', async (c) => {
+    const auditId = c.req.param('id');
+    if (!options.artifactsDir) return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
+    const parent = await source.handles.audits.getJob(auditId);
+    if (!parent) return c.json({ spec: null, reason: `no audit ${auditId} in the queue` }, 404);
+    const snapshot = await source.current();
+    const audit = snapshot.audits.find((a) => a.audit_id === auditId);
+    const key = `${audit?.completed ?? 0}`;
+    const cached = plotCache.get(auditId);
+    if (cached && cached.key === key) return c.json(cached.value);
+    let value: unknown;
+    try {
+      if ((audit?.completed ?? 0) === 0) {
+        value = { spec: null, reason: 'no run has finished yet' };
+      } else {
+        const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
+        if (!existsSync(join(auditDir, 'audit.json'))) throw new Error(`${auditDir}/audit.json is not on this host`);
+        const { summary } = await computeReport({ auditDir, resamples: 200 });
+        const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
+        value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };
+      }
+    } catch (error) {
+      value = { spec: null, reason: `no plot yet: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    plotCache.set(auditId, { key, value });
+    return c.json(value);
+  });
+
+  const guard = (c: Context): Response | null => {
+    if (!options.allowActions || options.actionToken === null) {
+      return c.json({ error: 'actions are off: start the dashboard with --allow-actions to cancel or retry' }, 403);
+    }
+    const origin = c.req.header('origin');
+    const expected = [`http://${c.req.header('host') ?? ''}`];
+    if (origin !== undefined && !expected.includes(origin)) return c.json({ error: 'cross-site request refused' }, 403);
+    const site = c.req.header('sec-fetch-site');
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return c.json({ error: 'cross-site request refused' }, 403);
+    const given = Buffer.from(c.req.header('x-canary-token') ?? '');
+    const want = Buffer.from(options.actionToken);
+    if (given.length !== want.length || !timingSafeEqual(given, want)) return c.json({ error: 'missing or wrong action token' }, 403);
+    return null;
+  };
+
+  app.post('/api/audits/:id/cancel', async (c) => {
+    const refused = guard(c);
+    if (refused) return refused;
+    try {
+      const outcome = await cancelAudit(options.conn, c.req.param('id'), options.artifactsDir);
+      log.info({ audit: c.req.param('id') }, 'dashboard: audit cancelled');
+      void source.poll();
+      return c.json({ ok: true, outcome });
+    } catch (error) {
+      return c.json({ error: error instanceof Error ? error.message : String(error) }, 400);
+    }
+  });
+
+  app.post('/api/runs/:id/retry', async (c) => {
+    const refused = guard(c);
+    if (refused) return refused;
+    const job = await source.handles.runs.getJob(c.req.param('id'));
+    if (!job) return c.json({ error: 'no such run' }, 404);
+    if (!(await job.isFailed()) || /^cancelled: /.test(job.failedReason ?? '')) return c.json({ error: 'only a failed run can be retried' }, 409);
+    await job.retry('failed');
+    log.info({ run: job.id }, 'dashboard: failed run retried');
+    void source.poll();
+    return c.json({ ok: true });
+  });
+
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.onError((error, c) => {
+    log.warn({ err: error }, 'dashboard request failed');
+    return c.json({ error: error.message }, 500);
+  });
+  return app;
+}
+
+async function tailLines(path: string, n: number): Promise<string[] | null> {
+  if (!existsSync(path)) return null;
+  const size = (await stat(path)).size;
+  const start = Math.max(0, size - 64 * 1024);
+  const handle = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(size - start);
+    await handle.read(buf, 0, buf.length, start);
+    const lines = buf.toString('utf8').split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    return lines.slice(-n);
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const host = options.host ?? '127.0.0.1';
+  const actions = Boolean(options.allowActions);
+  const token = actions ? (options.token ?? randomBytes(24).toString('base64url')) : null;
+  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions });
+  const app = createDashboardApp(source, { ...options, actionToken: token });
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8790 }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  const url = `http://${shown}:${port}/`;
+  return {
+    url,
+    actionUrl: token ? `${url}?token=${token}` : null,
+    token,
+    source,
+    async close() {
+      await source.close();
+      await new Promise<void>((resolve) => {
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.close(() => resolve());
+      });
+    },
+  };
+}

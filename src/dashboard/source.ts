@@ -1,0 +1,275 @@
+import type { Redis } from 'ioredis';
+import { log } from '../log.js';
+import {
+  auditEta,
+  collectStatus,
+  openQueues,
+  openRedis,
+  parseCellId,
+  readFleet,
+  readLossCurves,
+  varyingCellAxes,
+  type AuditStatus,
+  type QueueConnection,
+  type QueueHandles,
+  type RunStatus,
+  type WorkerStatus,
+} from '../queue/index.js';
+
+/**
+ * The dashboard's one reader of Redis: a single poller per server, however many pages are open.
+ * It polls only while at least one page listens, builds one snapshot per poll, and hands it to every
+ * listener when it differs from the previous one (server-sent events fan it out).
+ */
+export interface RunView {
+  run_id: string;
+  cell_id: string;
+  cell: Record<string, string>;
+  state: string;
+  update: number | null;
+  total: number | null;
+  loss: number | null;
+  rows_per_s: number | null;
+  eta_s: number | null;
+  /** train / pretrain / eval base / eval final / starting / finishing / stopping. */
+  phase: string | null;
+  eval: { phase: string; done: number; total: number } | null;
+  attempt: number;
+  max_attempts: number;
+  host: string | null;
+  gpu: string | null;
+  failure: string | null;
+  started: string | null;
+  finished: string | null;
+  loss_curve: [number, number][];
+}
+
+export interface AuditView {
+  audit_id: string;
+  name: string;
+  state: string;
+  submitted: string;
+  cancelled_at: string | null;
+  total: number;
+  /** One accounting for every view: completed, failed (for good), cancelled, and the rest. */
+  completed: number;
+  failed: number;
+  cancelled: number;
+  active: number;
+  waiting: number;
+  eta_s: number | null;
+  axes: string[];
+  runs: RunView[];
+}
+
+export interface HostView {
+  host: string;
+  workers: number;
+  busy: number;
+  idle: number;
+  lost: number;
+  gpus: number;
+  rows_per_s: number;
+  runs_active: number;
+}
+
+export interface Snapshot {
+  time: string;
+  actions: boolean;
+  audits: AuditView[];
+  workers: WorkerStatus[];
+  hosts: HostView[];
+  error: string | null;
+}
+
+const WAITING = new Set(['waiting', 'prioritized', 'delayed', 'paused', 'waiting-children']);
+
+export function phaseLabel(run: RunStatus): string | null {
+  const p = run.progress;
+  if (!p || run.state !== 'active') return null;
+  if (p.phase === 'evaluating') return p.eval ? `eval ${p.eval.phase}` : 'eval';
+  if (p.phase === 'training') return 'train';
+  if (p.phase === 'pretraining') return 'pretrain';
+  return p.phase;
+}
+
+export function runView(run: RunStatus, curve: [number, number][]): RunView {
+  const p = run.progress;
+  return {
+    run_id: run.run_id,
+    cell_id: run.cell_id,
+    cell: parseCellId(run.cell_id),
+    state: run.state,
+    update: p ? p.update : null,
+    total: p ? p.total : null,
+    loss: p ? p.loss : null,
+    rows_per_s: p && run.state === 'active' ? p.rows_per_s : null,
+    eta_s: p && run.state === 'active' ? p.eta_s : null,
+    phase: phaseLabel(run),
+    eval: p && run.state === 'active' ? p.eval : null,
+    attempt: run.state === 'active' ? run.attempts_made + 1 : run.attempts_made,
+    max_attempts: run.max_attempts,
+    host: p ? p.host : null,
+    gpu: p ? (p.gpu === null ? 'cpu' : p.gpu) : null,
+    failure: run.state === 'failed' || run.state === 'delayed' || run.state === 'cancelled' ? run.failure : null,
+    started: run.started,
+    finished: run.finished,
+    loss_curve: curve,
+  };
+}
+
+export function auditView(audit: AuditStatus, curves: Map<string, [number, number][]>, slots?: number): AuditView {
+  const count = (pred: (r: RunStatus) => boolean) => audit.runs.filter(pred).length;
+  return {
+    audit_id: audit.audit_id,
+    name: audit.name,
+    state: audit.state,
+    submitted: audit.submitted,
+    cancelled_at: audit.cancelled_at,
+    total: audit.runs.length,
+    completed: count((r) => r.state === 'completed'),
+    failed: count((r) => r.state === 'failed'),
+    cancelled: count((r) => r.state === 'cancelled'),
+    active: count((r) => r.state === 'active'),
+    waiting: count((r) => WAITING.has(r.state)),
+    eta_s: audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null,
+    axes: varyingCellAxes(audit.runs.map((r) => r.cell_id)),
+    runs: audit.runs.map((r) => runView(r, curves.get(r.run_id) ?? [])),
+  };
+}
+
+export function hostViews(workers: WorkerStatus[], audits: AuditStatus[]): HostView[] {
+  const hosts = new Map<string, HostView>();
+  for (const w of workers) {
+    const h = hosts.get(w.host) ?? { host: w.host, workers: 0, busy: 0, idle: 0, lost: 0, gpus: 0, rows_per_s: 0, runs_active: 0 };
+    h.workers += 1;
+    h[w.state] += 1;
+    h.gpus += w.gpus.length;
+    hosts.set(w.host, h);
+  }
+  for (const audit of audits) {
+    for (const run of audit.runs) {
+      const p = run.progress;
+      if (run.state !== 'active' || !p) continue;
+      const h = hosts.get(p.host) ?? { host: p.host, workers: 0, busy: 0, idle: 0, lost: 0, gpus: 0, rows_per_s: 0, runs_active: 0 };
+      h.runs_active += 1;
+      h.rows_per_s += p.rows_per_s ?? 0;
+      hosts.set(p.host, h);
+    }
+  }
+  return [...hosts.values()].sort((a, b) => a.host.localeCompare(b.host));
+}
+
+export class StatusSource {
+  private readonly queues: QueueHandles;
+  private readonly client: Redis;
+  private readonly listeners = new Set<(s: Snapshot) => void>();
+  private timer: NodeJS.Timeout | null = null;
+  private latest: Snapshot | null = null;
+  private latestKey = '';
+  private polling: Promise<Snapshot> | null = null;
+  /** Loss curves of runs no longer active: read once, kept. */
+  private readonly settledCurves = new Map<string, [number, number][]>();
+  /** Polls made (tests check that pages share them). */
+  polls = 0;
+
+  constructor(
+    readonly conn: QueueConnection,
+    private readonly options: { intervalMs: number; actions: boolean },
+  ) {
+    this.queues = openQueues(conn);
+    this.client = openRedis(conn);
+  }
+
+  get redis(): Redis {
+    return this.client;
+  }
+
+  get handles(): QueueHandles {
+    return this.queues;
+  }
+
+  /** Listen to snapshots; the first listener starts the poller, the last one leaving stops it. */
+  subscribe(listener: (s: Snapshot) => void): () => void {
+    this.listeners.add(listener);
+    if (this.latest) listener(this.latest);
+    if (!this.timer) {
+      void this.poll();
+      this.timer = setInterval(() => void this.poll(), this.options.intervalMs);
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0 && this.timer) {
+        clearInterval(this.timer);
+        this.timer = null;
+      }
+    };
+  }
+
+  /** The newest snapshot, polling once when none is recent. */
+  async current(): Promise<Snapshot> {
+    if (this.latest && Date.now() - Date.parse(this.latest.time) < this.options.intervalMs) return this.latest;
+    return this.poll();
+  }
+
+  /** One poll at a time: a slow Redis never stacks reads. */
+  poll(): Promise<Snapshot> {
+    this.polling ??= this.read().finally(() => {
+      this.polling = null;
+    });
+    return this.polling;
+  }
+
+  private async read(): Promise<Snapshot> {
+    this.polls += 1;
+    let snapshot: Snapshot;
+    try {
+      const [audits, workers] = await Promise.all([
+        collectStatus(this.conn, undefined, { queues: this.queues, client: this.client }),
+        readFleet(this.client, this.conn.prefix),
+      ]);
+      const curves = await this.curves(audits);
+      const liveSlots = workers.filter((w) => w.state !== 'lost').reduce((n, w) => n + w.slots.length, 0);
+      snapshot = {
+        time: new Date().toISOString(),
+        actions: this.options.actions,
+        audits: audits.map((a) => auditView(a, curves, liveSlots > 0 ? liveSlots : undefined)),
+        workers,
+        hosts: hostViews(workers, audits),
+        error: null,
+      };
+    } catch (error) {
+      log.debug({ err: error }, 'dashboard poll failed');
+      snapshot = { ...(this.latest ?? { audits: [], workers: [], hosts: [], actions: this.options.actions }), time: new Date().toISOString(), error: `Redis unreachable at ${this.conn.redacted}: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    const key = JSON.stringify({ ...snapshot, time: '', workers: snapshot.workers.map((w) => ({ ...w, beat: 0, age_s: Math.round(w.age_s / 5) })) });
+    this.latest = snapshot;
+    if (key !== this.latestKey) {
+      this.latestKey = key;
+      for (const listener of this.listeners) listener(snapshot);
+    }
+    return snapshot;
+  }
+
+  private async curves(audits: AuditStatus[]): Promise<Map<string, [number, number][]>> {
+    const runs = audits.flatMap((a) => a.runs);
+    const active = runs.filter((r) => r.state === 'active').map((r) => r.run_id);
+    const settledNew = runs.filter((r) => r.state !== 'active' && r.state !== 'waiting' && !this.settledCurves.has(r.run_id)).map((r) => r.run_id);
+    const read = await readLossCurves(this.client, this.conn.prefix, [...active, ...settledNew]);
+    for (const id of settledNew) this.settledCurves.set(id, read.get(id) ?? []);
+    // A retried run becomes active again: its settled curve is re-read from then on.
+    for (const id of active) this.settledCurves.delete(id);
+    const out = new Map(this.settledCurves);
+    for (const id of active) out.set(id, read.get(id) ?? []);
+    return out;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.listeners.clear();
+    await this.polling?.catch(() => undefined);
+    this.client.disconnect();
+    await this.queues.close();
+  }
+}
