@@ -18,6 +18,7 @@ from .events import Events
 from .interrupt import StopFlag
 from .manifest import Manifest
 from .score import TokenCheck, score_per_candidate, score_tree
+from .trie import code_token_lists, score_trie
 
 
 def preflight(backend: Backend, manifest: Manifest) -> None:
@@ -50,7 +51,15 @@ class Evaluator:
         b = self.backend
         ctx_text = b.render(messages) + prefill
         ctx_ids = b.tokenize(ctx_text)
-        cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
+        if b.has_tree():
+            split = code_token_lists(b, ctx_text, ctx_ids, candidates)
+            if split is not None:
+                self.modes_used.add("prefix-tree")
+                with b.autocast():
+                    return score_trie(b, ctx_ids, split)
+            cand_tok = None
+        else:
+            cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
         with b.autocast():
             if cand_tok is not None:
                 self.modes_used.add("prefix-tree")

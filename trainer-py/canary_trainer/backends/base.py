@@ -78,6 +78,22 @@ class Backend(ABC):
     def join_carry(self, parts: list[Any]) -> Any:
         return None
 
+    def has_tree(self) -> bool:
+        """Whether `tree_logprobs` works (then any tokenizer is scored by a token-level tree)."""
+        return False
+
+    def tree_node_budget(self, state: PrefixState, depth: int) -> int | None:
+        """Most prefix-tree nodes one `tree_logprobs` call may take within the memory bound, or
+        None when the backend has no tree attention (then `extend` walks the tree level by level)."""
+        return None
+
+    def tree_logprobs(self, state: PrefixState, tokens: torch.Tensor, parent: torch.Tensor,
+                      depth: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities (N, V) of the token after each of N tree nodes: node i is token
+        tokens[i] at depth[i] below the prompt, under node parent[i] (-1: the prompt); parents
+        come first."""
+        raise NotImplementedError
+
     @abstractmethod
     def greedy(self, ctx_ids: list[int], max_new_tokens: int) -> list[int]:
         """Greedy continuation of ctx_ids, stopping at end-of-turn (not included) or the limit."""
