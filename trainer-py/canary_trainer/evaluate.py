@@ -12,7 +12,7 @@ import torch
 
 from .atomic import write_bytes_atomic
 from .backends import Backend
-from .decode import greedy
+from .decode import greedy_many
 from .errors import BadManifest, Interrupted
 from .events import Events
 from .interrupt import StopFlag
@@ -93,10 +93,6 @@ class Evaluator:
                 data = values.astype("<f4").tobytes()
                 rel = f"scores/{phase}/{probe['id']}.f32"
                 write_bytes_atomic(self.out / rel, data)
-                with torch.no_grad(), self.backend.autocast():
-                    decoded = {mode: greedy(self.backend, probe["prompt"], probe["prefill"], mode,
-                                            m.eval["max_new_tokens"], space["alphabet"], space["length"])
-                               for mode in probe["decode"]}
                 results.append({
                     "probe_id": probe["id"],
                     "canary_id": probe["canary_id"],
@@ -105,10 +101,14 @@ class Evaluator:
                     "scores_file": rel,
                     "scores_sha256": hashlib.sha256(data).hexdigest(),
                     "n_candidates": len(candidates),
-                    "greedy": decoded,
                 })
                 self.events.emit("eval", phase=phase, done=n + 1, total=len(probes),
                                  candidates_per_s=round(len(candidates) / score_s, 1))
+            with torch.no_grad(), self.backend.autocast():
+                decoded = greedy_many(self.backend, probes, m.eval["max_new_tokens"], space["alphabet"],
+                                      space["length"], self.stop)
+            for entry, dec in zip(results, decoded):
+                entry["greedy"] = dec
         finally:
             self.backend.model.train()
         return {"phase": phase, "update": update, "wall_s": round(time.monotonic() - started, 3), "probes": results}

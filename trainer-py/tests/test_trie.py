@@ -36,14 +36,14 @@ def _sampled(alphabet, length, n, seed):
     return ["".join(rng.choice(alphabet) for _ in range(length)) for _ in range(n)]
 
 
-def _check(b, ctx, ids, codes, tree_bytes=None):
+def _check(b, ctx, ids, codes, mem_bytes=None):
     split = code_token_lists(b, ctx, ids, codes)
     assert split is not None
-    b.tree_bytes = tree_bytes
+    b.mem_bytes = mem_bytes
     try:
         fast = score_trie(b, ids, split)
     finally:
-        b.tree_bytes = None
+        b.mem_bytes = None
     slow = score_per_candidate(b, ctx, ids, codes, batch=128)
     assert np.max(np.abs(fast - slow)) < 1e-4
     return split
@@ -65,7 +65,7 @@ def test_trie_on_an_alphanumeric_space_with_ragged_depths(hub_env, family):
     b = backend(family)
     ctx, ids = _context(b, long=True)
     codes = _sampled(ALNUM, 6, 200, seed=2)
-    k, spans = _check(b, ctx, ids, codes, tree_bytes=1 << 22)  # several chunks
+    k, spans = _check(b, ctx, ids, codes, mem_bytes=1 << 22)  # several chunks
     assert k < len(ids)  # " " + letters merge across the boundary: the root is shorter
     assert len({len(s) for s in spans}) > 1
 

@@ -98,6 +98,27 @@ class Backend(ABC):
     def greedy(self, ctx_ids: list[int], max_new_tokens: int) -> list[int]:
         """Greedy continuation of ctx_ids, stopping at end-of-turn (not included) or the limit."""
 
+    # ---- batched greedy (greedy_batch.py) -------------------------------------------------------
+    def stop_ids(self) -> set[int]:
+        """Tokens that end a greedy continuation."""
+        return set()
+
+    def greedy_groups(self, lengths: list[int], limits: list[int]) -> list[list[int]]:
+        """Rows (by context length and limit) that decode together in one batch."""
+        return [[i] for i in range(len(lengths))]
+
+    def greedy_start(self, ctxs: list[list[int]]) -> tuple[torch.Tensor, Any]:
+        """Run a batch of contexts: next-token logits (B, V) and the decoding state."""
+        raise NotImplementedError
+
+    def greedy_step(self, state: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """Feed one token (B,) per row: next logits (B, V) and the new state."""
+        raise NotImplementedError
+
+    def greedy_keep(self, state: Any, rows: torch.Tensor) -> Any:
+        """The state of only `rows` (finished rows leave the batch)."""
+        raise NotImplementedError
+
     @property
     @abstractmethod
     def pad_id(self) -> int: ...

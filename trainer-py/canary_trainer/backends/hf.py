@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
 from .base import Backend, PrefixState
-from . import hf_tree
+from . import hf_greedy, hf_tree
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 
 
@@ -78,7 +78,7 @@ class HfBackend(Backend):
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else \
             (self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
         self._turn_end: int | None = None
-        self.tree_bytes: int | None = None  # memory bound of one tree-attention call (None: from the device)
+        self.mem_bytes: int | None = None  # memory bound of a tree-attention call or a greedy batch (None: from the device)
         self._stop = self._stop_tokens()
 
     # ---- setup --------------------------------------------------------------------------------
@@ -215,10 +215,25 @@ class HfBackend(Backend):
 
     def tree_node_budget(self, state, depth):
         return hf_tree.node_budget(self.base_model.config, self.device, state.length + depth,
-                                   state.next_logprobs.shape[-1], self.tree_bytes)
+                                   state.next_logprobs.shape[-1], self.mem_bytes)
 
     def tree_logprobs(self, state, tokens, parent, depth):
         return hf_tree.run_tree(self.model, self.base_model.config, state, tokens, parent, depth)
+
+    def stop_ids(self):
+        return set(self._stop)
+
+    def greedy_groups(self, lengths, limits):
+        return hf_greedy.groups(self.base_model.config, self.device, lengths, limits, self.mem_bytes)
+
+    def greedy_start(self, ctxs):
+        return hf_greedy.start(self.model, self._keep(1), ctxs, self._pad, self.device)
+
+    def greedy_step(self, state, tokens):
+        return hf_greedy.step(self.model, state, tokens)
+
+    def greedy_keep(self, state, rows):
+        return hf_greedy.keep(state, rows)
 
     def greedy(self, ctx_ids, max_new_tokens):
         limit = max_new_tokens
