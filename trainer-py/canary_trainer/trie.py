@@ -139,9 +139,9 @@ def _score_paths(backend: Backend, ctx_ids: list[int], spans: list[list[int]]) -
         at_root = before < 0
         edge_lp[at_root] = root[nxt[at_root]]
         if chunk.token:
-            lp = backend.tree_logprobs(state, torch.tensor(chunk.token, device=dev),
-                                       torch.tensor(chunk.parent, device=dev), torch.tensor(chunk.depth, device=dev))
             inner = ~at_root
-            edge_lp[inner] = lp[before[inner].to(dev), nxt[inner].to(dev)].double().cpu()
+            t = [torch.tensor(x, device=dev) for x in (chunk.token, chunk.parent, chunk.depth)]
+            lp = backend.tree_logprobs(state, *t, before[inner].to(dev), nxt[inner].to(dev))
+            edge_lp[inner] = lp.double().cpu()
         total.index_add_(0, torch.tensor(chunk.rows, dtype=torch.long), edge_lp)
     return total.numpy()

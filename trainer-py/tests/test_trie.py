@@ -83,6 +83,7 @@ def test_prompt_cache_is_shared_not_modified(hub_env):
     state = b.prefix(ids)
     before = [t.clone() for layer in state.cache.layers for t in (layer.keys, layer.values)]
     with torch.no_grad():
-        b.tree_logprobs(state, torch.tensor([5, 6, 7]), torch.tensor([-1, 0, 1]), torch.tensor([0, 1, 2]))
+        b.tree_logprobs(state, torch.tensor([5, 6, 7]), torch.tensor([-1, 0, 1]), torch.tensor([0, 1, 2]),
+                        torch.tensor([0, 2]), torch.tensor([8, 9]))
     after = [t for layer in state.cache.layers for t in (layer.keys, layer.values)]
     assert all(torch.equal(x, y) for x, y in zip(before, after))

@@ -87,11 +87,11 @@ class Backend(ABC):
         None when the backend has no tree attention (then `extend` walks the tree level by level)."""
         return None
 
-    def tree_logprobs(self, state: PrefixState, tokens: torch.Tensor, parent: torch.Tensor,
-                      depth: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities (N, V) of the token after each of N tree nodes: node i is token
-        tokens[i] at depth[i] below the prompt, under node parent[i] (-1: the prompt); parents
-        come first."""
+    def tree_logprobs(self, state: PrefixState, tokens: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
+                      rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """N tree nodes in one call: node i is token tokens[i] at depth[i] below the prompt, under
+        node parent[i] (-1: the prompt); parents come first. Returns (M,) log p(cols[m] | the path
+        to node rows[m])."""
         raise NotImplementedError
 
     @abstractmethod

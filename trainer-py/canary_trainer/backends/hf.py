@@ -78,7 +78,8 @@ class HfBackend(Backend):
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else \
             (self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
         self._turn_end: int | None = None
-        self.mem_bytes: int | None = None  # memory bound of a tree-attention call or a greedy batch (None: from the device)
+        # memory bound of a tree-attention call or a greedy batch (None: from the device)
+        self.mem_bytes: int | None = None
         self._stop = self._stop_tokens()
 
     # ---- setup --------------------------------------------------------------------------------
@@ -217,8 +218,8 @@ class HfBackend(Backend):
         return hf_tree.node_budget(self.base_model.config, self.device, state.length + depth,
                                    state.next_logprobs.shape[-1], self.mem_bytes)
 
-    def tree_logprobs(self, state, tokens, parent, depth):
-        return hf_tree.run_tree(self.model, self.base_model.config, state, tokens, parent, depth)
+    def tree_logprobs(self, state, tokens, parent, depth, rows, cols):
+        return hf_tree.run_tree(self.base_model, self.base_model.config, state, tokens, parent, depth, rows, cols)
 
     def stop_ids(self):
         return set(self._stop)

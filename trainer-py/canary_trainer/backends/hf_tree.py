@@ -15,6 +15,7 @@ import copy
 import torch
 
 SUPPORTED = ("eager", "sdpa")
+HEAD_ROWS = 256  # nodes per block of the vocabulary projection
 
 
 def shared_clone(cache):
@@ -83,22 +84,43 @@ def supports(config) -> bool:
     return impl in SUPPORTED and set(layer_kinds(config)) <= {"full_attention", "sliding_attention"}
 
 
-def run_tree(model, config, state, tokens, parent, depth):
-    """Log-probabilities (N, V) float32 of the token after each node."""
+def run_tree(model, config, state, tokens, parent, depth, rows, cols):
+    """log p(cols[m] | path to node rows[m]) for each asked pair, float32 (M,). The vocabulary
+    projection runs in blocks of HEAD_ROWS nodes (log-sum-exp and the asked columns only), so
+    full (N, V) logits never exist."""
     cache = shared_clone(state.cache)
     additive = (getattr(config, "_attn_implementation", None) or "eager") != "sdpa"
     mask = tree_masks(config, cache, state.length, parent, depth, additive)
     pos = (state.length + depth)[None]
     cache_pos = torch.arange(state.length, state.length + len(tokens), device=tokens.device)
-    out = model(input_ids=tokens[None], past_key_values=cache, attention_mask=mask, position_ids=pos,
-                cache_position=cache_pos, use_cache=True)
-    return torch.log_softmax(out.logits[0].float(), dim=-1)
+    out = model.get_decoder()(input_ids=tokens[None], past_key_values=cache, attention_mask=mask, position_ids=pos,
+                              cache_position=cache_pos, use_cache=True)
+    return _head_logprobs(model, config, out.last_hidden_state[0], rows, cols)
+
+
+def _head_logprobs(model, config, hidden, rows, cols):
+    head = model.get_output_embeddings()
+    cap = getattr(config, "final_logit_softcapping", None)
+    order = torch.argsort(rows, stable=True)
+    rows_s, cols_s = rows[order], cols[order]
+    out = torch.empty(len(rows), dtype=torch.float32, device=hidden.device)
+    for s in range(0, hidden.shape[0], HEAD_ROWS):
+        lo, hi = torch.searchsorted(rows_s, torch.tensor([s, s + HEAD_ROWS], device=rows.device)).tolist()
+        if lo == hi:
+            continue
+        logits = head(hidden[s: s + HEAD_ROWS]).float()
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        lse = torch.logsumexp(logits, dim=-1)
+        r = rows_s[lo:hi] - s
+        out[order[lo:hi]] = logits[r, cols_s[lo:hi]] - lse[r]
+    return out
 
 
 def node_budget(config, device, prompt_len: int, vocab: int, limit_bytes: int | None) -> int:
-    """Most nodes per forward call within the memory bound: per node the logits and their
-    log-softmax (2 x V floats), the hidden states of every layer, and the attention scores and mask
-    over prompt + chunk, which grow with the chunk itself."""
+    """Most nodes per forward call within the memory bound: a block of HEAD_ROWS logits, and per
+    node the hidden states of every layer and the attention scores and mask over prompt + chunk,
+    which grow with the chunk itself."""
     if limit_bytes is None:
         if device.type == "cuda":
             free, _ = torch.cuda.mem_get_info(device)
@@ -107,10 +129,11 @@ def node_budget(config, device, prompt_len: int, vocab: int, limit_bytes: int | 
             limit_bytes = 1 << 30
     hidden = config.hidden_size * (config.num_hidden_layers + 4) * 4 * 4
     heads = getattr(config, "num_attention_heads", 1)
+    fixed = HEAD_ROWS * vocab * 4 * 2
     n = 4096 * 8
     while n > 1:
-        per_node = 2 * vocab * 4 + hidden + (heads * 4 + 8) * (prompt_len + n)
-        if n * per_node <= limit_bytes:
+        per_node = hidden + (heads * 4 + 8) * (prompt_len + n)
+        if fixed + n * per_node <= limit_bytes:
             break
         n //= 2
     return max(n, 1)
