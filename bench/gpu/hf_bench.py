@@ -45,6 +45,12 @@ def sync():
         torch.cuda.synchronize()
 
 
+def peak_gib() -> float | None:
+    import torch
+
+    return round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available() else None
+
+
 def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
     """One evaluation phase (scores + batched greedy) of `canaries` x 3 probes, timed twice."""
     import torch
@@ -68,7 +74,7 @@ def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
     return {"probes": len(entry["probes"]), "candidates": entry["probes"][0]["n_candidates"],
             "wall_s": [round(w, 2) for w in walls], "scoring": ev.scoring,
             "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1),
-            "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available() else None}
+            "peak_memory_gib": peak_gib()}
 
 
 def timed(fn, repeats=1):
@@ -143,7 +149,8 @@ def main() -> int:
     from tests.fixtures import canary_prefill, canary_prompt, make_run
 
     figures: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                     "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu", "torch": torch.__version__,
+                     "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
+                     "torch": torch.__version__,
                      "transformers": transformers.__version__}
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model_dir(Path(tmp) / "qwen3-1.7b-shape", args)
@@ -212,7 +219,7 @@ def main() -> int:
         figures["training"] = {
             "batch_rows": 16, "tokens_per_row": round(sum(tokens) / len(tokens) / 16, 1),
             "tokens_per_s": round(sum(tokens) / sum(times), 1), "updates_per_s": round(len(times) / sum(times), 3),
-            "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available() else None,
+            "peak_memory_gib": peak_gib(),
             "mode": "full fine-tuning, float32 master weights, bf16 autocast, AdamW",
         }
     text = json.dumps(figures, indent=1)
