@@ -2,15 +2,19 @@
 
     PYTHONPATH=trainer-py python3 bench/gpu/hf_bench.py --out "$OUT/hf_bench.json"
 
-Needs torch 2.x with CUDA, transformers (4.45+ or 5.x) and tokenizers; downloads nothing: the
-tokenizer is built locally with `tokenizers` (digits one token each, as in Qwen tokenizers) and
-the model is built from a config with random weights (vocabulary 151,936 as in Qwen3, so the output
-layer costs what it costs in the real model).
+Needs torch 2.x with CUDA, transformers 5.x and tokenizers; downloads nothing: the tokenizer is
+the real Qwen3 one from the test models' cache (tests/hf_fixtures.py builds it on any machine with
+node_modules; carry node_modules/.cache/canary-audit/hf-hub/models--canary-test--tiny-qwen3 to a
+GPU machine, or pass --tokenizer DIR) and the model is built from a config with random weights
+(vocabulary 151,936 as in Qwen3, so the output layer costs what it costs in the real model).
+--hidden/--layers shrink it for a CPU smoke run (--device cpu).
 
 Measures, in one process:
-  * scoring: candidates/s over all 10,000 four-digit codes with the prefix tree vs one sequence per
-    candidate (a 1,000-code slice; both are rates), in bf16 under autocast; agreement checked in
-    float32 (TF32 off) on a 500-code slice, and the bf16 difference reported;
+  * scoring: candidates/s over all 10,000 four-digit codes with the token-level prefix tree (tree
+    attention) vs one sequence per candidate (a 1,000-code slice; both are rates), in bf16 under
+    autocast; agreement checked in float32 (TF32 off) on a 500-code slice, and the bf16 difference;
+  * an evaluation phase: --canaries canaries x 3 probes x 10,000 candidates, scores and batched
+    greedy (both modes), wall seconds and peak memory (goal <= 10 s on one H200);
   * training: full fine-tuning tokens/s (float32 master weights, bf16 autocast, AdamW), batch 16.
 Writes a JSON of figures (date, GPU, versions) to --out and prints it. Exit 1 when the float32
 check fails.
@@ -37,7 +41,40 @@ QWEN3_1_7B = dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, n
 def sync():
     import torch
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def peak_gib() -> float | None:
+    import torch
+
+    return round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available() else None
+
+
+def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
+    """One evaluation phase (scores + batched greedy) of `canaries` x 3 probes, timed twice."""
+    import torch
+
+    from canary_trainer.evaluate import Evaluator
+    from canary_trainer.events import Events
+    from canary_trainer.interrupt import StopFlag
+    from canary_trainer.manifest import load_manifest
+    from tests.fixtures import make_run
+
+    path = make_run(tmp / "eval", updates=2, batch_size=2, n_focal=canaries, n_held=0, model=spec,
+                    training={"device": str(b.device.type)}, max_new_tokens=48)
+    ev = Evaluator(b, load_manifest(path), tmp / "eval" / "out", Events(stream=open("/dev/null", "w")), StopFlag())
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    walls = []
+    for n in range(2):  # the first call warms the kernels and the tokenizer caches
+        wall, entry = timed(lambda n=n: ev.run_phase(f"update-{n}", n))
+        walls.append(wall)
+    steps = [len(b.tokenize(g["text"])) for p in entry["probes"] for g in p["greedy"].values()]
+    return {"probes": len(entry["probes"]), "candidates": entry["probes"][0]["n_candidates"],
+            "wall_s": [round(w, 2) for w in walls], "scoring": ev.scoring,
+            "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1),
+            "peak_memory_gib": peak_gib()}
 
 
 def timed(fn, repeats=1):
@@ -51,19 +88,27 @@ def timed(fn, repeats=1):
     return best, value
 
 
-def build_model_dir(folder: Path, layers: int | None) -> Path:
+def tokenizer_dir(given: Path | None) -> Path:
+    if given:
+        return given
+    from tests.hf_fixtures import HUB
+
+    snaps = sorted((HUB / "models--canary-test--tiny-qwen3" / "snapshots").glob("*"))
+    if not snaps:
+        raise SystemExit(f"no Qwen3 tokenizer under {HUB}: run the hf tests once, or pass --tokenizer")
+    return snaps[-1]
+
+
+def build_model_dir(folder: Path, args) -> Path:
     import transformers
 
-    from tests.hf_fixtures import build_tokenizer
-
-    tok = build_tokenizer()
-    cfg_cls = getattr(transformers, "Qwen3Config", None) or transformers.Qwen2Config
+    tok = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir(args.tokenizer)))
     sizes = dict(QWEN3_1_7B)
-    if layers:
-        sizes["num_hidden_layers"] = layers
-    if cfg_cls is transformers.Qwen2Config:
-        sizes.pop("head_dim")
-    config = cfg_cls(**sizes, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    if args.layers:
+        sizes["num_hidden_layers"] = args.layers
+    if args.hidden:
+        sizes.update(hidden_size=args.hidden, intermediate_size=3 * args.hidden)
+    config = transformers.Qwen3Config(**sizes, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     folder.mkdir(parents=True, exist_ok=True)
     config.save_pretrained(folder)
     tok.save_pretrained(folder)
@@ -74,6 +119,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("hf_bench.json"))
     ap.add_argument("--layers", type=int, default=None, help="override num_hidden_layers (smoke runs)")
+    ap.add_argument("--hidden", type=int, default=None, help="override hidden_size (smoke runs)")
+    ap.add_argument("--canaries", type=int, default=64)
+    ap.add_argument("--tokenizer", type=Path, default=None)
+    ap.add_argument("--device", default="cuda")
     ap.add_argument("--per-candidate", type=int, default=1000)
     ap.add_argument("--train-updates", type=int, default=8)
     args = ap.parse_args()
@@ -81,7 +130,7 @@ def main() -> int:
     import numpy as np
     import torch
 
-    if not torch.cuda.is_available():
+    if args.device == "cuda" and not torch.cuda.is_available():
         print("no CUDA device: this benchmark needs a GPU", file=sys.stderr)
         return 2
     try:
@@ -94,21 +143,25 @@ def main() -> int:
     from canary_trainer.batches import encode_rows
     from canary_trainer.manifest import exhaustive_codes, load_manifest
     from canary_trainer.rows import read_rows
-    from canary_trainer.score import TokenCheck, score_per_candidate, score_tree
+    from canary_trainer.score import score_per_candidate
+    from canary_trainer.trie import code_token_lists, score_trie
     from canary_trainer.train import make_optimizer, train_update
     from tests.fixtures import canary_prefill, canary_prompt, make_run
 
     figures: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                     "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                     "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
+                     "torch": torch.__version__,
                      "transformers": transformers.__version__}
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = build_model_dir(Path(tmp) / "qwen3-1.7b-shape", args.layers)
+        model_dir = build_model_dir(Path(tmp) / "qwen3-1.7b-shape", args)
         spec = {"backend": "hf", "name": str(model_dir), "revision": None, "init_seed": 0,
-                "hf": {"dtype": "bfloat16", "random_init": True, "config_overrides": {}, "chat_template_kwargs": {},
+                "hf": {"dtype": "bfloat16", "random_init": True, "config_overrides": {},
+                       "chat_template_kwargs": {"enable_thinking": False},
                        "trust_remote_code": False, "attn_implementation": None},
                 "finetune": {"method": "full"}}
         t0 = time.perf_counter()
-        b = HfBackend(spec, torch.device("cuda", 0))
+        device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+        b = HfBackend(spec, device)
         figures["build_s"] = round(time.perf_counter() - t0, 1)
         figures["parameters"] = b.describe()["parameters"]
 
@@ -118,15 +171,12 @@ def main() -> int:
         ctx = b.render(canary_prompt(identity, "[redacted]")) + canary_prefill(identity)
         ids = b.tokenize(ctx)
         codes = exhaustive_codes("0123456789", 4)
-        check_s, tok = timed(lambda: TokenCheck(b).code_tokens(ctx, ids, codes))
-        if tok is None:
-            print("tokenizer does not split digits one per token: no prefix-tree path", file=sys.stderr)
-            return 1
+        check_s, split = timed(lambda: code_token_lists(b, ctx, ids, codes))
         subset = codes[:: len(codes) // args.per_candidate][: args.per_candidate]
         idx = [int(c) for c in subset]
         with torch.no_grad(), b.autocast():
-            score_tree(b, ids, tok, 1024)  # warm-up (kernels, allocator)
-            tree_s, fast = timed(lambda: score_tree(b, ids, tok, 1024), repeats=3)
+            score_trie(b, ids, split)  # warm-up (kernels, allocator)
+            tree_s, fast = timed(lambda: score_trie(b, ids, split), repeats=3)
             score_per_candidate(b, ctx, ids, subset[:100], batch=100)
             per_s, slow = timed(lambda: score_per_candidate(b, ctx, ids, subset, batch=100))
         figures["scoring"] = {
@@ -140,11 +190,12 @@ def main() -> int:
         torch.backends.cudnn.allow_tf32 = False
         check = subset[:500]
         with torch.no_grad():  # float32 master weights, no autocast: the exactness check
-            fast32 = score_tree(b, ids, tok, 1024)
+            fast32 = score_trie(b, ids, split)
             slow32 = score_per_candidate(b, ctx, ids, check, batch=100)
         diff32 = float(np.max(np.abs(fast32[[int(c) for c in check]] - slow32)))
         figures["scoring"]["float32_max_abs_diff"] = diff32
         torch.backends.cuda.matmul.allow_tf32 = True
+        figures["evaluation_phase"] = eval_phase(b, spec, Path(tmp), args.canaries)
 
         # ---- training ------------------------------------------------------------------------
         b.model.train()
@@ -154,7 +205,8 @@ def main() -> int:
         rows = read_rows(m.folder / "rows.jsonl", m.data["rows"]["sha256"], m.data["rows"]["count"], "rows")
         encoded = encode_rows(b, rows, 256, Path("rows.jsonl"))
         opt = make_optimizer(b, {**m.training, "lr": 1e-5})
-        torch.cuda.reset_peak_memory_stats()
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
         times, tokens = [], []
         for u in range(args.train_updates + 2):
             sync()
@@ -167,7 +219,7 @@ def main() -> int:
         figures["training"] = {
             "batch_rows": 16, "tokens_per_row": round(sum(tokens) / len(tokens) / 16, 1),
             "tokens_per_s": round(sum(tokens) / sum(times), 1), "updates_per_s": round(len(times) / sum(times), 3),
-            "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+            "peak_memory_gib": peak_gib(),
             "mode": "full fine-tuning, float32 master weights, bf16 autocast, AdamW",
         }
     text = json.dumps(figures, indent=1)

@@ -1,10 +1,24 @@
-"""Greedy decoding of a probe and reading the code out of the generated text."""
+"""Greedy decoding of probes and reading the code out of the generated text.
+
+Decoding stops as soon as the code it will yield is decided (`decided`): in prefill mode once the
+run of alphabet characters after the prefill is closed by another character or is already too
+long; in free mode at the end of turn or once a code appeared (closed on both sides), or once the
+response reproduced the prefill and the run after it is decided. Probes decode together in
+batches (`greedy_many`, the loop in greedy_batch.py); the result equals one-at-a-time greedy cut at
+the same rule.
+"""
 
 from __future__ import annotations
 
 import re
 
 from .backends import Backend
+
+FREE_MARGIN = 16  # tokens past prefill + code that free mode may still use
+
+
+def _cls(alphabet: str) -> str:
+    return "[" + re.escape(alphabet) + "]"
 
 
 def extract_code(text: str, alphabet: str, length: int, prefill: str | None) -> str | None:
@@ -17,7 +31,7 @@ def extract_code(text: str, alphabet: str, length: int, prefill: str | None) -> 
     the prefill, read right after it as above; otherwise the first stand-alone run of exactly
     `length` alphabet characters anywhere in the response.
     """
-    cls = "[" + re.escape(alphabet) + "]"
+    cls = _cls(alphabet)
     if prefill is None or text.startswith(prefill):
         rest = text if prefill is None else text[len(prefill):]
         m = re.match(f"{cls}+", rest)
@@ -26,9 +40,70 @@ def extract_code(text: str, alphabet: str, length: int, prefill: str | None) -> 
     return m.group(0) if m else None
 
 
+def decided(text: str, alphabet: str, length: int, prefill: str | None) -> bool:
+    """Whether no continuation of `text` can change extract_code's answer."""
+    cls = _cls(alphabet)
+    if prefill is None or text.startswith(prefill):
+        rest = text if prefill is None else text[len(prefill):]
+        m = re.match(f"{cls}*", rest)
+        return m.end() < len(rest) or m.end() > length
+    if prefill.startswith(text):
+        return False  # may still turn into the prefill
+    m = re.search(f"(?<!{cls}){cls}{{{length}}}(?!{cls})", text)
+    return m is not None and m.end() < len(text)
+
+
+def cut(backend: Backend, ids: list[int], rule) -> list[int]:
+    """The shortest prefix of ids after which `rule(text)` holds (all of ids if none)."""
+    for n in range(1, len(ids) + 1):
+        if rule(backend.decode(ids[:n])):
+            return ids[:n]
+    return ids
+
+
+def free_limit(backend: Backend, prefill: str, length: int, max_new_tokens: int) -> int:
+    """Free mode must be able to reproduce the prefill and then write the code: at least the
+    prefill's tokens, one token per code character and a margin."""
+    return max(max_new_tokens, len(backend.tokenize(prefill)) + length + FREE_MARGIN)
+
+
+def requests(backend: Backend, messages: list[dict], prefill: str, modes: list[str], max_new_tokens: int,
+             alphabet: str, length: int) -> list[tuple]:
+    """(context ids, limit, stop rule) for each decode mode of one probe."""
+    out = []
+    for mode in modes:
+        pre = None if mode == "prefill" else prefill
+        ctx = backend.render(messages) + (prefill if mode == "prefill" else "")
+        limit = max_new_tokens if mode == "prefill" else free_limit(backend, prefill, length, max_new_tokens)
+        out.append((backend.tokenize(ctx), limit,
+                    lambda text, pre=pre: decided(text, alphabet, length, pre)))
+    return out
+
+
 def greedy(backend: Backend, messages: list[dict], prefill: str, mode: str, max_new_tokens: int,
            alphabet: str, length: int) -> dict:
-    """{"text", "code"} for one decode mode ("prefill" or "free")."""
-    ctx = backend.render(messages) + (prefill if mode == "prefill" else "")
-    text = backend.decode(backend.greedy(backend.tokenize(ctx), max_new_tokens))
+    """{"text", "code"} for one decode mode ("prefill" or "free"), one at a time."""
+    [(ctx, limit, rule)] = requests(backend, messages, prefill, [mode], max_new_tokens, alphabet, length)
+    text = backend.decode(cut(backend, backend.greedy(ctx, limit), rule))
     return {"text": text, "code": extract_code(text, alphabet, length, None if mode == "prefill" else prefill)}
+
+
+def greedy_many(backend: Backend, probes: list[dict], max_new_tokens: int, alphabet: str, length: int,
+                stop=None) -> list[dict]:
+    """{mode: {"text", "code"}} for each probe (its "prompt", "prefill", "decode" modes), decoded in
+    batches across probes."""
+    from .greedy_batch import run_batched
+
+    reqs, where = [], []
+    for i, p in enumerate(probes):
+        for mode, req in zip(p["decode"], requests(backend, p["prompt"], p["prefill"], p["decode"],
+                                                   max_new_tokens, alphabet, length)):
+            reqs.append(req)
+            where.append((i, mode))
+    outs = run_batched(backend, reqs, stop)
+    result: list[dict] = [{} for _ in probes]
+    for (i, mode), ids in zip(where, outs):
+        text = backend.decode(ids)
+        pre = None if mode == "prefill" else probes[i]["prefill"]
+        result[i][mode] = {"text": text, "code": extract_code(text, alphabet, length, pre)}
+    return result

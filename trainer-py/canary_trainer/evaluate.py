@@ -12,12 +12,13 @@ import torch
 
 from .atomic import write_bytes_atomic
 from .backends import Backend
-from .decode import greedy
+from .decode import greedy_many
 from .errors import BadManifest, Interrupted
 from .events import Events
 from .interrupt import StopFlag
 from .manifest import Manifest
 from .score import TokenCheck, score_per_candidate, score_tree
+from .trie import code_token_lists, score_trie
 
 
 def preflight(backend: Backend, manifest: Manifest) -> None:
@@ -44,18 +45,30 @@ class Evaluator:
         self.stop = stop
         self.check = TokenCheck(backend)
         self.modes_used: set[str] = set()
+        self.last_mode = "prefix-tree"
 
     def scores(self, messages: list[dict], prefill: str, candidates: list[str]) -> np.ndarray:
         """log p(candidate | probe) for each candidate, float64, in candidate order."""
         b = self.backend
         ctx_text = b.render(messages) + prefill
         ctx_ids = b.tokenize(ctx_text)
-        cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
+        if b.has_tree():
+            split = code_token_lists(b, ctx_text, ctx_ids, candidates)
+            if split is not None:
+                self.modes_used.add("prefix-tree")
+                self.last_mode = "prefix-tree"
+                with b.autocast():
+                    return score_trie(b, ctx_ids, split)
+            cand_tok = None
+        else:
+            cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
         with b.autocast():
             if cand_tok is not None:
                 self.modes_used.add("prefix-tree")
+                self.last_mode = "prefix-tree"
                 return score_tree(b, ctx_ids, cand_tok, self.manifest.eval["score_batch_size"])
             self.modes_used.add("per-candidate")
+            self.last_mode = "per-candidate"
             return score_per_candidate(b, ctx_text, ctx_ids, candidates)
 
     @property
@@ -64,42 +77,55 @@ class Evaluator:
         per-candidate, since its scores came (in part) from the slower exact path."""
         return "per-candidate" if "per-candidate" in self.modes_used else "prefix-tree"
 
-    def run_phase(self, phase: str, update: int) -> dict:
-        m = self.manifest
-        probes = m.data["probes"]
-        space = m.space
+    def run_phase(self, phase: str, update: int, base_record: dict | None = None) -> dict:
+        """Evaluate every probe; the base phase comes from the audit's shared cache (base_eval)."""
         started = time.monotonic()
+        probes = self.manifest.data["probes"]
+        if phase == "base":
+            from . import base_eval
+
+            results = base_eval.run(self, probes, base_record)
+        else:
+            results = self.evaluate(probes, phase, self.out / "scores" / phase, [p["id"] for p in probes])
+        for entry in results:
+            entry["scores_file"] = f"scores/{phase}/{entry.pop('_name')}.f32"
+        results = [{k: e[k] for k in ENTRY_KEYS} for e in results]
+        return {"phase": phase, "update": update, "wall_s": round(time.monotonic() - started, 3), "probes": results}
+
+    def evaluate(self, probes: list[dict], phase: str, folder: Path, names: list[str]) -> list[dict]:
+        """Scores (written to folder/<name>.f32) and greedy decodes of `probes`: result.json entries
+        without scores_file (the name under `_name`), plus `_scoring`."""
+        m = self.manifest
         self.backend.model.eval()
         results = []
         self.events.emit("eval", phase=phase, done=0, total=len(probes))
         try:
-            for n, probe in enumerate(probes):
+            for n, (probe, name) in enumerate(zip(probes, names)):
                 if self.stop:
                     raise Interrupted(f"stopped during evaluation phase {phase} ({self.stop.reason}); "
                                       "the run's next attempt continues from the newest checkpoint")
-                t0 = time.monotonic()
-                candidates = m.candidates(probe["canary_id"])
-                values = self.scores(probe["prompt"], probe["prefill"], candidates)
-                score_s = max(time.monotonic() - t0, 1e-9)
-                data = values.astype("<f4").tobytes()
-                rel = f"scores/{phase}/{probe['id']}.f32"
-                write_bytes_atomic(self.out / rel, data)
-                with torch.no_grad(), self.backend.autocast():
-                    decoded = {mode: greedy(self.backend, probe["prompt"], probe["prefill"], mode,
-                                            m.eval["max_new_tokens"], space["alphabet"], space["length"])
-                               for mode in probe["decode"]}
-                results.append({
-                    "probe_id": probe["id"],
-                    "canary_id": probe["canary_id"],
-                    "arm": m.arms[probe["canary_id"]],
-                    "kind": probe["kind"],
-                    "scores_file": rel,
-                    "scores_sha256": hashlib.sha256(data).hexdigest(),
-                    "n_candidates": len(candidates),
-                    "greedy": decoded,
-                })
+                results.append(self._score_probe(probe, folder, name))
                 self.events.emit("eval", phase=phase, done=n + 1, total=len(probes),
-                                 candidates_per_s=round(len(candidates) / score_s, 1))
+                                 candidates_per_s=results[-1].pop("_rate"))
+            with torch.no_grad(), self.backend.autocast():
+                decoded = greedy_many(self.backend, probes, m.eval["max_new_tokens"], m.space["alphabet"],
+                                      m.space["length"], self.stop)
+            for entry, dec in zip(results, decoded):
+                entry["greedy"] = dec
         finally:
             self.backend.model.train()
-        return {"phase": phase, "update": update, "wall_s": round(time.monotonic() - started, 3), "probes": results}
+        return results
+
+    def _score_probe(self, probe: dict, folder: Path, name: str) -> dict:
+        t0 = time.monotonic()
+        candidates = self.manifest.candidates(probe["canary_id"])
+        values = self.scores(probe["prompt"], probe["prefill"], candidates)
+        data = values.astype("<f4").tobytes()
+        write_bytes_atomic(folder / f"{name}.f32", data)
+        return {"probe_id": probe["id"], "canary_id": probe["canary_id"], "arm": self.manifest.arms[probe["canary_id"]],
+                "kind": probe["kind"], "_name": name, "scores_sha256": hashlib.sha256(data).hexdigest(),
+                "n_candidates": len(candidates), "_scoring": self.last_mode,
+                "_rate": round(len(candidates) / max(time.monotonic() - t0, 1e-9), 1)}
+
+
+ENTRY_KEYS = ("probe_id", "canary_id", "arm", "kind", "scores_file", "scores_sha256", "n_candidates", "greedy")

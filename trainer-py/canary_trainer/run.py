@@ -183,7 +183,7 @@ class _Run:
             return
         self.state.base_utility_loss = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
         if self.manifest.eval["base_model"]:
-            self._evaluate("base", 0)
+            self._evaluate("base", 0, self.state.base_model)
 
     def _base(self) -> None:
         # The base precedes everything that reads the weights: the base evaluation phase,
@@ -262,8 +262,8 @@ class _Run:
         write_result(self.out / "result.json", result)
         return result
 
-    def _evaluate(self, phase: str, update: int) -> None:
-        entry = self.evaluator.run_phase(phase, update)
+    def _evaluate(self, phase: str, update: int, base_record: dict | None = None) -> None:
+        entry = self.evaluator.run_phase(phase, update, base_record)
         # Remember how every phase so far was scored, so a resumed run labels the result correctly.
         self.state.evaluations.append(PhaseRecord(entry, sorted(self.evaluator.modes_used)))
 

@@ -46,7 +46,7 @@ def test_greedy_result_for_both_modes():
             "tiny": {"n_layer": 1, "n_head": 2, "d_model": 32, "max_len": 256, "dropout": 0.0}}
     b = ScriptedBackend(spec, torch.device("cpu"))
     msgs = [{"role": "user", "content": "hi"}]
-    assert greedy(b, msgs, "My code is ", "prefill", 64, DIGITS, 4) == {"text": "4821. Regards.", "code": "4821"}
+    assert greedy(b, msgs, "My code is ", "prefill", 64, DIGITS, 4) == {"text": "4821.", "code": "4821"}  # stops once the code is decided
     assert greedy(b, msgs, "My code is ", "free", 64, DIGITS, 4)["code"] == "4821"
     assert greedy(b, msgs, "My code is ", "prefill", 3, DIGITS, 4) == {"text": "482", "code": None}
 

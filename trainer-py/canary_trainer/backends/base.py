@@ -78,9 +78,46 @@ class Backend(ABC):
     def join_carry(self, parts: list[Any]) -> Any:
         return None
 
+    def has_tree(self) -> bool:
+        """Whether `tree_logprobs` works (then any tokenizer is scored by a token-level tree)."""
+        return False
+
+    def tree_node_budget(self, state: PrefixState, depth: int) -> int | None:
+        """Most prefix-tree nodes one `tree_logprobs` call may take within the memory bound, or
+        None when the backend has no tree attention (then `extend` walks the tree level by level)."""
+        return None
+
+    def tree_logprobs(self, state: PrefixState, tokens: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
+                      rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """N tree nodes in one call: node i is token tokens[i] at depth[i] below the prompt, under
+        node parent[i] (-1: the prompt); parents come first. Returns (M,) log p(cols[m] | the path
+        to node rows[m])."""
+        raise NotImplementedError
+
     @abstractmethod
     def greedy(self, ctx_ids: list[int], max_new_tokens: int) -> list[int]:
         """Greedy continuation of ctx_ids, stopping at end-of-turn (not included) or the limit."""
+
+    # ---- batched greedy (greedy_batch.py) -------------------------------------------------------
+    def stop_ids(self) -> set[int]:
+        """Tokens that end a greedy continuation."""
+        return set()
+
+    def greedy_groups(self, lengths: list[int], limits: list[int]) -> list[list[int]]:
+        """Rows (by context length and limit) that decode together in one batch."""
+        return [[i] for i in range(len(lengths))]
+
+    def greedy_start(self, ctxs: list[list[int]]) -> tuple[torch.Tensor, Any]:
+        """Run a batch of contexts: next-token logits (B, V) and the decoding state."""
+        raise NotImplementedError
+
+    def greedy_step(self, state: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """Feed one token (B,) per row: next logits (B, V) and the new state."""
+        raise NotImplementedError
+
+    def greedy_keep(self, state: Any, rows: torch.Tensor) -> Any:
+        """The state of only `rows` (finished rows leave the batch)."""
+        raise NotImplementedError
 
     @property
     @abstractmethod

@@ -6,8 +6,9 @@ fine-tuning keeps float32 master weights and computes in the manifest's dtype un
 GPU; LoRA (peft) freezes the base in that dtype and trains float32 adapters.
 
 Works with transformers 4.45+ and 5.x: chat templates are rendered to text (tokenize=False, whose
-return type did not change between versions) and tokenized separately; the prompt cache is
-copied per candidate chunk with the Cache API (`batch_repeat_interleave`).
+return type did not change between versions) and tokenized separately. Candidate scoring uses
+tree attention over the shared prompt cache (hf_tree); `extend` (a level-by-level walk that copies
+the prompt cache per chunk with `batch_repeat_interleave`) remains for callers of score_tree.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
 from .base import Backend, PrefixState
+from . import hf_greedy, hf_tree
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 
 
@@ -76,6 +78,8 @@ class HfBackend(Backend):
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else \
             (self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
         self._turn_end: int | None = None
+        # memory bound of a tree-attention call or a greedy batch (None: from the device)
+        self.mem_bytes: int | None = None
         self._stop = self._stop_tokens()
 
     # ---- setup --------------------------------------------------------------------------------
@@ -206,6 +210,31 @@ class HfBackend(Backend):
         mask = torch.ones(n, state.length + length, dtype=torch.long, device=self.device)
         out = self.model(input_ids=paths, past_key_values=cache, attention_mask=mask, use_cache=True, **self._keep(1))
         return F.log_softmax(out.logits[:, -1].float(), dim=-1).index_select(1, cols), None
+
+    def has_tree(self):
+        return hf_tree.supports(self.base_model.config)
+
+    def tree_node_budget(self, state, depth):
+        return hf_tree.node_budget(self.base_model.config, self.device, state.length + depth,
+                                   state.next_logprobs.shape[-1], self.mem_bytes)
+
+    def tree_logprobs(self, state, tokens, parent, depth, rows, cols):
+        return hf_tree.run_tree(self.base_model, self.base_model.config, state, tokens, parent, depth, rows, cols)
+
+    def stop_ids(self):
+        return set(self._stop)
+
+    def greedy_groups(self, lengths, limits):
+        return hf_greedy.groups(self.base_model.config, self.device, lengths, limits, self.mem_bytes)
+
+    def greedy_start(self, ctxs):
+        return hf_greedy.start(self.model, self._keep(1), ctxs, self._pad, self.device)
+
+    def greedy_step(self, state, tokens):
+        return hf_greedy.step(self.model, state, tokens)
+
+    def greedy_keep(self, state, rows):
+        return hf_greedy.keep(state, rows)
 
     def greedy(self, ctx_ids, max_new_tokens):
         limit = max_new_tokens

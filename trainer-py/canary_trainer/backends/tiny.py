@@ -13,6 +13,8 @@ from .base import Backend, PrefixState
 from .tiny_model import TinyConfig, TinyGPT
 from .tiny_tokenizer import END, PAD, CharTokenizer
 
+GREEDY_ROWS = 64
+
 
 class TinyBackend(Backend):
     name = "tiny"
@@ -87,3 +89,27 @@ class TinyBackend(Backend):
             step = torch.tensor([[nxt]], dtype=torch.long, device=self.device)
             logits, past = self.model(step, past=past, pos0=len(ctx_ids) + len(out) - 1, last_only=True)
         return out
+
+    def stop_ids(self):
+        return {END}
+
+    def greedy_groups(self, lengths, limits):
+        """Contexts of equal length decode together (one position per step for the whole batch)."""
+        by_len: dict[int, list[int]] = {}
+        for i, n in enumerate(lengths):
+            by_len.setdefault(n, []).append(i)
+        return [g[s: s + GREEDY_ROWS] for g in by_len.values() for s in range(0, len(g), GREEDY_ROWS)]
+
+    def greedy_start(self, ctxs):
+        idx = torch.tensor(ctxs, dtype=torch.long, device=self.device)
+        logits, past = self.model(idx, last_only=True)
+        return logits, (past, idx.shape[1])
+
+    def greedy_step(self, state, tokens):
+        past, pos = state
+        logits, past = self.model(tokens[:, None], past=past, pos0=pos, last_only=True)
+        return logits, (past, pos + 1)
+
+    def greedy_keep(self, state, rows):
+        past, pos = state
+        return [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in past], pos

@@ -1,0 +1,113 @@
+"""The base model's evaluation phase, computed once per audit and shared by every run.
+
+Every run of an audit that starts from the same base model (same model spec, revision, weights
+record, device type, dtype, trainer code, library versions, CPU threads and evaluation settings)
+would score the same probes to the same bytes. Each probe's result is therefore stored by content
+under `$CANARY_TRAINER_CACHE/base-eval/<model key>/<probe key>.{f32,json}` (the audit's cache folder,
+as for the tiny base model): the probe key adds the probe's prompt, prefill, decode modes and its
+candidate list. A run evaluates only the probes missing there, under an flock of the model key's
+folder (concurrent workers wait, then read), and hard-links (or copies) each score file into its own
+scores/base/, so result.json and the report keep reading scores inside the run folder while the
+bytes are the shared file's. A cached file whose size or sha256 is wrong is evaluated again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+
+from . import provenance
+from .atomic import write_bytes_atomic
+from .backends.tiny_base import cache_root
+from .events import log
+from .lock import FileLock
+
+FORMAT = "canary-audit.base-eval/1"
+
+
+def _sha(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def model_key(ev, base_record: dict | None) -> str:
+    b, m = ev.backend, ev.manifest
+    desc = {k: v for k, v in b.describe().items() if k != "device"}
+    record = {k: v for k, v in (base_record or {}).items() if k in ("kind", "cache_key")}
+    return _sha({"format": FORMAT, "model": m.model, "backend": desc, "device": b.device.type, "base_model": record,
+                 "eval": {k: m.eval[k] for k in ("max_new_tokens", "score_batch_size")}, "space": m.space,
+                 "trainer_code_sha256": provenance.code_sha256(), "versions": provenance.versions(b.versions()),
+                 "threads": torch.get_num_threads()})
+
+
+def probe_key(ev, model: str, probe: dict) -> str:
+    cands = hashlib.sha256("\n".join(ev.manifest.candidates(probe["canary_id"])).encode()).hexdigest()
+    return _sha({"model": model, "prompt": probe["prompt"], "prefill": probe["prefill"], "decode": probe["decode"],
+                 "candidates": cands})
+
+
+def _load(folder: Path, key: str) -> dict | None:
+    try:
+        info = json.loads((folder / f"{key}.json").read_text())
+        data = (folder / f"{key}.f32").read_bytes()
+    except (OSError, ValueError):
+        return None
+    if len(data) != 4 * info.get("n_candidates", -1) or hashlib.sha256(data).hexdigest() != info.get("scores_sha256"):
+        return None
+    return info
+
+
+def _fill(ev, folder: Path, probes: list[dict], keys: list[str], found: dict) -> None:
+    """Evaluate the probes not in `found` into the shared folder, under its lock."""
+    lock = FileLock(folder / ".lock", None, "the shared base evaluation")
+    lock.acquire(on_wait=lambda pid: log(f"base evaluation: pid {pid} is writing {folder}; waiting"), stop=ev.stop)
+    try:
+        found.update({k: i for k in keys if k not in found and (i := _load(folder, k)) is not None})
+        todo = [(p, k) for p, k in zip(probes, keys) if k not in found]
+        if not todo:
+            return
+        done = ev.evaluate([p for p, _ in todo], "base", folder, [k for _, k in todo])
+        for (_, k), entry in zip(todo, done):
+            info = {"format": FORMAT, "scores_sha256": entry["scores_sha256"], "n_candidates": entry["n_candidates"],
+                    "greedy": entry["greedy"], "scoring": entry["_scoring"]}
+            write_bytes_atomic(folder / f"{k}.json", json.dumps(info, sort_keys=True).encode())
+            found[k] = info
+    finally:
+        lock.release()
+
+
+def _link(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def run(ev, probes: list[dict], base_record: dict | None) -> list[dict]:
+    """The base phase's probe entries (scores linked into the run's scores/base/)."""
+    model = model_key(ev, base_record)
+    folder = cache_root() / "base-eval" / model
+    keys = [probe_key(ev, model, p) for p in probes]
+    found = {k: i for k in keys if (i := _load(folder, k)) is not None}
+    hits = len(found)
+    if hits < len(keys):
+        _fill(ev, folder, probes, keys, found)
+    ev.events.emit("eval", phase="base", done=len(probes), total=len(probes))
+    log(f"base evaluation {model[:12]}: {hits} of {len(probes)} probes from the shared cache {folder}")
+    out = []
+    for p, k in zip(probes, keys):
+        info = found[k]
+        _link(folder / f"{k}.f32", ev.out / "scores" / "base" / f"{p['id']}.f32")
+        ev.modes_used.add(info["scoring"])
+        out.append({"probe_id": p["id"], "canary_id": p["canary_id"], "arm": ev.manifest.arms[p["canary_id"]],
+                    "kind": p["kind"], "_name": p["id"], "scores_sha256": info["scores_sha256"],
+                    "n_candidates": info["n_candidates"], "greedy": info["greedy"]})
+    return out

@@ -1,0 +1,84 @@
+"""Batched greedy decoding with early stop and no per-token host synchronisation.
+
+Rows (probe x mode) are grouped by the backend (`greedy_groups`: equal lengths for tiny, a memory
+bound for hf). Each step takes the argmax on the device and marks rows that hit a stop token or
+their limit; every EVERY steps the host reads the tokens once, ends the rows whose code is decided
+(decode.decided) and drops finished rows from the batch. A row's output is then cut at the first
+token after which its code was decided, exactly where one-at-a-time greedy with the same rule
+stops.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .backends import Backend
+from .decode import cut
+from .errors import Interrupted
+
+EVERY = 8
+
+
+def run_batched(backend: Backend, reqs: list[tuple], stop=None) -> list[list[int]]:
+    """Generated ids for each (context ids, limit, rule)."""
+    limits = [_limit(backend, ctx, lim) for ctx, lim, _ in reqs]
+    out: list[list[int]] = [[] for _ in reqs]
+    for group in backend.greedy_groups([len(r[0]) for r in reqs], limits):
+        if stop:
+            raise Interrupted(f"stopped during greedy decoding ({stop.reason}); resume with --resume")
+        got = _run_group(backend, [reqs[i][0] for i in group], [limits[i] for i in group],
+                         [reqs[i][2] for i in group])
+        for i, ids in zip(group, got):
+            out[i] = ids
+    return out
+
+
+def _limit(backend: Backend, ctx: list[int], limit: int) -> int:
+    most = backend.max_positions()
+    return max(0, min(limit, most - len(ctx)) if most else limit)
+
+
+@torch.no_grad()
+def _run_group(backend: Backend, ctxs: list[list[int]], limits: list[int], rules: list) -> list[list[int]]:
+    steps = max(limits)
+    if steps == 0:
+        return [[] for _ in ctxs]
+    dev = backend.device
+    stop_ids = torch.tensor(sorted(backend.stop_ids()) or [-2], device=dev)
+    lim = torch.tensor(limits, device=dev)
+    buf = torch.full((len(ctxs), steps), -1, dtype=torch.long, device=dev)
+    rows = torch.arange(len(ctxs), device=dev)  # original index of each live row
+    done = torch.zeros(len(ctxs), dtype=torch.bool, device=dev)
+    logits, state = backend.greedy_start(ctxs)
+    for t in range(steps):
+        nxt = logits.argmax(-1)
+        done = done | torch.isin(nxt, stop_ids) | (lim[rows] <= t)
+        buf[rows, t] = torch.where(done, torch.full_like(nxt, -1), nxt)
+        if (t + 1) % EVERY == 0 or t + 1 == steps:
+            keep = _check(backend, buf[:, : t + 1], rows, done, rules)
+            if not keep:
+                break
+            if len(keep) < len(rows):
+                idx = torch.tensor(keep, device=dev)
+                rows, done, nxt = rows[idx], done[idx], nxt[idx]
+                state = backend.greedy_keep(state, idx)
+        if t + 1 < steps:
+            logits, state = backend.greedy_step(state, torch.where(done, torch.full_like(nxt, backend.pad_id), nxt))
+    host = buf.cpu().tolist()
+    out = []
+    for ids, rule in zip(host, rules):
+        ids = ids[: ids.index(-1)] if -1 in ids else ids
+        out.append(cut(backend, ids, rule))
+    return out
+
+
+def _check(backend: Backend, buf: torch.Tensor, rows: torch.Tensor, done: torch.Tensor, rules: list) -> list[int]:
+    """One host read: positions (in `rows`) of the rows still to decode."""
+    host = buf.cpu().tolist()
+    keep = []
+    for pos, (r, d) in enumerate(zip(rows.tolist(), done.tolist())):
+        ids = host[r]
+        ids = ids[: ids.index(-1)] if -1 in ids else ids
+        if not d and not rules[r](backend.decode(ids)):
+            keep.append(pos)
+    return keep
