@@ -25,7 +25,7 @@ def run_batched(backend: Backend, reqs: list[tuple], stop=None) -> list[list[int
     out: list[list[int]] = [[] for _ in reqs]
     for group in backend.greedy_groups([len(r[0]) for r in reqs], limits):
         if stop:
-            raise Interrupted(f"stopped during greedy decoding ({stop.reason}); resume with --resume")
+            raise Interrupted(f"stopped during greedy decoding ({stop.reason}); the run's next attempt continues from the newest checkpoint")
         got = _run_group(backend, [reqs[i][0] for i in group], [limits[i] for i in group],
                          [reqs[i][2] for i in group])
         for i, ids in zip(group, got):
