@@ -42,8 +42,8 @@ function checkLayouts(plan: AuditPlan): void {
 }
 
 describe('configs/', () => {
-  it('holds the three documented grids', () => {
-    expect(files.sort()).toEqual(expect.arrayContaining(['directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml']));
+  it('holds the documented grids', () => {
+    expect(files.sort()).toEqual(expect.arrayContaining(['cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml']));
   });
 
   for (const file of files) {
@@ -77,6 +77,22 @@ describe('configs/', () => {
       expect(longest).toBeLessThanOrEqual((manifest.model.tiny?.max_len ?? 0) - 64);
     }
     expect(corpora.size).toBe(1);
+  });
+
+  it('cohort-order-cpu: the same focal rows alone, with a repeated cohort entirely before them, or entirely after', async () => {
+    const plan = await planOf('cohort-order-cpu.yaml');
+    const runOf = (population: string) => plan.runs.find((r) => r.cell.labels.population === population && r.cell.labels.seed === 0)!;
+    const [alone, before, after] = ['single-dose', 'repeated-before', 'repeated-after'].map(runOf);
+    const focal = (r: typeof alone) => r!.canaries.filter((c) => c.cohort === 'focal');
+    const others = (r: typeof alone) => r!.canaries.filter((c) => c.cohort !== 'focal');
+    expect(focal(before)).toEqual(focal(alone));
+    expect(focal(after)).toEqual(focal(alone));
+    const focalRows = focal(alone).flatMap((c) => c.positions);
+    const [first, last] = [Math.min(...focalRows), Math.max(...focalRows)];
+    expect(others(before).length).toBe(16);
+    expect(Math.max(...others(before).flatMap((c) => c.positions))).toBeLessThan(first);
+    expect(Math.min(...others(after).flatMap((c) => c.positions))).toBeGreaterThan(last);
+    expect(others(alone)).toEqual([]);
   });
 
   it('directions-cpu: paired early vs late placement, and low-dose canaries alone vs with high-dose ones', async () => {
