@@ -31,7 +31,11 @@ describe('canary-audit status', () => {
       { updates: 100_000, knobs: { step_s: 0.01 }, cell: 'long' },
       { updates: 3, cell: 'queued' },
     ]);
-    await submitAudit(conn, artifacts, audit, fastTuning());
+    // A 10 s lock: this test is about what status shows, not about lost locks, and a loaded CI
+    // machine can stall the event loop past fastTuning's 2 s lock (then the lease rule hands the
+    // run back, which test/queue/redis-outage.test.ts covers).
+    const tuning = fastTuning({ lockMs: 10_000 });
+    await submitAudit(conn, artifacts, audit, tuning);
 
     const queued = await runMain(['status', audit.auditId, '--json'], env);
     expect(queued.code).toBe(0);
@@ -44,7 +48,7 @@ describe('canary-audit status', () => {
       artifactsDir: artifacts,
       runner: localRunner({ trainerPath: standInEnv().CANARY_AUDIT_TRAINER_PATH, module: 'stand_in_trainer' }),
       slots: [{ gpu: null, threads: 1 }],
-      tuning: fastTuning(),
+      tuning,
     });
     await waitFor('the long run to report progress', async () => {
       const [s] = await collectStatus(conn, audit.auditId);
@@ -75,7 +79,7 @@ describe('canary-audit status', () => {
     expect(lines.every((l) => typeof l.time === 'string')).toBe(true);
     const last = lines.at(-1)!.audits[0]!;
     expect(last.state).toBe('cancelled');
-    expect(last.counts).toEqual({ completed: 1, failed: 1, cancelled: 2 });
+    expect(last.counts, JSON.stringify(last.runs.map((r) => [r.cell_id, r.state, r.failure]))).toEqual({ completed: 1, failed: 1, cancelled: 2 });
     // The audit parent closes the audit once its last run has stopped.
     const closed = await waitFor('the audit summary', async () => (await collectStatus(conn, audit.auditId))[0]?.summary ?? undefined);
     // One accounting: the run stopped while training is cancelled in the summary, as in status.
