@@ -28,6 +28,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "trainer-py"))
 
+from canary_trainer.batches import right_pad  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer.score import score_per_candidate  # noqa: E402
 from canary_trainer.trie import build_chunks, code_token_lists, score_trie  # noqa: E402
@@ -49,10 +50,7 @@ def lm_eval_style(b, ctx: str, ids: list[int], codes: list[str], batch: int) -> 
     out = np.zeros(len(codes))
     for s in range(0, len(seqs), batch):
         chunk = seqs[s: s + batch]
-        width = max(len(q) for q in chunk)
-        x = torch.full((len(chunk), width), b.pad_id, dtype=torch.long)
-        for r, q in enumerate(chunk):
-            x[r, : len(q)] = torch.tensor(q)
+        x = right_pad(chunk, b.pad_id)
         lp = torch.log_softmax(b.logits(x).float(), dim=-1)
         for r, q in enumerate(chunk):
             pos = torch.arange(len(ids) - 1, len(q) - 1)

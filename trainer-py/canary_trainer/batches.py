@@ -61,13 +61,15 @@ def batch_rows(update: int, batch_size: int) -> range:
     return range(update * batch_size, (update + 1) * batch_size)
 
 
+def right_pad(seqs: list[list[int]], fill: int) -> torch.Tensor:
+    """Token lists as one (len, longest) tensor, each row padded on the right with `fill`."""
+    out = torch.full((len(seqs), max(len(q) for q in seqs)), fill, dtype=torch.long)
+    for r, q in enumerate(seqs):
+        out[r, : len(q)] = torch.tensor(q, dtype=torch.long)
+    return out
+
+
 def collate(items: list[Encoded], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad to the longest row of this batch only. Causal attention means padding after a
     row's last token never changes that row's logits, so no attention mask is needed."""
-    width = max(len(e.ids) for e in items)
-    ids = torch.full((len(items), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(items), width), IGNORE, dtype=torch.long)
-    for r, e in enumerate(items):
-        ids[r, : len(e.ids)] = torch.tensor(e.ids, dtype=torch.long)
-        labels[r, : len(e.labels)] = torch.tensor(e.labels, dtype=torch.long)
-    return ids, labels
+    return right_pad([e.ids for e in items], pad_id), right_pad([e.labels for e in items], IGNORE)

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from .backends import Backend
+from .batches import right_pad
 
 TAIL_CHARS = 24
 
@@ -141,11 +142,8 @@ def score_per_candidate(backend: Backend, ctx_text: str, ctx_ids: list[int], can
         ctx_lp = lp[:-1].gather(1, ids[0, 1:, None])[:, 0].double().cpu().numpy()  # log p(ctx[t+1] | ctx[:t+1])
     for s in range(0, len(seqs), batch):
         chunk = seqs[s: s + batch]
-        width = max(len(q) for q in chunk)
-        ids = torch.full((len(chunk), width), backend.pad_id, dtype=torch.long)
-        for r, q in enumerate(chunk):
-            ids[r, : len(q)] = torch.tensor(q)
-        ids = ids.to(backend.device)
+        ids = right_pad(chunk, backend.pad_id).to(backend.device)
+        width = ids.shape[1]
         first = min(starts[s: s + batch]) - 1  # earliest position whose prediction is needed
         logits = backend.logits(ids, keep_last=width - first)
         lp = torch.log_softmax(logits.float(), dim=-1)  # (B, T-first, V)
