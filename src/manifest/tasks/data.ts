@@ -43,3 +43,20 @@ export interface TaskData {
   features: Record<string, DatasetFeature>;
   provenance: DatasetProvenance;
 }
+
+export type DatasetFormat = 'jsonl' | 'csv' | 'parquet' | 'json';
+
+/**
+ * A task's `source` as the grid writes it: a Hub dataset repository (`repo`, optional `revision`,
+ * `config`) or a local file or folder (`path`, relative to the grid file). `files` maps a split to
+ * its file(s) (globs allowed, e.g. `data/train-*`) when the card or the names do not say;
+ * `format` overrides the one the file names imply.
+ */
+export interface DatasetSourceSpec {
+  repo?: string;
+  revision?: string;
+  config?: string;
+  path?: string;
+  files?: Record<string, string | string[]>;
+  format?: DatasetFormat;
+}
