@@ -2,3 +2,4 @@ export * from './manifest.js';
 export * from './progress.js';
 export * from './result.js';
 export * from './audit.js';
+export * from './dataset.js';
