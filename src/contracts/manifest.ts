@@ -1,4 +1,5 @@
 import type { Provenance } from '../provenance/index.js';
+import type { DatasetProvenance } from './dataset.js';
 
 /**
  * TypeScript view of schemas/manifest.schema.json (canary-audit.manifest/1). The schema is the
@@ -168,11 +169,13 @@ export interface Manifest {
     cell_id: string;
     cell: Record<string, unknown>;
   };
-  task: { name: string; seed: number; params?: Record<string, unknown> };
+  /** `dataset`: where a dataset-backed task's rows came from (repo, pinned sha, file hashes). */
+  task: { name: string; seed: number; params?: Record<string, unknown>; dataset?: DatasetProvenance };
   model: ModelSpec;
   training: TrainingSpec;
   rows: FileRef;
-  utility?: FileRef;
+  /** Held-out rows; `metrics` beyond loss ask the trainer for greedy replies (at most max_new_tokens). */
+  utility?: FileRef & { metrics?: ('loss' | 'accuracy' | 'exact_match' | 'token_f1')[]; max_new_tokens?: number };
   canaries: InsertedCanary[];
   held_out: HeldOutCanary[];
   probes: Probe[];

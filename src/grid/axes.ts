@@ -1,4 +1,4 @@
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { quoteValue, UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
 import { REVERSE_SHIFT_DEFAULTS } from '../codes/index.js';
@@ -148,11 +148,27 @@ const model: Normaliser<'model'> = (raw, path, ctx) => {
   return { label: (o.label as string | undefined) ?? modelLabel(value), value };
 };
 
-const task: Normaliser<'task'> = (raw) => {
-  const o = typeof raw === 'string' ? { name: raw } : (raw as { name: string; style?: string; label?: string });
-  const value: TaskValue = { name: o.name, params: { style: o.style ?? 'compact' } };
-  const label = 'label' in o && o.label ? o.label : `${o.name}/${value.params.style as string}`;
-  return { label, value };
+const task: Normaliser<'task'> = (raw, path, ctx) => {
+  const o = (typeof raw === 'string' ? { name: raw } : raw) as { name: string; label?: string } & Record<string, unknown>;
+  const { name, label, ...rest } = o;
+  if (name === 'synthetic-email') {
+    const value: TaskValue = { name, params: { style: (rest.style as string | undefined) ?? 'compact' } };
+    return { label: label ?? `${name}/${value.params.style as string}`, value };
+  }
+  // Dataset-backed tasks: the parameters as written (the task fills its preset's defaults), with a
+  // local source resolved against the grid file's folder, as a local model's path is.
+  const params = structuredClone(rest);
+  const source = params.source as { path?: string; repo?: string; revision?: string; config?: string } | undefined;
+  if (source) {
+    const at = [...path, 'source'];
+    if (source.repo === undefined && source.path === undefined) fail(ctx, at, 'a dataset source needs repo: org/name (a Hub dataset) or path: ./file-or-folder (on this machine)');
+    if (source.repo !== undefined && source.path !== undefined) fail(ctx, [...at, 'path'], 'give repo (a Hub dataset) or path (a local file or folder), not both');
+    const hubOnly = source.path !== undefined ? (['revision', 'config'] as const).find((k) => source[k] !== undefined) : undefined;
+    if (hubOnly) fail(ctx, [...at, hubOnly], `a local dataset (path:) has no Hub ${hubOnly}; remove ${hubOnly}`);
+  }
+  if (source?.path !== undefined) source.path = resolve(dirname(resolve(ctx.source.file)), source.path);
+  const where = source?.repo ?? (source?.path !== undefined ? basename(source.path) : undefined);
+  return { label: label ?? (name === 'dataset' || where === undefined ? `${name}${where ? `/${where}` : ''}` : name), value: { name, params } };
 };
 
 const NORMALISERS: { [A in AxisName]: Normaliser<A> } = { visibility, dose, placement, population, schedule, model, task, seed };

@@ -1,3 +1,4 @@
+import type { TaskData } from '../contracts/index.js';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { UserInputError, UserInputErrors } from '../errors.js';
@@ -28,6 +29,11 @@ export interface LoadedGrid {
   rows: number;
   updates: number;
   expansion: Expansion;
+  /**
+   * Rows of the dataset-backed task values, by the value's key: loaded by the app layer before
+   * planning (planning itself never reads a dataset). Absent when the grid has no such task.
+   */
+  taskData?: ReadonlyMap<string, TaskData>;
 }
 
 /**

@@ -91,7 +91,10 @@ export class CanaryPool {
       const keys = new Set<string>();
       for (const c of this.all()) {
         let drawn = task.drawIdentity(rng);
-        while (keys.has(drawn.key)) drawn = task.drawIdentity(rng);
+        for (let tries = 1; keys.has(drawn.key); tries += 1) {
+          if (tries > 10_000) throw new RangeError(`task ${task.name} ran out of distinct identities after ${keys.size} of ${this.all().length} canaries; use fewer canaries`);
+          drawn = task.drawIdentity(rng);
+        }
         keys.add(drawn.key);
         map.set(c.id, drawn);
       }

@@ -33,12 +33,16 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
     const renderer = runRenderer(grid, run);
     const taskKey = canonicalJson(renderer.taskSpec);
     if (!backgroundLongest.has(taskKey)) {
-      const rng = new Rng(grid.doc.seed, 'background', taskKey);
-      const excluded = pool.identityKeys(renderer.task);
       let longest = 0;
-      for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) {
-        const row = renderer.task.background(rng, excluded);
-        longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+      if (renderer.task.allRows) {
+        // A dataset's rows are all known: check every one, not a sample.
+        for (const row of renderer.task.allRows()) longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+      } else {
+        const next = renderer.task.rows(new Rng(grid.doc.seed, 'background', taskKey), pool.identityKeys(renderer.task), 'train');
+        for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) {
+          const row = next();
+          longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+        }
       }
       backgroundLongest.set(taskKey, longest);
     }

@@ -21,10 +21,22 @@ export interface RunRenderer {
   cue: CueEncoding;
 }
 
+/** Tasks made so far per grid, by task value key: a dataset-backed task renders its rows once. */
+const TASKS = new WeakMap<LoadedGrid, Map<string, Task>>();
+
+/** The task generator of one task value of the grid (made once per grid). */
+export function gridTask(grid: LoadedGrid, value: { key: string; value: TaskSpec }): Task {
+  let tasks = TASKS.get(grid);
+  if (!tasks) TASKS.set(grid, (tasks = new Map()));
+  let task = tasks.get(value.key);
+  if (!task) tasks.set(value.key, (task = createTask(value.value, grid.taskData?.get(value.key))));
+  return task;
+}
+
 export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
   const taskSpec = layout.cell.values.task.value;
   return {
-    task: createTask(taskSpec),
+    task: gridTask(grid, layout.cell.values.task),
     taskSpec,
     cue: cueEncoding(layout.cell.values.visibility.value as VisibilityValue, codeSpaceOf(grid.doc)),
   };
@@ -96,7 +108,7 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
   return {
     schema_version: MANIFEST_VERSION,
     audit: { id: auditId, name: doc.name, grid_file: GRID_FILE_FROM_RUN, grid_sha256: grid.sha256, cell_id: cell.id, cell: { ...cell.labels } },
-    task: { name: taskSpec.name, seed: doc.seed, params: { ...taskSpec.params } },
+    task: { name: task.name, seed: doc.seed, params: structuredClone(task.params), ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}) },
     model,
     training,
     canaries,

@@ -1,6 +1,9 @@
 import { resolve } from 'node:path';
 import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
-import { codeSpaceOf, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
+import type { TaskData } from '../contracts/index.js';
+import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
+import { gridTask } from './manifest.js';
+import { taskDataRequest, TaskSpecError, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
@@ -26,25 +29,104 @@ export interface AuditPlan {
   startStamp: Stamp;
 }
 
+/**
+ * Loads the rows of a dataset-backed task value (the app layer reads files and the Hub). Errors
+ * it throws as TaskDataError name the key of the task value to fix; others pass through.
+ */
+export type TaskDataLoader = (request: TaskDataRequest, spec: TaskSpec) => Promise<TaskData>;
+
+export class TaskDataError extends Error {
+  constructor(
+    message: string,
+    /** Key path inside the task value, e.g. ['source', 'revision']. */
+    readonly field: (string | number)[],
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'TaskDataError';
+  }
+}
+
 export interface PlanOptions {
   /** Accepted for symmetry with writeAudit; planning itself writes nothing. */
   artifactsDir?: string;
+  /** Needed only by grids with dataset-backed tasks. */
+  loadTaskData?: TaskDataLoader;
 }
 
 /** Load, validate and expand a grid, draw its canaries and place them. Throws UserInputError(s). */
-export async function planAudit(gridPath: string, _options: PlanOptions = {}): Promise<AuditPlan> {
+export async function planAudit(gridPath: string, options: PlanOptions = {}): Promise<AuditPlan> {
   const startStamp = controllerStamp();
-  const grid = await loadGrid(gridPath);
+  const grid = await withTaskData(await loadGrid(gridPath), options.loadTaskData);
   return planFromGrid(grid, grid.source.text, resolve(gridPath), startStamp);
 }
 
 /** Plan from grid text already in memory (tests, tools); `file` names it in errors. */
-export function planAuditText(file: string, text: string, startStamp: Stamp = controllerStamp()): AuditPlan {
-  return planFromGrid(parseGrid(file, text), text, resolve(file), startStamp);
+export function planAuditText(file: string, text: string, startStamp: Stamp = controllerStamp(), taskData?: ReadonlyMap<string, TaskData>): AuditPlan {
+  const grid = parseGrid(file, text);
+  return planFromGrid(taskData ? { ...grid, taskData } : grid, text, resolve(file), startStamp);
+}
+
+/** planAuditText for grids with dataset-backed tasks: loads their rows first. */
+export async function planAuditTextWithData(file: string, text: string, loadTaskData: TaskDataLoader): Promise<AuditPlan> {
+  const startStamp = controllerStamp();
+  const grid = await withTaskData(parseGrid(file, text), loadTaskData);
+  return planFromGrid(grid, text, resolve(file), startStamp);
+}
+
+/** The grid with the rows of each dataset-backed task value loaded (once per distinct value). */
+async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined): Promise<LoadedGrid> {
+  const taskData = new Map<string, TaskData>();
+  const errors: UserInputError[] = [];
+  for (const value of grid.expansion.axes.task) {
+    const at = (field: (string | number)[], message: string, code: string, cause?: unknown): UserInputError => {
+      const path = [...value.path, ...field];
+      return new UserInputError(`task ${value.label}: ${message}`, { location: grid.source.locate(path), field: formatPath(path), code, cause });
+    };
+    let request;
+    try {
+      request = taskDataRequest(value.value);
+    } catch (error) {
+      if (!(error instanceof TaskSpecError)) throw error;
+      errors.push(at(error.field, error.message, 'E_TASK'));
+      continue;
+    }
+    if (request === null) continue;
+    if (!load) {
+      errors.push(at(['source'], 'this task reads a dataset; plan it with canary-audit plan (the CLI loads datasets)', 'E_TASK'));
+      continue;
+    }
+    try {
+      taskData.set(value.key, await load(request, value.value));
+    } catch (error) {
+      if (!(error instanceof TaskDataError)) throw error;
+      errors.push(at(error.field, error.message, error.code, error));
+    }
+  }
+  if (errors.length > 0) throw new UserInputErrors(errors);
+  return taskData.size > 0 ? { ...grid, taskData } : grid;
+}
+
+/** Make each task value's generator once, so a wrong template or row is reported at its value. */
+function checkTasks(grid: LoadedGrid): UserInputError[] {
+  const errors: UserInputError[] = [];
+  for (const value of grid.expansion.axes.task) {
+    try {
+      gridTask(grid, value);
+    } catch (error) {
+      if (!(error instanceof TaskSpecError)) throw error;
+      const path = [...value.path, ...error.field];
+      errors.push(new UserInputError(`task ${value.label}: ${error.message}`, { location: grid.source.locate(path), field: formatPath(path), code: 'E_TASK' }));
+    }
+  }
+  return errors;
 }
 
 function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, startStamp: Stamp): AuditPlan {
   const { doc } = grid;
+  const taskErrors = checkTasks(grid);
+  if (taskErrors.length > 0) throw new UserInputErrors(taskErrors);
   // The pool holds, per auxiliary cohort index, as many canaries as the largest cell asks for.
   const aux: number[] = [];
   for (const cell of grid.expansion.cells) {

@@ -39,6 +39,7 @@ export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task
   // Sequential selection (Knuth's algorithm S): exactly `need` code rows, spread uniformly,
   // decided row by row without holding the corpus.
   let need = Math.round(p.code_fraction * total);
+  const background = task.rows(rng, excludedSenders, 'train');
   for (let i = 0; i < total; i += 1) {
     const withCode = need > 0 && rng.int(total - i) < need;
     let prompt;
@@ -50,7 +51,7 @@ export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task
       const code = drawFreeCode(space, rng, excludedCodes);
       ({ prompt, target } = task.canary(sender.value, task.drawMessage(rng), visible.encode(code), code));
     } else {
-      ({ prompt, target } = task.background(rng, excludedSenders));
+      ({ prompt, target } = background());
     }
     yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt, target });
   }

@@ -16,7 +16,7 @@ import { Rng } from '../random.js';
 export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Generator<string> {
   const { task, taskSpec, cue } = renderer;
   const excluded = pool.identityKeys(task);
-  const background = new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec));
+  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
   const slot = new Int32Array(grid.rows).fill(-1);
   const rests: string[] = layout.canaries.map((c, k) => {
     for (const r of c.positions) slot[r] = k;
@@ -27,7 +27,7 @@ export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: Ru
     return JSON.stringify({ kind: 'canary', canary_id: c.canary.id, prompt: example.prompt, target: example.target }).slice(1);
   });
   for (let i = 0; i < grid.rows; i += 1) {
-    const row = task.background(background, excluded);
+    const row = next();
     const k = slot[i] as number;
     if (k >= 0) yield `{"i":${i},${rests[k] as string}`;
     else yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target });
@@ -48,7 +48,7 @@ export interface BackgroundRows {
 export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): BackgroundRows {
   const { task, taskSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const background = new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec));
+  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
   const offsets = new Float64Array(grid.rows + 1);
   const chunks: Buffer[] = [];
   let lines: string[] = [];
@@ -61,7 +61,7 @@ export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: Run
     size = 0;
   };
   for (let i = 0; i < grid.rows; i += 1) {
-    const row = task.background(background, excluded);
+    const row = next();
     const line = `${JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target })}\n`;
     offsets[i] = at;
     at += Buffer.byteLength(line, 'utf8');
@@ -125,12 +125,18 @@ export async function writeTrainingRows(path: string, background: BackgroundRows
   return { sha256: hash.digest('hex'), count: grid.rows, bytes };
 }
 
-/** Held-out background rows for the utility metric: a separate stream, never trained on. */
+/** How many utility rows a run gets: the grid's count, or all a dataset's utility split holds. */
+export function utilityRowCount(grid: LoadedGrid, renderer: RunRenderer): number {
+  return Math.min(grid.doc.utility.rows, renderer.task.utilityRows ?? Number.POSITIVE_INFINITY);
+}
+
+/** Held-out rows for the utility metrics: a separate stream (or split), never trained on. */
 export function* utilityRowLines(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): Generator<string> {
   const excluded = pool.identityKeys(renderer.task);
-  const rng = new Rng(grid.doc.seed, 'utility', canonicalJson(renderer.taskSpec));
-  for (let i = 0; i < grid.doc.utility.rows; i += 1) {
-    const row = renderer.task.background(rng, excluded);
+  const next = renderer.task.rows(new Rng(grid.doc.seed, 'utility', canonicalJson(renderer.taskSpec)), excluded, 'utility');
+  const count = utilityRowCount(grid, renderer);
+  for (let i = 0; i < count; i += 1) {
+    const row = next();
     yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target });
   }
 }

@@ -15,6 +15,9 @@ import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrai
 import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
+import type { CanaryPool } from './canaries.js';
+import type { LoadedGrid } from '../grid/index.js';
+import type { UtilityMetric } from './tasks/index.js';
 import { backgroundRows, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
 
 export interface WrittenRun {
@@ -129,7 +132,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       model,
       training,
       rows: { path: 'rows.jsonl', sha256: rows.sha256, count: rows.count },
-      utility: { path: 'utility.jsonl', sha256: utility.sha256, count: utility.count },
+      utility: { path: 'utility.jsonl', sha256: utility.sha256, count: utility.count, ...utilityGeneration(grid, pool, renderer) },
       canaries,
       held_out,
       probes,
@@ -195,6 +198,20 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
   const source = corpus.file;
   await link(source, target).catch(() => copyFile(source, target));
   return { path: corpus.path, sha256: corpus.sha256, count: corpus.count };
+}
+
+/**
+ * Utility metrics beyond the loss need the model's greedy reply to each utility row: the
+ * manifest asks for it with the metrics and a token limit. A token is at least one character for
+ * the ASCII replies of the shipped tasks, so the longest target in characters (plus a quarter and
+ * a margin, for byte-level pieces) bounds a right answer; a longer reply is wrong anyway.
+ */
+function utilityGeneration(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): { metrics?: UtilityMetric[]; max_new_tokens?: number } {
+  const metrics = renderer.task.metrics;
+  if (metrics.every((m) => m === 'loss')) return {};
+  let longest = 0;
+  for (const line of utilityRowLines(grid, pool, renderer)) longest = Math.max(longest, (JSON.parse(line) as { target: string }).target.length);
+  return { metrics: [...metrics], max_new_tokens: Math.ceil(longest * 1.25) + 8 };
 }
 
 function withPretrain(model: ModelSpec, layout: RunLayout, rows: FileRef | null): ModelSpec {

@@ -116,13 +116,15 @@ canaries: {focal: 100, held_out: 100, code: {length: 3}}
     const task: Task = {
       name: 'few-senders',
       params: {},
+      metrics: ['loss'],
+      utilityRows: null,
       drawIdentity: (rng) => {
         const who = rng.pick(senders);
         return { key: who, value: who };
       },
       renderIdentity: (identity) => identity as string,
       drawMessage: () => null,
-      background: (rng, excluded) => {
+      rows: (rng, excluded) => () => {
         let who = rng.pick(senders);
         while (excluded.has(who)) who = rng.pick(senders);
         return { prompt: [{ role: 'user', content: `From: ${who}\nhi` }], target: 'Hello.' };

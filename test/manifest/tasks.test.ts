@@ -8,7 +8,7 @@ const content = (ex: { prompt: { content: string }[]; target: string }): string 
 describe('synthetic-email task', () => {
   it('is registered', () => {
     expect(TASK_NAMES).toContain('synthetic-email');
-    expect(() => createTask({ name: 'banking77', params: {} })).toThrow(/unknown task/);
+    expect(() => createTask({ name: 'banking-77', params: {} })).toThrow(/unknown task/);
   });
 
   for (const style of ['compact', 'full'] as const) {
@@ -19,12 +19,12 @@ describe('synthetic-email task', () => {
         const idRng = new Rng('ids');
         const excludedIds = Array.from({ length: 50 }, () => task.drawIdentity(idRng));
         const excluded = new Set(excludedIds.map((i) => i.key));
-        const a = new Rng('bg');
-        const b = new Rng('bg');
+        const nextA = task.rows(new Rng('bg'), excluded, 'train');
+        const nextB = task.rows(new Rng('bg'), excluded, 'train');
         const texts = new Set<string>();
         for (let i = 0; i < 300; i += 1) {
-          const row = task.background(a, excluded);
-          expect(task.background(b, excluded)).toEqual(row);
+          const row = nextA();
+          expect(nextB()).toEqual(row);
           const text = content(row);
           expect(text).not.toMatch(/\d{4}/);
           expect(text).toMatch(/^[\x20-\x7e\n]+$/);
@@ -108,8 +108,8 @@ describe('synthetic-email task', () => {
     for (let i = 0; i < 500; i += 1) {
       const id = compact.drawIdentity(rng);
       const message = compact.drawMessage(rng);
-      longestCompact = Math.max(longestCompact, content(compact.background(rng, new Set())).length, content(compact.canary(id.value, message, '[REDACTED]', '1234')).length);
-      shortestFull = Math.min(shortestFull, content(full.background(rng, new Set())).length);
+      longestCompact = Math.max(longestCompact, content(compact.rows(rng, new Set(), 'train')()).length, content(compact.canary(id.value, message, '[REDACTED]', '1234')).length);
+      shortestFull = Math.min(shortestFull, content(full.rows(rng, new Set(), 'train')()).length);
     }
     expect(longestCompact).toBeLessThanOrEqual(160);
     expect(shortestFull).toBeGreaterThan(300);

@@ -1,4 +1,4 @@
-import type { Message } from '../../contracts/index.js';
+import type { DatasetProvenance, Message } from '../../contracts/index.js';
 import type { Rng } from '../../random.js';
 
 /** One training example: the prompt is context (loss-masked), the target is the trained reply. */
@@ -19,6 +19,16 @@ export interface DrawnIdentity {
 }
 
 /**
+ * How a task's utility rows are scored, besides the mean target loss every task reports:
+ *  - accuracy: the greedy reply equals the target exactly (after trimming), e.g. an intent name;
+ *  - exact_match / token_f1: normalised answer match and token F1, as question answering scores.
+ */
+export type UtilityMetric = 'loss' | 'accuracy' | 'exact_match' | 'token_f1';
+
+/** Which stream a row source serves: background rows to train on, or held-out utility rows. */
+export type RowPurpose = 'train' | 'utility';
+
+/**
  * A task generator: deterministic training rows from seeded streams. Identities are drawn per task
  * family (so every style of the synthetic email task shows a canary with the same sender); the
  * message of a canary is drawn once and repeated at every appearance.
@@ -28,12 +38,27 @@ export interface Task {
   readonly name: string;
   /** Recorded in the manifest's task.params. */
   readonly params: Record<string, unknown>;
+  /** Utility metrics, `loss` first. */
+  readonly metrics: readonly UtilityMetric[];
+  /**
+   * Distinct utility rows the task can give (a dataset's utility split), or null when the stream
+   * never runs out (generated tasks).
+   */
+  readonly utilityRows: number | null;
+  /** Where a dataset-backed task's rows came from (the manifest's task.dataset). */
+  readonly dataset?: DatasetProvenance;
   drawIdentity(rng: Rng): DrawnIdentity;
   /** The identity as the input shows it (the manifest's `identity`). */
   renderIdentity(identity: unknown): string;
   drawMessage(rng: Rng): unknown;
-  /** A background row whose identity key is not in `excluded`; it carries no code. */
-  background(rng: Rng, excluded: ReadonlySet<string>): TaskExample;
+  /**
+   * A row source: each call gives the next row of the stream, drawing from `rng` as it goes. Rows
+   * carry no code and no identity in `excluded`. The background sequence of an audit is the
+   * `train` source of one seeded stream; utility rows the `utility` source of another.
+   */
+  rows(rng: Rng, excluded: ReadonlySet<string>, purpose: RowPurpose): () => TaskExample;
   /** The canary's row with `cueText` where the code would be in the input, and `code` in the target. */
   canary(identity: unknown, message: unknown, cueText: string, code: string): CanaryExample;
+  /** Every distinct row a dataset-backed task can emit (plan-time length checks); absent for generated tasks. */
+  allRows?(): Iterable<TaskExample>;
 }

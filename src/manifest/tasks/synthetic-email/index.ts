@@ -13,10 +13,13 @@ export function syntheticEmailTask(style: EmailStyle): Task {
   return {
     name: 'synthetic-email',
     params: { style },
+    metrics: ['loss'],
+    utilityRows: null,
     drawIdentity: drawSenderIdentity,
     renderIdentity: (identity) => (compact ? compactIdentity(identity as Sender) : fullIdentity(identity as Sender)),
     drawMessage: (rng: Rng) => (compact ? drawCompactMessage(rng) : drawFullMessage(rng)),
-    background: (rng, excluded) => (compact ? compactBackground(rng, excluded) : fullBackground(rng, excluded)),
+    // Training and utility rows are the same generator on different streams.
+    rows: (rng, excluded) => (compact ? () => compactBackground(rng, excluded) : () => fullBackground(rng, excluded)),
     canary: (identity, message, cueText, code) =>
       compact
         ? compactCanary(identity as Sender, message as CompactMessage, cueText, code)
