@@ -1,5 +1,5 @@
 import { planGrid } from '../app/index.js';
-import { pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
+import { gridTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
 import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
@@ -57,6 +57,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: Model
     candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
     ...(written ? { audit_dir: written.auditDir } : {}),
     models: revisionsJson(models),
+    ...(datasetsOf(plan).length > 0 ? { datasets: datasetsOf(plan) } : {}),
     runs: plan.runs.map((run, k) => {
       const w = written?.runs[k];
       const probed = run.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').length + run.heldOut.length;
@@ -85,6 +86,7 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
     `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
     ...baseModelLines(plan),
     ...revisionLines(models),
+    ...datasetsOf(plan).map((d) => `dataset ${d.task}: ${d.source === 'hub' ? `${d.repo}@${d.revision} -> ${d.sha}` : d.path}; ${n(d.train_rows)} train rows, ${n(d.utility_rows)} utility rows`),
     '',
   ];
   const table = plan.runs.map((run, k) => {
@@ -112,6 +114,18 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
     lines.push('', 'nothing written; add --out DIR to write the manifests');
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** Each dataset-backed task value of the plan: its source as pinned, and its rows per role. */
+function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; repo?: string; revision?: string; sha?: string; path?: string; train_rows: number; utility_rows: number }[] {
+  return plan.grid.expansion.axes.task.flatMap((value) => {
+    const task = gridTask(plan.grid, value);
+    const d = task.dataset;
+    if (!d) return [];
+    const all = [...(task.allRows?.() ?? [])].length;
+    const utility = task.utilityRows ?? 0;
+    return [{ task: value.label, source: d.source, ...(d.repo ? { repo: d.repo, revision: d.revision ?? 'main' } : {}), ...(d.sha ? { sha: d.sha } : {}), ...(d.path ? { path: d.path } : {}), train_rows: all - utility, utility_rows: utility }];
+  });
 }
 
 /** A tiny run's pretraining in --json (null: trained from scratch, or not a tiny model). */

@@ -74,7 +74,7 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
       const task = run.cell.values.task;
       errors.push(
         new UserInputError(
-          `task ${task.label} with ${run.cell.values.visibility.label} cues renders rows of up to ${longest} tokens, but model ${run.cell.values.model.label} reads at most ${limit}; use style compact, a larger max_len, or a real model`,
+          `task ${task.label} with ${run.cell.values.visibility.label} cues renders rows of up to ${longest} tokens, but model ${run.cell.values.model.label} reads at most ${limit}; ${renderer.task.allRows ? 'shorten the rows (system: null, shorter templates), ' : 'use style compact, '}a larger max_len, or a real model`,
           { location: grid.source.locate(task.path), field: formatPath(task.path), code: 'E_ROW_LENGTH' },
         ),
       );
