@@ -20,6 +20,20 @@ export interface FileRef {
   count: number;
 }
 
+/** A utility metric (schemas/manifest.schema.json `utility.metrics`); docs/metrics.md defines each. */
+export const UTILITY_METRICS = ['loss', 'accuracy', 'exact_match', 'token_f1'] as const;
+export type UtilityMetric = (typeof UTILITY_METRICS)[number];
+
+/**
+ * `utility`: utility.jsonl plus what to measure on it. Absent `metrics` = `['loss']` (manifests
+ * written before these fields). Any metric besides `loss` makes the trainer decode every row's
+ * prompt greedily with the base and the final model, up to `max_new_tokens` (then required).
+ */
+export interface UtilityRef extends FileRef {
+  metrics?: UtilityMetric[];
+  max_new_tokens?: number;
+}
+
 export interface TinyModelSpec {
   n_layer: number;
   n_head: number;
@@ -174,8 +188,7 @@ export interface Manifest {
   model: ModelSpec;
   training: TrainingSpec;
   rows: FileRef;
-  /** Held-out rows; `metrics` beyond loss ask the trainer for greedy replies (at most max_new_tokens). */
-  utility?: FileRef & { metrics?: ('loss' | 'accuracy' | 'exact_match' | 'token_f1')[]; max_new_tokens?: number };
+  utility?: UtilityRef;
   canaries: InsertedCanary[];
   held_out: HeldOutCanary[];
   probes: Probe[];

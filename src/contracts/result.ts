@@ -78,9 +78,34 @@ export interface Result {
     resumed_from?: number | null;
   };
   evaluations: Evaluation[];
-  utility: { rows?: number; base_loss?: number | null; final_loss?: number | null };
+  utility: {
+    rows?: number;
+    base_loss?: number | null;
+    final_loss?: number | null;
+    /** utility/base.jsonl: the base model's greedy reply per utility row (absent or null: not decoded). */
+    base_outputs?: UtilityOutputs | null;
+    /** utility/final.jsonl: the final model's greedy reply per utility row. */
+    final_outputs?: UtilityOutputs | null;
+  };
   rendered: { canary?: string | null; background?: string | null };
   provenance: Provenance;
+}
+
+/**
+ * A utility outputs file: one JSON line `{i, text}` per utility row, in file order; `path` is
+ * relative to the folder holding result.json, `sha256` over its bytes, `count` its lines.
+ */
+export interface UtilityOutputs {
+  path: string;
+  sha256: string;
+  count: number;
+}
+
+/** One line of utility/base.jsonl or utility/final.jsonl. */
+export interface UtilityOutputLine {
+  i: number;
+  /** The greedy reply, its end-of-turn marker removed. */
+  text: string;
 }
 
 /**

@@ -12,3 +12,4 @@ export * from './arm.js';
 export * from './space-check.js';
 export * from './aggregate.js';
 export * from './paired.js';
+export * from './utility.js';

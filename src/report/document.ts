@@ -1,9 +1,11 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short } from './format.js';
+import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short, signed } from './format.js';
 import type { ReportSummary } from './summary.js';
 import type { StampBrief } from './provenance-check.js';
+import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
+import type { UtilityInterval } from '../metrics/utility.js';
 
 /**
  * The report as a document of sections and tables, built once from the summary and rendered by
@@ -50,6 +52,7 @@ function overview(s: ReportSummary): Section {
     paragraphs: [
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
+      ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
       `Medians carry percentile-bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n canaries and n runs are printed beside every figure. Canaries of one run share its training, so a median that pools several runs is resampled hierarchically (runs with replacement, then canaries within each drawn run; paired differences: run pairs, then canary pairs); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
     ],
     ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
@@ -225,12 +228,33 @@ function checkpoints(s: ReportSummary): Section | null {
   };
 }
 
+/** A utility metric with its interval and n: `3/4 (0.75) [0.30, 0.95]` or `0.62 [0.40, 0.80] (12 rows · 3 runs; runs → rows)`. */
+function utilityCell(u: UtilityInterval | null): string {
+  if (!u) return DASH;
+  const value = u.k !== null && u.n_runs === 1 ? `${u.k}/${u.n} (${num(u.estimate)})` : num(u.estimate);
+  const rows = `${u.n} rows${u.n_runs > 1 ? ` · ${u.n_runs} runs` : ''}`;
+  const how = u.method === 'wilson' ? 'Wilson' : u.resampling === 'hierarchical' ? 'runs → rows' : 'bootstrap over rows';
+  return `${value} [${num(u.lo)}, ${num(u.hi)}]${u.k !== null && u.n_runs === 1 ? '' : ` (${rows}; ${how})`}`;
+}
+
+function metricRows(lead: string[], metrics: UtilityMetricSummary[] | undefined): string[][] {
+  return (metrics ?? []).map((m) => [...lead, METRIC_WORDS[m.metric], utilityCell(m.base), utilityCell(m.final), m.delta === null ? DASH : signed(m.delta)]);
+}
+
 function utility(s: ReportSummary): Section {
   const runs = s.runs.filter((r) => r.utility);
+  const generation = s.utility.some((u) => u.metrics) || runs.some((r) => r.utility?.metrics);
   return {
     id: 'utility',
     title: 'Utility',
-    paragraphs: ['Mean target-token loss on held-out background rows (never trained on), before and after fine-tuning; Δ = after − before. Medians over runs per cell.'],
+    paragraphs: [
+      'Mean target-token loss on held-out background rows (never trained on), before and after fine-tuning; Δ = after − before. Medians over runs per cell.',
+      ...(generation
+        ? [
+            'Task metrics: the base model’s and the fine-tuned model’s greedy replies to the same rows, scored against their targets: accuracy (the trimmed reply equals the target), exact match (TAT-QA-style normalised answer, scale included), token F1 (bag of normalised tokens). One run: accuracy and exact match with Wilson 95% intervals, token F1 with a percentile bootstrap over rows; a cell pooling several runs: the mean over their rows, resampled runs → rows. Δ = after − before.',
+          ]
+        : []),
+    ],
     tables: [
       {
         caption: 'Per cell',
@@ -242,6 +266,20 @@ function utility(s: ReportSummary): Section {
         columns: ['Run', 'Cell', 'Rows', 'Loss before', 'Loss after', 'Δ'],
         rows: runs.map((r) => [r.run_id, r.cell_id, String(r.utility?.rows ?? DASH), num(r.utility?.base_loss, 4), num(r.utility?.final_loss, 4), num(r.utility?.delta, 4)]),
       },
+      ...(generation
+        ? [
+            {
+              caption: 'Task metrics per cell',
+              columns: ['Cell', 'No-canary', 'Runs', 'Metric', 'Before [95% CI]', 'After [95% CI]', 'Δ'],
+              rows: s.utility.flatMap((u) => metricRows([u.label, u.no_canary ? 'yes' : 'no', String(u.n_runs)], u.metrics)),
+            },
+            {
+              caption: 'Task metrics per run',
+              columns: ['Run', 'Cell', 'Metric', 'Before [95% CI]', 'After [95% CI]', 'Δ'],
+              rows: runs.flatMap((r) => metricRows([r.run_id, r.cell_id], r.utility?.metrics)),
+            },
+          ]
+        : []),
     ],
   };
 }

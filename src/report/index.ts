@@ -17,6 +17,7 @@ import { renderMarkdown } from './markdown.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { buildPlots, renderSvg } from './plots.js';
 import { buildSummary, type ReportSummary } from './summary.js';
+import { utilityHeadlines } from './utility.js';
 
 /**
  * `writeReport`: compute every metric of an audit from its stored artifacts and write the report
@@ -94,6 +95,19 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
   const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
   const groups = aggregateGroups(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   const paired = pairedComparisons(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
+  // The utility headline only where some run measured task utility beyond loss: loss-only audits
+  // keep the report they had.
+  const finished = audit.runs.filter((r) => outcomes.has(r.run_id));
+  const utilityHeadline = finished.some((r) => outcomes.get(r.run_id)?.utilityScores)
+    ? utilityHeadlines(
+        finished.map((r) => {
+          const o = outcomes.get(r.run_id) as RunOutcome;
+          return { run_id: r.run_id, task: r.manifest?.task ?? '—', scores: o.utilityScores, base_loss: o.utility.base_loss, final_loss: o.utility.final_loss };
+        }),
+        observations,
+        stat,
+      )
+    : undefined;
   const summary = buildSummary({
     audit,
     labelAxes,
@@ -103,6 +117,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     paired,
     settings,
     provenance: finishProvenance(atStart),
+    ...(utilityHeadline ? { utilityHeadline } : {}),
   });
   const csvRuns = new Map(audit.runs.map((r) => [r.run_id, { audit_id: audit.id, cell_id: r.cell_id, cell: r.cell }]));
   return { summary, observations, csvRuns };

@@ -2,7 +2,7 @@ import { artifactError, quoteValue } from '../errors.js';
 import { candidateIndex } from '../metrics/candidate-index.js';
 import type { CanaryRole } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
-import type { CandidateSpace, Manifest, ProbeKind } from '../contracts/manifest.js';
+import type { CandidateSpace, Manifest, ProbeKind, UtilityRef } from '../contracts/manifest.js';
 import type { Provenance } from '../provenance/index.js';
 
 /**
@@ -39,6 +39,10 @@ export interface ManifestInfo {
   /** The run inserts no canary: a no-canary control run. */
   no_canary: boolean;
   provenance: Provenance;
+  /** The task's name (manifest `task.name`). */
+  task: string;
+  /** utility.jsonl and what to measure on it (absent: no utility rows). */
+  utility: UtilityRef | null;
 }
 
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
@@ -93,5 +97,5 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
       shownIndex: shown === null ? -1 : candidateIndex(space, shown, lists.get(p.canary_id)),
     });
   });
-  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance };
+  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null };
 }

@@ -11,6 +11,7 @@ import { readJsonFile } from '../fs/index.js';
 import type { LoadedRun } from './load-audit.js';
 import type { ManifestInfo } from './manifest-info.js';
 import { readScoreFile } from './scores.js';
+import { readUtilityScores, type UtilityScores } from './utility.js';
 
 /**
  * Turn one finished run's result.json and score files into observations. Score files are read
@@ -21,6 +22,8 @@ export interface RunOutcome {
   observations: Observation[];
   phases: string[];
   utility: { rows: number | null; base_loss: number | null; final_loss: number | null };
+  /** Per-row scores of the utility replies, when the manifest asks for generation metrics. */
+  utilityScores: UtilityScores | null;
   provenance: Provenance;
   scoreFiles: number;
 }
@@ -123,6 +126,7 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
     observations,
     phases: result.evaluations.map((e) => e.phase),
     utility: { rows: result.utility.rows ?? null, base_loss: result.utility.base_loss ?? null, final_loss: result.utility.final_loss ?? null },
+    utilityScores: await readUtilityScores(run, result),
     provenance: result.provenance,
     scoreFiles,
   };

@@ -11,6 +11,7 @@ import type { Provenance } from '../provenance/index.js';
 import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
+import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -29,7 +30,8 @@ export interface RunReport {
   failure: RunFailure | null;
   candidate_space: SpaceSummary | null;
   phases: string[];
-  utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null } | null;
+  /** `metrics`: the generation metrics (accuracy, exact match, token F1) of a run whose manifest asks for them. */
+  utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null; metrics?: UtilityMetricSummary[] } | null;
   provenance: { controller: StampBrief | null; trainer: StampBrief | null };
 }
 
@@ -41,6 +43,8 @@ export interface UtilityGroup {
   base_loss: number | null;
   final_loss: number | null;
   delta: number | null;
+  /** Generation metrics pooled over the group's runs (only when some run has them). */
+  metrics?: UtilityMetricSummary[];
 }
 
 export interface ReportSettings {
@@ -62,6 +66,8 @@ export interface ReportSummary {
   groups: GroupSummary[];
   paired: PairedSummary[];
   utility: UtilityGroup[];
+  /** Per task: utility base → final beside the highest focal exposure (only when some run has generation metrics). */
+  utility_headline?: UtilityHeadline[];
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -76,7 +82,11 @@ export interface SummaryInput {
   paired: PairedSummary[];
   settings: ReportSettings;
   provenance: Provenance;
+  /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
+  utilityHeadline?: UtilityHeadline[];
 }
+
+type Stat = { seed: number; resamples: number; confidence: number };
 
 function medianOrNull(values: (number | null)[]): number | null {
   const present = values.filter((v): v is number => v !== null && Number.isFinite(v));
@@ -86,7 +96,8 @@ function medianOrNull(values: (number | null)[]): number | null {
 export function buildSummary(input: SummaryInput): ReportSummary {
   const { audit, outcomes, settings } = input;
   const roles: AxisRoles = { seedAxes: settings.seed_axes, doseAxis: settings.dose_axis };
-  const runs = runReports(audit, outcomes);
+  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
+  const runs = runReports(audit, outcomes, stat);
   const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
@@ -110,7 +121,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     runs,
     groups: input.groups,
     paired: input.paired,
-    utility: utilityGroups(runs, roles, audit.axes, input.labelAxes),
+    utility: utilityGroups(runs, outcomes, roles, audit.axes, input.labelAxes, stat),
+    ...(input.utilityHeadline ? { utility_headline: input.utilityHeadline } : {}),
     warnings: summaryWarnings(input, runs, roles),
     provenance: input.provenance,
   };
@@ -123,11 +135,12 @@ export function buildSummary(input: SummaryInput): ReportSummary {
 }
 
 /** One entry per run of the audit: status, candidate space, phases, utility, provenance stamps. */
-function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome>): RunReport[] {
+function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome>, stat: Stat): RunReport[] {
   return audit.runs.map((run) => {
     const outcome = outcomes.get(run.run_id);
     const space = run.manifest?.space;
     const u = outcome?.utility;
+    const scores = outcome?.utilityScores ?? null;
     return {
       run_id: run.run_id,
       cell_id: run.cell_id,
@@ -139,7 +152,11 @@ function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome
       candidate_space: space ? { kind: space.kind, size: space.size, ceiling: exposureCeiling(space.size) } : null,
       phases: outcome?.phases ?? [],
       utility: u
-        ? { ...u, delta: u.base_loss !== null && u.final_loss !== null ? u.final_loss - u.base_loss : null }
+        ? {
+            ...u,
+            delta: u.base_loss !== null && u.final_loss !== null ? u.final_loss - u.base_loss : null,
+            ...(scores ? { metrics: metricSummaries([{ run_id: run.run_id, scores }], `run|${run.run_id}`, stat) } : {}),
+          }
         : null,
       provenance: { controller: brief(run.manifest?.provenance ?? null), trainer: brief(outcome?.provenance ?? null) },
     };
@@ -159,8 +176,18 @@ function runCell(cell: Cell, roles: AxisRoles): Cell {
   return out;
 }
 
-/** Utility loss before and after fine-tuning, median over the runs of each full cell (seeds pooled). */
-function utilityGroups(runs: RunReport[], roles: AxisRoles, axes: readonly Axis[], labelAxes: ReadonlySet<string> | undefined): UtilityGroup[] {
+/**
+ * Utility loss before and after fine-tuning, median over the runs of each full cell (seeds pooled);
+ * generation metrics, when some run of the cell has them, pooled over its runs' rows.
+ */
+function utilityGroups(
+  runs: RunReport[],
+  outcomes: ReadonlyMap<string, RunOutcome>,
+  roles: AxisRoles,
+  axes: readonly Axis[],
+  labelAxes: ReadonlySet<string> | undefined,
+  stat: Stat,
+): UtilityGroup[] {
   const groups = new Map<string, { cell: Cell; no_canary: boolean; runs: RunReport[] }>();
   for (const r of runs) {
     if (!r.utility) continue;
@@ -171,15 +198,22 @@ function utilityGroups(runs: RunReport[], roles: AxisRoles, axes: readonly Axis[
     else groups.set(key, { cell, no_canary: r.no_canary, runs: [r] });
   }
   return [...groups.values()]
-    .map((g) => ({
-      cell: g.cell,
-      label: cellLabel(g.cell, labelAxes),
-      no_canary: g.no_canary,
-      n_runs: g.runs.length,
-      base_loss: medianOrNull(g.runs.map((r) => r.utility?.base_loss ?? null)),
-      final_loss: medianOrNull(g.runs.map((r) => r.utility?.final_loss ?? null)),
-      delta: medianOrNull(g.runs.map((r) => r.utility?.delta ?? null)),
-    }))
+    .map((g) => {
+      const scored = g.runs.flatMap((r) => {
+        const scores = outcomes.get(r.run_id)?.utilityScores;
+        return scores ? [{ run_id: r.run_id, scores }] : [];
+      });
+      return {
+        cell: g.cell,
+        label: cellLabel(g.cell, labelAxes),
+        no_canary: g.no_canary,
+        n_runs: g.runs.length,
+        base_loss: medianOrNull(g.runs.map((r) => r.utility?.base_loss ?? null)),
+        final_loss: medianOrNull(g.runs.map((r) => r.utility?.final_loss ?? null)),
+        delta: medianOrNull(g.runs.map((r) => r.utility?.delta ?? null)),
+        ...(scored.length > 0 ? { metrics: metricSummaries(scored, `group|${valueKey(g.cell)}`, stat) } : {}),
+      };
+    })
     .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || compareCells(axes, a.cell, b.cell) || a.label.localeCompare(b.label));
 }
 

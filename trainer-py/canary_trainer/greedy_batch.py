@@ -20,7 +20,8 @@ EVERY = 8
 
 
 def run_batched(backend: Backend, reqs: list[tuple], stop=None) -> list[list[int]]:
-    """Generated ids for each (context ids, limit, rule)."""
+    """Generated ids for each (context ids, limit, rule); a rule of None never ends a row early (it
+    runs to a stop token or its limit: utility replies)."""
     limits = [_limit(backend, ctx, lim) for ctx, lim, _ in reqs]
     out: list[list[int]] = [[] for _ in reqs]
     for group in backend.greedy_groups([len(r[0]) for r in reqs], limits):
@@ -68,7 +69,7 @@ def _run_group(backend: Backend, ctxs: list[list[int]], limits: list[int], rules
     out = []
     for ids, rule in zip(host, rules):
         ids = ids[: ids.index(-1)] if -1 in ids else ids
-        out.append(cut(backend, ids, rule))
+        out.append(ids if rule is None else cut(backend, ids, rule))
     return out
 
 
@@ -79,6 +80,6 @@ def _check(backend: Backend, buf: torch.Tensor, rows: torch.Tensor, done: torch.
     for pos, (r, d) in enumerate(zip(rows.tolist(), done.tolist())):
         ids = host[r]
         ids = ids[: ids.index(-1)] if -1 in ids else ids
-        if not d and not rules[r](backend.decode(ids)):
+        if not d and (rules[r] is None or not rules[r](backend.decode(ids))):
             keep.append(pos)
     return keep

@@ -50,6 +50,19 @@ class Manifest:
     def space(self) -> dict:
         return self.data["candidate_space"]
 
+    @property
+    def utility_metrics(self) -> list[str]:
+        """utility.metrics (absent: ["loss"]); [] when the manifest has no utility rows."""
+        u = self.data.get("utility")
+        return list(u.get("metrics", ["loss"])) if u is not None else []
+
+    @property
+    def utility_generation(self) -> int | None:
+        """utility.max_new_tokens when the utility rows are decoded (a metric besides loss), else None."""
+        if any(m != "loss" for m in self.utility_metrics):
+            return self.data["utility"]["max_new_tokens"]
+        return None
+
     def resolve(self, ref_path: str, field_name: str) -> Path:
         target = (self.folder / ref_path).resolve()
         root = self.folder.resolve()

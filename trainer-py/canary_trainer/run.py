@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from . import checkpoint, provenance
+from . import checkpoint, provenance, utility
 from .atomic import write_text_atomic
 from .backends import Backend, load_backend, pick_device
 from .batches import encode_rows
@@ -143,11 +143,15 @@ class _Run:
         self.encoded = encode_rows(self.backend, inputs.rows, self.tr["max_length"], inputs.rows_path)
         self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr["max_length"], inputs.utility_path) \
             if inputs.utility_path else []
+        self.utility_rows = inputs.utility_rows
+        # Generation limit of the utility rows when utility.metrics asks for replies (None: loss only).
+        self.utility_gen = manifest.utility_generation
         preflight(self.backend, manifest)
         self.rendered = _rendered(self.backend, inputs.rows, self.out)
         self.start_update = self.saved.update if self.saved else 0
         self.evaluator = Evaluator(self.backend, manifest, self.out, self.ev, opts.stop)
         self.final_utility: float | None = None
+        self.final_utility_texts: list[str] | None = None
         self._announce()
 
     def _open_checkpoint(self) -> checkpoint.Saved | None:
@@ -157,6 +161,7 @@ class _Run:
             # (or another manifest) must not mix with this run's.
             checkpoint.clear(self.out)
             shutil.rmtree(self.out / "scores", ignore_errors=True)
+            shutil.rmtree(self.out / "utility", ignore_errors=True)
             (self.out / "result.json").unlink(missing_ok=True)
         return saved
 
@@ -180,8 +185,15 @@ class _Run:
             self._restore(self.saved)
             # phases finished before an interruption keep their scoring label
             self.evaluator.modes_used.update(self.state.scoring_modes())
+            if self.utility_gen is not None and self.state.base_utility_texts is None:
+                raise TrainerError(f"checkpoint {saved.update} lacks the base model's utility replies this manifest asks "
+                                   f"for; fix: remove {self.out / 'checkpoints'} so the next attempt starts from scratch",
+                                   recoverable=False)
             return
         self.state.base_utility_loss = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
+        if self.utility_gen is not None:
+            self.state.base_utility_texts = utility.base_texts(self.evaluator, self.utility_rows, self.utility_gen,
+                                                               self.state.base_model)
         if self.manifest.eval["base_model"]:
             self._evaluate("base", 0, self.state.base_model)
 
@@ -232,6 +244,9 @@ class _Run:
     def evaluate(self) -> None:
         self._evaluate("final", self.tr["updates"])
         self.final_utility = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
+        if self.utility_gen is not None:
+            self.final_utility_texts = utility.decode_rows(self.backend, self.utility_rows, self.utility_gen,
+                                                           self.opts.stop)
 
     def write(self) -> dict:
         st, tr, total = self.state, self.tr, self.tr["updates"]
@@ -255,12 +270,22 @@ class _Run:
                 "resumed_from": self.start_update if self.saved else None,
             },
             "evaluations": [r.entry for r in st.evaluations],
-            "utility": {"rows": len(self.utility), "base_loss": st.base_utility_loss, "final_loss": self.final_utility},
+            "utility": {"rows": len(self.utility), "base_loss": st.base_utility_loss, "final_loss": self.final_utility,
+                        **self._utility_outputs()},
             "rendered": self.rendered,
             "provenance": provenance.finish(st.at_start, self.versions),
         }
         write_result(self.out / "result.json", result)
         return result
+
+    def _utility_outputs(self) -> dict:
+        """Write utility/base.jsonl and utility/final.jsonl (when the manifest asks for replies) and
+        return result.json's base_outputs / final_outputs; nothing for a loss-only manifest."""
+        if self.utility_gen is None:
+            return {}
+        rows, base, final = self.utility_rows, self.state.base_utility_texts, self.final_utility_texts
+        return {"base_outputs": utility.write_outputs(self.out, utility.BASE_FILE, rows, base) if base is not None else None,
+                "final_outputs": utility.write_outputs(self.out, utility.FINAL_FILE, rows, final) if final is not None else None}
 
     def _evaluate(self, phase: str, update: int, base_record: dict | None = None) -> None:
         entry = self.evaluator.run_phase(phase, update, base_record)

@@ -24,6 +24,8 @@ class RunState:
     at_start: dict  # provenance stamp of the run's first start; a resumed run keeps it
     base_model: dict | None = None  # result.json's backend.base_model (None: the backend has none)
     base_utility_loss: float | None = None  # utility loss of the base, before any update
+    # greedy replies of the base to the utility rows (utility.metrics beyond loss), else None
+    base_utility_texts: list[str] | None = None
     totals: Totals = field(default_factory=Totals)
     evaluations: list[PhaseRecord] = field(default_factory=list)
 
@@ -39,6 +41,7 @@ class RunState:
             "evaluation_scoring": [r.scoring_modes for r in self.evaluations],
             "train_wall_s": t.wall_s, "tokens": t.tokens, "targets": t.targets,
             "base_utility_loss": self.base_utility_loss, "base_model": self.base_model,
+            **({"base_utility_texts": self.base_utility_texts} if self.base_utility_texts is not None else {}),
         }
 
     @classmethod
@@ -51,5 +54,6 @@ class RunState:
         totals = Totals(losses=list(meta.get("losses", [])), wall_s=float(meta.get("train_wall_s", 0.0)),
                         tokens=int(meta.get("tokens", 0)), targets=int(meta.get("targets", 0)))
         return cls(at_start=meta["at_start"], base_model=meta.get("base_model"),
-                   base_utility_loss=meta.get("base_utility_loss"), totals=totals,
+                   base_utility_loss=meta.get("base_utility_loss"), base_utility_texts=meta.get("base_utility_texts"),
+                   totals=totals,
                    evaluations=[PhaseRecord(e, list(m)) for e, m in zip(entries, modes, strict=True)])

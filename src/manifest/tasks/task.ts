@@ -1,4 +1,6 @@
-import type { DatasetProvenance, Message } from '../../contracts/index.js';
+import type { DatasetProvenance, Message, UtilityMetric } from '../../contracts/index.js';
+
+export type { UtilityMetric };
 import type { Rng } from '../../random.js';
 
 /** One training example: the prompt is context (loss-masked), the target is the trained reply. */
@@ -17,13 +19,6 @@ export interface DrawnIdentity {
   key: string;
   value: unknown;
 }
-
-/**
- * How a task's utility rows are scored, besides the mean target loss every task reports:
- *  - accuracy: the greedy reply equals the target exactly (after trimming), e.g. an intent name;
- *  - exact_match / token_f1: normalised answer match and token F1, as question answering scores.
- */
-export type UtilityMetric = 'loss' | 'accuracy' | 'exact_match' | 'token_f1';
 
 /** Which stream a row source serves: background rows to train on, or held-out utility rows. */
 export type RowPurpose = 'train' | 'utility';
