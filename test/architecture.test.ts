@@ -16,6 +16,7 @@ const LAYERS: string[][] = [
   ['grid'],
   ['manifest', 'metrics'],
   ['hub', 'runner', 'report'],
+  ['datasets'],
   ['queue'],
   ['app', 'dashboard'],
   ['cli'],

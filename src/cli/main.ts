@@ -19,6 +19,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   dashboard: { summary: 'Serve a live web dashboard of audits, runs and GPU workers (read-only by default).', load: async () => (await import('./dashboard.js')).command },
   cancel: { summary: 'Cancel an audit: drop waiting runs, stop running trainers.', load: async () => (await import('./cancel.js')).command },
   models: { summary: 'Download Hub models into the local Hugging Face cache, for offline workers.', load: async () => (await import('./models.js')).command },
+  datasets: { summary: 'Download Hub datasets (card and split files) into the local Hugging Face cache.', load: async () => (await import('./datasets.js')).command },
   report: { summary: 'Compute exposure and recovery from stored scores; write reports.', load: async () => (await import('./report.js')).command },
 };
 

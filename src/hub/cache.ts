@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, rename, rm, symlink } from 'node:fs/promises';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { writeFileAtomic } from '../fs/index.js';
@@ -7,18 +7,25 @@ import { writeFileAtomic } from '../fs/index.js';
 /**
  * The Hugging Face cache layout, as `huggingface_hub` writes and reads it:
  *
- *   <cache>/models--<org>--<name>/
+ *   <cache>/models--<org>--<name>/     (datasets--<org>--<name>/ for a dataset repository)
  *     blobs/<etag>                  file contents (etag: sha256 for LFS files, git sha1 otherwise)
  *     snapshots/<commit>/<path>     relative symlink to ../../blobs/<etag> (deeper for subfolders)
  *     refs/<revision>               the commit sha the branch or tag pointed to when fetched
  */
 export const COMMIT_SHA = /^[0-9a-f]{40}$/;
 
+/** The kinds of Hub repository fetched here: models (weights) and datasets (training rows). */
+export type RepoType = 'model' | 'dataset';
+
+/** The cache of one kind of repository (models unless told otherwise). */
 export class HubCache {
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    readonly type: RepoType = 'model',
+  ) {}
 
   repoDir(name: string): string {
-    return join(this.dir, `models--${name.split('/').join('--')}`);
+    return join(this.dir, `${this.type}s--${name.split('/').join('--')}`);
   }
 
   snapshotDir(name: string, sha: string): string {
@@ -60,6 +67,33 @@ export class HubCache {
     } catch {
       return false;
     }
+  }
+
+  /** The files of a cached snapshot whose links resolve, as repository paths in name order. */
+  snapshotFiles(name: string, sha: string): string[] {
+    const root = this.snapshotDir(name, sha);
+    const files: string[] = [];
+    const walk = (dir: string, prefix: string): void => {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        return;
+      }
+      for (const entry of names.sort()) {
+        if (entry.startsWith('.')) continue;
+        const path = prefix ? `${prefix}/${entry}` : entry;
+        try {
+          const stat = statSync(join(dir, entry));
+          if (stat.isDirectory()) walk(join(dir, entry), path);
+          else if (stat.isFile()) files.push(path);
+        } catch {
+          // a link whose blob is gone: not a cached file
+        }
+      }
+    };
+    walk(root, '');
+    return files.sort();
   }
 
   hasBlob(name: string, etag: string): boolean {

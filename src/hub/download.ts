@@ -4,14 +4,15 @@ import { dirname } from 'node:path';
 import { downloadFile, listFiles, type ListFileEntry } from '@huggingface/hub';
 import { CanaryAuditError } from '../errors.js';
 import { hubCacheDir } from './env.js';
-import { HubCache, safeRepoPath } from './cache.js';
+import { HubCache, safeRepoPath, type RepoType } from './cache.js';
 import { hubClient, hubError, remoteCommit, type HubClient, type HubOptions } from './client.js';
 
 /**
- * Fetch a model snapshot into the Hugging Face cache (layout: cache.ts). Idempotent: a file whose
- * snapshot link resolves is skipped, a blob already present is only linked. Atomic: each blob is
- * written to a temporary sibling, checked against the Hub's hash, then renamed; links and refs are
- * replaced by rename; the ref is written last, so it names a complete snapshot.
+ * Fetch a repository snapshot (a model's, or a dataset's) into the Hugging Face cache (layout:
+ * cache.ts). Idempotent: a file whose snapshot link resolves is skipped, a blob already present is
+ * only linked. Atomic: each blob is written to a temporary sibling, checked against the Hub's hash,
+ * then renamed; links and refs are replaced by rename; the ref is written last, so it names a
+ * snapshot whose fetched files are all in place.
  */
 export interface FetchProgress {
   /** A file of the snapshot: already there, linked to a blob present, or about to download. */
@@ -24,6 +25,10 @@ export interface FetchOptions extends HubOptions {
   /** Cache folder; default $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub. */
   cacheDir?: string;
   progress?: FetchProgress;
+  /** Kind of repository; default model. */
+  repoType?: RepoType;
+  /** Fetch only the files this accepts (repository paths); default every file. */
+  include?: (path: string) => boolean;
 }
 
 export interface FetchedSnapshot {
@@ -38,40 +43,94 @@ export interface FetchedSnapshot {
 }
 
 export async function fetchSnapshot(name: string, revision: string | null, options: FetchOptions = {}): Promise<FetchedSnapshot> {
-  const client = hubClient(options);
-  const cache = new HubCache(options.cacheDir ?? hubCacheDir());
-  const rev = revision ?? 'main';
-  const sha = await remoteCommit(name, rev, client);
-  const result: FetchedSnapshot = { name, revision: rev, sha, snapshotDir: cache.snapshotDir(name, sha), files: 0, downloadedFiles: 0, downloadedBytes: 0 };
-  for (const entry of await snapshotFiles(name, sha, client)) {
-    result.files += 1;
-    const bytes = await fetchFile(cache, client, { name, sha, entry }, options.progress ?? {});
-    if (bytes !== null) {
-      result.downloadedFiles += 1;
-      result.downloadedBytes += bytes;
-    }
-  }
-  // An empty repository still gets its (empty) snapshot folder, as huggingface_hub makes one.
-  await mkdir(result.snapshotDir, { recursive: true });
-  await cache.writeRef(name, rev, sha);
-  return result;
+  const snapshot = await RemoteSnapshot.open(name, revision, options);
+  const paths = snapshot.paths().filter((path) => options.include?.(path) ?? true);
+  const got = await snapshot.fetch(paths);
+  await snapshot.complete();
+  return { name, revision: snapshot.revision, sha: snapshot.sha, snapshotDir: snapshot.snapshotDir, files: paths.length, ...got };
 }
 
-async function snapshotFiles(name: string, sha: string, client: HubClient): Promise<ListFileEntry[]> {
+/**
+ * One commit of a Hub repository, listed but not yet fetched: for callers that choose files from
+ * the listing (and from files already fetched, such as a dataset card) before fetching them.
+ * `complete()` writes the ref once the chosen files are in place.
+ */
+export class RemoteSnapshot {
+  private constructor(
+    readonly type: RepoType,
+    readonly name: string,
+    readonly revision: string,
+    readonly sha: string,
+    /** Every file of the commit, as the Hub lists it. */
+    readonly entries: ListFileEntry[],
+    private readonly cache: HubCache,
+    private readonly client: HubClient,
+    private readonly progress: FetchProgress,
+  ) {}
+
+  /**
+   * Resolve `revision` (default main) to its commit and list that commit's files. `sha`, when the
+   * caller resolved the revision already, spares the Hub that question (the listing still fails
+   * for a commit the Hub does not have).
+   */
+  static async open(name: string, revision: string | null, options: FetchOptions & { sha?: string } = {}): Promise<RemoteSnapshot> {
+    const type = options.repoType ?? 'model';
+    const client = hubClient(options);
+    const cache = new HubCache(options.cacheDir ?? hubCacheDir(), type);
+    const rev = revision ?? 'main';
+    const sha = options.sha ?? (await remoteCommit(name, rev, client, type));
+    const entries = await snapshotFiles(type, name, sha, client);
+    return new RemoteSnapshot(type, name, rev, sha, entries, cache, client, options.progress ?? {});
+  }
+
+  get snapshotDir(): string {
+    return this.cache.snapshotDir(this.name, this.sha);
+  }
+
+  /** The repository paths of the commit's files, in listing order. */
+  paths(): string[] {
+    return this.entries.map((e) => e.path);
+  }
+
+  /** Fetch these files (listed paths) into the cache; what was downloaded. */
+  async fetch(paths: string[]): Promise<{ downloadedFiles: number; downloadedBytes: number }> {
+    const byPath = new Map(this.entries.map((e) => [e.path, e]));
+    const got = { downloadedFiles: 0, downloadedBytes: 0 };
+    for (const path of paths) {
+      const entry = byPath.get(path);
+      if (!entry) throw new CanaryAuditError('E_HUB', `${this.name}@${this.sha} has no file ${JSON.stringify(path)}`);
+      const bytes = await fetchFile(this.cache, this.client, { type: this.type, name: this.name, sha: this.sha, entry }, this.progress);
+      if (bytes !== null) {
+        got.downloadedFiles += 1;
+        got.downloadedBytes += bytes;
+      }
+    }
+    return got;
+  }
+
+  /** Make the snapshot folder (an empty repository has one too, as huggingface_hub makes it) and write the ref. */
+  async complete(): Promise<void> {
+    await mkdir(this.snapshotDir, { recursive: true });
+    await this.cache.writeRef(this.name, this.revision, this.sha);
+  }
+}
+
+async function snapshotFiles(type: RepoType, name: string, sha: string, client: HubClient): Promise<ListFileEntry[]> {
   const files: ListFileEntry[] = [];
   try {
-    for await (const entry of listFiles({ repo: { type: 'model', name }, revision: sha, recursive: true, hubUrl: client.hubUrl, fetch: client.fetch })) {
+    for await (const entry of listFiles({ repo: { type, name }, revision: sha, recursive: true, hubUrl: client.hubUrl, fetch: client.fetch })) {
       if (entry.type !== 'file') continue;
       if (!safeRepoPath(entry.path)) throw new CanaryAuditError('E_HUB', `${name}@${sha} lists a file outside its folder: ${JSON.stringify(entry.path)}`);
       files.push(entry);
     }
   } catch (error) {
-    throw error instanceof CanaryAuditError ? error : hubError(error, `the files of ${name}@${sha}`, client);
+    throw error instanceof CanaryAuditError ? error : hubError(error, `the files of ${name}@${sha}`, client, type);
   }
   return files;
 }
 
 interface FileRef {
+  type: RepoType;
   name: string;
   sha: string;
   entry: ListFileEntry;
@@ -99,13 +158,13 @@ async function fetchFile(cache: HubCache, client: HubClient, ref: FileRef, progr
 
 /** Stream one file to a temporary blob, check its size and hash, then rename it into place. */
 async function downloadBlob(blobPath: string, client: HubClient, ref: FileRef, progress: FetchProgress): Promise<number> {
-  const { name, sha, entry } = ref;
+  const { type, name, sha, entry } = ref;
   const what = `${entry.path} of ${name}@${sha}`;
   let blob: Blob | null;
   try {
-    blob = await downloadFile({ repo: { type: 'model', name }, path: entry.path, revision: sha, hubUrl: client.hubUrl, fetch: client.fetch });
+    blob = await downloadFile({ repo: { type, name }, path: entry.path, revision: sha, hubUrl: client.hubUrl, fetch: client.fetch });
   } catch (error) {
-    throw hubError(error, what, client);
+    throw hubError(error, what, client, type);
   }
   if (!blob) throw new CanaryAuditError('E_HUB', `${what} is listed but cannot be downloaded`);
   await mkdir(dirname(blobPath), { recursive: true });
@@ -128,7 +187,7 @@ async function downloadBlob(blobPath: string, client: HubClient, ref: FileRef, p
     return check.size;
   } catch (error) {
     await rm(tmp, { force: true });
-    throw fromNetwork(error) ? hubError(error, what, client) : error;
+    throw fromNetwork(error) ? hubError(error, what, client, type) : error;
   }
 }
 

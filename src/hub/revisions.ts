@@ -1,7 +1,7 @@
 import { UserInputError } from '../errors.js';
 import { formatPath, type GridPath } from '../grid/index.js';
 import type { AuditPlan } from '../manifest/index.js';
-import { COMMIT_SHA, HubCache } from './cache.js';
+import { COMMIT_SHA, HubCache, type RepoType } from './cache.js';
 import { hubClient, HubError, remoteCommit, type HubOptions } from './client.js';
 import { hubCacheDir, hubOffline } from './env.js';
 
@@ -18,7 +18,7 @@ export interface PinOptions extends HubOptions {
   offline?: boolean;
 }
 
-/** How one model's revision became a commit sha. */
+/** How one repository's (a model's, a dataset's) revision became a commit sha. */
 export interface ModelPin {
   name: string;
   /** The revision the grid names (main when it names none). */
@@ -37,20 +37,31 @@ export function isHubId(name: string): boolean {
   return !name.startsWith('/') && !name.startsWith('.') && !name.startsWith('~') && /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/.test(name);
 }
 
-/** The command that puts a model into the local cache. */
-export function fetchCommand(name: string, revision: string | null): string {
-  return `canary-audit models fetch ${name}${revision && revision !== 'main' ? ` --revision ${revision}` : ''}`;
+/** A pin of any repository kind: the same record. */
+export type RepoPin = ModelPin;
+
+/** The command that puts a model (or, with repoType dataset, a dataset) into the local cache. */
+export function fetchCommand(name: string, revision: string | null, repoType: RepoType = 'model'): string {
+  return `canary-audit ${repoType}s fetch ${name}${revision && revision !== 'main' ? ` --revision ${revision}` : ''}`;
 }
 
 export async function pinModel(name: string, revision: string | null, options: PinOptions = {}): Promise<ModelPin> {
+  return pinRepo('model', name, revision, options);
+}
+
+/**
+ * A revision of a Hub repository as a commit sha: a sha is taken as given; else the Hub answers;
+ * when it cannot be reached (or HF_HUB_OFFLINE is set) a ref of the local cache does.
+ */
+export async function pinRepo(type: RepoType, name: string, revision: string | null, options: PinOptions = {}): Promise<RepoPin> {
   const rev = revision ?? 'main';
-  const cache = new HubCache(options.cacheDir ?? hubCacheDir());
+  const cache = new HubCache(options.cacheDir ?? hubCacheDir(), type);
   const cached = (sha: string): boolean => cache.cachedSha(name, sha) !== null;
   if (COMMIT_SHA.test(rev)) return { name, revision: rev, sha: rev, source: 'given', cached: cached(rev) };
   let reason = 'HF_HUB_OFFLINE is set';
   if (!(options.offline ?? hubOffline())) {
     try {
-      const sha = await remoteCommit(name, rev, hubClient(options));
+      const sha = await remoteCommit(name, rev, hubClient(options), type);
       return { name, revision: rev, sha, source: 'hub', cached: cached(sha) };
     } catch (error) {
       if (!(error instanceof HubError) || error.failure !== 'unreachable') throw error;
@@ -59,7 +70,8 @@ export async function pinModel(name: string, revision: string | null, options: P
   }
   const sha = cache.cachedSha(name, rev);
   if (sha !== null) return { name, revision: rev, sha, source: 'cache', reason, cached: true };
-  throw new HubError('unreachable', `${reason}; ${name}@${rev} is not in the local cache ${cache.dir} either; fetch it where the Hub is reachable: ${fetchCommand(name, rev)}`, undefined, undefined);
+  const message = `${reason}; ${name}@${rev} is not in the local cache ${cache.dir} either; fetch it where the Hub is reachable: ${fetchCommand(name, rev, type)}`;
+  throw new HubError('unreachable', message, undefined, undefined, type);
 }
 
 /** The distinct Hub models (name and revision) of a plan's hf runs, in plan order. */

@@ -3,10 +3,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 /**
- * A stand-in for the part of the Hugging Face Hub API that @huggingface/hub calls:
- *   GET /api/models/<repo>/revision/<rev>          model info with the commit sha
- *   GET /api/models/<repo>/tree/<rev>?recursive=…  the file listing (oid, size, lfs)
- *   GET /<repo>/resolve/<rev>/<path>               file bytes (Range, ETag, X-Repo-Commit)
+ * A stand-in for the part of the Hugging Face Hub API that @huggingface/hub (2.17.5) calls, for
+ * model repositories and dataset repositories (a separate namespace, as on the Hub):
+ *   GET /api/models/<repo>/revision/<rev>                model info with the commit sha (modelInfo)
+ *   GET /api/datasets/<repo>/revision/<rev>              dataset info with the sha (datasetInfo;
+ *                                                          rev HEAD, its default, is branch main)
+ *   GET /api/{models,datasets}/<repo>/tree/<rev>[/<dir>]?recursive=…
+ *                                                        the file listing (oid, size, lfs) (listFiles)
+ *   GET /<repo>/resolve/<rev>/<path>                     model file bytes (Range, ETag, X-Repo-Commit)
+ *   GET /datasets/<repo>/resolve/<rev>/<path>            dataset file bytes (downloadFile)
  * Repositories have branches and commits; a gated one answers 401 without a token, 403 with a
  * wrong one; an unknown one 404. LFS files redirect to a second server (the CDN), as the Hub's
  * do. Every request is recorded (URL, whether it carried a token), the CDN's apart.
@@ -50,6 +55,7 @@ export class FakeHub {
   constructor(
     readonly repos: Record<string, FakeRepo>,
     readonly token: string,
+    readonly datasets: Record<string, FakeRepo> = {},
   ) {}
 
   async start(): Promise<this> {
@@ -79,46 +85,67 @@ export class FakeHub {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
     this.record('hub', req);
-    const api = /^\/api\/models\/([^/]+\/[^/]+)\/(revision|tree)\/([^/?]+)/.exec(url);
-    const file = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/([^?]+)/.exec(url);
-    const name = api?.[1] ?? file?.[1];
-    const repo = name ? this.repos[name] : undefined;
+    const api = /^\/api\/(models|datasets)\/([^/]+\/[^/]+)\/(revision|tree)\/([^/?]+)(\/[^?]*)?(?:\?(.*))?$/.exec(url);
+    const file = /^\/(datasets\/)?([^/]+\/[^/]+)\/resolve\/([^/]+)\/([^?]+)/.exec(url);
+    const kind = api ? (api[1] === 'datasets' ? 'dataset' : 'model') : file?.[1] ? 'dataset' : 'model';
+    const name = api?.[2] ?? file?.[2];
+    const repo = name ? this.repoOf(kind, name) : undefined;
     if (!repo || !name) return json(res, 404, { error: 'Repository not found' }, { 'x-error-code': 'RepoNotFound' });
     if (repo.gated && req.headers.authorization !== `Bearer ${this.token}`) {
       const status = req.headers.authorization ? 403 : 401;
-      return json(res, status, { error: `Access to model ${name} is restricted. You must have access to it and be authenticated to access it.` });
+      return json(res, status, { error: `Access to ${kind} ${name} is restricted. You must have access to it and be authenticated to access it.` });
     }
-    const rev = decodeURIComponent((api?.[3] ?? file?.[2]) as string);
-    const sha = repo.branches[rev] ?? (repo.commits[rev] ? rev : undefined);
+    const rev = decodeURIComponent((api?.[4] ?? file?.[3]) as string);
+    const sha = repo.branches[rev === 'HEAD' ? 'main' : rev] ?? (repo.commits[rev] ? rev : undefined);
     if (!sha) return json(res, 404, { error: `Invalid rev id: ${rev}` }, { 'x-error-code': 'RevisionNotFound' });
     const files = repo.commits[sha] as Record<string, FakeFile>;
-    if (api?.[2] === 'revision') return json(res, 200, { _id: name, id: name, sha, private: false, gated: repo.gated ? 'auto' : false, downloads: 0, likes: 0, lastModified: '2026-01-01T00:00:00.000Z' });
-    if (api) return json(res, 200, tree(files));
-    const path = decodeURIComponent(file?.[3] as string);
+    if (api?.[3] === 'revision') return json(res, 200, { _id: name, id: name, sha, private: false, gated: repo.gated ? 'auto' : false, downloads: 0, likes: 0, lastModified: '2026-01-01T00:00:00.000Z' });
+    if (api) {
+      const dir = api[5] ? decodeURIComponent(api[5].slice(1)) : '';
+      const recursive = new URLSearchParams(api[6] ?? '').get('recursive') === 'true';
+      const listed = tree(files, dir, recursive);
+      if (listed === null) return json(res, 404, { error: `${dir} does not exist on "${rev}"` }, { 'x-error-code': 'EntryNotFound' });
+      return json(res, 200, listed);
+    }
+    const path = decodeURIComponent(file?.[4] as string);
     if (files[path]?.lfs) {
       (this.requests.at(-1) as FakeRequest).redirected = true;
-      res.writeHead(302, { location: `${this.cdnUrl}/cdn/${name}/${sha}/${path}`, 'x-repo-commit': sha }).end();
+      res.writeHead(302, { location: `${this.cdnUrl}/cdn/${kind}s/${name}/${sha}/${path}`, 'x-repo-commit': sha }).end();
       return;
     }
     serveFile(req, res, files[path], sha);
   }
 
+  private repoOf(kind: 'model' | 'dataset', name: string): FakeRepo | undefined {
+    return kind === 'dataset' ? this.datasets[name] : this.repos[name];
+  }
+
   private handleCdn(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '';
     this.record('cdn', req);
-    const m = /^\/cdn\/([^/]+\/[^/]+)\/([0-9a-f]{40})\/(.+)$/.exec(url);
-    serveFile(req, res, m ? this.repos[m[1] as string]?.commits[m[2] as string]?.[m[3] as string] : undefined, m?.[2] ?? '');
+    const m = /^\/cdn\/(models|datasets)\/([^/]+\/[^/]+)\/([0-9a-f]{40})\/(.+)$/.exec(url);
+    const repo = m ? this.repoOf(m[1] === 'datasets' ? 'dataset' : 'model', m[2] as string) : undefined;
+    serveFile(req, res, m ? repo?.commits[m[3] as string]?.[m[4] as string] : undefined, m?.[3] ?? '');
   }
 }
 
-function tree(files: Record<string, FakeFile>): unknown[] {
+/** The listing under `dir` ('' for the root): everything below it, or its direct children; null when no such folder. */
+function tree(files: Record<string, FakeFile>, dir: string, recursive: boolean): unknown[] | null {
   const dirs = new Set<string>();
   const entries: unknown[] = [];
+  const prefix = dir ? `${dir}/` : '';
+  const depth = (path: string): number => path.slice(prefix.length).split('/').length;
   for (const [path, f] of Object.entries(files)) {
-    path.split('/').slice(0, -1).forEach((_, i, parts) => dirs.add(parts.slice(0, i + 1).join('/')));
+    if (!path.startsWith(prefix)) continue;
+    path.split('/').slice(0, -1).forEach((_, i, parts) => {
+      const d = parts.slice(0, i + 1).join('/');
+      if (d.startsWith(prefix) && (recursive || depth(d) === 1)) dirs.add(d);
+    });
+    if (!recursive && depth(path) > 1) continue;
     const lfs = f.lfs ? { lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: 134 } } : {};
     entries.push({ type: 'file', path, size: f.content.length, oid: gitOid(f.content), ...lfs });
   }
+  if (dir && entries.length === 0 && dirs.size === 0) return null;
   return [...[...dirs].map((path) => ({ type: 'directory', path, size: 0, oid: '0'.repeat(40) })), ...entries];
 }
 

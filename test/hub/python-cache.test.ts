@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSnapshot } from '../../src/hub/index.js';
+import { loadTaskData } from '../../src/datasets/index.js';
+import { BANKING77_SHA, startDatasetHub } from './dataset-fixture.js';
 import type { FakeHub } from './fake-hub.js';
 import { SHA_MAIN, SHA_V1, startFakeHub } from './hub-fixture.js';
 
@@ -60,5 +62,35 @@ describe('the cache a fetch writes, read by huggingface_hub', () => {
     // transformers, when the interpreter has it, loads the config offline at the pinned commit.
     if (got.transformers !== null) expect(got.transformers).toEqual(['Qwen3Config', SHA_MAIN]);
     expect(got.files).toEqual(['config.json', 'extra/generation_config.json', 'model.safetensors', 'tokenizer.json']);
+  });
+});
+
+const DATASET_CHECK = `
+import json, os, sys
+from huggingface_hub import snapshot_download, try_to_load_from_cache
+repo = sys.argv[1]
+snap = snapshot_download(repo, repo_type="dataset", local_files_only=True)
+card = try_to_load_from_cache(repo, "README.md", repo_type="dataset")
+train = try_to_load_from_cache(repo, "data/train-00000-of-00001.parquet", repo_type="dataset", revision="main")
+print(json.dumps({"snapshot": snap, "card": open(card).read()[:3], "train": os.path.getsize(train),
+                  "files": sorted(os.path.relpath(os.path.join(d, f), snap) for d, _, fs in os.walk(snap) for f in fs)}))
+`;
+
+describe('the dataset cache a load writes, read by huggingface_hub', () => {
+  it.skipIf(!hasPython)('snapshot_download(repo_type="dataset") finds the card and the split files offline', async () => {
+    const datasets = await startDatasetHub();
+    try {
+      const dir = join(cache, 'datasets-cache');
+      const data = await loadTaskData({ repo: 'PolyAI/banking77' }, ['train'], { gridDir: cache, hubUrl: datasets.url, cacheDir: dir, accessToken: null, offline: false });
+      const env = { HF_HUB_CACHE: dir, HF_HUB_OFFLINE: '1', HF_ENDPOINT: 'http://127.0.0.1:1', HF_HUB_DISABLE_TELEMETRY: '1' };
+      const { stdout } = await execa(PYTHON, ['-c', DATASET_CHECK, 'PolyAI/banking77'], { env });
+      const got = JSON.parse(stdout) as Record<string, unknown>;
+      expect(got.snapshot).toBe(join(dir, 'datasets--PolyAI--banking77', 'snapshots', BANKING77_SHA));
+      expect(got.card).toBe('---');
+      expect(got.train).toBe(data.provenance.files[0]?.bytes);
+      expect(got.files).toEqual(['README.md', 'data/train-00000-of-00001.parquet']);
+    } finally {
+      await datasets.stop();
+    }
   });
 });
