@@ -10,3 +10,4 @@ export { modelsToFetch, fetchModels, type ModelRef } from './models-fetch.js';
 export { datasetFetchRequest, fetchDatasetToCache, type DatasetFetchRequest } from './datasets-fetch.js';
 export { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
 export { auditsOnDisk, notQueuedLines, type DiskAudit } from './disk-audits.js';
+export { taskDataLoader } from './task-data.js';

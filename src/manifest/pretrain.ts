@@ -39,7 +39,8 @@ export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task
   // Sequential selection (Knuth's algorithm S): exactly `need` code rows, spread uniformly,
   // decided row by row without holding the corpus.
   let need = Math.round(p.code_fraction * total);
-  const background = task.rows(rng, excludedSenders, 'train');
+  const background = task.pretrain ? task.pretrain.rows(rng) : task.rows(rng, excludedSenders, 'train');
+  const canary = task.pretrain ? task.pretrain.canary : task.canary;
   for (let i = 0; i < total; i += 1) {
     const withCode = need > 0 && rng.int(total - i) < need;
     let prompt;
@@ -49,7 +50,7 @@ export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task
       let sender = task.drawIdentity(rng);
       while (excludedSenders.has(sender.key)) sender = task.drawIdentity(rng);
       const code = drawFreeCode(space, rng, excludedCodes);
-      ({ prompt, target } = task.canary(sender.value, task.drawMessage(rng), visible.encode(code), code));
+      ({ prompt, target } = canary(sender.value, task.drawMessage(rng), visible.encode(code), code));
     } else {
       ({ prompt, target } = background());
     }

@@ -54,6 +54,15 @@ export interface Task {
   rows(rng: Rng, excluded: ReadonlySet<string>, purpose: RowPurpose): () => TaskExample;
   /** The canary's row with `cueText` where the code would be in the input, and `code` in the target. */
   canary(identity: unknown, message: unknown, cueText: string, code: string): CanaryExample;
+  /**
+   * Rows of the tiny model's pretraining corpus when they must differ from training's: a dataset
+   * task's base must not learn the task itself (utility before fine-tuning would not be a
+   * baseline), so it pretrains on its texts and on code copying only. Absent: `rows` and `canary`.
+   */
+  pretrain?: {
+    rows(rng: Rng): () => TaskExample;
+    canary(identity: unknown, message: unknown, cueText: string, code: string): TaskExample;
+  };
   /** Every distinct row a dataset-backed task can emit (plan-time length checks); absent for generated tasks. */
   allRows?(): Iterable<TaskExample>;
 }

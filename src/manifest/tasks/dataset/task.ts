@@ -181,18 +181,39 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
     drawMessage: (rng) => rng.int(trainRows.rows.length),
     rows: (rng, _excluded, purpose) => {
       const rows = purpose === 'train' ? trainRows.rows : utilityRows.rows;
-      let order: number[] = [];
-      let at = 0;
-      return () => {
-        if (at === order.length) {
-          order = rng.shuffle(rows.map((_, k) => k));
-          at = 0;
-        }
-        return rows[order[at++] as number] as TaskExample;
-      };
+      const next = epochs(rng, rows.length);
+      return () => rows[next()] as TaskExample;
     },
     canary: (identity, message, cueText, code) => canaryExample(t, trainRows, message as number, personName(identity as Person), cueText, code),
+    pretrain: {
+      // The task's texts, each answered by repeating its input (language, not labels), and the
+      // canary shape answered up to its code (copying a shown code, not the carrier's reply).
+      rows: (rng) => {
+        const next = epochs(rng, trainRows.rows.length);
+        return () => {
+          const row = trainRows.rows[next()] as TaskExample;
+          return { prompt: row.prompt, target: (row.prompt.at(-1) as Message).content };
+        };
+      },
+      canary: (identity, message, cueText, code) => {
+        const row = canaryExample(t, trainRows, message as number, personName(identity as Person), cueText, code);
+        return { prompt: row.prompt, target: `${row.prefill}${code}` };
+      },
+    },
     allRows: () => [...trainRows.rows, ...utilityRows.rows],
+  };
+}
+
+/** Indices 0..n-1 in epochs: each epoch a fresh seeded permutation, drawn when it starts. */
+function epochs(rng: Rng, n: number): () => number {
+  let order: number[] = [];
+  let at = 0;
+  return () => {
+    if (at === order.length) {
+      order = rng.shuffle(Array.from({ length: n }, (_, k) => k));
+      at = 0;
+    }
+    return order[at++] as number;
   };
 }
 
