@@ -1,7 +1,10 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, extname, join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { taskDataLoader } from '../src/app/index.js';
+import { startDatasetHub } from './hub/dataset-fixture.js';
+import type { FakeHub } from './hub/fake-hub.js';
 import type { Manifest } from '../src/contracts/index.js';
 import { CONFIGS_DIR } from '../src/paths.js';
 import { planAudit, writeAudit, type AuditPlan } from '../src/manifest/index.js';
@@ -9,12 +12,23 @@ import { updateRange } from '../src/manifest/placement.js';
 import { verifyRunFolder } from './manifest/verify-run.js';
 
 const root = mkdtempSync(join(tmpdir(), 'canary-configs-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+// Grids that read a Hub dataset get it from the local Hub test server (the fixtures under the
+// real repositories' names), into a cache of their own.
+let hub: FakeHub;
+beforeAll(async () => {
+  hub = await startDatasetHub();
+});
+afterAll(async () => {
+  await hub.stop();
+  rmSync(root, { recursive: true, force: true });
+});
 
 const files = readdirSync(CONFIGS_DIR).filter((f) => /\.ya?ml$/.test(f));
 const plans = new Map<string, AuditPlan>();
 const planOf = async (file: string): Promise<AuditPlan> => {
-  if (!plans.has(file)) plans.set(file, await planAudit(join(CONFIGS_DIR, file)));
+  const path = join(CONFIGS_DIR, file);
+  const loadTaskData = taskDataLoader(path, { hubUrl: hub.url, cacheDir: join(root, 'hf-cache'), accessToken: null, offline: false });
+  if (!plans.has(file)) plans.set(file, await planAudit(path, { loadTaskData }));
   return plans.get(file) as AuditPlan;
 };
 
@@ -43,7 +57,7 @@ function checkLayouts(plan: AuditPlan): void {
 
 describe('configs/', () => {
   it('holds the documented grids', () => {
-    expect(files.sort()).toEqual(expect.arrayContaining(['cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml']));
+    expect(files.sort()).toEqual(expect.arrayContaining(['banking77-cpu.yaml', 'banking77.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml', 'tat-qa.yaml']));
   });
 
   for (const file of files) {
@@ -139,5 +153,26 @@ describe('configs/', () => {
     expect(control.canaries).toEqual([]);
     expect(control.held_out).toHaveLength(128);
     expect(JSON.parse(readFileSync(join(written.auditDir, 'audit.json'), 'utf8')).runs).toHaveLength(2);
+  });
+
+  it('banking77 and tat-qa: the study\'s settings on their Hub datasets; manifests record the pinned dataset and verify when written', async () => {
+    const banking = await planOf('banking77.yaml');
+    expect(banking.runs.length).toBe(2 * 4 + 8);
+    for (const run of banking.runs) expect(run.cell.values.model.value).toMatchObject({ backend: 'hf', name: 'openai/gpt-oss-20b', finetune: { method: 'lora' } });
+    const placements = banking.runs.filter((r) => r.cell.labels.dose === 8 && r.cell.labels.visibility === 'redacted').map((r) => `${String(r.cell.labels.placement)}/${String(r.cell.labels.schedule)}`);
+    expect(new Set(placements).size).toBe(7);
+    const tat = await planOf('tat-qa.yaml');
+    for (const [plan, name, metrics] of [
+      [banking, 'PolyAI/banking77', ['loss', 'accuracy']],
+      [tat, 'next-tat/TAT-QA', ['loss', 'exact_match', 'token_f1']],
+    ] as const) {
+      const run = plan.runs.find((r) => r.cell.labels.population === 'none') as AuditPlan['runs'][number];
+      const written = await writeAudit({ ...plan, runs: [run] }, join(root, plan.name));
+      const { manifest, rows } = verifyRunFolder(written.runs[0]?.runDir as string, { rowSample: 13 });
+      expect(manifest.task.dataset).toMatchObject({ source: 'hub', repo: name, revision: 'main', sha: expect.stringMatching(/^[0-9a-f]{40}$/) });
+      expect(manifest.utility?.metrics).toEqual(metrics);
+      expect(manifest.utility?.max_new_tokens).toBeGreaterThan(0);
+      expect(rows.length).toBe(plan.grid.rows);
+    }
   });
 });

@@ -67,6 +67,20 @@ export function sampledCandidates(space: CodeSpace, trueCode: string, decoys: nu
   return [...taken].sort((a, b) => compareCodes(space, a, b));
 }
 
+/**
+ * Every code that occurs in `text`: each window of `length` consecutive alphabet characters (so
+ * "20195" holds 2019 and 0195). A dataset's rows can hold such runs (years, amounts); a canary
+ * must never get one of them as its code, or the background would train it.
+ */
+export function codesIn(space: CodeSpace, text: string, into: Set<string> = new Set()): Set<string> {
+  let run = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    run = space.alphabet.includes(text[i] as string) ? run + 1 : 0;
+    if (run >= space.length) into.add(text.slice(i + 1 - space.length, i + 1));
+  }
+  return into;
+}
+
 /** Candidate order without forming the (possibly huge) index: compare character by character. */
 export function compareCodes(space: CodeSpace, a: string, b: string): number {
   for (let p = 0; p < space.length; p += 1) {

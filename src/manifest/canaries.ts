@@ -40,14 +40,16 @@ export class CanaryPool {
   private readonly identities = new Map<string, Map<string, { key: string; value: unknown }>>();
   private readonly messages = new Map<string, unknown>();
 
-  constructor(seed: number, space: CodeSpace, sizes: PoolSizes, decoys?: number) {
+  /** `avoid`: codes the training data already shows (a dataset's numbers); no canary or substitute gets one. */
+  constructor(seed: number, space: CodeSpace, sizes: PoolSizes, decoys?: number, avoid: ReadonlySet<string> = new Set()) {
     this.seed = seed;
     const total = sizes.focal + sizes.heldOut + sizes.aux.reduce((a, b) => a + b, 0);
-    if (2 * total > spaceSize(space)) {
-      throw new RangeError(`${total} canaries need ${2 * total} distinct codes (each with a substitute) but the code space holds ${spaceSize(space)}`);
+    const free = spaceSize(space) - avoid.size;
+    if (2 * total > free) {
+      throw new RangeError(`${total} canaries need ${2 * total} distinct codes (each with a substitute) but the code space holds ${free}${avoid.size > 0 ? ` once the ${avoid.size} codes in the task's dataset are left out` : ''}`);
     }
     const codes = new Rng(seed, 'codes');
-    const taken = new Set<string>();
+    const taken = new Set<string>(avoid);
     const draw = (id: string): PoolCanary => ({ id, code: drawCode(space, codes, taken), substitute: '' });
     this.focal = Array.from({ length: sizes.focal }, (_, j) => draw(focalCanaryId(j)));
     this.heldOut = Array.from({ length: sizes.heldOut }, (_, j) => draw(heldOutCanaryId(j)));

@@ -3,6 +3,7 @@ import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
 import type { TaskData } from '../contracts/index.js';
 import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
 import { gridTask } from './manifest.js';
+import { codesIn } from '../codes/index.js';
 import { taskDataRequest, TaskSpecError, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool } from './canaries.js';
@@ -123,6 +124,20 @@ function checkTasks(grid: LoadedGrid): UserInputError[] {
   return errors;
 }
 
+/** Codes that occur in the rows of the grid's dataset-backed tasks (empty for generated tasks). */
+function datasetCodes(grid: LoadedGrid): Set<string> {
+  const space = codeSpaceOf(grid.doc);
+  const codes = new Set<string>();
+  for (const value of grid.expansion.axes.task) {
+    const task = gridTask(grid, value);
+    for (const row of task.allRows?.() ?? []) {
+      for (const m of row.prompt) codesIn(space, m.content, codes);
+      codesIn(space, row.target, codes);
+    }
+  }
+  return codes;
+}
+
 function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, startStamp: Stamp): AuditPlan {
   const { doc } = grid;
   const taskErrors = checkTasks(grid);
@@ -134,7 +149,7 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   }
   let pool: CanaryPool;
   try {
-    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined);
+    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined, datasetCodes(grid));
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     throw new UserInputError(`${error.message}; use fewer canaries or a longer code`, {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TaskData } from '../../src/contracts/index.js';
 import { Rng } from '../../src/random.js';
 import { createTask, taskDataRequest, TaskSpecError } from '../../src/manifest/tasks/index.js';
+import { planAuditTextWithData, TaskDataError } from '../../src/manifest/index.js';
 import { parseTemplate, renderBefore, renderTemplate } from '../../src/manifest/tasks/dataset/template.js';
 
 const NAMES = ['activate_my_card', 'age_limit', 'card_arrival', 'lost_or_stolen_card'];
@@ -157,5 +158,41 @@ describe('tat-qa preset', () => {
 
   it('refuses a record that is not a TAT-QA document', () => {
     expect(() => createTask({ name: 'tat-qa', params: {} }, { ...data, splits: { train: [{ text: 'x' }], dev: [doc] } })).toThrow(/document 0 of split train is not a TAT-QA document/);
+  });
+});
+
+describe('planning a dataset-backed grid', () => {
+  const grid = (focal: number): string => `name: numbers
+axes:
+  visibility: [redacted]
+  dose: [1]
+  model: [tiny-small]
+  task: [{name: dataset, source: {path: ./rows.jsonl}, input: q, target: a, system: null}]
+training: {batch_size: 4, updates: 20, lr: 0.001}
+canaries: {focal: ${focal}, held_out: 8}
+`;
+  const rows = (n: number): TaskData => ({
+    splits: { train: Array.from({ length: n }, (_, k) => ({ q: `Where is order ${String(k).padStart(4, '0')}?`, a: 'Shipped.' })) },
+    features: {},
+    provenance: { source: 'local', path: '/data/rows.jsonl', files: [] },
+  });
+
+  it('never gives a canary (or a substitute) a code the dataset shows', async () => {
+    const plan = await planAuditTextWithData('/tmp/numbers.yaml', grid(8), async () => rows(5000));
+    const codes = plan.pool.all().flatMap((c) => [c.code, c.substitute]);
+    expect(codes).toHaveLength(32);
+    for (const code of codes) expect(Number(code)).toBeGreaterThanOrEqual(5000);
+  });
+
+  it('says so when the dataset leaves too few codes', async () => {
+    await expect(planAuditTextWithData('/tmp/numbers.yaml', grid(8), async () => rows(9990))).rejects.toThrow(/16 canaries need 32 distinct codes \(each with a substitute\) but the code space holds 10 once the 9990 codes in the task's dataset are left out/);
+  });
+
+  it('reports a loader error at the task in the grid, with the loader\'s code', async () => {
+    const error = await planAuditTextWithData('/tmp/numbers.yaml', grid(8), async () => {
+      throw new TaskDataError('revision "v9" of org/data does not exist', ['source', 'revision'], 'E_DATASET_REVISION');
+    }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/\/tmp\/numbers.yaml:6:\d+: axes.task\[0\].source.revision: task dataset\/rows.jsonl: revision "v9" of org\/data does not exist/);
+    expect((error as { errors: { code: string }[] }).errors.map((e) => e.code)).toEqual(['E_DATASET_REVISION']);
   });
 });
