@@ -135,10 +135,12 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
     if (shaped.length === 0) throw new TaskSpecError(`${describe(name)} has no rows`, [field]);
     return shaped;
   };
-  const render = (records: DatasetRecord[], name: string): SplitRows => {
+  /** `origin[j]`: where record j sits in its split (rows held out for utility leave gaps). */
+  const render = (records: DatasetRecord[], name: string, origin: number[] = records.map((_, k) => k)): SplitRows => {
     const fields: RowFields[] = [];
     const rows: TaskExample[] = [];
-    records.forEach((record, k) => {
+    records.forEach((record, j) => {
+      const k = origin[j] as number;
       const f = rowFields(record, data.features, () => `row ${k} of ${describe(name)}`);
       for (const [tpl, key] of [[t.input, 'input'], [t.target, 'target'], [t.system, 'system']] as const) {
         const missing = tpl ? missingFields(tpl, new Set(Object.keys(f))) : [];
@@ -157,6 +159,8 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
   };
 
   let train = split(params.train_split, 'train_split');
+  let trainOrigin = train.map((_, k) => k);
+  let utilityOrigin: number[] | undefined;
   let utility: DatasetRecord[];
   if (params.utility_split === null || params.utility_split === params.train_split) {
     // A seeded draw of the train split, fixed per dataset: never trained on.
@@ -164,11 +168,13 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
     const held = Math.round(params.utility_holdout * train.length);
     if (held < 1 || held >= train.length) throw new TaskSpecError(`utility_holdout ${params.utility_holdout} of ${train.length} rows holds out ${held}; name a utility_split or change the fraction`, ['utility_holdout']);
     const out = new Set(order.slice(0, held));
-    utility = order.slice(0, held).sort((a, b) => a - b).map((k) => train[k] as DatasetRecord);
-    train = train.filter((_, k) => !out.has(k));
+    utilityOrigin = order.slice(0, held).sort((a, b) => a - b);
+    utility = utilityOrigin.map((k) => train[k] as DatasetRecord);
+    trainOrigin = trainOrigin.filter((k) => !out.has(k));
+    train = trainOrigin.map((k) => train[k] as DatasetRecord);
   } else utility = split(params.utility_split, 'utility_split');
-  const trainRows = render(train, params.train_split);
-  const utilityRows = render(utility, params.utility_split ?? `${params.train_split} (held out)`);
+  const trainRows = render(train, params.train_split, trainOrigin);
+  const utilityRows = render(utility, params.utility_split ?? params.train_split, utilityOrigin);
 
   return {
     name: preset.name,

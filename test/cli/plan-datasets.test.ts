@@ -1,0 +1,83 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BANKING77_SHA, startDatasetHub } from '../hub/dataset-fixture.js';
+import type { FakeHub } from '../hub/fake-hub.js';
+import { expectOutput } from '../helpers/output-schema.js';
+import { runMain } from '../queue/helpers/main.js';
+
+/**
+ * `canary-audit plan` on grids with dataset-backed tasks: the dataset pinned and counted in the
+ * output, and each kind of bad input one line at the task's place in the grid, naming the fix.
+ */
+const root = mkdtempSync(join(tmpdir(), 'canary-plan-datasets-'));
+let hub: FakeHub;
+beforeAll(async () => {
+  hub = await startDatasetHub();
+});
+afterAll(async () => {
+  await hub.stop();
+  rmSync(root, { recursive: true, force: true });
+});
+
+const grid = (task: string): string => {
+  const file = join(root, `grid-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(
+    file,
+    `name: datasets
+axes:
+  visibility: [redacted]
+  dose: [1]
+  model: [tiny-small]
+  task:
+    - ${task}
+training: {batch_size: 4, updates: 10, lr: 0.001}
+canaries: {focal: 2, held_out: 2}
+`,
+  );
+  return file;
+};
+
+const plan = (file: string, env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; stderr: string }> =>
+  runMain(['plan', file, ...(env.JSON ? ['--json'] : [])], { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(root, 'cache'), HF_TOKEN: undefined, HF_HUB_OFFLINE: undefined, ...env, JSON: undefined });
+
+describe('canary-audit plan with dataset-backed tasks', () => {
+  it('pins a Hub dataset and prints its rows; --json carries it', async () => {
+    const file = grid('{name: banking77, system: null}');
+    const text = await plan(file);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`dataset banking77: PolyAI/banking77@main -> ${BANKING77_SHA}; 480 train rows, 96 utility rows`);
+    const json = await plan(file, { JSON: '1' });
+    const out = expectOutput<{ datasets: unknown[] }>('plan-output', json.stdout);
+    expect(out.datasets).toEqual([{ task: 'banking77', source: 'hub', repo: 'PolyAI/banking77', revision: 'main', sha: BANKING77_SHA, train_rows: 480, utility_rows: 96 }]);
+  });
+
+  it('a revision that does not exist, at the grid line of the task', async () => {
+    const file = grid('{name: banking77, source: {repo: PolyAI/banking77, revision: v9}}');
+    const r = await plan(file);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`${file}:7:\\d+: axes.task\\[0\\].source.revision: task banking77: .*v9`));
+  });
+
+  it('a gated dataset without a token says to set HF_TOKEN', async () => {
+    const r = await plan(grid('{name: banking77, source: {repo: org/gated-dataset}}'));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/HF_TOKEN/);
+  });
+
+  it('a local dataset: a label outside the card\'s names, a column the rows lack, a missing split', async () => {
+    const dir = join(root, 'local');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'README.md'), `---\ndataset_info:\n  features:\n  - name: text\n    dtype: string\n  - name: label\n    dtype:\n      class_label:\n        names:\n          '0': yes\n          '1': no\n---\n`);
+    writeFileSync(join(dir, 'train.jsonl'), Array.from({ length: 20 }, (_, k) => JSON.stringify({ text: `message ${k}`, label: k === 13 ? 5 : k % 2 })).join('\n'));
+    const label = await plan(grid(`{name: dataset, source: {path: ${dir}}, input: text, target: label}`));
+    expect(label.code).toBe(2);
+    expect(label.stderr).toMatch(/axes.task\[0\].source: task dataset\/local: row 13 of split train of .*local: label = 5 is outside the 2 class names/);
+    const column = await plan(grid(`{name: dataset, source: {path: ${dir}}, input: body, target: label}`));
+    expect(column.stderr).toMatch(/axes.task\[0\].input: task dataset\/local: input "body" reads column "body", which row 0 .* does not have \(it has "text", "label"\)/);
+    const split = await plan(grid(`{name: dataset, source: {path: ${dir}}, input: text, target: label, utility_split: test}`));
+    expect(split.code).toBe(2);
+    expect(split.stderr).toMatch(/test/);
+  });
+});
