@@ -13,8 +13,10 @@ Measures, in one process:
   * scoring: candidates/s over all 10,000 four-digit codes with the token-level prefix tree (tree
     attention) vs one sequence per candidate (a 1,000-code slice; both are rates), in bf16 under
     autocast; agreement checked in float32 (TF32 off) on a 500-code slice, and the bf16 difference;
-  * an evaluation phase: --canaries canaries x 3 probes x 10,000 candidates, scores and batched
-    greedy (both modes), wall seconds and peak memory (goal <= 10 s on one H200);
+  * an evaluation phase: --canaries canaries x 3 probes x 10,000 candidates, scores (probes batched
+    across tree-attention calls, as many per call as half the free GPU memory allows) and batched
+    greedy (both modes): per run, wall, scoring and greedy seconds, tree groups and calls, peak
+    memory (goal <= 10 s on one H200);
   * training: full fine-tuning tokens/s (float32 master weights, bf16 autocast, AdamW), batch 16.
 Writes a JSON of figures (date, GPU, versions) to --out and prints it. Exit 1 when the float32
 check fails.
@@ -52,7 +54,10 @@ def peak_gib() -> float | None:
 
 
 def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
-    """One evaluation phase (scores + batched greedy) of `canaries` x 3 probes, timed twice."""
+    """One evaluation phase (scores + batched greedy) of `canaries` x 3 probes, run twice (the first
+    warms the kernels and the tokenizer caches): per run, wall seconds, the scoring and greedy
+    seconds, the tree-attention groups and calls (probes batched across calls by the memory bound),
+    and the peak GPU memory of that run."""
     import torch
 
     from canary_trainer.evaluate import Evaluator
@@ -64,17 +69,18 @@ def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
     path = make_run(tmp / "eval", updates=2, batch_size=2, n_focal=canaries, n_held=0, model=spec,
                     training={"device": str(b.device.type)}, max_new_tokens=48)
     ev = Evaluator(b, load_manifest(path), tmp / "eval" / "out", Events(stream=open("/dev/null", "w")), StopFlag())
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
-    walls = []
-    for n in range(2):  # the first call warms the kernels and the tokenizer caches
+    runs = []
+    for n in range(2):
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
         wall, entry = timed(lambda n=n: ev.run_phase(f"update-{n}", n))
-        walls.append(wall)
+        runs.append({"wall_s": round(wall, 2), "scoring_s": round(ev.stats["scoring_s"], 2),
+                     "greedy_s": round(ev.stats["greedy_s"], 2), "tree_groups": ev.stats["tree_groups"],
+                     "tree_calls": ev.stats["tree_calls"], "peak_memory_gib": peak_gib()})
+        print(f"evaluation phase run {n + 1}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
     steps = [len(b.tokenize(g["text"])) for p in entry["probes"] for g in p["greedy"].values()]
     return {"probes": len(entry["probes"]), "candidates": entry["probes"][0]["n_candidates"],
-            "wall_s": [round(w, 2) for w in walls], "scoring": ev.scoring,
-            "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1),
-            "peak_memory_gib": peak_gib()}
+            "runs": runs, "scoring": ev.scoring, "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1)}
 
 
 def timed(fn, repeats=1):

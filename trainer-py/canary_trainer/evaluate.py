@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -18,7 +19,7 @@ from .events import Events
 from .interrupt import StopFlag
 from .manifest import Manifest
 from .score import TokenCheck, score_per_candidate, score_tree
-from .trie import code_token_lists, score_trie
+from .trie import TreeBatcher, code_token_lists, score_trie
 
 
 def preflight(backend: Backend, manifest: Manifest) -> None:
@@ -46,29 +47,38 @@ class Evaluator:
         self.check = TokenCheck(backend)
         self.modes_used: set[str] = set()
         self.last_mode = "prefix-tree"
+        # the last `evaluate` call: scoring and greedy seconds, tree groups and calls (benchmarks)
+        self.stats: dict[str, float] = {}
 
     def scores(self, messages: list[dict], prefill: str, candidates: list[str]) -> np.ndarray:
-        """log p(candidate | probe) for each candidate, float64, in candidate order."""
+        """log p(candidate | probe) for each candidate, float64, in candidate order (one probe)."""
+        ctx_text, ctx_ids, split = self._context(messages, prefill, candidates)
+        if split is not None:
+            self._mode("prefix-tree")
+            with self.backend.autocast():
+                return score_trie(self.backend, ctx_ids, split)
+        return self._scores_without_tree(ctx_text, ctx_ids, candidates)
+
+    def _context(self, messages: list[dict], prefill: str, candidates: list[str]):
+        """(context text, its tokens, the token-level tree split or None when there is no tree)."""
         b = self.backend
         ctx_text = b.render(messages) + prefill
         ctx_ids = b.tokenize(ctx_text)
-        if b.has_tree():
-            split = code_token_lists(b, ctx_text, ctx_ids, candidates)
-            if split is not None:
-                self.modes_used.add("prefix-tree")
-                self.last_mode = "prefix-tree"
-                with b.autocast():
-                    return score_trie(b, ctx_ids, split)
-            cand_tok = None
-        else:
-            cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
+        split = code_token_lists(b, ctx_text, ctx_ids, candidates) if b.has_tree() else None
+        return ctx_text, ctx_ids, split
+
+    def _mode(self, mode: str) -> None:
+        self.modes_used.add(mode)
+        self.last_mode = mode
+
+    def _scores_without_tree(self, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> np.ndarray:
+        b = self.backend
+        cand_tok = None if b.has_tree() else self.check.code_tokens(ctx_text, ctx_ids, candidates)
         with b.autocast():
             if cand_tok is not None:
-                self.modes_used.add("prefix-tree")
-                self.last_mode = "prefix-tree"
+                self._mode("prefix-tree")
                 return score_tree(b, ctx_ids, cand_tok, self.manifest.eval["score_batch_size"])
-            self.modes_used.add("per-candidate")
-            self.last_mode = "per-candidate"
+            self._mode("per-candidate")
             return score_per_candidate(b, ctx_text, ctx_ids, candidates)
 
     @property
@@ -97,35 +107,76 @@ class Evaluator:
         without scores_file (the name under `_name`), plus `_scoring`."""
         m = self.manifest
         self.backend.model.eval()
-        results = []
+        results: list[dict] = [{} for _ in probes]
         self.events.emit("eval", phase=phase, done=0, total=len(probes))
+        self.stats = {"tree_groups": 0, "tree_calls": 0}
+        t0 = time.monotonic()
         try:
-            for n, (probe, name) in enumerate(zip(probes, names)):
-                if self.stop:
-                    raise Interrupted(f"stopped during evaluation phase {phase} ({self.stop.reason}); "
-                                      "the run's next attempt continues from the newest checkpoint")
-                results.append(self._score_probe(probe, folder, name))
+            for n, (i, entry) in enumerate(self._score_probes(probes, phase, folder, names)):
+                results[i] = entry
                 self.events.emit("eval", phase=phase, done=n + 1, total=len(probes),
-                                 candidates_per_s=results[-1].pop("_rate"))
+                                 candidates_per_s=entry.pop("_rate"))
+            t1 = time.monotonic()
+            self.stats["scoring_s"] = t1 - t0
             with torch.no_grad(), self.backend.autocast():
                 decoded = greedy_many(self.backend, probes, m.eval["max_new_tokens"], m.space["alphabet"],
                                       m.space["length"], self.stop)
             for entry, dec in zip(results, decoded):
                 entry["greedy"] = dec
+            self.stats["greedy_s"] = time.monotonic() - t1
         finally:
             self.backend.model.train()
         return results
 
-    def _score_probe(self, probe: dict, folder: Path, name: str) -> dict:
-        t0 = time.monotonic()
-        candidates = self.manifest.candidates(probe["canary_id"])
-        values = self.scores(probe["prompt"], probe["prefill"], candidates)
+    def _stop_check(self, phase: str) -> None:
+        if self.stop:
+            raise Interrupted(f"stopped during evaluation phase {phase} ({self.stop.reason}); "
+                              "the run's next attempt continues from the newest checkpoint")
+
+    def _score_probes(self, probes: list[dict], phase: str, folder: Path,
+                      names: list[str]) -> Iterator[tuple[int, dict]]:
+        """Score every probe and write its file; yields (index, entry) as probes finish. Probes
+        with a token-level tree are scored several at a time (trie.TreeBatcher: consecutive
+        probes, as many per call as the memory bound allows), the others one by one."""
+        batcher = TreeBatcher(self.backend) if self.backend.has_tree() else None
+        started = time.monotonic()  # when the batcher's pending group began
+        for i, probe in enumerate(probes):
+            self._stop_check(phase)
+            t0 = time.monotonic()
+            candidates = self.manifest.candidates(probe["canary_id"])
+            ctx_text, ctx_ids, split = self._context(probe["prompt"], probe["prefill"], candidates)
+            if split is None:
+                values = self._scores_without_tree(ctx_text, ctx_ids, candidates)
+                yield i, self._entry(probe, folder, names[i], values, self.last_mode, time.monotonic() - t0)
+                continue
+            if not batcher.pending:
+                started = t0
+            with self.backend.autocast():
+                done = batcher.add(i, ctx_ids, split)
+            if done:
+                yield from self._finish(done, probes, folder, names, time.monotonic() - started)
+                started = t0
+        if batcher is not None and batcher.pending:
+            self._stop_check(phase)
+            with self.backend.autocast():
+                done = batcher.flush()
+            yield from self._finish(done, probes, folder, names, time.monotonic() - started)
+        if batcher is not None:
+            self.stats["tree_calls"] = batcher.calls
+
+    def _finish(self, done, probes, folder, names, seconds: float) -> Iterator[tuple[int, dict]]:
+        """Entries of a scored group; each probe's rate is the group's candidates over its wall time."""
+        self._mode("prefix-tree")
+        self.stats["tree_groups"] = self.stats.get("tree_groups", 0) + 1
+        for i, values in done:
+            yield i, self._entry(probes[i], folder, names[i], values, "prefix-tree", seconds / len(done))
+
+    def _entry(self, probe: dict, folder: Path, name: str, values: np.ndarray, mode: str, seconds: float) -> dict:
         data = values.astype("<f4").tobytes()
         write_bytes_atomic(folder / f"{name}.f32", data)
         return {"probe_id": probe["id"], "canary_id": probe["canary_id"], "arm": self.manifest.arms[probe["canary_id"]],
                 "kind": probe["kind"], "_name": name, "scores_sha256": hashlib.sha256(data).hexdigest(),
-                "n_candidates": len(candidates), "_scoring": self.last_mode,
-                "_rate": round(len(candidates) / max(time.monotonic() - t0, 1e-9), 1)}
-
+                "n_candidates": len(values), "_scoring": mode,
+                "_rate": round(len(values) / max(seconds, 1e-9), 1)}
 
 ENTRY_KEYS = ("probe_id", "canary_id", "arm", "kind", "scores_file", "scores_sha256", "n_candidates", "greedy")

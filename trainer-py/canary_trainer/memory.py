@@ -9,10 +9,13 @@ Bytes per parameter P (A: LoRA adapter parameters, c: compute dtype size, 2 for 
 Activations kept for backward, per token and layer: about 10 hidden + 2 key/value + 4 MLP-width
 values in the compute dtype (norm, projection and MLP inputs and outputs); with gradient
 checkpointing only each layer's input (plus one layer recomputed). The logits add
-tokens x vocabulary x (c + 8) bytes (float32 copy and its gradient). Scoring keeps the probe's
-cache repeated per node of a pass and one row of log-probabilities per node. The estimate uses
-training.max_length for every row (an upper bound) and keeps 10% of the device for the CUDA
-context and fragmentation.
+tokens x vocabulary x (c + 8) bytes (float32 copy and its gradient). Scoring (`tree_call_bytes`,
+the same formula that sizes the scoring groups of backends/hf_tree.py) keeps each probe's prompt
+cache once, one layer's keys/values of prompt + tree nodes at a time, per-node working values,
+masks (and attention scores under eager attention), and a block of HEAD_ROWS vocabulary rows; the
+estimate counts its smallest call, one probe with a chunk of eval.score_batch_size nodes. The
+estimate uses training.max_length for every row and every prompt (an upper bound) and keeps 10%
+of the device for the CUDA context and fragmentation.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ GIB = 1024 ** 3
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 USABLE = 0.9
 DEFAULT_LORA = ["q_proj", "v_proj"]
+HEAD_ROWS = 256  # tree nodes per block of the scoring pass's vocabulary projection
 
 
 @dataclass
@@ -40,25 +44,71 @@ class Shape:
     mlp_width: int  # per-token MLP width computed (mixture of experts: experts per token x expert width)
     kv_dim: int  # key/value heads x head dim
     lora_io: int  # sum of in + out features of the LoRA target modules (adapter params = r x lora_io)
+    heads: int = 1  # attention (query) heads
+    q_dim: int = 0  # attention heads x head dim
+    mask_kinds: int = 1  # attention masks of a scoring call: 2 when some layers have a sliding window
+    eager: bool = True  # attention scores materialised (eager attention; False: SDPA kernels)
 
 
-def model_shape(config, target_modules: list[str] | None = None) -> Shape:
-    """Counts parameters exactly by building the model on the meta device (no memory, no weights)."""
-    import transformers as tf
-
-    with torch.device("meta"):
-        model = tf.AutoModelForCausalLM.from_config(config)
+def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
+    """The sizes the estimates need, read from a model config (parameters as given). A config not
+    yet loaded into a model names no attention implementation: counted as eager (the larger)."""
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    targets = set(target_modules or DEFAULT_LORA)
-    lora_io = sum(m.in_features + m.out_features for name, m in model.named_modules()
-                  if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)
     heads = text.num_attention_heads
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
     experts = getattr(text, "num_experts_per_tok", None) or 1
     width = getattr(text, "moe_intermediate_size", None) or text.intermediate_size
-    return Shape(params=sum(p.numel() for p in model.parameters()), vocab=text.vocab_size, hidden=text.hidden_size,
-                 layers=text.num_hidden_layers, mlp_width=experts * width,
-                 kv_dim=(getattr(text, "num_key_value_heads", None) or heads) * head_dim, lora_io=lora_io)
+    kinds = set(getattr(text, "layer_types", None) or ["full_attention"])
+    return Shape(params=params, vocab=text.vocab_size, hidden=text.hidden_size, layers=text.num_hidden_layers,
+                 mlp_width=experts * width, kv_dim=(getattr(text, "num_key_value_heads", None) or heads) * head_dim,
+                 lora_io=lora_io, heads=heads, q_dim=heads * head_dim, mask_kinds=len(kinds),
+                 eager=getattr(config, "_attn_implementation", None) != "sdpa")
+
+
+def model_shape(config, target_modules: list[str] | None = None, attn_implementation: str | None = None) -> Shape:
+    """Counts parameters exactly by building the model on the meta device (no memory, no weights);
+    the attention implementation is the one transformers resolves for it (or the one asked for)."""
+    import transformers as tf
+
+    extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    with torch.device("meta"):
+        model = tf.AutoModelForCausalLM.from_config(config, **extra)
+    targets = set(target_modules or DEFAULT_LORA)
+    lora_io = sum(m.in_features + m.out_features for name, m in model.named_modules()
+                  if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)
+    return config_shape(model.config, params=sum(p.numel() for p in model.parameters()), lora_io=lora_io)
+
+
+def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c: int) -> dict[str, int]:
+    """Bytes of one tree-attention scoring group (backends/hf_tree.py): `probes` prompts of up to
+    `prompt_len` tokens run together (left-padded), then their trees in one call with `nodes` fed
+    nodes per probe (padded to the largest tree), in a compute dtype of `c` bytes.
+
+    - prompt_cache: every prompt's keys/values, once per probe, held by the group;
+    - prompt_pass: running the prompts: one layer's working values per token (MLP width, hidden
+      and attention projections), the attention over the prompt, the next-token logits;
+    - tree_pass: one layer at a time (the prompt cache is read, never copied or repeated per node):
+      the keys/values of prompt + nodes as the layer concatenates them, and their repeat to the
+      query heads; per node the layer's working values, and per node and key the masks (float32
+      for eager attention, boolean plus the kernel's converted copy for SDPA, one per mask kind,
+      and the boolean temporaries that build them), the ancestor matrix, and with eager attention
+      the scores (the scores, their float32 softmax and the copies between); SDPA kernels stream
+      the scores in blocks;
+    - head: the blocked output projection, HEAD_ROWS nodes x vocabulary (logits and the
+      log-sum-exp's exponentials in float32), and the last hidden states with their compacted copy.
+    peak = prompt_cache + max(prompt_pass, tree_pass + head)."""
+    p, n, s = probes, nodes, shape
+    keys = prompt_len + n
+    kv = 2 * (s.kv_dim + s.q_dim)
+    work = 3 * s.mlp_width + 4 * s.hidden + 2 * s.q_dim  # one layer's working values per token
+    scores = s.heads * (2 * c + 8) if s.eager else 0  # per query and key
+    masks = s.mask_kinds * (4 if s.eager else 1 + 2 * c) + 2  # per query and key
+    parts = {"prompt_cache": p * prompt_len * s.layers * 2 * s.kv_dim * c,
+             "prompt_pass": p * prompt_len * ((work + kv) * c + prompt_len * (scores + masks)) + p * s.vocab * (c + 8),
+             "tree_pass": p * keys * kv * c + p * n * (work * c + keys * (scores + masks) + n),
+             "head": min(HEAD_ROWS, p * n) * s.vocab * (8 if c == 4 else c + 8) + 2 * p * n * s.hidden * c}
+    parts["peak"] = parts["prompt_cache"] + max(parts["prompt_pass"], parts["tree_pass"] + parts["head"])
+    return parts
 
 
 def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch: int, seq_len: int,
@@ -77,8 +127,9 @@ def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch
     kept = shape.layers * shape.hidden + per_layer if checkpointing else shape.layers * per_layer
     logits = tokens * shape.vocab * (c + 8)
     parts["activations"] = tokens * kept * c + logits
-    cache = score_nodes * seq_len * shape.layers * 2 * shape.kv_dim * c
-    parts["scoring"] = cache + score_nodes * shape.vocab * 8
+    # Scoring groups grow to the memory bound at run time; what must fit is one probe's prompt and
+    # a tree chunk of score_nodes nodes.
+    parts["scoring"] = tree_call_bytes(shape, probes=1, prompt_len=seq_len, nodes=score_nodes, c=c)["peak"]
     # Scoring runs between updates: it shares the device with everything but the activations.
     parts["peak"] = parts["weights"] + parts["gradients"] + parts["optimizer"] + max(parts["activations"],
                                                                                       parts["scoring"])
@@ -154,7 +205,7 @@ def check_fits(manifest, device: torch.device) -> dict | None:
         if model["hf"]["random_init"]:
             for key, value in model["hf"]["config_overrides"].items():
                 setattr(config, key, value)
-        shape = model_shape(config, model["finetune"].get("target_modules"))
+        shape = model_shape(config, model["finetune"].get("target_modules"), model["hf"].get("attn_implementation"))
     except Exception as exc:  # noqa: BLE001  loading the backend reports what is wrong with the model
         log(f"memory estimate skipped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return None

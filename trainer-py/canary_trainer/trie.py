@@ -6,9 +6,11 @@ token per digit (Qwen3), digit groups ("4821" -> "482" + "1", Llama 3, GPT-OSS),
 alphanumeric code. Depths are ragged. A node is a distinct proper prefix of some candidate's tokens;
 each node needs one next-token distribution, and every candidate sharing the prefix reuses it.
 
-A backend that implements `tree_logprobs` evaluates a whole chunk of nodes in one forward call on
-top of the prompt's cache (tree attention); chunks are sized by the backend's memory bound
-(`tree_node_budget`), and a chunk re-creates the few ancestors it shares with the previous one.
+A backend that implements `tree_logprobs` evaluates the trees of several probes in one forward
+call on top of their prompts' caches (tree attention). `TreeBatcher` groups consecutive probes
+while the backend's estimate of the call (`tree_call_bytes`) stays within its memory bound
+(`tree_limit`); a probe too large alone is cut into chunks that fit, and a chunk re-creates the
+few ancestors it shares with the previous one.
 """
 
 from __future__ import annotations
@@ -115,33 +117,121 @@ def build_chunks(spans: list[list[int]], budget: int) -> list[Chunk]:
     return chunks
 
 
+class _Probe:
+    """One probe's tree: its prompt (the context's first k tokens), the spans below it (plus the
+    context's own last tokens when k is shorter: subtracted), and its whole trie."""
+
+    def __init__(self, key, ctx_ids: list[int], split: tuple[int, list[list[int]]]):
+        k, spans = split
+        self.key = key
+        self.prompt = ctx_ids[:k]
+        self.subtract = k < len(ctx_ids)
+        self.spans = spans + [ctx_ids[k:]] if self.subtract else spans
+        self.whole = build_chunks(self.spans, 1 << 62)[0]
+
+
+class TreeBatcher:
+    """Scores probes' trees several at a time: probes are added in order, and consecutive ones
+    share a group (their prompts run together, then their trees in one tree-attention call) while
+    the group stays within the backend's memory bound (`tree_call_bytes` <= `tree_limit`), at
+    most `max_probes` when set. A probe whose tree alone exceeds the bound runs alone, its tree
+    cut into chunks that fit. `add` and `flush` return the finished probes as (key, scores):
+    log p(code | context) float64 in candidate order."""
+
+    def __init__(self, backend: Backend, max_probes: int | None = None):
+        self.backend = backend
+        self.max_probes = max_probes
+        self.limit = backend.tree_limit()
+        self.pending: list[_Probe] = []
+        self.calls = 0  # tree-attention calls made (benchmarks)
+
+    def _fits(self, probes: list[_Probe]) -> bool:
+        if self.max_probes is not None and len(probes) > self.max_probes:
+            return False
+        nbytes = self.backend.tree_call_bytes(len(probes), max(len(p.prompt) for p in probes),
+                                              max(len(p.whole.token) for p in probes))
+        return nbytes <= self.limit
+
+    def add(self, key, ctx_ids: list[int], split: tuple[int, list[list[int]]]) -> list[tuple[object, np.ndarray]]:
+        probe = _Probe(key, ctx_ids, split)
+        if not self.pending or self._fits(self.pending + [probe]):
+            self.pending.append(probe)
+            return []
+        done = self.flush()
+        self.pending = [probe]
+        return done
+
+    def flush(self) -> list[tuple[object, np.ndarray]]:
+        group, self.pending = self.pending, []
+        return _score_group(self, group) if group else []
+
+
+def _row_budget(batcher: TreeBatcher, probe: _Probe) -> int:
+    """Most fed nodes of one probe's chunk within the memory bound (at least 1)."""
+    lo, hi = 1, max(len(probe.whole.token), 1)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if batcher.backend.tree_call_bytes(1, len(probe.prompt), mid) <= batcher.limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@torch.no_grad()
+def _score_group(batcher: TreeBatcher, group: list[_Probe]) -> list[tuple[object, np.ndarray]]:
+    backend = batcher.backend
+    dev = backend.device
+    state = backend.tree_prompts([p.prompt for p in group])
+    root = state.next_logprobs.double().cpu()  # (P, V)
+    if len(group) == 1 and not batcher._fits(group):
+        chunks = [build_chunks(group[0].spans, _row_budget(batcher, group[0]))]
+    else:
+        chunks = [[p.whole] for p in group]
+    totals = [torch.zeros(len(p.spans), dtype=torch.float64) for p in group]
+    for c in range(max(len(x) for x in chunks)):
+        part = [(b, x[c]) for b, x in enumerate(chunks) if c < len(x)]
+        width = max(len(ch.token) for _, ch in part)
+        tokens = torch.zeros(len(group), max(width, 1), dtype=torch.long)
+        parent = torch.full(tokens.shape, -1, dtype=torch.long)
+        depth = torch.zeros(tokens.shape, dtype=torch.long)
+        rows, cols, inner_of = [], [], []
+        for b, ch in part:
+            n = len(ch.token)
+            tokens[b, :n] = torch.tensor(ch.token, dtype=torch.long)
+            parent[b, :n] = torch.tensor(ch.parent, dtype=torch.long)
+            depth[b, :n] = torch.tensor(ch.depth, dtype=torch.long)
+            before = torch.tensor(ch.before, dtype=torch.long)
+            nxt = torch.tensor(ch.next, dtype=torch.long)
+            at_root = before < 0
+            edge_lp = torch.empty(len(before), dtype=torch.float64)
+            edge_lp[at_root] = root[b, nxt[at_root]]
+            inner = ~at_root
+            rows.append(before[inner] + b * tokens.shape[1])
+            cols.append(nxt[inner])
+            inner_of.append((b, ch, edge_lp, inner))
+        lp = torch.empty(0, dtype=torch.float64)
+        if width:
+            lp = backend.tree_logprobs(state, tokens.to(dev), parent.to(dev), depth.to(dev),
+                                       torch.cat(rows).to(dev), torch.cat(cols).to(dev)).double().cpu()
+            batcher.calls += 1
+        at = 0
+        for b, ch, edge_lp, inner in inner_of:
+            m = int(inner.sum())
+            edge_lp[inner] = lp[at: at + m]
+            at += m
+            totals[b].index_add_(0, torch.tensor(ch.rows, dtype=torch.long), edge_lp)
+    out = []
+    for p, total in zip(group, totals):
+        values = total.numpy()
+        out.append((p.key, values[:-1] - values[-1] if p.subtract else values))
+    return out
+
+
 @torch.no_grad()
 def score_trie(backend: Backend, ctx_ids: list[int], split: tuple[int, list[list[int]]]) -> np.ndarray:
     """log p(code | context) for each candidate, float64, in candidate order, from
-    `code_token_lists`' (k, spans)."""
-    k, spans = split
-    if k == len(ctx_ids):
-        return _score_paths(backend, ctx_ids, spans)
-    both = _score_paths(backend, ctx_ids[:k], spans + [ctx_ids[k:]])
-    return both[:-1] - both[-1]
-
-
-def _score_paths(backend: Backend, ctx_ids: list[int], spans: list[list[int]]) -> np.ndarray:
-    state = backend.prefix(ctx_ids)
-    root = state.next_logprobs.double().cpu()
-    budget = backend.tree_node_budget(state, max(len(s) for s in spans))
-    total = torch.zeros(len(spans), dtype=torch.float64)
-    dev = backend.device
-    for chunk in build_chunks(spans, budget):
-        before = torch.tensor(chunk.before, dtype=torch.long)
-        nxt = torch.tensor(chunk.next, dtype=torch.long)
-        edge_lp = torch.empty(len(before), dtype=torch.float64)
-        at_root = before < 0
-        edge_lp[at_root] = root[nxt[at_root]]
-        if chunk.token:
-            inner = ~at_root
-            t = [torch.tensor(x, device=dev) for x in (chunk.token, chunk.parent, chunk.depth)]
-            lp = backend.tree_logprobs(state, *t, before[inner].to(dev), nxt[inner].to(dev))
-            edge_lp[inner] = lp.double().cpu()
-        total.index_add_(0, torch.tensor(chunk.rows, dtype=torch.long), edge_lp)
-    return total.numpy()
+    `code_token_lists`' (k, spans): one probe alone."""
+    batcher = TreeBatcher(backend)
+    batcher.add(0, ctx_ids, split)
+    return batcher.flush()[0][1]

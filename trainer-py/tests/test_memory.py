@@ -1,12 +1,14 @@
 """The peak-memory estimate of hf runs: its arithmetic on Qwen3-8B's and Qwen3-14B's configurations,
-and a run refused before loading when its device cannot hold it."""
+a run refused before loading when its device cannot hold it, and the scoring term against the peak
+of tensor memory measured on the CPU (the profiler's memory timeline: every tensor allocated and
+freed during the call) for batched tree-attention calls."""
 
 import pytest
 
 pytest.importorskip("transformers")
 
 from canary_trainer import exit_codes  # noqa: E402
-from canary_trainer.memory import estimate, model_shape, plan, refusal  # noqa: E402
+from canary_trainer.memory import config_shape, estimate, model_shape, plan, refusal, tree_call_bytes  # noqa: E402
 
 from .conftest import run_cli, trainer_env  # noqa: E402
 from .fixtures import make_run  # noqa: E402
@@ -46,7 +48,19 @@ def test_full_fine_tuning_costs_16_bytes_per_parameter_plus_the_autocast_copy(qw
     tokens = 4 * 256
     per_layer = 10 * 4096 + 2 * 1024 + 4 * 12288
     assert parts["activations"] == tokens * 36 * per_layer * 2 + tokens * 151936 * (2 + 8)
-    assert parts["scoring"] == 1024 * 256 * 36 * 2 * 1024 * 2 + 1024 * 151936 * 8
+    # Scoring, its parts computed here: one probe's 256-token prompt cache (once, not per node), a
+    # 1,024-node tree chunk one layer at a time (keys/values of prompt + nodes and their repeat to
+    # the 32 query heads, working values, masks; SDPA, as transformers resolves for Qwen3, keeps no
+    # score matrix), a 256-row vocabulary block.
+    assert not qwen3_8b.eager and qwen3_8b.mask_kinds == 1
+    keys, kv, work = 256 + 1024, 2 * (1024 + 32 * 128), 3 * 12288 + 4 * 4096 + 2 * 32 * 128
+    per_key = 1 + 2 * 2 + 2  # boolean mask, the kernel's bf16 copy and its aligned copy, temporaries
+    prompt_cache = 256 * 36 * 2 * 1024 * 2
+    tree = keys * kv * 2 + 1024 * (work * 2 + keys * per_key + 1024)
+    head = 256 * 151936 * (2 + 8) + 2 * 1024 * 4096 * 2
+    prompt_pass = 256 * ((work + kv) * 2 + 256 * per_key) + 151936 * 10
+    assert parts["scoring"] == prompt_cache + max(prompt_pass, tree + head)
+    assert parts["scoring"] < 1.5e9 < 1024 * 256 * 36 * 2 * 1024 * 2  # the old repeated cache: 38.7 GB
     assert parts["peak"] == 18 * p + max(parts["activations"], parts["scoring"])
     # float32 on the GPU: no autocast copy.
     fp32 = estimate(qwen3_8b, method="full", dtype="float32", on_gpu=True, micro_batch=4, seq_len=256)
@@ -92,3 +106,99 @@ def test_a_run_its_device_cannot_hold_is_refused_before_loading(hub_env, tmp_pat
     assert error["kind"] == "oom" and not error["recoverable"]
     assert "exceeds the 0.0 GiB usable" in error["message"] and "model.finetune.method lora" in error["message"]
     assert not res.of("started")  # refused before loading the model or training
+
+
+def _measured_peak(fn) -> int:
+    """Peak bytes of CPU tensors alive at once during fn(), from the profiler's memory timeline
+    (allocations and frees matched per tensor; the torch CPU allocator keeps no statistics)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    memory_profiler = pytest.importorskip("torch.profiler._memory_profiler")
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_stack=True) as p:
+        fn()
+    live = peak = 0
+    for _, action, _, size in p._memory_profile().timeline:
+        if action == memory_profiler.Action.CREATE:
+            live += size
+        elif action == memory_profiler.Action.DESTROY:
+            live -= size
+        peak = max(peak, live)
+    return peak
+
+
+def _tree(probes, nodes, branch=10):
+    """(parent, depth), (probes, nodes): the same complete `branch`-ary tree per probe."""
+    import torch
+
+    idx = torch.arange(nodes)
+    parent = torch.where(idx > 0, (idx - 1) // branch, -1)
+    depth = torch.zeros(nodes, dtype=torch.long)
+    for i in range(1, nodes):
+        depth[i] = depth[parent[i]] + 1
+    return parent.repeat(probes, 1), depth.repeat(probes, 1)
+
+
+SMALL = dict(vocab_size=4096, hidden_size=256, intermediate_size=768, num_hidden_layers=2, num_attention_heads=8,
+             num_key_value_heads=2, head_dim=32)
+
+
+@pytest.mark.parametrize("arch,impl,probes,prompt_len,nodes", [
+    ("qwen3", "sdpa", 4, 100, 300),  # prompts of 100, 97, 94, 91 tokens, left-padded
+    ("qwen3", "eager", 3, 30, 1200),  # eager attention: the scores dominate
+    ("gptoss", "eager", 2, 100, 400),  # sliding-window layers (window 64 < prompt), two mask kinds
+])
+def test_scoring_estimate_bounds_the_measured_peak(arch, impl, probes, prompt_len, nodes):
+    import torch
+    import transformers as tf
+
+    from canary_trainer.backends import hf_tree
+
+    torch.manual_seed(0)
+    if arch == "qwen3":
+        config = tf.Qwen3Config(**SMALL)
+    else:
+        config = tf.GptOssConfig(**{**SMALL, "hidden_size": 128, "intermediate_size": 128, "num_attention_heads": 4},
+                                 num_local_experts=4, num_experts_per_tok=2, sliding_window=64,
+                                 layer_types=["sliding_attention", "full_attention"])
+    model = tf.AutoModelForCausalLM.from_config(config, attn_implementation=impl).eval()
+    prompts = [torch.randint(0, 4000, (prompt_len - 3 * i,)).tolist() for i in range(probes)]
+    parent, depth = _tree(probes, nodes)
+    tokens = torch.randint(0, 4000, (probes, nodes))
+    rows, cols = torch.arange(probes * nodes), torch.randint(0, 4000, (probes * nodes,))
+
+    @torch.no_grad()
+    def call():
+        state = hf_tree.run_prompts(model, {"logits_to_keep": 1}, prompts, 0, torch.device("cpu"))
+        hf_tree.run_tree(model, model.config, state, tokens, parent, depth, rows, cols)
+
+    call()  # warm-up (lazy initialisation)
+    measured = _measured_peak(call)
+    shape = config_shape(model.config)
+    assert shape.eager == (impl == "eager") and shape.mask_kinds == (2 if arch == "gptoss" else 1)
+    est = tree_call_bytes(shape, probes=probes, prompt_len=prompt_len, nodes=nodes, c=4)["peak"]
+    assert measured <= est <= 3 * measured, (measured, est)
+
+
+def test_scoring_estimate_bounds_a_batched_call_on_a_real_vocabulary(hub_env):
+    """The Qwen3 test model (vocabulary 151,936: the output projection's block dominates), three
+    probes of different prompt lengths through the backend's own batched tree call."""
+    import torch
+
+    from canary_trainer.trie import TreeBatcher, code_token_lists
+
+    from .fixtures import canary_prefill, canary_prompt
+    from .test_hf_backend import backend
+
+    b = backend("qwen3")
+    codes = [f"{i:04d}" for i in range(0, 10000, 7)]
+    batcher = TreeBatcher(b)
+    for ident in ("Ada Lovelace #0", "Grace Brewster Murray Hopper #12", "Edsger Dijkstra, Eindhoven #3"):
+        ctx = b.render(canary_prompt(ident, "[redacted]")) + canary_prefill(ident)
+        ids = b.tokenize(ctx)
+        assert batcher.add(ident, ids, code_token_lists(b, ctx, ids, codes)) == []
+    group = batcher.pending
+    measured = _measured_peak(batcher.flush)
+    assert batcher.calls == 1
+    est = b.tree_call_bytes(len(group), max(len(p.prompt) for p in group), max(len(p.whole.token) for p in group))
+    assert measured <= est <= 3 * measured, (measured, est)
+    assert torch.get_default_dtype() == torch.float32

@@ -82,16 +82,27 @@ class Backend(ABC):
         """Whether `tree_logprobs` works (then any tokenizer is scored by a token-level tree)."""
         return False
 
-    def tree_node_budget(self, state: PrefixState, depth: int) -> int | None:
-        """Most prefix-tree nodes one `tree_logprobs` call may take within the memory bound, or
-        None when the backend has no tree attention (then `extend` walks the tree level by level)."""
-        return None
+    def tree_limit(self) -> int:
+        """Bytes a scoring group may allocate (`tree_call_bytes`): the memory bound."""
+        return 1 << 30
 
-    def tree_logprobs(self, state: PrefixState, tokens: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
+    def tree_call_bytes(self, probes: int, prompt_len: int, nodes: int) -> int:
+        """Bytes a group of `probes` prompts of up to `prompt_len` tokens and their trees of up to
+        `nodes` fed nodes each, scored in one `tree_logprobs` call, allocates."""
+        raise NotImplementedError
+
+    def tree_prompts(self, ctxs: list[list[int]]) -> Any:
+        """Run several prompts together and keep their caches for `tree_logprobs`; the state's
+        `next_logprobs` is (P, V) float32."""
+        raise NotImplementedError
+
+    def tree_logprobs(self, prompts: Any, tokens: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
                       rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        """N tree nodes in one call: node i is token tokens[i] at depth[i] below the prompt, under
-        node parent[i] (-1: the prompt); parents come first. Returns (M,) log p(cols[m] | the path
-        to node rows[m])."""
+        """The trees of every prompt of `tree_prompts` in one call: tokens, parent, depth are
+        (P, N), row p being prompt p's nodes: node i is token tokens[p, i] at depth[p, i] below
+        the prompt, under node parent[p, i] (-1: the prompt); parents come first; rows may be
+        padded with nodes nobody asks about. Returns (M,) log p(cols[m] | the path to node
+        rows[m]), rows indexing the flattened (P * N) nodes."""
         raise NotImplementedError
 
     @abstractmethod

@@ -7,8 +7,9 @@ GPU; LoRA (peft) freezes the base in that dtype and trains float32 adapters.
 
 Works with transformers 4.45+ and 5.x: chat templates are rendered to text (tokenize=False, whose
 return type did not change between versions) and tokenized separately. Candidate scoring uses
-tree attention over the shared prompt cache (hf_tree); `extend` (a level-by-level walk that copies
-the prompt cache per chunk with `batch_repeat_interleave`) remains for callers of score_tree.
+tree attention over the shared prompt caches of several probes at once (hf_tree); `extend` (a
+level-by-level walk that copies the prompt cache per chunk with `batch_repeat_interleave`) remains
+for callers of score_tree.
 """
 
 from __future__ import annotations
@@ -214,12 +215,27 @@ class HfBackend(Backend):
     def has_tree(self):
         return hf_tree.supports(self.base_model.config)
 
-    def tree_node_budget(self, state, depth):
-        return hf_tree.node_budget(self.base_model.config, self.device, state.length + depth,
-                                   state.next_logprobs.shape[-1], self.mem_bytes)
+    def tree_limit(self):
+        return hf_tree.memory_limit(self.device, self.mem_bytes)
 
-    def tree_logprobs(self, state, tokens, parent, depth, rows, cols):
-        return hf_tree.run_tree(self.base_model, self.base_model.config, state, tokens, parent, depth, rows, cols)
+    def tree_call_bytes(self, probes, prompt_len, nodes):
+        try:
+            autocast = torch.is_autocast_enabled(self.device.type)
+        except TypeError:  # torch < 2.4: CUDA only
+            autocast = self.device.type == "cuda" and torch.is_autocast_enabled()
+        dtype = self.compute_dtype if autocast else next(self.base_model.parameters()).dtype
+        return hf_tree.call_bytes(self.base_model.config, torch.empty((), dtype=dtype).element_size(), probes,
+                                  prompt_len, nodes)
+
+    def tree_prompts(self, ctxs):
+        return hf_tree.run_prompts(self.model, self._keep(1), ctxs, self._pad, self.device)
+
+    def tree_logprobs(self, prompts, tokens, parent, depth, rows, cols):
+        if not isinstance(prompts, hf_tree.TreePrompts):  # one probe's PrefixState, nodes (N,)
+            lengths = torch.tensor([prompts.length], device=self.device)
+            prompts = hf_tree.TreePrompts(prompts.cache, lengths, prompts.length, prompts.next_logprobs[None])
+            tokens, parent, depth = tokens[None], parent[None], depth[None]
+        return hf_tree.run_tree(self.base_model, self.base_model.config, prompts, tokens, parent, depth, rows, cols)
 
     def stop_ids(self):
         return set(self._stop)

@@ -1,11 +1,16 @@
-"""Tree attention on a transformers causal LM: many prefix-tree nodes in one forward call.
+"""Tree attention on a transformers causal LM: many probes' prefix trees in one forward call.
 
-The nodes of a chunk are laid out as one sequence after the prompt. Each attends to the whole
-prompt (its cache, shared: never copied or repeated) and to its own ancestors and itself, with
-position prompt_length + depth, so every node computes exactly what it would as the last token
-of its own path. Layers with a sliding window (GPT-OSS, Gemma 3) get their own mask over the keys
-their cache layer kept. The cache object passed to the model is a shallow clone whose tensors
-are the prompt's: a layer's update concatenates into new tensors, so the prompt stays intact.
+Prompts of a group run together once (`run_prompts`): left-padded to the longest, with an
+attention mask and per-row position ids (each row counts from its own first token), so every row
+ends at the same cache index and a sliding-window layer's kept keys are each row's last ones. The
+padding's keys/values are zeroed. Then each probe's tree nodes (a batch row per probe, padded to
+the largest tree) attend to their own prompt row (its cache, shared: never copied or repeated per
+node) and to their own ancestors and themselves, with position prompt length + depth, so every
+node computes exactly what it would as the last token of its own path. Layers with a sliding
+window (GPT-OSS, Gemma 3) get their own mask over the keys their cache layer kept. The cache
+object passed to the model is a shallow clone whose layers read the prompt's tensors and return
+them concatenated with the nodes' keys/values without storing anything, so the prompt stays
+intact and no layer's concatenation outlives its attention.
 """
 
 from __future__ import annotations
@@ -14,12 +19,59 @@ import copy
 
 import torch
 
+from ..memory import HEAD_ROWS, config_shape, tree_call_bytes
+
 SUPPORTED = ("eager", "sdpa")
-HEAD_ROWS = 256  # nodes per block of the vocabulary projection
+
+
+class TreePrompts:
+    """Prompts run together: the left-padded cache (one row per probe, `width` positions), each
+    row's prompt length, and each row's next-token log-probabilities (P, V) float32."""
+
+    def __init__(self, cache, lengths: torch.Tensor, width: int, next_logprobs: torch.Tensor):
+        self.cache = cache
+        self.lengths = lengths
+        self.width = width
+        self.next_logprobs = next_logprobs
+
+
+def _layer_tensors(cache):
+    """(keys, values) of each cache layer."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        return [(layer.keys, layer.values) for layer in layers]
+    return list(zip(cache.key_cache, cache.value_cache))  # older transformers
+
+
+def run_prompts(model, keep_kw: dict, ctxs: list[list[int]], pad: int, device) -> TreePrompts:
+    width = max(len(c) for c in ctxs)
+    lengths = torch.tensor([len(c) for c in ctxs], dtype=torch.long)
+    ids = torch.full((len(ctxs), width), pad, dtype=torch.long)
+    for r, c in enumerate(ctxs):
+        ids[r, width - len(c):] = torch.tensor(c)
+    ids, lengths = ids.to(device), lengths.to(device)
+    if bool((lengths == width).all()):  # no padding: a plain causal call
+        out = model(input_ids=ids, use_cache=True, **keep_kw)
+    else:
+        mask = torch.arange(width, device=device)[None] >= (width - lengths)[:, None]
+        pos = (mask.cumsum(1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=True, **keep_kw)
+        for keys, values in _layer_tensors(out.past_key_values):
+            kept = keys.shape[-2]
+            pad_kv = torch.arange(kept, device=device)[None] < (kept - lengths)[:, None]  # (P, kept)
+            keys.masked_fill_(pad_kv[:, None, :, None], 0)
+            values.masked_fill_(pad_kv[:, None, :, None], 0)
+    lp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+    return TreePrompts(out.past_key_values, lengths, width, lp)
+
+
+def _peek(layer, key_states, value_states, *args, **kwargs):
+    return torch.cat([layer.keys, key_states], dim=-2), torch.cat([layer.values, value_states], dim=-2)
 
 
 def shared_clone(cache):
-    """A copy of a prompt cache that shares (does not copy) its key/value tensors."""
+    """A copy of a prompt cache that shares (does not copy) its key/value tensors; its layers
+    return prompt + new keys/values without storing them."""
     memo: dict[int, torch.Tensor] = {}
     for layer in getattr(cache, "layers", []) or []:
         for name in ("keys", "values"):
@@ -29,27 +81,28 @@ def shared_clone(cache):
     for name in ("key_cache", "value_cache"):  # older transformers
         for t in getattr(cache, name, []) or []:
             memo[id(t)] = t
-    return copy.deepcopy(cache, memo)
+    clone = copy.deepcopy(cache, memo)
+    for layer in getattr(clone, "layers", []) or []:
+        layer.update = _peek.__get__(layer)
+    return clone
 
 
 def ancestors(parent: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
-    """(N, N) bool: node i may see node j (j is i or one of its ancestors)."""
-    n = len(parent)
-    allowed = torch.eye(n, dtype=torch.bool, device=parent.device)
-    rows = torch.arange(n, device=parent.device)
+    """(P, N, N) bool: in row p, node i may see node j (j is i or one of its ancestors)."""
+    p, n = parent.shape
+    allowed = torch.eye(n, dtype=torch.bool, device=parent.device).repeat(p, 1, 1)
+    batch = torch.arange(p, device=parent.device)[:, None].expand(p, n)
+    rows = torch.arange(n, device=parent.device)[None].expand(p, n)
     cur = parent.clone()
-    for _ in range(int(depth.max()) if n else 0):
+    for _ in range(int(depth.max()) if parent.numel() else 0):
         ok = cur >= 0
-        allowed[rows[ok], cur[ok]] = True
-        cur = torch.where(ok, parent[cur.clamp(min=0)], cur)
+        allowed[batch[ok], rows[ok], cur[ok]] = True
+        cur = torch.where(ok, parent.gather(1, cur.clamp(min=0)), cur)
     return allowed
 
 
 def _kept(cache, layer: int) -> int:
-    layers = getattr(cache, "layers", None)
-    if layers is not None:
-        return int(layers[layer].keys.shape[-2])
-    return int(cache.key_cache[layer].shape[-2])
+    return int(_layer_tensors(cache)[layer][0].shape[-2])
 
 
 def layer_kinds(config) -> list[str]:
@@ -57,22 +110,25 @@ def layer_kinds(config) -> list[str]:
     return list(getattr(config, "layer_types", None) or ["full_attention"] * n)
 
 
-def tree_masks(config, cache, prompt_len: int, parent, depth, additive: bool):
-    """The attention mask(s) for one chunk: a (1, 1, N, kept + N) tensor, or a dict by layer kind
-    when the model has sliding-window layers."""
+def tree_masks(config, cache, lengths, parent, depth, additive: bool):
+    """The attention mask(s) of one call: a (P, 1, N, kept + N) tensor, or a dict by layer kind
+    when the model has sliding-window layers. The cache's kept keys of row p are its last `kept`
+    positions: real positions lengths[p] - kept ... lengths[p] - 1, padding below 0."""
     anc = ancestors(parent, depth)
-    pos = prompt_len + depth
+    pos = lengths[:, None] + depth  # (P, N)
     kinds = layer_kinds(config)
     masks = {}
     for kind in dict.fromkeys(kinds):
         kept = _kept(cache, kinds.index(kind))
-        key_pos = torch.cat([torch.arange(prompt_len - kept, prompt_len, device=pos.device), pos])
-        allowed = torch.cat([torch.ones(len(pos), kept, dtype=torch.bool, device=pos.device), anc], dim=1)
-        if kind == "sliding_attention":
-            allowed &= (pos[:, None] - key_pos[None, :]) < config.sliding_window
+        key_pos = lengths[:, None] - kept + torch.arange(kept, device=pos.device)[None]  # (P, kept)
+        prompt = (key_pos >= 0)[:, None, :].expand(-1, pos.shape[1], -1)
+        allowed = torch.cat([prompt, anc], dim=2)  # (P, N, kept + N)
+        if kind == "sliding_attention":  # pos - key position < window, without materialising the difference
+            all_pos = torch.cat([key_pos, pos], dim=1)
+            allowed &= all_pos[:, None, :] > (pos - config.sliding_window)[:, :, None]
         elif kind != "full_attention":
             raise NotImplementedError(f"tree attention: layer kind {kind}")
-        m = allowed[None, None]
+        m = allowed[:, None]
         if additive:
             m = torch.zeros(m.shape, device=m.device).masked_fill(~m, torch.finfo(torch.float32).min)
         masks[kind] = m
@@ -84,18 +140,24 @@ def supports(config) -> bool:
     return impl in SUPPORTED and set(layer_kinds(config)) <= {"full_attention", "sliding_attention"}
 
 
-def run_tree(model, config, state, tokens, parent, depth, rows, cols):
-    """log p(cols[m] | path to node rows[m]) for each asked pair, float32 (M,). The vocabulary
-    projection runs in blocks of HEAD_ROWS nodes (log-sum-exp and the asked columns only), so
-    full (N, V) logits never exist."""
-    cache = shared_clone(state.cache)
+def run_tree(model, config, prompts: TreePrompts, tokens, parent, depth, rows, cols):
+    """log p(cols[m] | path to node rows[m]) for each asked pair, float32 (M,). tokens, parent,
+    depth are (P, N): row p is probe p's nodes (parent -1: the prompt; parents first; padding
+    nodes are never asked); rows index the flattened (P * N) nodes. The vocabulary projection
+    runs in blocks of HEAD_ROWS asked nodes (log-sum-exp and the asked columns only), so full
+    (N, V) logits never exist."""
+    cache = shared_clone(prompts.cache)
     additive = (getattr(config, "_attn_implementation", None) or "eager") != "sdpa"
-    mask = tree_masks(config, cache, state.length, parent, depth, additive)
-    pos = (state.length + depth)[None]
-    cache_pos = torch.arange(state.length, state.length + len(tokens), device=tokens.device)
-    out = model.get_decoder()(input_ids=tokens[None], past_key_values=cache, attention_mask=mask, position_ids=pos,
+    mask = tree_masks(config, cache, prompts.lengths, parent, depth, additive)
+    pos = prompts.lengths[:, None] + depth
+    cache_pos = torch.arange(prompts.width, prompts.width + tokens.shape[1], device=tokens.device)
+    out = model.get_decoder()(input_ids=tokens, past_key_values=cache, attention_mask=mask, position_ids=pos,
                               cache_position=cache_pos, use_cache=True)
-    return _head_logprobs(model, config, out.last_hidden_state[0], rows, cols)
+    del mask, cache
+    hidden = out.last_hidden_state
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    used, rows = torch.unique(rows, return_inverse=True)
+    return _head_logprobs(model, config, hidden[used], rows, cols)
 
 
 def _head_logprobs(model, config, hidden, rows, cols):
@@ -117,23 +179,17 @@ def _head_logprobs(model, config, hidden, rows, cols):
     return out
 
 
-def node_budget(config, device, prompt_len: int, vocab: int, limit_bytes: int | None) -> int:
-    """Most nodes per forward call within the memory bound: a block of HEAD_ROWS logits, and per
-    node the hidden states of every layer and the attention scores and mask over prompt + chunk,
-    which grow with the chunk itself."""
-    if limit_bytes is None:
-        if device.type == "cuda":
-            free, _ = torch.cuda.mem_get_info(device)
-            limit_bytes = free // 2
-        else:
-            limit_bytes = 1 << 30
-    hidden = config.hidden_size * (config.num_hidden_layers + 4) * 4 * 4
-    heads = getattr(config, "num_attention_heads", 1)
-    fixed = HEAD_ROWS * vocab * 4 * 2
-    n = 4096 * 8
-    while n > 1:
-        per_node = hidden + (heads * 4 + 8) * (prompt_len + n)
-        if fixed + n * per_node <= limit_bytes:
-            break
-        n //= 2
-    return max(n, 1)
+def memory_limit(device, limit_bytes: int | None) -> int:
+    """The memory bound of a scoring group: `limit_bytes` when set, else half the GPU memory this
+    process can still use (free plus what its allocator holds unused), 1 GiB on the CPU."""
+    if limit_bytes is not None:
+        return limit_bytes
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return (free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)) // 2
+    return 1 << 30
+
+
+def call_bytes(config, dtype_bytes: int, probes: int, prompt_len: int, nodes: int) -> int:
+    return tree_call_bytes(config_shape(config), probes=probes, prompt_len=prompt_len, nodes=nodes,
+                           c=dtype_bytes)["peak"]
