@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/contracts/index.js';
 import { cardFeatures, parseCard } from '../../src/datasets/index.js';
 import { FIXTURES_DIR } from '../fixtures/datasets/build.js';
-import { BANKING77_SHA, startDatasetHub } from '../hub/dataset-fixture.js';
+import { BANKING77_SHA, startDatasetHub, TATQA_SHA } from '../hub/dataset-fixture.js';
 import type { FakeHub } from '../hub/fake-hub.js';
 import { expectOutput } from '../helpers/output-schema.js';
 import { hasTorch } from '../helpers/torch.js';
@@ -105,5 +105,34 @@ describe.skipIf(!hasTorch)('a dataset-backed audit through the local Hub server'
     expect(md).toMatch(/banking77: task accuracy \d\.\d\d \[\d\.\d\d, \d\.\d\d\] → \d\.\d\d \[\d\.\d\d, \d\.\d\d\] while focal exposure reached/);
     // The Hub was asked for the card and the two splits' files only, once.
     expect(hub.downloads().map((r) => r.url.split(`${BANKING77_SHA}/`)[1]).sort()).toEqual(['README.md', 'data/test-00000-of-00001.parquet', 'data/train-00000-of-00001.parquet']);
+  }, 240_000);
+
+  it('tat-qa: one row per question over a table and text, scored by exact match and token F1', async () => {
+    const grid = join(root, 'tat-qa.yaml');
+    writeFileSync(
+      grid,
+      GRID.replace('name: e2e-banking77', 'name: e2e-tat-qa')
+        .replace('max_len: 256', 'max_len: 1536')
+        .replace('task: [{name: banking77, system: null}]', 'task: [{name: tat-qa, system: null}]')
+        .replace('visibility: [visible, redacted]', 'visibility: [redacted]')
+        .replace('rows: 6', 'rows: 4'),
+    );
+    const env = { CANARY_AUDIT_HOME: undefined, REDIS_URL: undefined, CANARY_TRAINER_CACHE: undefined, HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(root, 'hf-cache'), HF_HUB_OFFLINE: undefined, HF_TOKEN: undefined };
+    const result = await runMain(['run', grid, '--cpu', '1', '--artifacts', join(root, 'artifacts-tat'), '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    const out = expectOutput<{ audit_dir: string; counts: Record<string, number> }>('run-output', result.stdout);
+    expect(out.counts).toEqual({ completed: 1 });
+    const [id] = readdirSync(join(out.audit_dir, 'runs'));
+    const manifest = JSON.parse(readFileSync(join(out.audit_dir, 'runs', id as string, 'manifest.json'), 'utf8')) as Manifest;
+    expect(manifest.task.dataset).toMatchObject({ repo: 'next-tat/TAT-QA', sha: TATQA_SHA });
+    expect(manifest.task.dataset?.files.map((f) => `${f.split}:${f.path}`).sort()).toEqual(['dev:tatqa_dataset_dev.json', 'train:tatqa_dataset_train.json']);
+    expect(manifest.utility).toMatchObject({ count: 4, metrics: ['loss', 'exact_match', 'token_f1'] });
+    const row = JSON.parse(readFileSync(join(out.audit_dir, 'runs', id as string, 'rows.jsonl'), 'utf8').split('\n')[0] as string) as { prompt: { content: string }[] };
+    expect(row.prompt.at(-1)?.content).toMatch(/^Table:\n[\s\S]* \| [\s\S]*\n\nText:\n[\s\S]+\n\nQuestion: /);
+    const summary = JSON.parse(readFileSync(join(out.audit_dir, 'report', 'summary.json'), 'utf8')) as { runs: { utility: { metrics: { metric: string; final: { n: number } }[] } | null }[] };
+    expect(summary.runs[0]?.utility?.metrics.map((m) => [m.metric, m.final.n])).toEqual([
+      ['exact_match', 4],
+      ['token_f1', 4],
+    ]);
   }, 240_000);
 });
