@@ -1,5 +1,6 @@
 import type { Axis } from '../metrics/cells.js';
 import type { Observation } from '../metrics/observation.js';
+import type { UtilityMetricSummary } from './utility.js';
 
 /**
  * The tidy table: one row per run × canary × probe × phase, with every cell value (columns
@@ -181,4 +182,68 @@ export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRu
     lines.push(row.map((v, i) => csvField(v, quoted[i] === true)).join(','));
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** Columns of utility.csv after the run's cell: one row per run × utility metric. */
+const UTILITY_COLUMNS: readonly ColumnSpec[] = [
+  { name: 'metric', type: 'string', description: 'loss (mean target-token loss), accuracy, exact_match or token_f1 (docs/metrics.md).' },
+  { name: 'rows', type: 'integer', description: 'Utility rows scored.' },
+  { name: 'base', type: 'number', description: 'Before fine-tuning: the base model.' },
+  { name: 'base_lo', type: 'number', description: 'Lower end of the 95% interval of base (empty for loss).' },
+  { name: 'base_hi', type: 'number', description: 'Upper end of the 95% interval of base (empty for loss).' },
+  { name: 'final', type: 'number', description: 'After fine-tuning.' },
+  { name: 'final_lo', type: 'number', description: 'Lower end of the 95% interval of final (empty for loss).' },
+  { name: 'final_hi', type: 'number', description: 'Upper end of the 95% interval of final (empty for loss).' },
+  { name: 'delta', type: 'number', description: 'final − base.' },
+  { name: 'interval', type: 'string', description: 'How the intervals were made: wilson (one run, a proportion) or bootstrap (token F1).' },
+];
+
+export interface UtilityCsvRun {
+  run_id: string;
+  cell_id: string;
+  cell: Record<string, unknown>;
+  utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null; metrics?: UtilityMetricSummary[] } | null;
+}
+
+export function utilityCsvColumns(axes: readonly Axis[]): ColumnSpec[] {
+  return [
+    { name: 'audit_id', type: 'string', description: 'Audit id.' },
+    { name: 'run_id', type: 'string', description: 'Run id (content hash of the manifest).' },
+    { name: 'cell_id', type: 'string', description: 'Grid cell id.' },
+    ...axes.map((a): ColumnSpec => ({ name: `cell.${a.name}`, type: axisType(a), description: `Grid axis ${a.name}: the run’s value (empty where it does not apply).` })),
+    ...UTILITY_COLUMNS,
+  ];
+}
+
+/**
+ * utility.csv: the task's utility per run, before and after fine-tuning — the loss, and each
+ * generation metric with its interval. Written beside report.csv when some run has task metrics.
+ */
+export function renderUtilityCsv(auditId: string, axes: readonly Axis[], runs: readonly UtilityCsvRun[]): string {
+  const lines = [utilityCsvColumns(axes).map((c) => csvField(c.name)).join(',')];
+  for (const run of runs) {
+    const u = run.utility;
+    if (!u) continue;
+    const head = [auditId, run.run_id, run.cell_id, ...axes.map((a) => run.cell[a.name])];
+    lines.push([...head, 'loss', u.rows, u.base_loss, null, null, u.final_loss, null, null, u.delta, null].map((v) => csvField(v)).join(','));
+    for (const m of u.metrics ?? []) {
+      const method = m.final?.method ?? m.base?.method ?? null;
+      lines.push([...head, m.metric, m.final?.n ?? m.base?.n ?? u.rows, m.base?.estimate, m.base?.lo, m.base?.hi, m.final?.estimate, m.final?.lo, m.final?.hi, m.delta, method].map((v) => csvField(v)).join(','));
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The utility.csv resource of datapackage.json. */
+export function utilityResource(axes: readonly Axis[]): Record<string, unknown> {
+  return {
+    name: 'utility',
+    path: 'utility.csv',
+    profile: 'tabular-data-resource',
+    format: 'csv',
+    mediatype: 'text/csv',
+    encoding: 'utf-8',
+    dialect: { delimiter: ',', doubleQuote: true, quoteChar: '"', lineTerminator: '\n', header: true },
+    schema: { fields: utilityCsvColumns(axes), missingValues: [''] },
+  };
 }

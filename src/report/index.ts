@@ -9,7 +9,7 @@ import type { Observation } from '../metrics/observation.js';
 import { pairedComparisons } from '../metrics/paired.js';
 import type { RunMeta } from '../metrics/space-check.js';
 import { controllerStamp, finishProvenance } from '../provenance/stamp.js';
-import { renderCsv, renderDataPackage, type CsvRunInfo } from './csv.js';
+import { renderCsv, renderDataPackage, renderUtilityCsv, utilityResource, type CsvRunInfo } from './csv.js';
 import { buildDocument } from './document.js';
 import { renderHtml, type RenderedPlot } from './html.js';
 import { loadAudit } from './load-audit.js';
@@ -28,7 +28,7 @@ export type ReportFormat = 'md' | 'csv' | 'json' | 'html';
 export const REPORT_FORMATS: readonly ReportFormat[] = ['md', 'csv', 'json', 'html'];
 
 /** File names inside the output folder. */
-export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html', datapackage: 'datapackage.json' } as const;
+export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary.json', html: 'report.html', datapackage: 'datapackage.json', utilityCsv: 'utility.csv' } as const;
 
 export interface WriteReportOptions {
   auditDir: string;
@@ -150,7 +150,16 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
     await writeFileAtomic(path, renderCsv(summary.audit.axes, csvRuns, observations));
     // The column types travel with the table: codes stay strings in any loader that reads them.
     const packagePath = join(outDir, REPORT_FILES.datapackage);
-    await writeJsonAtomic(packagePath, renderDataPackage(summary.audit.id, summary.audit.axes));
+    const datapackage = renderDataPackage(summary.audit.id, summary.audit.axes);
+    // A task with metrics beyond the loss (accuracy, exact match, F1) gets its own tidy table.
+    const withTaskMetrics = summary.runs.some((r) => (r.utility?.metrics?.length ?? 0) > 0);
+    if (withTaskMetrics) {
+      const utilityPath = join(outDir, REPORT_FILES.utilityCsv);
+      await writeFileAtomic(utilityPath, renderUtilityCsv(summary.audit.id, summary.audit.axes, summary.runs));
+      (datapackage.resources as unknown[]).push(utilityResource(summary.audit.axes));
+      files.push(utilityPath);
+    }
+    await writeJsonAtomic(packagePath, datapackage);
     files.push(path, packagePath);
   }
   if (formats.includes('json')) {

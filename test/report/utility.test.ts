@@ -6,6 +6,7 @@ import { computeReport, writeReport } from '../../src/report/index.js';
 import type { ReportSummary } from '../../src/report/summary.js';
 import { wilsonInterval } from '../../src/metrics/wilson.js';
 import { validate } from '../../src/schemas/index.js';
+import { parseCsv } from '../../src/datasets/csv.js';
 import { buildFixtureAudit, type FixtureAudit, type FixtureRun, type OutcomeContext } from '../fixtures/audit-builder.js';
 
 /**
@@ -68,6 +69,23 @@ describe('task utility in the report', () => {
     expect(acc?.base).toMatchObject({ estimate: 0.25, k: 2, n_runs: 2 });
     expect(acc?.final?.lo).toBeLessThanOrEqual(0.5);
     expect(acc?.final?.hi).toBeGreaterThanOrEqual(0.75);
+  });
+
+  it('writes utility.csv (loss and each task metric per run, base and final with intervals) and lists it in datapackage.json', async () => {
+    const out = join(root, 'csv-out');
+    await writeReport({ auditDir: audit.auditDir, seed: 1, resamples: 300, formats: ['csv'], outDir: out });
+    const lines = parseCsv(await readFile(join(out, 'utility.csv'), 'utf8'), 'utility.csv').map((r) => r.fields);
+    const header = lines[0] as string[];
+    expect(header.slice(0, 3)).toEqual(['audit_id', 'run_id', 'cell_id']);
+    expect(header.slice(-10)).toEqual(['metric', 'rows', 'base', 'base_lo', 'base_hi', 'final', 'final_lo', 'final_hi', 'delta', 'interval']);
+    expect(lines).toHaveLength(1 + RUNS.length * 2);
+    const row = lines.find((l) => l.includes(runId(1)) && l.includes('accuracy')) as string[];
+    const at = (name: string): string => row[header.indexOf(name)] as string;
+    const w = wilsonInterval(2, 4) as NonNullable<ReturnType<typeof wilsonInterval>>;
+    expect([at('rows'), at('base'), at('final'), at('final_lo'), at('final_hi'), at('delta'), at('interval')]).toEqual(['4', '0.25', '0.5', String(w.lo), String(w.hi), '0.25', 'wilson']);
+    const pkg = JSON.parse(await readFile(join(out, 'datapackage.json'), 'utf8')) as { resources: { name: string; path: string; schema: { fields: { name: string }[] } }[] };
+    expect(pkg.resources.map((r) => r.path)).toEqual(['report.csv', 'utility.csv']);
+    expect(pkg.resources[1]?.schema.fields.map((f) => f.name)).toEqual(header);
   });
 
   it('puts the headline in the overview: the highest-exposure arm at its highest dose, utility over the same runs', () => {
