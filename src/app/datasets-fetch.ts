@@ -1,5 +1,9 @@
 import { UserInputError, quoteValue } from '../errors.js';
+import type { DatasetFormat } from '../contracts/index.js';
 import { fetchDataset, type DatasetHubOptions, type FetchedDataset } from '../datasets/index.js';
+import { formatPath, loadGrid } from '../grid/index.js';
+import { canonicalJson } from '../hash.js';
+import { taskDataRequest, TaskSpecError } from '../manifest/index.js';
 import { isHubId } from '../hub/index.js';
 
 /**
@@ -12,6 +16,41 @@ export interface DatasetFetchRequest {
   config?: string;
   /** Splits to fetch; null: every split of the config. */
   splits: string[] | null;
+  /** A grid task's own split -> files mapping and format (GRID mode). */
+  files?: Record<string, string | string[]>;
+  format?: DatasetFormat;
+}
+
+/**
+ * `datasets fetch GRID`: every Hub dataset the grid's tasks read, each with the splits its task
+ * reads (train and utility) at the revision its source names, deduplicated. A task whose
+ * parameters are wrong is reported at its place in the grid.
+ */
+export async function gridDatasetRequests(file: string): Promise<DatasetFetchRequest[]> {
+  const grid = await loadGrid(file);
+  const seen = new Map<string, DatasetFetchRequest>();
+  for (const value of grid.expansion.axes.task) {
+    let request;
+    try {
+      request = taskDataRequest(value.value);
+    } catch (error) {
+      if (!(error instanceof TaskSpecError)) throw error;
+      const path = [...value.path, ...error.field];
+      throw new UserInputError(`task ${value.label}: ${error.message}`, { location: grid.source.locate(path), field: formatPath(path), code: 'E_TASK' });
+    }
+    const source = request?.source;
+    if (!request || !source?.repo) continue;
+    const r: DatasetFetchRequest = {
+      repo: source.repo,
+      revision: source.revision ?? null,
+      ...(source.config ? { config: source.config } : {}),
+      splits: request.splits,
+      ...(source.files ? { files: source.files } : {}),
+      ...(source.format ? { format: source.format } : {}),
+    };
+    seen.set(canonicalJson(r), r);
+  }
+  return [...seen.values()];
 }
 
 export function datasetFetchRequest(repo: string, flags: { revision?: string; config?: string; splits?: string[] }): DatasetFetchRequest {
@@ -24,5 +63,6 @@ export function datasetFetchRequest(repo: string, flags: { revision?: string; co
 
 /** Always asks the Hub (HF_HUB_OFFLINE notwithstanding, as `models fetch`); an unreachable Hub is an error, not the cache. */
 export async function fetchDatasetToCache(request: DatasetFetchRequest, options: Omit<DatasetHubOptions, 'offline'> = {}): Promise<FetchedDataset> {
-  return fetchDataset(request.repo, { revision: request.revision, config: request.config, splits: request.splits }, { ...options, offline: false, fallbackToCache: false });
+  const { revision, config, splits, files, format } = request;
+  return fetchDataset(request.repo, { revision, config, splits, ...(files ? { files } : {}), ...(format ? { format } : {}) }, { ...options, offline: false, fallbackToCache: false });
 }

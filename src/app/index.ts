@@ -7,7 +7,7 @@ export { planGrid, type PlanGridOptions } from './plan.js';
 export { submitSource } from './submit.js';
 export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from './run-audit.js';
 export { modelsToFetch, fetchModels, type ModelRef } from './models-fetch.js';
-export { datasetFetchRequest, fetchDatasetToCache, type DatasetFetchRequest } from './datasets-fetch.js';
+export { datasetFetchRequest, fetchDatasetToCache, gridDatasetRequests, type DatasetFetchRequest } from './datasets-fetch.js';
 export { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
 export { auditsOnDisk, notQueuedLines, type DiskAudit } from './disk-audits.js';
 export { taskDataLoader } from './task-data.js';

@@ -1,4 +1,5 @@
-import { datasetFetchRequest, fetchDatasetToCache } from '../app/index.js';
+import { existsSync, statSync } from 'node:fs';
+import { datasetFetchRequest, fetchDatasetToCache, gridDatasetRequests } from '../app/index.js';
 import type { FetchedDataset } from '../datasets/index.js';
 import { UserInputError } from '../errors.js';
 import { hubCacheDir } from '../hub/index.js';
@@ -9,7 +10,7 @@ import { stringOption, type Command } from './command.js';
 export const command: Command = {
   name: 'datasets',
   summary: 'Download Hub datasets (card and split files) into the local Hugging Face cache.',
-  usage: 'fetch REPO [--revision R] [--config C] [--split S ...] [--json]',
+  usage: 'fetch GRID|REPO [--revision R] [--config C] [--split S ...] [--json]',
   description: `
 \`datasets fetch\` resolves REPO's revision (default main) to its commit sha and downloads the
 dataset card (README.md) and the files of the splits asked for (--split, repeatable; default every
@@ -23,6 +24,9 @@ written to a temporary name, checked against the Hub's hash and renamed. Progres
 The Hub is $HF_ENDPOINT (default https://huggingface.co). A token for gated or private datasets is
 read from $HF_TOKEN, $HUGGING_FACE_HUB_TOKEN or the file \`hf auth login\` writes; it is sent only
 to the Hub and never printed.
+GRID (a grid file) fetches every Hub dataset its tasks read (banking77, tat-qa, dataset with a
+repo source), each at the revision its source names and with the splits its task reads; the
+flags apply to REPO only. With --json, GRID prints an array.
 Exit codes: 0 fetched, 1 Hub unreachable or a download failed, 2 bad arguments, unknown dataset,
 revision, config or split, or a gated dataset without access.`,
   options: {
@@ -33,19 +37,32 @@ revision, config or split, or a gated dataset without access.`,
   },
   positionals: [2, 2],
   async run(args) {
-    const [action, repo] = args.positionals as [string, string];
-    if (action !== 'fetch') throw new UserInputError(`unknown action ${JSON.stringify(action)}; usage: canary-audit datasets fetch REPO`, { code: 'E_BAD_ARGS' });
+    const [action, target] = args.positionals as [string, string];
+    if (action !== 'fetch') throw new UserInputError(`unknown action ${JSON.stringify(action)}; usage: canary-audit datasets fetch GRID|REPO`, { code: 'E_BAD_ARGS' });
     const splits = (args.values.split as string[] | undefined) ?? [];
-    const request = datasetFetchRequest(repo, { revision: stringOption(args, 'revision'), config: stringOption(args, 'config'), splits });
-    const view = new FetchProgressView();
-    process.stderr.write(`fetching dataset ${repo}@${request.revision ?? 'main'} into ${hubCacheDir()}\n`);
-    let fetched: FetchedDataset;
-    try {
-      fetched = await fetchDatasetToCache(request, { progress: view });
-    } finally {
-      view.endLine();
+    const flags = { revision: stringOption(args, 'revision'), config: stringOption(args, 'config'), splits };
+    const grid = existsSync(target) && statSync(target).isFile();
+    if (grid && (flags.revision !== undefined || flags.config !== undefined || splits.length > 0)) {
+      throw new UserInputError(`--revision, --config and --split apply to a single REPO; ${target} is a grid, whose tasks name their own source and splits`, { field: '--revision', code: 'E_BAD_FLAG' });
     }
-    process.stdout.write(args.values.json ? `${JSON.stringify(fetchedJson(fetched), null, 2)}\n` : fetchedText(fetched));
+    const requests = grid ? await gridDatasetRequests(target) : [datasetFetchRequest(target, flags)];
+    const json = Boolean(args.values.json);
+    if (grid && requests.length === 0) {
+      process.stdout.write(json ? '[]\n' : `${target} reads no Hub dataset (generated tasks and local sources need no fetch)\n`);
+      return 0;
+    }
+    const fetched: FetchedDataset[] = [];
+    for (const request of requests) {
+      const view = new FetchProgressView();
+      process.stderr.write(`fetching dataset ${request.repo}@${request.revision ?? 'main'} into ${hubCacheDir()}\n`);
+      try {
+        fetched.push(await fetchDatasetToCache(request, { progress: view }));
+      } finally {
+        view.endLine();
+      }
+    }
+    if (json) process.stdout.write(`${JSON.stringify(grid ? fetched.map(fetchedJson) : fetchedJson(fetched[0] as FetchedDataset), null, 2)}\n`);
+    else process.stdout.write(fetched.map(fetchedText).join(''));
     return 0;
   },
 };

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -53,7 +53,7 @@ describe('canary-audit datasets fetch', () => {
   it('prints its help like the other commands, and is listed', async () => {
     const help = await inProcess(['datasets', 'fetch', '--help']);
     expect(help.code).toBe(0);
-    expect(help.out).toMatch(/^Usage: canary-audit datasets fetch REPO \[--revision R\] \[--config C\] \[--split S \.\.\.\] \[--json\]/);
+    expect(help.out).toMatch(/^Usage: canary-audit datasets fetch GRID|REPO \[--revision R\] \[--config C\] \[--split S \.\.\.\] \[--json\]/);
     expect(help.out).toContain('--split S');
     expect((await inProcess(['--help'])).out).toMatch(/\n {2}datasets +Download Hub datasets/);
   });
@@ -124,6 +124,31 @@ describe('canary-audit datasets fetch', () => {
     const local = await inProcess(['datasets', 'fetch', './data/rows.jsonl']);
     expect([local.code, local.err]).toEqual([2, 'canary-audit: "./data/rows.jsonl" is not a Hub dataset id (org/name); a local file or folder needs no fetch: name it in the task\'s source.path\n']);
     const other = await inProcess(['datasets', 'list', 'x']);
-    expect(other.err).toBe('canary-audit: unknown action "list"; usage: canary-audit datasets fetch REPO\n');
+    expect(other.err).toBe('canary-audit: unknown action "list"; usage: canary-audit datasets fetch GRID|REPO\n');
+  });
+
+  it('GRID: fetches every Hub dataset the grid\'s tasks read, with the splits each task reads', async () => {
+    const grid = join(root, 'two-tasks.yaml');
+    writeFileSync(
+      grid,
+      `axes:
+  visibility: [redacted]
+  dose: [1]
+  task: [banking77, {name: banking77, system: null, label: b77-short}, tat-qa, {name: synthetic-email}]
+training: {batch_size: 4, updates: 10, lr: 0.001}
+`,
+    );
+    const cache = freshCache();
+    const r = await inProcess(['datasets', 'fetch', grid, '--json'], { HF_HUB_CACHE: cache });
+    expect(r.code, r.err).toBe(0);
+    const out = JSON.parse(r.out) as { repo: string; splits: Record<string, unknown[]> }[];
+    // banking77 twice (same source, same splits) is fetched once.
+    expect(out.map((d) => [d.repo, Object.keys(d.splits).sort()])).toEqual([
+      ['PolyAI/banking77', ['test', 'train']],
+      ['next-tat/TAT-QA', ['dev', 'train']],
+    ]);
+    const flag = await inProcess(['datasets', 'fetch', grid, '--split', 'train'], { HF_HUB_CACHE: cache });
+    expect(flag.code).toBe(2);
+    expect(errorLine(flag.err)).toMatch(/apply to a single REPO; .*two-tasks.yaml is a grid/);
   });
 });
