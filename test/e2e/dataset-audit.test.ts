@@ -112,7 +112,7 @@ describe.skipIf(!hasTorch)('a dataset-backed audit through the local Hub server'
     writeFileSync(
       grid,
       GRID.replace('name: e2e-banking77', 'name: e2e-tat-qa')
-        .replace('max_len: 256', 'max_len: 1536')
+        .replace('max_len: 256', 'max_len: 1024')
         .replace('task: [{name: banking77, system: null}]', 'task: [{name: tat-qa, system: null}]')
         .replace('visibility: [visible, redacted]', 'visibility: [redacted]')
         .replace('rows: 6', 'rows: 4'),

@@ -117,6 +117,9 @@ interface SplitRows {
   rows: TaskExample[];
 }
 
+/** Characters of its input a tiny base's pretraining row repeats as its reply. */
+const PRETRAIN_ECHO = 80;
+
 /** The carrier's own input and target, then the canary placeholders, then its columns. */
 const CANARY_FIELDS = ['input', 'target', 'identity', 'cue', 'code'];
 
@@ -192,13 +195,14 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
     },
     canary: (identity, message, cueText, code) => canaryExample(t, trainRows, message as number, personName(identity as Person), cueText, code),
     pretrain: {
-      // The task's texts, each answered by repeating its input (language, not labels), and the
+      // The task's texts, each answered by repeating the start of its input (language, not labels;
+      // capped so long inputs such as TAT-QA tables do not double a row's length), and the
       // canary shape answered up to its code (copying a shown code, not the carrier's reply).
       rows: (rng) => {
         const next = epochs(rng, trainRows.rows.length);
         return () => {
           const row = trainRows.rows[next()] as TaskExample;
-          return { prompt: row.prompt, target: (row.prompt.at(-1) as Message).content };
+          return { prompt: row.prompt, target: (row.prompt.at(-1) as Message).content.slice(0, PRETRAIN_ECHO) };
         };
       },
       canary: (identity, message, cueText, code) => {
