@@ -1,33 +1,23 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskDataLoader } from '../src/app/index.js';
-import { startDatasetHub } from './hub/dataset-fixture.js';
-import type { FakeHub } from './hub/fake-hub.js';
+import { datasetHubForTests } from './hub/dataset-fixture.js';
 import type { Manifest } from '../src/contracts/index.js';
 import { CONFIGS_DIR } from '../src/paths.js';
 import { planAudit, writeAudit, type AuditPlan } from '../src/manifest/index.js';
 import { updateRange } from '../src/manifest/placement.js';
 import { verifyRunFolder } from './manifest/verify-run.js';
 
-const root = mkdtempSync(join(tmpdir(), 'canary-configs-'));
 // Grids that read a Hub dataset get it from the local Hub test server (the fixtures under the
 // real repositories' names), into a cache of their own.
-let hub: FakeHub;
-beforeAll(async () => {
-  hub = await startDatasetHub();
-});
-afterAll(async () => {
-  await hub.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+const { hub: fixtureHub, root } = datasetHubForTests('canary-configs-');
 
 const files = readdirSync(CONFIGS_DIR).filter((f) => /\.ya?ml$/.test(f));
 const plans = new Map<string, AuditPlan>();
 const planOf = async (file: string): Promise<AuditPlan> => {
   const path = join(CONFIGS_DIR, file);
-  const loadTaskData = taskDataLoader(path, { hubUrl: hub.url, cacheDir: join(root, 'hf-cache'), accessToken: null, offline: false });
+  const loadTaskData = taskDataLoader(path, { hubUrl: fixtureHub().url, cacheDir: join(root, 'hf-cache'), accessToken: null, offline: false });
   if (!plans.has(file)) plans.set(file, await planAudit(path, { loadTaskData }));
   return plans.get(file) as AuditPlan;
 };

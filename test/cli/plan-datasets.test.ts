@@ -1,9 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BANKING77_SHA, startDatasetHub } from '../hub/dataset-fixture.js';
-import type { FakeHub } from '../hub/fake-hub.js';
+import { describe, expect, it } from 'vitest';
+import { BANKING77_SHA, datasetHubForTests } from '../hub/dataset-fixture.js';
 import { expectOutput } from '../helpers/output-schema.js';
 import { runMain } from '../queue/helpers/main.js';
 
@@ -11,15 +9,7 @@ import { runMain } from '../queue/helpers/main.js';
  * `canary-audit plan` on grids with dataset-backed tasks: the dataset pinned and counted in the
  * output, and each kind of bad input one line at the task's place in the grid, naming the fix.
  */
-const root = mkdtempSync(join(tmpdir(), 'canary-plan-datasets-'));
-let hub: FakeHub;
-beforeAll(async () => {
-  hub = await startDatasetHub();
-});
-afterAll(async () => {
-  await hub.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+const { hub: fixtureHub, root } = datasetHubForTests('canary-plan-datasets-');
 
 const grid = (task: string): string => {
   const file = join(root, `grid-${Math.random().toString(36).slice(2)}.yaml`);
@@ -40,7 +30,7 @@ canaries: {focal: 2, held_out: 2}
 };
 
 const plan = (file: string, env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; stderr: string }> =>
-  runMain(['plan', file, ...(env.JSON ? ['--json'] : [])], { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(root, 'cache'), HF_TOKEN: undefined, HF_HUB_OFFLINE: undefined, ...env, JSON: undefined });
+  runMain(['plan', file, ...(env.JSON ? ['--json'] : [])], { HF_ENDPOINT: fixtureHub().url, HF_HUB_CACHE: join(root, 'cache'), HF_TOKEN: undefined, HF_HUB_OFFLINE: undefined, ...env, JSON: undefined });
 
 describe('canary-audit plan with dataset-backed tasks', () => {
   it('pins a Hub dataset and prints its rows; --json carries it', async () => {

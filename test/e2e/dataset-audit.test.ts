@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/contracts/index.js';
 import { cardFeatures, parseCard } from '../../src/datasets/index.js';
 import { FIXTURES_DIR } from '../fixtures/datasets/build.js';
-import { BANKING77_SHA, startDatasetHub, TATQA_SHA } from '../hub/dataset-fixture.js';
-import type { FakeHub } from '../hub/fake-hub.js';
+import { BANKING77_SHA, datasetHubForTests, TATQA_SHA } from '../hub/dataset-fixture.js';
 import { expectOutput } from '../helpers/output-schema.js';
 import { hasTorch } from '../helpers/torch.js';
 import { runMain } from '../queue/helpers/main.js';
@@ -47,15 +45,7 @@ utility:
   rows: 6
 `;
 
-const root = mkdtempSync(join(tmpdir(), 'canary-audit-dataset-e2e-'));
-let hub: FakeHub;
-beforeAll(async () => {
-  hub = await startDatasetHub();
-});
-afterAll(async () => {
-  await hub.stop();
-  rmSync(root, { recursive: true, force: true });
-});
+const { hub: fixtureHub, root } = datasetHubForTests('canary-audit-dataset-e2e-');
 
 const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
@@ -68,7 +58,7 @@ describe.skipIf(!hasTorch)('a dataset-backed audit through the local Hub server'
       CANARY_AUDIT_HOME: undefined,
       REDIS_URL: undefined,
       CANARY_TRAINER_CACHE: undefined,
-      HF_ENDPOINT: hub.url,
+      HF_ENDPOINT: fixtureHub().url,
       HF_HUB_CACHE: join(root, 'hf-cache'),
       HF_HUB_OFFLINE: undefined,
       HF_TOKEN: undefined,
@@ -104,7 +94,7 @@ describe.skipIf(!hasTorch)('a dataset-backed audit through the local Hub server'
     const md = readFileSync(join(out.audit_dir, 'report', 'report.md'), 'utf8');
     expect(md).toMatch(/banking77: task accuracy \d\.\d\d \[\d\.\d\d, \d\.\d\d\] → \d\.\d\d \[\d\.\d\d, \d\.\d\d\] while focal exposure reached/);
     // The Hub was asked for the card and the two splits' files only, once.
-    expect(hub.downloads().map((r) => r.url.split(`${BANKING77_SHA}/`)[1]).sort()).toEqual(['README.md', 'data/test-00000-of-00001.parquet', 'data/train-00000-of-00001.parquet']);
+    expect(fixtureHub().downloads().map((r) => r.url.split(`${BANKING77_SHA}/`)[1]).sort()).toEqual(['README.md', 'data/test-00000-of-00001.parquet', 'data/train-00000-of-00001.parquet']);
   }, 240_000);
 
   it('tat-qa: one row per question over a table and text, scored by exact match and token F1', async () => {
@@ -117,7 +107,7 @@ describe.skipIf(!hasTorch)('a dataset-backed audit through the local Hub server'
         .replace('visibility: [visible, redacted]', 'visibility: [redacted]')
         .replace('rows: 6', 'rows: 4'),
     );
-    const env = { CANARY_AUDIT_HOME: undefined, REDIS_URL: undefined, CANARY_TRAINER_CACHE: undefined, HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(root, 'hf-cache'), HF_HUB_OFFLINE: undefined, HF_TOKEN: undefined };
+    const env = { CANARY_AUDIT_HOME: undefined, REDIS_URL: undefined, CANARY_TRAINER_CACHE: undefined, HF_ENDPOINT: fixtureHub().url, HF_HUB_CACHE: join(root, 'hf-cache'), HF_HUB_OFFLINE: undefined, HF_TOKEN: undefined };
     const result = await runMain(['run', grid, '--cpu', '1', '--artifacts', join(root, 'artifacts-tat'), '--json'], env);
     expect(result.code, result.stderr).toBe(0);
     const out = expectOutput<{ audit_dir: string; counts: Record<string, number> }>('run-output', result.stdout);

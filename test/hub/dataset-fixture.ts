@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll } from 'vitest';
 import { join } from 'node:path';
 import { FIXTURES_DIR } from '../fixtures/datasets/build.js';
 import { FakeHub, type FakeFile, type FakeRepo } from './fake-hub.js';
@@ -58,4 +60,21 @@ export function fixtureDatasets(): Record<string, FakeRepo> {
 /** A fake Hub serving these datasets (default: fixtureDatasets()) and no models; the gated one opens with TOKEN. */
 export async function startDatasetHub(datasets: Record<string, FakeRepo> = fixtureDatasets()): Promise<FakeHub> {
   return new FakeHub({}, TOKEN, datasets).start();
+}
+
+/**
+ * For a test file: the fixture Hub started before its tests and stopped after, with a scratch
+ * folder removed after them too. `hub()` is the running server.
+ */
+export function datasetHubForTests(prefix: string): { hub: () => FakeHub; root: string } {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  let server: FakeHub | undefined;
+  beforeAll(async () => {
+    server = await startDatasetHub();
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+  return { hub: () => server as FakeHub, root };
 }
