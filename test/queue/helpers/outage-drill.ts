@@ -21,6 +21,12 @@ export interface OutageDrillOptions {
   stepS: number;
   /** Progress (updates) the first run must reach before Redis stops. */
   stopAt: number;
+  /**
+   * `redis` (default): Redis stops for `outageMs`. `event-loop`: Redis stays up and the workers'
+   * process blocks its event loop for `outageMs` (a machine so loaded that no timer fires), so no
+   * lock is renewed while the trainers go on.
+   */
+  disturb?: 'redis' | 'event-loop';
 }
 
 export interface OutageDrillReport {
@@ -46,9 +52,16 @@ export async function runOutageDrill(o: OutageDrillOptions): Promise<OutageDrill
   );
   try {
     await waitForProgress(conn, audit.auditId, o.stopAt);
-    await server.stop();
-    await sleep(o.outageMs);
-    server = await startEmbeddedRedis({ dir: join(o.dir, 'redis'), port: server.port });
+    if (o.disturb === 'event-loop') {
+      const until = Date.now() + o.outageMs;
+      while (Date.now() < until) {
+        // Busy: no timer, no socket, no lock renewal runs in this process meanwhile.
+      }
+    } else {
+      await server.stop();
+      await sleep(o.outageMs);
+      server = await startEmbeddedRedis({ dir: join(o.dir, 'redis'), port: server.port });
+    }
     const status = await waitFor('the audit to finish', async () => {
       const [s] = await collectStatus(conn, audit.auditId);
       return s?.state === 'finished' ? s : undefined;
