@@ -305,12 +305,17 @@ function notFinished(s: ReportSummary): Section {
 function provenance(s: ReportSummary): Section {
   const p = s.provenance;
   const w = p.at_write;
-  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code'].includes(x.kind));
+  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions'].includes(x.kind));
   return {
     id: 'provenance',
     title: 'Provenance',
     paragraphs: [
       `This report: controller ${short(w.git_commit)}${w.git_dirty ? '+dirty' : ''}, code ${short(w.code_sha256)}, node ${w.versions.node ?? DASH}, written ${w.time} on ${w.host}${p.changed_mid_run ? ' — **the controller code changed while the report was being written**' : ''}.`,
+      ...(s.datasets ?? []).map((d) => {
+        const where = d.source === 'hub' ? `${d.repo}@${d.revision ?? 'main'} = ${d.sha ?? DASH}${d.config ? ` (config ${d.config})` : ''}` : (d.path ?? DASH);
+        const files = d.files.map((f) => `${f.split}: ${f.path} (sha256 ${f.sha256.slice(0, 12)}, ${f.bytes.toLocaleString('en-US')} bytes)`).join('; ');
+        return `Rows of task ${d.task} (${d.runs.length} run(s)): ${where}; ${files}.`;
+      }),
       flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run.' : 'Code-version warnings:',
     ],
     ...(flagged.length > 0 ? { list: flagged.map((x) => `**${x.kind}**: ${x.message} Runs: ${x.runs.join(', ')}`) } : {}),

@@ -3,6 +3,7 @@ import { candidateIndex } from '../metrics/candidate-index.js';
 import type { CanaryRole } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { CandidateSpace, Manifest, ProbeKind, UtilityRef } from '../contracts/manifest.js';
+import type { DatasetProvenance } from '../contracts/dataset.js';
 import type { Provenance } from '../provenance/index.js';
 
 /**
@@ -43,6 +44,8 @@ export interface ManifestInfo {
   task: string;
   /** utility.jsonl and what to measure on it (absent: no utility rows). */
   utility: UtilityRef | null;
+  /** Where a dataset-backed task's rows came from (manifest `task.dataset`). */
+  dataset: DatasetProvenance | null;
 }
 
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
@@ -97,5 +100,5 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
       shownIndex: shown === null ? -1 : candidateIndex(space, shown, lists.get(p.canary_id)),
     });
   });
-  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null };
+  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null };
 }

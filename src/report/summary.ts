@@ -1,3 +1,5 @@
+import { canonicalJson } from '../hash.js';
+import type { DatasetProvenance } from '../contracts/dataset.js';
 import { CanaryAuditError } from '../errors.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import { cellLabel, compareCells, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
@@ -68,6 +70,8 @@ export interface ReportSummary {
   utility: UtilityGroup[];
   /** Per task: utility base → final beside the highest focal exposure (only when some run has generation metrics). */
   utility_headline?: UtilityHeadline[];
+  /** Only when some manifest records a dataset: where the rows of each dataset-backed task came from. */
+  datasets?: DatasetSource[];
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -98,6 +102,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   const roles: AxisRoles = { seedAxes: settings.seed_axes, doseAxis: settings.dose_axis };
   const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
   const runs = runReports(audit, outcomes, stat);
+  const datasets = datasetSources(audit);
   const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
@@ -123,7 +128,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     paired: input.paired,
     utility: utilityGroups(runs, outcomes, roles, audit.axes, input.labelAxes, stat),
     ...(input.utilityHeadline ? { utility_headline: input.utilityHeadline } : {}),
-    warnings: summaryWarnings(input, runs, roles),
+    ...(datasets.length > 0 ? { datasets } : {}),
+    warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets)],
     provenance: input.provenance,
   };
   // The summary is a contract: check it against its own schema before anyone reads it.
@@ -215,6 +221,39 @@ function utilityGroups(
       };
     })
     .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || compareCells(axes, a.cell, b.cell) || a.label.localeCompare(b.label));
+}
+
+/** A dataset-backed task's rows: where they came from (repository, commit, file hashes) and which runs read them. */
+export interface DatasetSource extends DatasetProvenance {
+  task: string;
+  runs: string[];
+}
+
+/** One entry per (task, dataset provenance) among the audit's manifests, in run order. */
+function datasetSources(audit: LoadedAudit): DatasetSource[] {
+  const byKey = new Map<string, DatasetSource>();
+  for (const run of audit.runs) {
+    const d = run.manifest?.dataset;
+    if (!run.manifest || !d) continue;
+    const key = `${run.manifest.task}\u0000${canonicalJson(d)}`;
+    const entry = byKey.get(key);
+    if (entry) entry.runs.push(run.run_id);
+    else byKey.set(key, { task: run.manifest.task, ...structuredClone(d), runs: [run.run_id] });
+  }
+  return [...byKey.values()];
+}
+
+/** One task whose runs read different rows (the dataset moved between plans, or another file). */
+function datasetWarnings(datasets: DatasetSource[]): ReportWarning[] {
+  const tasks = [...new Set(datasets.map((d) => d.task))];
+  return tasks
+    .map((task) => datasets.filter((d) => d.task === task))
+    .filter((same) => same.length > 1)
+    .map((same) => ({
+      kind: 'mixed_dataset_versions' as const,
+      message: `task ${same[0]?.task}: its runs read ${same.length} different versions of the dataset (${same.map((d) => (d.sha ?? d.path ?? '?').slice(0, 12)).join(', ')}); compare them only with that in mind.`,
+      runs: same.flatMap((d) => d.runs),
+    }));
 }
 
 /** Failed and missing runs, groups without a control arm, mixed or changed code versions. */

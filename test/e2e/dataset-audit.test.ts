@@ -92,6 +92,7 @@ describe.skipIf(!hasTorch)('a dataset-backed audit through the local Hub server'
       expect(res.utility.final_outputs?.count).toBe(6);
     }
     const md = readFileSync(join(out.audit_dir, 'report', 'report.md'), 'utf8');
+    expect(md).toContain(`Rows of task banking77 (2 run(s)): PolyAI/banking77@main = ${BANKING77_SHA}; `);
     expect(md).toMatch(/banking77: task accuracy \d\.\d\d \[\d\.\d\d, \d\.\d\d\] → \d\.\d\d \[\d\.\d\d, \d\.\d\d\] while focal exposure reached/);
     // The Hub was asked for the card and the two splits' files only, once.
     expect(fixtureHub().downloads().map((r) => r.url.split(`${BANKING77_SHA}/`)[1]).sort()).toEqual(['README.md', 'data/test-00000-of-00001.parquet', 'data/train-00000-of-00001.parquet']);

@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeReport, writeReport } from '../../src/report/index.js';
+import { buildDocument } from '../../src/report/document.js';
+import { renderMarkdown } from '../../src/report/markdown.js';
+import type { DatasetProvenance } from '../../src/contracts/dataset.js';
 import type { ReportSummary } from '../../src/report/summary.js';
 import { wilsonInterval } from '../../src/metrics/wilson.js';
 import { validate } from '../../src/schemas/index.js';
@@ -141,5 +144,23 @@ describe('task utility in the report', () => {
     expect(validate('manifest', { ...manifest, utility: { ...plain, metrics: [] } })).not.toEqual([]);
     expect(validate('manifest', { ...manifest, utility: { ...plain, metrics: ['bleu'], max_new_tokens: 4 } })).not.toEqual([]);
     expect(validate('manifest', { ...manifest, utility: { ...plain, max_new_tokens: 0 } })).not.toEqual([]);
+  });
+
+  it('names where each dataset-backed task\'s rows came from, and warns when its runs read different versions', async () => {
+    const file = (sha: string): DatasetProvenance['files'][number] => ({ split: 'train', path: 'data/train-00000-of-00001.parquet', sha256: sha.repeat(64), bytes: 8876 });
+    const v1: DatasetProvenance = { source: 'hub', repo: 'PolyAI/banking77', revision: 'main', sha: 'a'.repeat(40), config: null, files: [file('1')] };
+    const v2: DatasetProvenance = { ...v1, sha: 'b'.repeat(40), files: [file('2')] };
+    const runs = RUNS.slice(0, 3).map((r, i) => ({ ...r, dataset: i < 2 ? v1 : v2 }));
+    const a = await buildFixtureAudit(join(root, 'datasets'), { name: 'datasets-fixture', runs, outcome });
+    const { summary: s } = await computeReport({ auditDir: a.auditDir, seed: 1, resamples: 100 });
+    expect(s.datasets?.map((d) => [d.task, d.sha, d.runs.length])).toEqual([
+      ['banking77', v1.sha, 2],
+      ['banking77', v2.sha, 1],
+    ]);
+    expect(s.warnings.find((w) => w.kind === 'mixed_dataset_versions')?.message).toMatch(/task banking77: its runs read 2 different versions of the dataset \(aaaaaaaaaaaa, bbbbbbbbbbbb\)/);
+    const md = renderMarkdown(buildDocument(s));
+    expect(md).toContain(`Rows of task banking77 (2 run(s)): PolyAI/banking77@main = ${v1.sha}; train: data/train-00000-of-00001.parquet (sha256 111111111111, 8,876 bytes).`);
+    // An audit whose manifests record no dataset has no such entry.
+    expect(summary).not.toHaveProperty('datasets');
   });
 });
