@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
 import { UserInputError, quoteValue } from '../errors.js';
 import { planAudit, writeAudit } from '../manifest/index.js';
+import { refuseLongRows } from './row-lengths.js';
 import { taskDataLoader } from './task-data.js';
 import type { SubmitAuditInput } from '../queue/index.js';
 import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
@@ -72,6 +73,7 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
 
 async function planGrid(gridPath: string, artifactsDir: string, pinning: PinChoice): Promise<AuditSource> {
   const { plan, models } = await pinIfAsked(await planAudit(gridPath, { artifactsDir, loadTaskData: taskDataLoader(gridPath, pinning.hub) }), pinning);
+  await refuseLongRows(plan);
   const written = await writeAudit(plan, artifactsDir);
   return {
     input: {

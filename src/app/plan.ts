@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { planAudit, writeAudit, type AuditPlan, type WrittenAudit } from '../manifest/index.js';
+import { refuseLongRows } from './row-lengths.js';
 import { taskDataLoader } from './task-data.js';
 import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
 
@@ -12,6 +13,7 @@ export interface PlanGridOptions extends PinChoice {
 export async function planGrid(gridPath: string, options: PlanGridOptions = {}): Promise<{ plan: AuditPlan; models: ModelRevisions; written?: WrittenAudit }> {
   const artifactsDir = options.out ? resolve(options.out) : undefined;
   const { plan, models } = await pinIfAsked(await planAudit(gridPath, { ...(artifactsDir ? { artifactsDir } : {}), loadTaskData: taskDataLoader(gridPath, options.hub) }), options);
+  await refuseLongRows(plan);
   if (!artifactsDir) return { plan, models };
   return { plan, models, written: await writeAudit(plan, artifactsDir) };
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,4 +56,28 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
     const summary = JSON.parse(readFileSync(join(out.audit_dir, 'report', 'summary.json'), 'utf8')) as { counts: Record<string, number> };
     expect(summary.counts).toMatchObject({ runs: 1, finished: 1, failed: 0 });
   }, 300_000);
+
+  it('plan counts rows with the model\'s own tokenizer and refuses one longer than it reads, at the task\'s line', async () => {
+    expect(hub.startsWith('SKIP'), hub).toBe(false);
+    const env = { HF_HUB_CACHE: hub, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' };
+    const data = join(root, 'qa.jsonl');
+    const grid = join(root, 'long-rows.yaml');
+    const write = (longest: number): void => {
+      writeFileSync(data, Array.from({ length: 20 }, (_, k) => JSON.stringify({ q: `${'Why is the sky blue? '.repeat(k === 11 ? longest : 2)}`, a: 'Rayleigh.' })).join('\n'));
+      writeFileSync(
+        grid,
+        readFileSync(GRID, 'utf8')
+          .replace('name: hf-queue', 'name: hf-long-rows')
+          .replace('training:', 'training:\n  max_length: 256')
+          .replace('  model:', '  task: [{name: dataset, source: {path: ./qa.jsonl}, input: q, target: a}]\n  model:'),
+      );
+    };
+    write(4);
+    const fine = await runMain(['plan', grid], env);
+    expect(fine.code, fine.stderr).toBe(0);
+    write(60);
+    const long = await runMain(['plan', grid], env);
+    expect(long.code, long.stderr).toBe(2);
+    expect(long.stderr, long.stderr).toMatch(/long-rows\.yaml:\d+:\d+: axes\.task\[0\]: task dataset\/qa\.jsonl renders 1 of \d+ checked rows longer than model tiny-qwen3 reads \(256 tokens: training\.max_length and the model's positions\), up to \d+; raise training\.max_length or shorten the rows \(\d+ tokens: "Why is the sky blue\?/);
+  }, 120_000);
 });

@@ -84,7 +84,12 @@ def _snapshot(name: str, key: str, build) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         build(tmp)
-        tmp.rename(snap)
+        try:
+            tmp.rename(snap)
+        except OSError:  # another process built the same snapshot meanwhile: keep theirs
+            if not snap.is_dir():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(key)
 

@@ -25,6 +25,7 @@ from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
 from .base import Backend, PrefixState
 from . import hf_greedy, hf_tree
+from .hf_text import HfText
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 
 
@@ -41,7 +42,7 @@ def _repeat_cache(cache, n: int):
     return c
 
 
-class HfBackend(Backend):
+class HfBackend(HfText, Backend):
     name = "hf"
 
     def __init__(self, spec: dict, device: torch.device):
@@ -146,31 +147,6 @@ class HfBackend(Backend):
 
     def end_of_turn(self) -> int | None:
         return self._turn_end
-
-    # ---- text ---------------------------------------------------------------------------------
-    def render(self, messages, target=None):
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            if target is None:
-                return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                               **self.template_kwargs)
-            return tok.apply_chat_template(messages + [{"role": "assistant", "content": target}], tokenize=False,
-                                           **self.template_kwargs)
-        # No template (a base model): a plain, visible format. The assistant line ends with a newline,
-        # not a space, which BPE tokenizers would merge into the reply's first word.
-        text = (tok.bos_token or "") + "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:\n"
-        if target is not None:
-            text += target + (tok.eos_token or "")
-        return text
-
-    def tokenize(self, text):
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def tokenize_batch(self, texts):
-        return [list(x) for x in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
-
-    def decode(self, ids):
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     @property
     def pad_id(self) -> int:

@@ -1,0 +1,63 @@
+"""Token lengths of rows under a Hugging Face model's tokenizer and chat template, without loading
+its weights: the controller asks this at plan time, so a row longer than the model reads is an
+error in the grid rather than a failed run after the queue wait.
+
+  python -m canary_trainer.check_rows --model MODEL.json --rows ROWS.jsonl --max-length N
+
+MODEL.json is the manifest's `model` object (name, revision, hf); ROWS.jsonl holds {prompt, target}
+per line, counted exactly as training counts them (the rendered prompt and reply). Prints one JSON
+object: {"rows", "limit", "longest", "over": [{"i", "tokens"}] (at most 5), "over_count"}, or
+{"skipped": why} when the model's tokenizer is not on this machine. Exit 0 either way; 2 on bad
+arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .backends.hf_load import import_transformers, load_tokenizer_and_config
+from .backends.hf_text import HfText
+from .errors import TrainerError
+
+
+class _Text(HfText):
+    def __init__(self, tokenizer, template_kwargs: dict):
+        self.tokenizer = tokenizer
+        self.template_kwargs = dict(template_kwargs)
+
+
+def count(model: dict, rows: list[dict], max_length: int) -> dict:
+    tf = import_transformers()
+    hf = model["hf"]
+    load_kw = {"revision": model.get("revision"), "local_files_only": True, "trust_remote_code": hf.get("trust_remote_code", False)}
+    tokenizer, config = load_tokenizer_and_config(tf, model, load_kw)
+    text = _Text(tokenizer, hf.get("chat_template_kwargs") or {})
+    positions = getattr(config, "max_position_embeddings", None)
+    limit = min(max_length, positions) if positions else max_length
+    lengths = [len(ids) for ids in text.tokenize_batch([text.render(r["prompt"], r["target"]) for r in rows])] if rows else []
+    over = [{"i": i, "tokens": n} for i, n in enumerate(lengths) if n > limit]
+    over.sort(key=lambda o: -o["tokens"])
+    return {"rows": len(rows), "limit": limit, "longest": max(lengths, default=0), "over": over[:5], "over_count": len(over)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m canary_trainer.check_rows", description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, type=Path)
+    p.add_argument("--rows", required=True, type=Path)
+    p.add_argument("--max-length", required=True, type=int)
+    args = p.parse_args(argv)
+    model = json.loads(args.model.read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in args.rows.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        out = count(model, rows, args.max_length)
+    except TrainerError as exc:  # the model or its tokenizer is not here, or this transformers lacks it
+        out = {"skipped": str(exc)}
+    sys.stdout.write(json.dumps(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
