@@ -9,9 +9,8 @@ import { formatPath } from '../grid/index.js';
 import { canonicalJson } from '../hash.js';
 import { HubCache, hubCacheDir, isHubId } from '../hub/index.js';
 import { log } from '../log.js';
-import { buildManifestCore, runRenderer, utilityRowLines, type AuditPlan, type RunLayout } from '../manifest/index.js';
+import { backgroundToCheck, buildManifestCore, canaryTrainingRow, runRenderer, utilityRowLines, type AuditPlan, type RunLayout } from '../manifest/index.js';
 import { TRAINER_DIR } from '../paths.js';
-import { Rng } from '../random.js';
 import { trainerPython, trainerPythonHint } from '../runner/python.js';
 
 /**
@@ -19,12 +18,10 @@ import { trainerPython, trainerPythonHint } from '../runner/python.js';
  * longer row fails its run when the trainer loads the rows, after the queue wait. At plan time,
  * for every (hf model, task) of the plan whose tokenizer is on this machine, the trainer's own
  * rendering and tokenizer count the rows (`canary_trainer.check_rows`, no weights loaded): every
- * row of a dataset-backed task (a generated task: a sample of its background), the utility rows,
+ * row of a dataset-backed task (a generated task: a sample of its background, `backgroundToCheck`), the utility rows,
  * each visibility's canary rows and the probes. A model that is not here yet is not checked (the
  * trainer still is, when it runs).
  */
-const BACKGROUND_SAMPLE = 256;
-
 interface Row {
   prompt: Message[];
   target: string;
@@ -76,7 +73,8 @@ export async function checkHfRowLengths(plan: AuditPlan): Promise<UserInputError
 
 /** Why the model's tokenizer cannot be read here, or null. */
 function unavailable(name: string, revision: string | null): string | null {
-  if (trainerPythonHint()) return trainerPythonHint();
+  const hint = trainerPythonHint();
+  if (hint) return hint;
   let folder: string;
   if (isHubId(name)) {
     const cache = new HubCache(hubCacheDir());
@@ -99,21 +97,14 @@ function rowsToCheck(plan: AuditPlan, runs: RunLayout[]): Row[] {
     }
   };
   const renderer = runRenderer(grid, runs[0] as RunLayout);
-  const { task, taskSpec } = renderer;
-  if (task.allRows) for (const row of task.allRows()) add(row);
-  else {
-    const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), pool.identityKeys(task), 'train');
-    for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) add(next());
-  }
+  for (const row of backgroundToCheck(grid, pool, renderer)) add(row);
   for (const line of utilityRowLines(grid, pool, renderer)) add(JSON.parse(line) as Row);
   // Canary rows and probes differ by visibility (an encoded cue is longer): one run of each.
   const byVisibility = new Map(runs.map((r) => [r.cell.values.visibility.key, r]));
   const code = '0'.repeat(grid.doc.canaries.code.length);
   for (const run of byVisibility.values()) {
     const r = runRenderer(grid, run);
-    for (const c of run.canaries) {
-      add(task.canary(pool.identity(task, c.canary.id).value, pool.message(task, taskSpec, c.canary.id), r.cue.encode(c.canary.code), c.canary.code));
-    }
+    for (const c of run.canaries) add(canaryTrainingRow(pool, r, c.canary));
     for (const p of buildManifestCore(grid, plan.auditId, pool, run).probes) add({ prompt: p.prompt, target: `${p.prefill}${code}` });
   }
   return rows;

@@ -46,6 +46,7 @@ nowhere is an error naming the \`canary-audit models fetch\` command that fetche
 
 export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: ModelRevisions): Record<string, unknown> {
   const { doc } = plan.grid;
+  const datasets = datasetsOf(plan);
   return {
     audit_id: plan.auditId,
     name: plan.name,
@@ -57,7 +58,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: Model
     candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
     ...(written ? { audit_dir: written.auditDir } : {}),
     models: revisionsJson(models),
-    ...(datasetsOf(plan).length > 0 ? { datasets: datasetsOf(plan) } : {}),
+    ...(datasets.length > 0 ? { datasets } : {}),
     runs: plan.runs.map((run, k) => {
       const w = written?.runs[k];
       const probed = run.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').length + run.heldOut.length;

@@ -7,8 +7,9 @@ export { writeAudit, runIdOf, type WrittenAudit, type WrittenRun } from './write
 export { auditIndex } from './audit-index.js';
 export { buildManifestCore, gridTask, runRenderer, GRID_FILE_FROM_RUN, type ManifestCore, type RunRenderer } from './manifest.js';
 export { layoutRun, type PlacedCanary, type RunLayout, type RunStats } from './plan-run.js';
-export { trainingRowLines, utilityRowCount, utilityRowLines, writeLines, hashLines } from './rows.js';
+export { canaryTrainingRow, trainingRowLines, utilityRowCount, utilityRowLines, writeLines, hashLines } from './rows.js';
 export { pretrainRowLines, pretrainCorpusKey, pretrainManifestSpec, PRETRAIN_FILE } from './pretrain.js';
 export { CanaryPool, type PoolCanary } from './canaries.js';
 export { InfeasiblePlacement, updateRange } from './placement.js';
 export { createTask, taskDataRequest, TaskSpecError, TASK_NAMES, type Task, type TaskDataRequest, type TaskSpec, type UtilityMetric } from './tasks/index.js';
+export { backgroundToCheck } from './length-check.js';

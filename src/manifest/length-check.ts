@@ -3,7 +3,9 @@ import { canonicalJson } from '../hash.js';
 import { formatPath, type LoadedGrid } from '../grid/index.js';
 import type { Message } from '../contracts/index.js';
 import type { CanaryPool } from './canaries.js';
-import { buildManifestCore, runRenderer } from './manifest.js';
+import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
+import { canaryTrainingRow } from './rows.js';
+import type { TaskExample } from './tasks/index.js';
 import type { RunLayout } from './plan-run.js';
 import { pretrainCorpusKey, pretrainRowLines } from './pretrain.js';
 import { Rng } from '../random.js';
@@ -16,6 +18,20 @@ import { Rng } from '../random.js';
  * Background and pretraining rows are checked on a sample from the start of their streams.
  */
 const BACKGROUND_SAMPLE = 256;
+
+/**
+ * The background rows a length check reads for a task: every row of a dataset-backed task (all
+ * known), else the first BACKGROUND_SAMPLE rows of its background stream.
+ */
+export function* backgroundToCheck(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): Generator<TaskExample> {
+  const { task, taskSpec } = renderer;
+  if (task.allRows) {
+    yield* task.allRows();
+    return;
+  }
+  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), pool.identityKeys(task), 'train');
+  for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) yield next();
+}
 
 export function tinyTokens(prompt: Message[], target: string): number {
   return prompt.reduce((n, m) => n + m.content.length + 3, 0) + 2 + target.length;
@@ -34,16 +50,7 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
     const taskKey = canonicalJson(renderer.taskSpec);
     if (!backgroundLongest.has(taskKey)) {
       let longest = 0;
-      if (renderer.task.allRows) {
-        // A dataset's rows are all known: check every one, not a sample.
-        for (const row of renderer.task.allRows()) longest = Math.max(longest, tinyTokens(row.prompt, row.target));
-      } else {
-        const next = renderer.task.rows(new Rng(grid.doc.seed, 'background', taskKey), pool.identityKeys(renderer.task), 'train');
-        for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) {
-          const row = next();
-          longest = Math.max(longest, tinyTokens(row.prompt, row.target));
-        }
-      }
+      for (const row of backgroundToCheck(grid, pool, renderer)) longest = Math.max(longest, tinyTokens(row.prompt, row.target));
       backgroundLongest.set(taskKey, longest);
     }
     let longest = backgroundLongest.get(taskKey) as number;
@@ -63,8 +70,7 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
     }
     const manifest = buildManifestCore(grid, 'audit-000000000000', pool, run);
     for (const c of run.canaries) {
-      const identity = pool.identity(renderer.task, c.canary.id);
-      const row = renderer.task.canary(identity.value, pool.message(renderer.task, renderer.taskSpec, c.canary.id), renderer.cue.encode(c.canary.code), c.canary.code);
+      const row = canaryTrainingRow(pool, renderer, c.canary);
       longest = Math.max(longest, tinyTokens(row.prompt, row.target));
     }
     for (const p of manifest.probes) longest = Math.max(longest, tinyTokens(p.prompt, `${p.prefill}${'x'.repeat(grid.doc.canaries.code.length + 1)}`));

@@ -2,10 +2,23 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { canonicalJson } from '../hash.js';
 import type { LoadedGrid } from '../grid/index.js';
-import type { CanaryPool } from './canaries.js';
+import type { CanaryPool, PoolCanary } from './canaries.js';
+import type { CanaryExample } from './tasks/index.js';
 import type { RunRenderer } from './manifest.js';
 import type { RunLayout } from './plan-run.js';
 import { Rng } from '../random.js';
+
+/** A run's training row for one inserted canary: its identity and message, the cue the run shows. */
+export function canaryTrainingRow(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): CanaryExample {
+  const { task, taskSpec, cue } = renderer;
+  return task.canary(pool.identity(task, canary.id).value, pool.message(task, taskSpec, canary.id), cue.encode(canary.code), canary.code);
+}
+
+/** A canary row as rows.jsonl prints it, less its leading `{"i":N,` (the only part that changes per appearance). */
+function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): string {
+  const example = canaryTrainingRow(pool, renderer, canary);
+  return JSON.stringify({ kind: 'canary', canary_id: canary.id, prompt: example.prompt, target: example.target }).slice(1);
+}
 
 /**
  * The rows of a run, produced lazily as JSON lines in training order. Row i of the background
@@ -14,17 +27,13 @@ import { Rng } from '../random.js';
  * at each of its appearances.
  */
 export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Generator<string> {
-  const { task, taskSpec, cue } = renderer;
+  const { task, taskSpec } = renderer;
   const excluded = pool.identityKeys(task);
   const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
   const slot = new Int32Array(grid.rows).fill(-1);
   const rests: string[] = layout.canaries.map((c, k) => {
     for (const r of c.positions) slot[r] = k;
-    const identity = pool.identity(task, c.canary.id);
-    const message = pool.message(task, taskSpec, c.canary.id);
-    const example = task.canary(identity.value, message, cue.encode(c.canary.code), c.canary.code);
-    // Everything after `{"i":N,` — the row's index is the only part that changes per appearance.
-    return JSON.stringify({ kind: 'canary', canary_id: c.canary.id, prompt: example.prompt, target: example.target }).slice(1);
+    return canaryRowRest(pool, renderer, c.canary);
   });
   for (let i = 0; i < grid.rows; i += 1) {
     const row = next();
@@ -79,13 +88,9 @@ export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: Run
  * same bytes as `writeLines(path, trainingRowLines(...))`, without generating the background again.
  */
 export async function writeTrainingRows(path: string, background: BackgroundRows, grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Promise<WrittenLines> {
-  const { task, taskSpec, cue } = renderer;
   const canaryAt = new Map<number, string>();
   layout.canaries.forEach((c) => {
-    const identity = pool.identity(task, c.canary.id);
-    const message = pool.message(task, taskSpec, c.canary.id);
-    const example = task.canary(identity.value, message, cue.encode(c.canary.code), c.canary.code);
-    const rest = JSON.stringify({ kind: 'canary', canary_id: c.canary.id, prompt: example.prompt, target: example.target }).slice(1);
+    const rest = canaryRowRest(pool, renderer, c.canary);
     for (const r of c.positions) canaryAt.set(r, rest);
   });
   const positions = [...canaryAt.keys()].sort((a, b) => a - b);

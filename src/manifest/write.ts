@@ -68,7 +68,7 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
 
   const runs: WrittenRun[] = [];
   // Shared by every run of this write: what is the same for all of them is made once.
-  const shared: Shared = { corpora: new Map(), background: new Map(), provenance: finishProvenance(plan.startStamp) };
+  const shared: Shared = { corpora: new Map(), background: new Map(), generation: new Map(), provenance: finishProvenance(plan.startStamp) };
   const corpora = shared.corpora;
   try {
     for (const [k, layout] of plan.runs.entries()) {
@@ -107,6 +107,8 @@ type Corpora = Map<string, FileRef & { file: string }>;
 interface Shared {
   corpora: Corpora;
   background: Map<string, BackgroundRows>;
+  /** The utility generation settings per task (they read every utility row). */
+  generation: Map<string, UtilityGeneration>;
   provenance: Provenance;
 }
 
@@ -122,6 +124,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     if (!background) shared.background.set(taskKey, (background = backgroundRows(grid, pool, renderer)));
     const rows = await writeTrainingRows(join(tmp, 'rows.jsonl'), background, grid, pool, layout, renderer);
     const utility = await linkShared(shared.corpora, `utility|${taskKey}`, tmp, 'utility.jsonl', () => utilityRowLines(grid, pool, renderer));
+    let generation = shared.generation.get(taskKey);
+    if (!generation) shared.generation.set(taskKey, (generation = utilityGeneration(grid, pool, renderer)));
     const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
     const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp, shared.corpora));
     const manifest: Manifest = {
@@ -132,7 +136,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       model,
       training,
       rows: { path: 'rows.jsonl', sha256: rows.sha256, count: rows.count },
-      utility: { path: 'utility.jsonl', sha256: utility.sha256, count: utility.count, ...utilityGeneration(grid, pool, renderer) },
+      utility: { path: 'utility.jsonl', sha256: utility.sha256, count: utility.count, ...generation },
       canaries,
       held_out,
       probes,
@@ -206,7 +210,9 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
  * the ASCII replies of the shipped tasks, so the longest target in characters (plus a quarter and
  * a margin, for byte-level pieces) bounds a right answer; a longer reply is wrong anyway.
  */
-function utilityGeneration(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): { metrics?: UtilityMetric[]; max_new_tokens?: number } {
+type UtilityGeneration = { metrics?: UtilityMetric[]; max_new_tokens?: number };
+
+function utilityGeneration(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): UtilityGeneration {
   const metrics = renderer.task.metrics;
   if (metrics.every((m) => m === 'loss')) return {};
   let longest = 0;

@@ -91,15 +91,33 @@ function axisType(axis: Axis): ColumnType {
   return 'string';
 }
 
-/** Every column of report.csv with its type, in file order. */
-export function csvColumns(axes: readonly Axis[]): ColumnSpec[] {
+/** The columns every table of the report starts with: the audit, the run and the run's cell. */
+function runColumns(axes: readonly Axis[]): ColumnSpec[] {
   return [
     { name: 'audit_id', type: 'string', description: 'Audit id.' },
     { name: 'run_id', type: 'string', description: 'Run id (content hash of the manifest).' },
     { name: 'cell_id', type: 'string', description: 'Grid cell id.' },
     ...axes.map((a): ColumnSpec => ({ name: `cell.${a.name}`, type: axisType(a), description: `Grid axis ${a.name}: the run’s value (empty where it does not apply).` })),
-    ...METRIC_COLUMNS.map((name): ColumnSpec => ({ name, ...METRIC_SPECS[name] })),
   ];
+}
+
+/** Every column of report.csv with its type, in file order. */
+export function csvColumns(axes: readonly Axis[]): ColumnSpec[] {
+  return [...runColumns(axes), ...METRIC_COLUMNS.map((name): ColumnSpec => ({ name, ...METRIC_SPECS[name] }))];
+}
+
+/** One CSV table of datapackage.json: the dialect every report CSV is written in, and its columns. */
+function csvResource(name: string, path: string, fields: ColumnSpec[]): Record<string, unknown> {
+  return {
+    name,
+    path,
+    profile: 'tabular-data-resource',
+    format: 'csv',
+    mediatype: 'text/csv',
+    encoding: 'utf-8',
+    dialect: { delimiter: ',', doubleQuote: true, quoteChar: '"', lineTerminator: '\n', header: true },
+    schema: { fields, missingValues: [''] },
+  };
 }
 
 /**
@@ -112,21 +130,7 @@ export function renderDataPackage(auditId: string, axes: readonly Axis[]): Recor
     profile: 'tabular-data-package',
     name: `canary-audit-report-${auditId.toLowerCase().replace(/[^a-z0-9._-]+/g, '-')}`,
     title: `canary-audit report ${auditId}: one row per run × canary × probe × phase`,
-    resources: [
-      {
-        name: 'report',
-        path: 'report.csv',
-        profile: 'tabular-data-resource',
-        format: 'csv',
-        mediatype: 'text/csv',
-        encoding: 'utf-8',
-        dialect: { delimiter: ',', doubleQuote: true, quoteChar: '"', lineTerminator: '\n', header: true },
-        schema: {
-          fields: csvColumns(axes),
-          missingValues: [''],
-        },
-      },
-    ],
+    resources: [csvResource('report', 'report.csv', csvColumns(axes))],
   };
 }
 
@@ -206,13 +210,7 @@ export interface UtilityCsvRun {
 }
 
 export function utilityCsvColumns(axes: readonly Axis[]): ColumnSpec[] {
-  return [
-    { name: 'audit_id', type: 'string', description: 'Audit id.' },
-    { name: 'run_id', type: 'string', description: 'Run id (content hash of the manifest).' },
-    { name: 'cell_id', type: 'string', description: 'Grid cell id.' },
-    ...axes.map((a): ColumnSpec => ({ name: `cell.${a.name}`, type: axisType(a), description: `Grid axis ${a.name}: the run’s value (empty where it does not apply).` })),
-    ...UTILITY_COLUMNS,
-  ];
+  return [...runColumns(axes), ...UTILITY_COLUMNS];
 }
 
 /**
@@ -236,14 +234,5 @@ export function renderUtilityCsv(auditId: string, axes: readonly Axis[], runs: r
 
 /** The utility.csv resource of datapackage.json. */
 export function utilityResource(axes: readonly Axis[]): Record<string, unknown> {
-  return {
-    name: 'utility',
-    path: 'utility.csv',
-    profile: 'tabular-data-resource',
-    format: 'csv',
-    mediatype: 'text/csv',
-    encoding: 'utf-8',
-    dialect: { delimiter: ',', doubleQuote: true, quoteChar: '"', lineTerminator: '\n', header: true },
-    schema: { fields: utilityCsvColumns(axes), missingValues: [''] },
-  };
+  return csvResource('utility', 'utility.csv', utilityCsvColumns(axes));
 }
