@@ -110,6 +110,10 @@ describe('the generic dataset task', () => {
     // The same draw every time.
     const again = createTask({ name: 'dataset', params }, data).rows(new Rng('u'), new Set(), 'utility');
     expect(new Set(Array.from({ length: 5 }, () => again().target))).toEqual(held);
+    // Fixed by the data, not by where it sits: the same files elsewhere hold out the same rows.
+    const moved = createTask({ name: 'dataset', params: { ...params, source: { path: '/elsewhere/qa.jsonl' } } }, { ...data, provenance: { ...data.provenance, path: '/elsewhere/qa.jsonl' } });
+    const movedUtility = moved.rows(new Rng('u'), new Set(), 'utility');
+    expect(new Set(Array.from({ length: 5 }, () => movedUtility().target))).toEqual(held);
   });
 
   it('names the missing column and the columns a row has', () => {

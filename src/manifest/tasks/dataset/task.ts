@@ -166,8 +166,9 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
   let utilityOrigin: number[] | undefined;
   let utility: DatasetRecord[];
   if (params.utility_split === null || params.utility_split === params.train_split) {
-    // A seeded draw of the train split, fixed per dataset: never trained on.
-    const order = new Rng('utility-holdout', canonicalJson(params.source), params.train_split).shuffle(train.map((_, k) => k));
+    // A seeded draw of the train split, fixed by the dataset's content (its files' hashes), not by
+    // where it sits on disk: never trained on.
+    const order = new Rng('utility-holdout', canonicalJson(data.provenance.files.map((f) => f.sha256)), params.train_split).shuffle(train.map((_, k) => k));
     const held = Math.round(params.utility_holdout * train.length);
     if (held < 1 || held >= train.length) throw new TaskSpecError(`utility_holdout ${params.utility_holdout} of ${train.length} rows holds out ${held}; name a utility_split or change the fraction`, ['utility_holdout']);
     const out = new Set(order.slice(0, held));
