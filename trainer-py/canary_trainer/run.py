@@ -186,7 +186,7 @@ class _Run:
             # phases finished before an interruption keep their scoring label
             self.evaluator.modes_used.update(self.state.scoring_modes())
             if self.utility_gen is not None and self.state.base_utility_texts is None:
-                raise TrainerError(f"checkpoint {saved.update} lacks the base model's utility replies this manifest asks "
+                raise TrainerError(f"checkpoint {self.saved.update} lacks the base model's utility replies this manifest asks "
                                    f"for; fix: remove {self.out / 'checkpoints'} so the next attempt starts from scratch",
                                    recoverable=False)
             return
