@@ -27,6 +27,7 @@ import torch
 
 from .errors import OutOfMemory
 from .events import log
+from .manifest import Manifest
 
 GIB = 1024 ** 3
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -190,13 +191,11 @@ def device_memory(device: torch.device) -> int | None:
     return None
 
 
-def check_fits(manifest, device: torch.device) -> dict | None:
+def check_fits(manifest: Manifest, device: torch.device) -> dict[str, int] | None:
     """Log the estimate of an hf run and refuse it (OutOfMemory) when it cannot fit the device."""
     model = manifest.model
     if model["backend"] != "hf":
         return None
-    from .train import micro_batch_size
-
     try:
         import transformers as tf
 
@@ -219,6 +218,13 @@ def check_fits(manifest, device: torch.device) -> dict | None:
     if problem:
         raise OutOfMemory(problem)
     return mine
+
+
+def micro_batch_size(batch_size: int) -> int:
+    """Rows per forward pass (CANARY_TRAINER_MICRO_BATCH, a host setting): less memory, the same
+    update (train.py divides every micro-batch by the whole batch's target tokens)."""
+    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
+    return max(1, min(batch_size, int(env))) if env else batch_size
 
 
 def gradient_checkpointing() -> bool:

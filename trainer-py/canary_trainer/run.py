@@ -16,7 +16,9 @@ import torch
 
 from . import checkpoint, provenance, utility
 from .atomic import write_text_atomic
-from .backends import Backend, load_backend, pick_device
+from .backends import load_backend, pick_device
+from .backends.base import Backend
+from .base_model import prepare_base
 from .batches import encode_rows
 from .errors import Interrupted, TrainerError
 from .evaluate import Evaluator, preflight
@@ -203,7 +205,7 @@ class _Run:
         # it keeps the record of its first start instead of rebuilding.
         base = self.state.base_model
         if self.saved is None:
-            self.state.base_model = self.backend.prepare_base(self.manifest, self.ev, self.opts.stop)
+            self.state.base_model = prepare_base(self.backend, self.manifest, self.ev, self.opts.stop)
         elif base is not None:
             log(f"base model: weights come with the checkpoint ({base['kind']}"
                 + (f" {base['cache_key'][:12]})" if "cache_key" in base else ")"))

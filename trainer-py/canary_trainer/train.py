@@ -11,7 +11,6 @@ count, so they change memory use, never the arithmetic of the update.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,26 +18,22 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .backends import Backend
+from .backends.base import TrainableModel
 from .batches import IGNORE, Encoded, batch_rows, collate
 from .errors import Diverged, Interrupted
 from .events import Events
 from .interrupt import StopFlag
+from .memory import micro_batch_size
 from .schedule import lr_at
 
 
-def make_optimizer(backend: Backend, training: dict) -> torch.optim.Optimizer:
+def make_optimizer(backend: TrainableModel, training: dict) -> torch.optim.Optimizer:
     params = [p for _, p in backend.trainable()]
     betas = tuple(training["betas"])
     return torch.optim.AdamW(params, lr=training["lr"], betas=betas, weight_decay=training["weight_decay"])
 
 
-def micro_batch_size(batch_size: int) -> int:
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else batch_size
-
-
-def target_loss_sum(backend: Backend, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def target_loss_sum(backend: TrainableModel, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Summed next-token cross-entropy over target positions of one padded batch."""
     ids, labels = ids.to(backend.device), labels.to(backend.device)
     with backend.autocast():
@@ -48,7 +43,7 @@ def target_loss_sum(backend: Backend, ids: torch.Tensor, labels: torch.Tensor) -
 
 
 @torch.no_grad()
-def mean_target_loss(backend: Backend, encoded: list[Encoded], batch_size: int) -> float | None:
+def mean_target_loss(backend: TrainableModel, encoded: list[Encoded], batch_size: int) -> float | None:
     """Mean target-token loss over rows (utility: held-out background rows)."""
     if not encoded:
         return None
@@ -90,7 +85,7 @@ class Totals:
         self.targets += res.targets
 
 
-def train_update(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
+def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
                  training: dict, on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
     """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
     infinite or exploding loss, before the optimizer touches the weights."""
@@ -126,7 +121,7 @@ def _no_hook(done: int) -> None:
     return None
 
 
-def train_updates(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
+def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
                   totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
                   start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
                   on_batch: Callable[[int, range], None] | None = None) -> None:

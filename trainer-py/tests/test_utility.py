@@ -18,6 +18,7 @@ from canary_trainer.utility import decode_rows
 
 from .conftest import run_cli, trainer_env
 from .fixtures import background_row, make_run, rewrite_manifest
+from .greedy_ref import greedy_ids
 from .hf_fixtures import hub_env  # noqa: F401  (fixture)
 from .test_resume import _stop_at_checkpoint
 
@@ -59,7 +60,7 @@ def _rows(folder):
 def _one_at_a_time(backend, rows, limit):
     backend.model.eval()
     with torch.no_grad():
-        return [backend.decode(backend.greedy(backend.tokenize(backend.render(r["prompt"])), limit)) for r in rows]
+        return [backend.decode(greedy_ids(backend, backend.tokenize(backend.render(r["prompt"])), limit)) for r in rows]
 
 
 def test_outputs_are_written_and_equal_one_at_a_time_greedy(tmp_path):
