@@ -10,7 +10,13 @@ export const REDIS_OPTION: Record<string, OptionSpec> = {
   redis: {
     type: 'string',
     value: 'URL',
-    description: 'Redis to use: redis://[user:password@]host[:port][/db], rediss://... (TLS), unix:///path. Default: $REDIS_URL.',
+    description:
+      'Redis to use: redis://[user:password@]host[:port][/db], rediss://... (TLS), unix:///path. Default: $REDIS_URL. A password in this flag shows in `ps` to every local user: leave it out of the URL and use --redis-password-file or $REDIS_PASSWORD.',
+  },
+  'redis-password-file': {
+    type: 'string',
+    value: 'FILE',
+    description: 'Read the Redis password from the first line of FILE (keep it 0600). Else $REDIS_PASSWORD, else the URL\'s own.',
   },
 };
 

@@ -36,7 +36,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
   },
   positionals: [1, 1],
   async run(args) {
-    const target = redisTargetFrom(stringOption(args, 'redis'));
+    const target = redisTargetFrom(stringOption(args, 'redis'), stringOption(args, 'redis-password-file'));
     const slots = slotsFrom(args);
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);

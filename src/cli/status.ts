@@ -47,7 +47,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
   },
   positionals: [0, 1],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'status');
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
     const auditId = args.positionals[0];
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
     const json = Boolean(args.values.json);

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { open, readFile, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
@@ -16,7 +16,9 @@ import { StatusSource, type Snapshot } from './source.js';
 
 /**
  * `canary-audit dashboard`: a read-only web page over the queue, served by the controller.
- * Safe by default: bound to 127.0.0.1, requests for another Host refused (DNS rebinding), no
+ * Safe by default: bound to 127.0.0.1, requests for another Host refused on any bind address (DNS
+ * rebinding; names beyond loopback only through `allowHosts`), files read only inside the artifact
+ * root (the worker's own boundary check, symlinks followed), no
  * inline script (CSP), every user string set as text by the page. Actions (cancel an audit, retry a
  * failed run) exist only with `allowActions`, and then need the token in an X-Canary-Token header
  * (which a cross-site form cannot send) plus a same-origin Origin.
@@ -26,6 +28,8 @@ export interface DashboardOptions {
   /** Artifact root: trainer logs and the exposure-vs-dose plot are read from it when present. */
   artifactsDir: string | null;
   host?: string;
+  /** Host names (or addresses) a request may name besides loopback: how users reach a non-loopback bind. */
+  allowHosts?: string[];
   port?: number;
   allowActions?: boolean;
   /** Token for actions; random when not given. */
@@ -78,19 +82,40 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+const LOOPBACK = ['127.0.0.1', 'localhost', '::1', '[::1]'];
+const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
+
+/**
+ * The Host header names a request may carry: loopback, the bind address itself when it is one
+ * address (not a wildcard), and the names given. Any other name is a DNS-rebound page: refused.
+ */
+export function allowedHostNames(bind: string, extra: readonly string[] = []): Set<string> {
+  const names = new Set<string>(LOOPBACK);
+  const add = (name: string) => {
+    const n = name.trim().toLowerCase();
+    if (n === '') return;
+    names.add(n);
+    if (n.includes(':') && !n.startsWith('[')) names.add(`[${n}]`);
+  };
+  if (!WILDCARD.has(bind)) add(bind);
+  for (const name of extra) add(name);
+  return names;
+}
+
+/** The name part of a Host header (port stripped), lower case. */
+function hostName(header: string): string {
+  return header.trim().toLowerCase().replace(/:\d+$/, '');
+}
 
 export function createDashboardApp(source: StatusSource, options: DashboardOptions & { actionToken: string | null }): Hono {
   const app = new Hono();
-  const host = options.host ?? '127.0.0.1';
+  const allowed = allowedHostNames(options.host ?? '127.0.0.1', options.allowHosts);
   const plotCache = new Map<string, { key: string; value: unknown }>();
 
   app.use('*', async (c, next) => {
-    // On a loopback address only loopback names may reach the page: a DNS-rebound site cannot.
-    if (LOOPBACK.has(host)) {
-      const hostHeader = c.req.header('host') ?? '';
-      const name = hostHeader.replace(/:\d+$/, '');
-      if (!LOOPBACK.has(name)) return c.text('forbidden host', 403);
+    // Whatever the bind address, only the allowed names reach the page: a DNS-rebound site cannot.
+    if (!allowed.has(hostName(c.req.header('host') ?? ''))) {
+      return c.text('forbidden host: start the dashboard with --allow-host NAME for each name it is reached by', 403);
     }
     await next();
     c.header('Content-Security-Policy', CSP);
@@ -157,8 +182,9 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     let trainerLog: string[] | null = null;
     if (options.artifactsDir) {
       try {
-        const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
-        trainerLog = await tailLines(join(dirname(manifest), 'output', 'trainer.stderr.log'), 40);
+        // The worker's boundary check: a log that is a symlink out of the artifact root is not read.
+        const logPath = resolveInsideArtifacts(options.artifactsDir, posix.join(posix.dirname(job.data.manifest), 'output', 'trainer.stderr.log'));
+        trainerLog = await tailLines(logPath, 40);
       } catch {
         trainerLog = null;
       }
