@@ -3,16 +3,17 @@ import { existsSync } from 'node:fs';
 import { open, readFile, stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { log } from '../log.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { cancelAudit, resolveInsideArtifacts, type QueueConnection } from '../queue/index.js';
+import { cancelAudit, resolveInsideArtifacts, toArtifactRelative, type QueueConnection } from '../queue/index.js';
 import { computeReport } from '../report/index.js';
 import { buildPlots } from '../report/plots.js';
 import { StatusSource, type Snapshot } from './source.js';
+import { auditIndexPath, outputDirOfManifest } from '../layout.js';
 
 /**
  * `canary-audit dashboard`: a read-only web page over the queue, served by the controller.
@@ -182,8 +183,9 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     let trainerLog: string[] | null = null;
     if (options.artifactsDir) {
       try {
-        // The worker's boundary check: a log that is a symlink out of the artifact root is not read.
-        const logPath = resolveInsideArtifacts(options.artifactsDir, posix.join(posix.dirname(job.data.manifest), 'output', 'trainer.stderr.log'));
+        const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
+        // The worker's boundary check on the log itself: a symlink out of the artifact root is not read.
+        const logPath = resolveInsideArtifacts(options.artifactsDir, toArtifactRelative(options.artifactsDir, join(outputDirOfManifest(manifest), 'trainer.stderr.log')));
         trainerLog = await tailLines(logPath, 40);
       } catch {
         trainerLog = null;
@@ -208,7 +210,7 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
         value = { spec: null, reason: 'no run has finished yet' };
       } else {
         const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
-        if (!existsSync(join(auditDir, 'audit.json'))) throw new Error(`${auditDir}/audit.json is not on this host`);
+        if (!existsSync(auditIndexPath(auditDir))) throw new Error(`${auditDir}/audit.json is not on this host`);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
         value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };

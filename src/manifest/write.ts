@@ -19,6 +19,7 @@ import type { CanaryPool } from './canaries.js';
 import type { LoadedGrid } from '../grid/index.js';
 import type { UtilityMetric } from './tasks/index.js';
 import { backgroundRows, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
+import { auditDirOf, auditIndexPath, GRID_FILE, MANIFEST_FILE, manifestPathOf, runDirEntry, runDirOf, RUNS_DIR } from '../layout.js';
 
 export interface WrittenRun {
   runId: string;
@@ -51,7 +52,7 @@ export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Part
  * unchanged audit.json is not rewritten.
  */
 export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise<WrittenAudit> {
-  const auditDir = join(artifactsDir, 'audits', plan.auditId);
+  const auditDir = auditDirOf(artifactsDir, plan.auditId);
   try {
     return await writeAuditFiles(plan, auditDir);
   } catch (error) {
@@ -60,10 +61,10 @@ export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise
 }
 
 async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<WrittenAudit> {
-  await mkdir(join(auditDir, 'runs'), { recursive: true });
+  await mkdir(join(auditDir, RUNS_DIR), { recursive: true });
   const removed = await cleanStaleStaging(join(auditDir, '.tmp'));
   if (removed.length > 0) log.info({ removed }, 'removed staging folders of writes that were killed');
-  const gridPath = join(auditDir, 'grid.yaml');
+  const gridPath = join(auditDir, GRID_FILE);
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
 
   const runs: WrittenRun[] = [];
@@ -82,9 +83,9 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   // Remove the staging folder once empty; another writer may still be using it.
   await rmdir(join(auditDir, '.tmp')).catch(() => undefined);
 
-  const indexPath = join(auditDir, 'audit.json');
+  const indexPath = auditIndexPath(auditDir);
   const previous = await readJson<AuditIndex>(indexPath);
-  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: `runs/${r.runId}` }));
+  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: runDirEntry(r.runId) }));
   const index = auditIndex(plan, entries, previous?.created);
   const sameRuns = previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
   if (!sameRuns) {
@@ -148,13 +149,13 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const errors = validate('manifest', manifest);
     if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `manifest for ${layout.cell.id} fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
     manifest.run_id = runIdOf(manifest);
-    const runDir = join(auditDir, 'runs', manifest.run_id);
-    const manifestPath = join(runDir, 'manifest.json');
+    const runDir = runDirOf(auditDir, manifest.run_id);
+    const manifestPath = manifestPathOf(runDir);
     const result = { runId: manifest.run_id, cellId: layout.cell.id, cell: { ...layout.cell.labels }, runDir, manifestPath };
 
     const existing = await readJson<Manifest>(manifestPath);
     if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256) return { ...result, created: false };
-    await writeJsonAtomic(join(tmp, 'manifest.json'), manifest);
+    await writeJsonAtomic(join(tmp, MANIFEST_FILE), manifest);
     try {
       await rename(tmp, runDir);
     } catch (error) {
@@ -162,7 +163,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
       // A folder without a manifest (an interrupted write, or a trainer's output/): fill it in,
       // manifest last so a reader never sees a manifest whose rows are missing.
-      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), 'manifest.json'];
+      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), MANIFEST_FILE];
       for (const name of files) await rename(join(tmp, name), join(runDir, name));
     }
     return { ...result, created: true };

@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { UserInputError, quoteValue } from '../errors.js';
 import { StagedFiles } from '../fs/staged.js';
 import { explainWriteError } from '../fs/write-error.js';
+import { reportDirOf } from '../layout.js';
 import { log } from '../log.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
 import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
@@ -140,7 +141,7 @@ export function parseFormats(text: string): ReportFormat[] {
 
 export async function writeReport(options: WriteReportOptions): Promise<WriteReportResult> {
   const auditDir = resolve(options.auditDir);
-  const outDir = resolve(options.outDir ?? join(auditDir, 'report'));
+  const outDir = resolve(options.outDir ?? reportDirOf(auditDir));
   const formats = options.formats ?? [...REPORT_FORMATS];
   const { summary, observations, csvRuns } = await computeReport({ ...options, auditDir });
   // All or nothing: every file is staged first, so a full disk leaves the previous report whole.
