@@ -9,7 +9,7 @@ import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { log } from '../log.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { cancelAudit, resolveInsideArtifacts, toArtifactRelative, type QueueConnection } from '../queue/index.js';
+import { cancelAudit, checkTreeInsideArtifacts, resolveInsideArtifacts, toArtifactRelative, type QueueConnection } from '../queue/index.js';
 import { computeReport } from '../report/index.js';
 import { buildPlots } from '../report/plots.js';
 import { StatusSource, type Snapshot } from './source.js';
@@ -211,6 +211,9 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
       } else {
         const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
         if (!existsSync(auditIndexPath(auditDir))) throw new Error(`${auditDir}/audit.json is not on this host`);
+        // The report reads every run's manifest, result and score files: none through a symlink
+        // that leads out of the root (runs/<run>/output/scores/<phase>/<file>: five levels).
+        checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
         value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };

@@ -1,10 +1,11 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exposureWarning } from '../../src/cli/dashboard.js';
 import { allowedHostNames, createDashboardApp, type DashboardOptions } from '../../src/dashboard/server.js';
 import type { StatusSource } from '../../src/dashboard/source.js';
 import type { QueueConnection } from '../../src/queue/index.js';
+import { buildStudyAudit } from '../fixtures/study-audit.js';
 import { runMain } from '../queue/helpers/main.js';
 import { removeDir, tempDir } from '../queue/helpers/fixtures.js';
 
@@ -18,11 +19,15 @@ afterAll(() => removeDir(root));
 const MANIFEST = 'audits/audit-000000000001/runs/run-00000000000000aa/manifest.json';
 
 /** A source whose queue holds one run job, for the routes that read a job. */
-function stubSource(): StatusSource {
+function stubSource(auditDir = 'audits/audit-000000000001'): StatusSource {
   const job = { id: 'run-00000000000000aa', data: { manifest: MANIFEST }, failedReason: 'trainer exit 1' };
+  const parent = { id: 'audit-000000000001', data: { audit_dir: auditDir } };
   return {
-    handles: { runs: { getJob: async (id: string) => (id === job.id ? job : undefined), getJobLogs: async () => ({ logs: ['attempt 1/3'], count: 1 }) } },
-    current: async () => ({ audits: [] }),
+    handles: {
+      runs: { getJob: async (id: string) => (id === job.id ? job : undefined), getJobLogs: async () => ({ logs: ['attempt 1/3'], count: 1 }) },
+      audits: { getJob: async (id: string) => (id === parent.id ? parent : undefined) },
+    },
+    current: async () => ({ audits: [{ audit_id: parent.id, completed: 1 }] }),
   } as unknown as StatusSource;
 }
 
@@ -66,6 +71,22 @@ describe('dashboard files', () => {
     symlinkSync(outside, join(runDir, 'output'));
     const res = await app({ artifactsDir: artifacts }).request('/api/runs/run-00000000000000aa', { headers: { host: 'localhost' } });
     expect(((await res.json()) as { trainer_log: unknown }).trainer_log).toBeNull();
+  });
+});
+
+describe('dashboard plot files', () => {
+  it('computes no plot from an audit holding a symlink out of the root (a result.json -> /etc/passwd)', async () => {
+    const artifacts = join(root, 'plot');
+    const audit = await buildStudyAudit(join(artifacts, 'audits'));
+    const result = (readdirSync(join(audit.auditDir, 'runs'), { recursive: true }) as string[]).find((p) => p.endsWith('result.json')) as string;
+    rmSync(join(audit.auditDir, 'runs', result));
+    symlinkSync('/etc/passwd', join(audit.auditDir, 'runs', result));
+    const relDir = relative(artifacts, audit.auditDir);
+    const res = await createDashboardApp(stubSource(relDir), { conn: {} as QueueConnection, artifactsDir: artifacts, actionToken: null }).request('/api/audits/audit-000000000001/plot', { headers: { host: 'localhost' } });
+    const body = (await res.json()) as { spec: unknown; reason: string };
+    expect(body.spec).toBeNull();
+    expect(body.reason).toMatch(/result\.json is a symlink that leads outside the artifact root/);
+    expect(body.reason).not.toContain('root:');
   });
 });
 
