@@ -4,6 +4,8 @@ and give up without parsing messages."""
 
 from __future__ import annotations
 
+import errno
+
 from . import exit_codes
 
 
@@ -93,8 +95,6 @@ _DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded", "unexpected
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    import errno
-
     for e in (exc, exc.__cause__, exc.__context__):
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
