@@ -161,7 +161,7 @@ export function metricSummaries(runs: readonly { run_id: string; scores: Utility
   });
 }
 
-export const METRIC_WORDS: Record<UtilityMetric, string> = { loss: 'loss', accuracy: 'accuracy', exact_match: 'exact match', token_f1: 'token F1' };
+export const METRIC_WORDS: Record<UtilityMetric, string> = { loss: 'loss', accuracy: 'accuracy', exact_match: 'exact match', token_f1: 'token F1', point_in_box: 'point-in-box accuracy' };
 
 function fixed(x: number, digits: number): string {
   const s = x.toFixed(digits);
