@@ -57,7 +57,7 @@ export interface FileRef {
 }
 
 /** A utility metric (schemas/manifest.schema.json `utility.metrics`); docs/metrics.md defines each. */
-export const UTILITY_METRICS = ['loss', 'accuracy', 'exact_match', 'token_f1', 'point_in_box'] as const;
+export const UTILITY_METRICS = ['loss', 'accuracy', 'exact_match', 'token_f1', 'point_in_box', 'parse_rate'] as const;
 export type UtilityMetric = (typeof UTILITY_METRICS)[number];
 
 /**

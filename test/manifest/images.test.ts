@@ -167,7 +167,7 @@ describe('an image audit written to disk', () => {
         expect(bytes.length).toBe(ref.bytes);
       }
       expect(utility.every((u) => u.box !== undefined)).toBe(true);
-      expect(manifest.utility?.metrics).toEqual(['loss', 'point_in_box']);
+      expect(manifest.utility?.metrics).toEqual(['loss', 'point_in_box', 'parse_rate']);
       expect(manifest.candidate_space).toMatchObject({ kind: 'sampled', size: 100, length: 6 });
       // Probes of one canary: the hidden one masks the region, the others show a code.
       const probes = manifest.probes.filter((p) => p.canary_id === 'f000');

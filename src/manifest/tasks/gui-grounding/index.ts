@@ -61,7 +61,7 @@ export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}): GuiGr
   return {
     name: 'gui-grounding',
     params: { ...params },
-    metrics: ['loss', 'point_in_box'],
+    metrics: ['loss', 'point_in_box', 'parse_rate'],
     utilityRows: null,
     images,
     drawIdentity: drawPerson,
