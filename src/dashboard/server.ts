@@ -13,6 +13,7 @@ import { cancelAudit, resolveInsideArtifacts, type QueueConnection } from '../qu
 import { computeReport } from '../report/index.js';
 import { buildPlots } from '../report/plots.js';
 import { StatusSource, type Snapshot } from './source.js';
+import { auditIndexPath, outputDirOfManifest } from '../layout.js';
 
 /**
  * `canary-audit dashboard`: a read-only web page over the queue, served by the controller.
@@ -158,7 +159,7 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     if (options.artifactsDir) {
       try {
         const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
-        trainerLog = await tailLines(join(dirname(manifest), 'output', 'trainer.stderr.log'), 40);
+        trainerLog = await tailLines(join(outputDirOfManifest(manifest), 'trainer.stderr.log'), 40);
       } catch {
         trainerLog = null;
       }
@@ -182,7 +183,7 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
         value = { spec: null, reason: 'no run has finished yet' };
       } else {
         const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
-        if (!existsSync(join(auditDir, 'audit.json'))) throw new Error(`${auditDir}/audit.json is not on this host`);
+        if (!existsSync(auditIndexPath(auditDir))) throw new Error(`${auditDir}/audit.json is not on this host`);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
         value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };

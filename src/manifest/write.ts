@@ -18,6 +18,7 @@ import type { RunLayout } from './plan-run.js';
 import type { UtilityMetric } from './tasks/index.js';
 import { backgroundRows, imageShas, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
 import type { ImageStore } from './images/index.js';
+import { auditDirOf, auditIndexPath, GRID_FILE, IMAGES_DIR, MANIFEST_FILE, manifestPathOf, runDirEntry, runDirOf, RUNS_DIR } from '../layout.js';
 
 export interface WrittenRun {
   runId: string;
@@ -50,7 +51,7 @@ export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Part
  * unchanged audit.json is not rewritten.
  */
 export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise<WrittenAudit> {
-  const auditDir = join(artifactsDir, 'audits', plan.auditId);
+  const auditDir = auditDirOf(artifactsDir, plan.auditId);
   try {
     return await writeAuditFiles(plan, auditDir);
   } catch (error) {
@@ -59,10 +60,10 @@ export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise
 }
 
 async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<WrittenAudit> {
-  await mkdir(join(auditDir, 'runs'), { recursive: true });
+  await mkdir(join(auditDir, RUNS_DIR), { recursive: true });
   const removed = await cleanStaleStaging(join(auditDir, '.tmp'));
   if (removed.length > 0) log.info({ removed }, 'removed staging folders of writes that were killed');
-  const gridPath = join(auditDir, 'grid.yaml');
+  const gridPath = join(auditDir, GRID_FILE);
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
 
   const runs: WrittenRun[] = [];
@@ -81,9 +82,9 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   // Remove the staging folder once empty; another writer may still be using it.
   await rmdir(join(auditDir, '.tmp')).catch(() => undefined);
 
-  const indexPath = join(auditDir, 'audit.json');
+  const indexPath = auditIndexPath(auditDir);
   const previous = await readJson<AuditIndex>(indexPath);
-  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: `runs/${r.runId}` }));
+  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: runDirEntry(r.runId) }));
   const index = auditIndex(plan, entries, previous?.created);
   const sameRuns = previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
   if (!sameRuns) {
@@ -161,13 +162,13 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const errors = validate('manifest', manifest);
     if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `manifest for ${layout.cell.id} fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
     manifest.run_id = runIdOf(manifest);
-    const runDir = join(auditDir, 'runs', manifest.run_id);
-    const manifestPath = join(runDir, 'manifest.json');
+    const runDir = runDirOf(auditDir, manifest.run_id);
+    const manifestPath = manifestPathOf(runDir);
     const result = { runId: manifest.run_id, cellId: layout.cell.id, cell: { ...layout.cell.labels }, runDir, manifestPath };
 
     const existing = await readJson<Manifest>(manifestPath);
     if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256) return { ...result, created: false };
-    await writeJsonAtomic(join(tmp, 'manifest.json'), manifest);
+    await writeJsonAtomic(join(tmp, MANIFEST_FILE), manifest);
     try {
       await rename(tmp, runDir);
     } catch (error) {
@@ -175,8 +176,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
       // A folder without a manifest (an interrupted write, or a trainer's output/): fill it in,
       // manifest last so a reader never sees a manifest whose rows are missing.
-      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), ...(images ? ['images'] : []), 'manifest.json'];
-      if (images) await rm(join(runDir, 'images'), { recursive: true, force: true });
+      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), ...(images ? [IMAGES_DIR] : []), MANIFEST_FILE];
+      if (images) await rm(join(runDir, IMAGES_DIR), { recursive: true, force: true });
       for (const name of files) await rename(join(tmp, name), join(runDir, name));
     }
     return { ...result, created: true };
@@ -224,7 +225,7 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
  * utility.jsonl is. Returns the manifest's `images`, sorted by path.
  */
 async function linkImages(corpora: Corpora, store: ImageStore, shas: string[], tmp: string): Promise<ImageRef[]> {
-  await mkdir(join(tmp, 'images'), { recursive: true });
+  await mkdir(join(tmp, IMAGES_DIR), { recursive: true });
   const refs = shas.map((sha) => store.ref(sha)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   for (const ref of refs) {
     let corpus = corpora.get(`image|${ref.sha256}`);

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { UserInputError, quoteValue } from '../errors.js';
 import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.js';
+import { reportDirOf } from '../layout.js';
 import { log } from '../log.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
 import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
@@ -139,7 +140,7 @@ export function parseFormats(text: string): ReportFormat[] {
 
 export async function writeReport(options: WriteReportOptions): Promise<WriteReportResult> {
   const auditDir = resolve(options.auditDir);
-  const outDir = resolve(options.outDir ?? join(auditDir, 'report'));
+  const outDir = resolve(options.outDir ?? reportDirOf(auditDir));
   const formats = options.formats ?? [...REPORT_FORMATS];
   const { summary, observations, csvRuns } = await computeReport({ ...options, auditDir });
   const files: string[] = [];

@@ -1,9 +1,10 @@
 import type { ImagePart, ImageRef } from '../../contracts/index.js';
 import type { RenderedPng } from './png.js';
+import { IMAGES_DIR } from '../../layout.js';
 
 /** Where an image lives beside a run's rows: content-addressed by its sha256. */
 export function imagePath(sha256: string): string {
-  return `images/${sha256}.png`;
+  return `${IMAGES_DIR}/${sha256}.png`;
 }
 
 /**
