@@ -145,7 +145,9 @@ def load_newest(out: Path, manifest_sha256: str, skipped: list[dict] | None = No
         if isinstance(meta, dict) and meta.get("manifest_sha256") != manifest_sha256:
             continue
         reason = verify(path)
-        if reason is None:
+        if reason is None and not isinstance(meta, dict):
+            reason = "meta.json is not a JSON object"
+        if reason is None and isinstance(meta, dict):
             try:
                 weights = _load(path / "weights.pt")
                 rest = _load(path / "optimizer.pt")
@@ -154,7 +156,7 @@ def load_newest(out: Path, manifest_sha256: str, skipped: list[dict] | None = No
             else:
                 return Saved(update, weights, rest["optimizer"], rest["rng"], meta)
         if skipped is not None:
-            skipped.append({"update": update, "reason": reason})
+            skipped.append({"update": update, "reason": reason or "unreadable"})
     return None
 
 
