@@ -162,9 +162,19 @@ describe('hf models checked at plan time', () => {
     expectOneError(inputErrors(() => parseGrid(F, withModel('{backend: hf, name: org/m, dtype: float16}'))), `${F}:5:`, 'axes.model[0].dtype: ', 'gradient scaler', 'bfloat16');
   });
 
-  it('the 8B and 14B presets fine-tune LoRA adapters (full fine-tuning cannot fit one 141 GB GPU)', () => {
-    const grid = parseGrid(F, withModel('qwen3-1.7b, qwen3-8b, qwen3-14b'));
-    expect(grid.expansion.axes.model.map((v) => v.value.finetune.method)).toEqual(['full', 'lora', 'lora']);
+  it('presets say how they fine-tune: the plain name is full fine-tuning, -lora the adapters', () => {
+    const grid = parseGrid(F, withModel('qwen3-1.7b, qwen3-8b, qwen3-8b-lora, qwen3-14b, qwen3-14b-lora, gpt-oss-20b, gpt-oss-20b-lora'));
+    expect(grid.expansion.axes.model.map((v) => [v.label, v.value.name, v.value.finetune.method])).toEqual([
+      ['qwen3-1.7b', 'Qwen/Qwen3-1.7B', 'full'],
+      ['qwen3-8b', 'Qwen/Qwen3-8B', 'full'],
+      ['qwen3-8b-lora', 'Qwen/Qwen3-8B', 'lora'],
+      ['qwen3-14b', 'Qwen/Qwen3-14B', 'full'],
+      ['qwen3-14b-lora', 'Qwen/Qwen3-14B', 'lora'],
+      ['gpt-oss-20b', 'openai/gpt-oss-20b', 'full'],
+      ['gpt-oss-20b-lora', 'openai/gpt-oss-20b', 'lora'],
+    ]);
+    // GPT-OSS's chat template takes no enable_thinking switch.
+    expect(grid.expansion.axes.model[5]?.value.hf?.chat_template_kwargs).toEqual({});
   });
 });
 
