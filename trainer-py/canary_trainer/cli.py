@@ -69,6 +69,9 @@ def _claim_stdout() -> Events:
         sys.stdout = sys.stderr
     except (OSError, ValueError):  # no real file descriptors (embedded use): write where we can
         stream = sys.stdout
+    if int(os.environ.get("RANK", "0")) != 0:
+        # One rank of a sharded run (distributed.py): progress comes from rank 0 only.
+        stream = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     return Events(stream=stream)
 
 

@@ -124,18 +124,22 @@ def _no_hook(done: int) -> None:
 def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
                   totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
                   start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
-                  on_batch: Callable[[int, range], None] | None = None) -> None:
+                  on_batch: Callable[[int, range], None] | None = None,
+                  update_fn: Callable[..., UpdateResult] | None = None,
+                  agree: Callable[[bool], bool] | None = None) -> None:
     """Updates `start` .. training["updates"]-1, each followed by a `step` event (with `phase`
     when given) and `after_update(done)`. A stop before the last update raises `on_stop(done)`,
-    which may first write a checkpoint."""
+    which may first write a checkpoint. A sharded run (distributed.py) passes its own `update_fn`
+    and `agree`, which makes every rank see a stop that any rank saw, after the same update."""
     total = training["updates"]
     for update in range(start, total):
-        res = train_update(backend, optimizer, encoded, update, training, on_batch)
+        res = (update_fn or train_update)(backend, optimizer, encoded, update, training, on_batch)
         done = update + 1
         totals.add(res)
         events.emit("step", phase=phase, update=done, total=total, loss=round(res.loss, 6), lr=res.lr,
                     rows_per_s=round(training["batch_size"] / res.seconds, 2),
                     tokens_per_s=round(res.tokens / res.seconds, 1))
         after_update(done)
-        if stop and done < total:
+        stopping = bool(stop) if agree is None else agree(bool(stop))
+        if stopping and done < total:
             raise on_stop(done)
