@@ -10,7 +10,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, cast
 
 import torch
 
@@ -149,7 +149,7 @@ class _Run:
             if dist.main:
                 self.eval_backend = load_backend(manifest.model, self.device)
                 if self.device.type == "cuda":
-                    self.eval_backend.model.to(self.eval_backend.compute_dtype)
+                    self.eval_backend.model.to(cast(Any, self.eval_backend).compute_dtype)
             distributed.shard(self.backend, dist)
         self.versions = self.backend.versions()
         # A resumed run keeps the stamp of its first start: a code change between the two processes
@@ -177,12 +177,12 @@ class _Run:
         # whole run (carried in each later checkpoint): the started event and result.json say so.
         self.skipped_now: list[dict] = []
         if self.dist is not None:
-            saved = distributed.newest(self.out, self.manifest.sha256, self.dist) if self.opts.resume else None
-            self.checkpoints_skipped = saved.meta.get("checkpoints_skipped", []) if saved else []
-            if saved is None and self.dist.main:
+            shards = distributed.newest(self.out, self.manifest.sha256, self.dist) if self.opts.resume else None
+            self.checkpoints_skipped = shards.meta.get("checkpoints_skipped", []) if shards else []
+            if shards is None and self.dist.main:
                 self._clear()
             self.dist.barrier()
-            return saved
+            return shards
         saved = checkpoint.load_newest(self.out, self.manifest.sha256, self.skipped_now) if self.opts.resume else None
         for s in self.skipped_now:
             log(f"warning: checkpoint update {s['update']} not resumed from: {s['reason']}; "
@@ -280,7 +280,7 @@ class _Run:
             return Interrupted(f"stopped after update {done} of {total} ({self.opts.stop.reason}); "
                                "checkpoint written; the run's next attempt continues from it")
 
-        sharded = {}
+        sharded: dict[str, Any] = {}
         if self.dist is not None:
             dist = self.dist
             sharded = {"update_fn": lambda b, o, e, u, t, cb: distributed.update(b, o, e, u, t, dist, target_loss_sum, cb),
@@ -300,6 +300,7 @@ class _Run:
     def write(self) -> dict:
         if not self.main:
             return {}
+        assert self.evaluator is not None  # rank 0 always has one
         st, tr, total = self.state, self.tr, self.tr["updates"]
         t = st.totals
         result = {
