@@ -41,6 +41,7 @@ import torch
 
 from .batches import IGNORE, Encoded, batch_rows, collate
 from .errors import BadManifest, Diverged
+from .memory import micro_size
 from .schedule import lr_at
 
 # Rank 0 may evaluate for a long time while the others wait in a collective.
@@ -149,11 +150,6 @@ def shard(backend, dist: Dist) -> None:
     for layer in decoder_layers(model):
         fully_shard(layer, **kw)
     fully_shard(model, **kw)
-
-
-def micro_size(batch_size: int, world: int) -> int:
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else max(1, math.ceil(batch_size / world))
 
 
 def update(backend, optimizer, encoded: list[Encoded], update_index: int, training: dict, dist: Dist,

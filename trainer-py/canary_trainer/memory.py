@@ -20,6 +20,7 @@ of the device for the CUDA context and fragmentation.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -256,8 +257,6 @@ def check_fits(manifest: Manifest, device: torch.device) -> dict[str, int] | Non
     total = device_memory(device)
     ranks = int(manifest.training.get("gpus", 1))
     if ranks > 1:  # each rank runs its own share of the update's micro-batches
-        from .distributed import micro_size
-
         micro = micro_size(manifest.training["batch_size"], ranks)
     else:
         micro = micro_batch_size(manifest.training["batch_size"])
@@ -269,6 +268,12 @@ def check_fits(manifest: Manifest, device: torch.device) -> dict[str, int] | Non
     if problem:
         raise OutOfMemory(problem)
     return mine
+
+
+def micro_size(batch_size: int, world: int) -> int:
+    """Rows per micro-batch of one rank of a sharded run (each rank takes its share of an update)."""
+    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
+    return max(1, min(batch_size, int(env))) if env else max(1, math.ceil(batch_size / world))
 
 
 def micro_batch_size(batch_size: int) -> int:

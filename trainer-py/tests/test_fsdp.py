@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 import torch.distributed as td  # noqa: E402
 
 from canary_trainer import exit_codes  # noqa: E402
-from canary_trainer.distributed import micro_size  # noqa: E402
+from canary_trainer.memory import micro_size  # noqa: E402
 
 from .conftest import PYTHON, run_cli, trainer_env  # noqa: E402
 from .fixtures import make_run  # noqa: E402
