@@ -8,7 +8,7 @@ pytest.importorskip("transformers")
 
 from canary_trainer import trie  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.score import _context_tail  # noqa: E402
+from canary_trainer.score import context_tail  # noqa: E402
 
 from .fixtures import canary_prompt  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
@@ -32,7 +32,7 @@ def test_probes_share_one_tokenization_and_one_trie(hub_env, family, monkeypatch
     for ident in IDENTS:
         ctx = b.render(canary_prompt(ident, "[redacted]")) + f"Hello team.\n\nKind regards,\n{ident}\nReference code: "
         ids = b.tokenize(ctx)
-        assert _context_tail(b, ctx, ids)[0] == "Reference code: "  # the shortest clean tail, shared
+        assert context_tail(b, ctx, ids)[0] == "Reference code: "  # the shortest clean tail, shared
         split = trie.code_token_lists(b, ctx, ids, codes)
         probes.append((ctx, ids, split, trie._Probe(ident, ids, split)))
     assert big == [len(codes)]  # one tokenization of the 10,000 candidates for the four probes

@@ -24,10 +24,10 @@ import torch.nn.functional as F
 from ..batches import IGNORE
 from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
-from .base import Backend, PrefixState
 from . import hf_greedy, hf_tree
-from .hf_text import HfText
+from .base import ModelBackend, PrefixState
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
+from .hf_text import HfText
 
 
 def _repeat_cache(cache, n: int):
@@ -43,7 +43,7 @@ def _repeat_cache(cache, n: int):
     return c
 
 
-class HfBackend(HfText, Backend):
+class HfBackend(HfText, ModelBackend):
     name = "hf"
 
     def __init__(self, spec: dict, device: torch.device):
@@ -91,7 +91,7 @@ class HfBackend(HfText, Backend):
         try:
             import peft
         except ImportError as exc:
-            raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full")
+            raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full") from exc
         cfg = peft.LoraConfig(r=ft["r"], lora_alpha=ft.get("alpha", 2 * ft["r"]), lora_dropout=ft.get("dropout", 0.0),
                               target_modules=ft.get("target_modules") or None, task_type="CAUSAL_LM")
         # The adapters' random initialisation (lora_A) comes from the manifest, not from whatever
@@ -101,7 +101,7 @@ class HfBackend(HfText, Backend):
             wrapped = peft.get_peft_model(model, cfg)
         except ValueError as exc:
             raise BadManifest(f"model.finetune: peft cannot apply LoRA to this model ({exc}); "
-                              "fix: set model.finetune.target_modules")
+                              "fix: set model.finetune.target_modules") from exc
         for p in wrapped.parameters():
             if p.requires_grad:
                 p.data = p.data.float()
@@ -258,22 +258,3 @@ class HfBackend(HfText, Backend):
 
     def greedy_keep(self, state, rows):
         return hf_greedy.keep(state, rows)
-
-    def greedy(self, ctx_ids, max_new_tokens):
-        limit = max_new_tokens
-        if self.max_positions():
-            limit = min(limit, self.max_positions() - len(ctx_ids))
-        ids = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, use_cache=True, **self._keep(1))
-        generated: list[int] = []
-        for _ in range(max(limit, 0)):
-            nxt = int(torch.argmax(out.logits[0, -1]))
-            if nxt in self._stop:
-                break
-            generated.append(nxt)
-            if len(generated) == limit:
-                break
-            step = torch.tensor([[nxt]], dtype=torch.long, device=self.device)
-            out = self.model(input_ids=step, past_key_values=out.past_key_values, use_cache=True, **self._keep(1))
-        return generated
-
