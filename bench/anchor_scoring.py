@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "trainer-py"))
 
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.trie import _SPANS, code_token_lists, score_trie  # noqa: E402
+from canary_trainer import trie as _trie  # noqa: E402
+from canary_trainer.trie import code_token_lists, score_trie  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
 
@@ -108,7 +109,7 @@ def bench_family(family: str, args) -> dict:
         order = ("tree", "lm_eval") if r % 2 == 0 else ("lm_eval", "tree")
         for name in order:
             if name == "tree":
-                _SPANS.clear()  # no tokenization carried over from a previous repeat
+                getattr(_trie, "_SPANS", {}).clear()  # no tokenization carried over (no cache is passed)
                 split, s, c = _timed(lambda: code_token_lists(b, ctx, ids, codes))
                 times["tokenize_wall"].append(s)
                 times["tokenize_cpu"].append(c)

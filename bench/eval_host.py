@@ -58,7 +58,9 @@ def main() -> int:
             return batch(texts)
 
         b.tokenize_batch = counted
-        trie._SPANS.clear()
+        # the evaluator's span cache (an explicit SpanCache in newer trainers, a module dict before)
+        cache = trie.SpanCache() if hasattr(trie, "SpanCache") else None
+        getattr(trie, "_SPANS", {}).clear()
         getattr(trie, "_TRIES", {}).clear()
         phases = []
         for _ in range(args.phases):
@@ -68,7 +70,8 @@ def main() -> int:
                 ctx = b.render(p["prompt"]) + p["prefill"]
                 ids = b.tokenize(ctx)
                 c0 = time.process_time()
-                split = trie.code_token_lists(b, ctx, ids, codes)
+                split = (trie.code_token_lists(b, ctx, ids, codes, cache) if cache is not None
+                         else trie.code_token_lists(b, ctx, ids, codes))
                 c1 = time.process_time()
                 trie._Probe(p["id"], ids, split)
                 c2 = time.process_time()

@@ -26,14 +26,14 @@ def test_probes_share_one_tokenization_and_one_trie(hub_env, family, monkeypatch
     tokenize_batch = b.tokenize_batch
     monkeypatch.setattr(b, "tokenize_batch", lambda texts: (big.append(len(texts)) if len(texts) >= 1000 else None)
                         or tokenize_batch(texts))
-    trie._SPANS.clear()
+    cache = trie.SpanCache()  # the evaluator's: one per backend, kept for the run
     trie._TRIES.clear()
     probes = []
     for ident in IDENTS:
         ctx = b.render(canary_prompt(ident, "[redacted]")) + f"Hello team.\n\nKind regards,\n{ident}\nReference code: "
         ids = b.tokenize(ctx)
         assert context_tail(b, ctx, ids)[0] == "Reference code: "  # the shortest clean tail, shared
-        split = trie.code_token_lists(b, ctx, ids, codes)
+        split = trie.code_token_lists(b, ctx, ids, codes, cache)
         probes.append((ctx, ids, split, trie._Probe(ident, ids, split)))
     assert big == [len(codes)]  # one tokenization of the 10,000 candidates for the four probes
     assert all(p[3].whole is probes[0][3].whole for p in probes)  # one trie
