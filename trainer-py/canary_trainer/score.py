@@ -19,20 +19,28 @@ import torch
 from .backends.base import PrefixScorer, TextModel, TrainableModel
 from .batches import right_pad
 
-TAIL_CHARS = 24
+MIN_TAIL_CHARS = 8
+MAX_TAIL_CHARS = 64
 
 
 def context_tail(backend: TextModel, ctx_text: str, ctx_ids: list[int]) -> tuple[str, list[int]]:
-    """A short tail of the context that tokenizes on its own exactly as it does inside the full
-    context. Tokenizers are local (a boundary can only change tokens near it), so checking every
-    candidate against this tail decides the same question as against the whole context, at a
-    fraction of the cost. Falls back to the whole context when no clean cut is found."""
-    start = max(0, len(ctx_text) - TAIL_CHARS)
-    for cut in range(start, max(-1, start - 32), -1):
+    """The shortest tail of the context (at least MIN_TAIL_CHARS characters) that tokenizes on its
+    own exactly as it does inside the full context: a cut where the context's tokens already
+    break, so text before it cannot merge with what follows. Tokenizers are local (a boundary can
+    only change tokens near it), so a candidate appended to this tail tokenizes as it does after
+    the whole context (callers verify a few against the whole context). The shortest clean tail
+    is what probes of one run share ("Reference code: " rather than the last line with the
+    canary's own name in it), so one tokenization of the candidates serves all of them. Falls back
+    to the whole context when no clean cut is found within MAX_TAIL_CHARS."""
+    start = len(ctx_text) - MIN_TAIL_CHARS
+    for cut in range(start, max(0, len(ctx_text) - MAX_TAIL_CHARS) - 1, -1):
         if cut <= 0:
             break
-        head, tail = backend.tokenize(ctx_text[:cut]), backend.tokenize(ctx_text[cut:])
-        if head + tail == ctx_ids:
+        tail = backend.tokenize(ctx_text[cut:])
+        # The tail must end the context's tokens; only then is the (long) head tokenized.
+        if len(tail) > len(ctx_ids) or ctx_ids[len(ctx_ids) - len(tail):] != tail:
+            continue
+        if backend.tokenize(ctx_text[:cut]) + tail == ctx_ids:
             return ctx_text[cut:], tail
     return ctx_text, ctx_ids
 

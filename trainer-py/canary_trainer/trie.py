@@ -137,7 +137,24 @@ class _Probe:
         self.prompt = ctx_ids[:k]
         self.subtract = k < len(ctx_ids)
         self.spans = spans + [ctx_ids[k:]] if self.subtract else spans
-        self.whole = build_chunks(self.spans, 1 << 62)[0]
+        self.whole = _whole_trie(spans, tuple(ctx_ids[k:]), self.spans)
+
+
+_TRIES: dict[int, tuple[list[list[int]], tuple[int, ...], Chunk]] = {}
+
+
+def _whole_trie(spans: list[list[int]], rest: tuple[int, ...], paths: list[list[int]]) -> Chunk:
+    """One probe's whole trie, built once per candidate set: probes whose spans are the same list
+    (code_token_lists' cache: one tokenization per shared context tail) and whose context ends in
+    the same tokens after the root share one trie (read-only while scoring)."""
+    hit = _TRIES.get(id(spans))
+    if hit is not None and hit[0] is spans and hit[1] == rest:
+        return hit[2]
+    whole = build_chunks(paths, 1 << 62)[0]
+    if len(_TRIES) >= 16:
+        _TRIES.clear()
+    _TRIES[id(spans)] = (spans, rest, whole)
+    return whole
 
 
 class TreeBatcher:

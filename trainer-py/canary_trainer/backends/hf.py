@@ -21,6 +21,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..batches import IGNORE
 from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
 from . import hf_greedy, hf_tree
@@ -80,6 +81,7 @@ class HfBackend(HfText, ModelBackend):
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else \
             (self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
         self._turn_end: int | None = None
+        self._gather_ok: bool | None = None  # target_logits: does head(decoder(x)) equal the model's logits?
         # memory bound of a tree-attention call or a greedy batch (None: from the device)
         self.mem_bytes: int | None = None
         self._stop = self._stop_tokens()
@@ -173,6 +175,35 @@ class HfBackend(HfText, ModelBackend):
     def logits(self, ids, keep_last=None):
         out = self.model(input_ids=ids, use_cache=False, **self._keep(keep_last)).logits
         return out if keep_last is None else out[:, out.shape[1] - keep_last:]
+
+    def target_logits(self, ids, labels):
+        """(logits (N, V), targets (N,)) at the N target positions of a right-padded batch (in row
+        order, then position order): the decoder's hidden states are gathered at those positions
+        before the output projection, so the vocabulary is projected where the loss is and nowhere
+        else. None (the caller projects every position) for a model whose causal-LM head does more
+        than the output embedding (logit scaling, soft-capping: checked once on a short input)."""
+        if self._gather_ok is None:
+            self._gather_ok = self._gather_matches(ids[:1, : min(ids.shape[1], 8)])
+        if not self._gather_ok:
+            return None
+        keep = labels[:, 1:] != IGNORE
+        hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+        return self.base_model.get_output_embeddings()(hidden[:, :-1][keep]), labels[:, 1:][keep]
+
+    @torch.no_grad()
+    def _gather_matches(self, ids) -> bool:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            full = self.model(input_ids=ids, use_cache=False).logits.float()
+            hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+            mine = self.base_model.get_output_embeddings()(hidden).float()
+        except (AttributeError, NotImplementedError, TypeError, ValueError):
+            return False
+        finally:
+            self.model.train(was_training)
+        tol = 1e-3 if self.compute_dtype != torch.float32 else 1e-5
+        return mine.shape == full.shape and bool(torch.allclose(mine, full, rtol=tol, atol=tol))
 
     def prefix(self, ctx_ids):
         ids = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
