@@ -13,10 +13,8 @@ from pathlib import Path
 
 import torch
 
-from .backends.base import TextModel
+from .backends.base import IGNORE, TextModel
 from .errors import BadRows
-
-IGNORE = -100
 
 
 @dataclass

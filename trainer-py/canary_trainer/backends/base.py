@@ -21,6 +21,9 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 
 import torch
 
+# The label of a position that carries no loss (torch's cross-entropy ignore_index).
+IGNORE = -100
+
 
 class PrefixState:
     """A prompt run once: its cache, its length, and log-probabilities of the next token."""

@@ -21,11 +21,10 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from ..batches import IGNORE
 from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
 from . import hf_greedy, hf_tree
-from .base import ModelBackend, PrefixState
+from .base import IGNORE, ModelBackend, PrefixState
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 from .hf_text import HfText
 
