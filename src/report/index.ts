@@ -14,6 +14,7 @@ import { renderCsv, renderDataPackage, renderUtilityCsv, utilityResource, type C
 import { buildDocument } from './document.js';
 import { renderHtml, type RenderedPlot } from './html.js';
 import { loadAudit } from './load-audit.js';
+import { canaryThumbnails } from './thumbnails.js';
 import { renderMarkdown } from './markdown.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { buildPlots, renderSvg } from './plots.js';
@@ -187,7 +188,7 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
       files.push(svgPath, specPath);
     }
     const path = join(outDir, REPORT_FILES.html);
-    await writeFileAtomic(path, renderHtml(doc, rendered));
+    await writeFileAtomic(path, renderHtml(doc, rendered, await canaryThumbnails((await loadAudit(auditDir)).runs)));
     files.push(path);
   }
   log.debug({ audit: summary.audit.id, out: outDir, files: files.length, runs: summary.counts }, 'report written');
