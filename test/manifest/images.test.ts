@@ -193,6 +193,17 @@ describe('an image audit written to disk', () => {
     expect(again.runs.map((r) => r.runId)).toEqual(written.runs.map((r) => r.runId));
   });
 
+  it('refuses a screenshot too small for the source region, at the task\'s width', async () => {
+    const gridPath = join(root, 'gui-small-image.yaml');
+    writeFileSync(gridPath, GRID.replace('width: 320, height: 200', 'width: 160, height: 100'));
+    const error = await planAudit(gridPath).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UserInputErrors);
+    const [first] = (error as UserInputErrors).errors;
+    expect((error as UserInputErrors).errors).toHaveLength(1);
+    expect(first?.message).toMatch(/160x100 screenshot leaves the canary's source region .*; make the screenshot larger/);
+    expect(first?.field).toBe('axes.task[0].width');
+  });
+
   it('refuses a text-only model for image rows, naming the model', async () => {
     const gridPath = join(root, 'gui-tiny.yaml');
     writeFileSync(gridPath, GRID.replace('model: [qwen3-0.6b]', 'model: [tiny]'));

@@ -4,6 +4,7 @@ import { Rng } from '../../../random.js';
 import { ImageStore, MASKED } from '../../images/index.js';
 import { drawPerson, personName, type Person } from '../person.js';
 import type { CanaryExample, Task, TaskExample } from '../task.js';
+import { TaskSpecError } from '../dataset/records.js';
 import { drawScene, renderScene, type Scene, type SceneElement } from './scene.js';
 
 /**
@@ -50,6 +51,16 @@ export interface GuiGroundingTask extends Task {
 
 export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}): GuiGroundingTask {
   const params: GuiGroundingParams = { ...GUI_GROUNDING_DEFAULTS, ...input };
+  // A screenshot too small for the canary's source region is refused when the grid is planned,
+  // at its width (drawing checks every scene again).
+  for (let k = 0; k < 32; k += 1) {
+    try {
+      drawScene(new Rng(k, 'gui-size-check'), { ...params, canary: { identityLine: 'Account holder: Maximilian Abernathy', label: CANARY_LABEL } });
+    } catch (error) {
+      if (error instanceof RangeError) throw new TaskSpecError(error.message, ['width']);
+      throw error;
+    }
+  }
   const images = new ImageStore();
   const canaryImages = new Map<string, ImagePart>();
   const prompt = (image: ImagePart, text: string): Message[] => [
