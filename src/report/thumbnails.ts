@@ -70,5 +70,5 @@ async function embed(runDir: string, path: string, sha256: string): Promise<{ sr
     throw artifactError(file, 'image', 'is missing; re-plan the run so its images are written');
   }
   if (sha256Hex(bytes) !== sha256) throw artifactError(file, 'sha256', `differs from the manifest's ${sha256}: the image changed after planning; re-plan the run`);
-  return { src: `data:image/png;base64,${bytes.toString('base64')}` };
+  return { src: `data:image/${path.endsWith('.jpg') ? 'jpeg' : 'png'};base64,${bytes.toString('base64')}` };
 }

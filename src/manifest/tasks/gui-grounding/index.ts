@@ -49,7 +49,8 @@ export interface GuiGroundingTask extends Task {
   readonly images: ImageStore;
 }
 
-export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}): GuiGroundingTask {
+/** `images`: the store rows are put in (a dataset-backed grounding task shares its own). */
+export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images: ImageStore = new ImageStore()): GuiGroundingTask {
   const params: GuiGroundingParams = { ...GUI_GROUNDING_DEFAULTS, ...input };
   // A screenshot too small for the canary's source region is refused when the grid is planned,
   // at its width (drawing checks every scene again).
@@ -61,7 +62,6 @@ export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}): GuiGr
       throw error;
     }
   }
-  const images = new ImageStore();
   const canaryImages = new Map<string, ImagePart>();
   const prompt = (image: ImagePart, text: string): Message[] => [
     { role: 'system', content: GUI_SYSTEM },
