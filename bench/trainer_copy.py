@@ -3,7 +3,7 @@
     trainer-py/.venv/bin/python bench/trainer_copy.py                    # quickstart-size base, 1 thread
     trainer-py/.venv/bin/python bench/trainer_copy.py --updates 300      # a quicker, weaker base
 
-Builds the base exactly as a run does (canary_trainer.backends.tiny_base.obtain: init from init_seed,
+Builds the base exactly as a run does (canary_trainer.base_model.obtain: init from init_seed,
 pretraining in row order, the cache) with the quickstart's defaults: d_model 64, 2 layers, 2 heads,
 1,000 updates x 16 rows, lr 0.006, cosine with 20 warmup updates down to 0.1 x lr. The rows are
 generated here in the compact style of the synthetic-email task (src/manifest/tasks/synthetic-email/
@@ -97,7 +97,7 @@ def corpora(n_pretrain: int, n_test: int, seed: int) -> tuple[list[dict], list[d
 def copy_accuracy(backend, test: list[dict]) -> tuple[int, list[str]]:
     import torch
 
-    from canary_trainer.decode import greedy
+    from tests.greedy_ref import greedy
 
     backend.model.eval()
     hits, misses = 0, []
@@ -126,7 +126,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from canary_trainer.backends import load_backend
-    from canary_trainer.backends.tiny_base import obtain
+    from canary_trainer.base_model import obtain
     from canary_trainer.events import Events
     from canary_trainer.interrupt import StopFlag
     from canary_trainer.manifest import load_manifest

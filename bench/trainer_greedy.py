@@ -23,8 +23,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "trainer-py"))
 
-from canary_trainer.decode import cut, decided, greedy_many, requests  # noqa: E402
+from canary_trainer.decode import decided, greedy_many, requests  # noqa: E402
+from canary_trainer.greedy_batch import cut  # noqa: E402
 from tests.fixtures import NAMES, canary_prefill, canary_prompt  # noqa: E402
+from tests.greedy_ref import greedy_ids  # noqa: E402
 
 DIGITS = "0123456789"
 
@@ -77,7 +79,7 @@ def before(b, ps: list[dict], limit: int) -> tuple[list, int]:
     for p in ps:
         for mode in p["decode"]:
             ctx = b.tokenize(b.render(p["prompt"]) + (p["prefill"] if mode == "prefill" else ""))
-            ids = b.greedy(ctx, limit)
+            ids = greedy_ids(b, ctx, limit)
             steps += len(ids)
             outs.append(ids)
     return outs, steps

@@ -18,6 +18,9 @@ Measures, in one process:
     greedy (both modes): per run, wall, scoring and greedy seconds, tree groups and calls, peak
     memory (goal <= 10 s on one H200);
   * training: full fine-tuning tokens/s (float32 master weights, bf16 autocast, AdamW), batch 16.
+--gpus N (multi-GPU mode, instead of the above): the trainer's own run of one manifest on one GPU
+and sharded over N (FSDP2 under torch.distributed.run), twice, interleaved: tokens/s of each and
+their ratio, the memory estimate each logged, and the loss-curve and score differences (bf16).
 Writes a JSON of figures (date, GPU, versions) to --out and prints it. Exit 1 when the float32
 check fails.
 """
@@ -131,7 +134,11 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--per-candidate", type=int, default=1000)
     ap.add_argument("--train-updates", type=int, default=8)
+    ap.add_argument("--gpus", type=int, default=0,
+                    help="multi-GPU mode: the same run sharded over N GPUs (FSDP2, torch.distributed.run) and on one")
     args = ap.parse_args()
+    if args.gpus > 0:
+        return multi_gpu(args)
 
     import numpy as np
     import torch
@@ -235,6 +242,72 @@ def main() -> int:
     if diff32 >= 1e-3:
         print(f"FAIL: float32 prefix tree vs per-candidate differ by {diff32:.2e}", file=sys.stderr)
         return 1
+    return 0
+
+
+def multi_gpu(args) -> int:
+    """The trainer's own run, end to end, on one GPU and sharded over --gpus N (FSDP2 under
+    torch.distributed.run, as the worker starts it), of the same manifest rows: training tokens/s
+    and wall seconds of each, their ratio, peak memory per GPU from the trainer's log, and how far
+    the loss curves and scores of the two runs are apart. Runs the pair twice, interleaved
+    (one, N, one, N), and reports each figure per round."""
+    import subprocess
+
+    import numpy as np
+    import torch
+
+    from tests.fixtures import make_run
+
+    if args.device != "cuda" or torch.cuda.device_count() < args.gpus:
+        print(f"multi-GPU mode needs {args.gpus} CUDA devices; found {torch.cuda.device_count()}", file=sys.stderr)
+        return 2
+    figures: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                     "gpu": torch.cuda.get_device_name(0), "gpus": args.gpus, "torch": torch.__version__, "rounds": []}
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "trainer-py"), "CANARY_TRAINER_PARENT_WATCH": "0"}
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = build_model_dir(Path(tmp) / "qwen3-1.7b-shape", args)
+        spec = {"backend": "hf", "name": str(model_dir), "revision": None, "init_seed": 0,
+                "hf": {"dtype": "bfloat16", "random_init": True, "config_overrides": {},
+                       "chat_template_kwargs": {"enable_thinking": False},
+                       "trust_remote_code": False, "attn_implementation": None},
+                "finetune": {"method": "full"}}
+        kw = dict(updates=args.train_updates, batch_size=16, model=spec, checkpoint_every=max(1, args.train_updates),
+                  length=4, n_focal=2, n_held=1, kinds=("hidden",), decode=("prefill",), max_new_tokens=8)
+        manifests = {1: make_run(Path(tmp) / "one", training={"device": "cuda"}, **kw),
+                     args.gpus: make_run(Path(tmp) / "many", training={"device": "cuda", "gpus": args.gpus,
+                                                                        "parallel": "fsdp"}, **kw)}
+        for round_ in range(2):
+            row = {}
+            for n, manifest in manifests.items():
+                out = Path(tmp) / f"out-{n}-{round_}"
+                launch = ["-m", "canary_trainer"] if n == 1 else \
+                    ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n), "-m", "canary_trainer"]
+                t0 = time.perf_counter()
+                proc = subprocess.run([sys.executable, *launch, "run", "--manifest", str(manifest), "--out", str(out)],
+                                      capture_output=True, text=True, env={**env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(n)))})
+                wall = time.perf_counter() - t0
+                if proc.returncode != 0:
+                    print(proc.stderr[-4000:], file=sys.stderr)
+                    return 1
+                result = json.loads((out / "result.json").read_text())
+                estimate = [line for line in proc.stderr.splitlines() if "memory estimate" in line]
+                row[n] = {"wall_s": round(wall, 1), "tokens_per_s": result["training"]["tokens_per_s"],
+                          "train_wall_s": result["training"]["wall_s"], "memory_estimate": estimate[-1] if estimate else None,
+                          "curve": [p[1] for p in result["training"]["loss_curve"]],
+                          "scores": {p["probe_id"]: np.fromfile(out / p["scores_file"], dtype="<f4")
+                                     for p in result["evaluations"][-1]["probes"]}}
+            one, many = row[1], row[args.gpus]
+            figures["rounds"].append({
+                "one_gpu": {k: one[k] for k in ("wall_s", "tokens_per_s", "train_wall_s", "memory_estimate")},
+                f"{args.gpus}_gpus": {k: many[k] for k in ("wall_s", "tokens_per_s", "train_wall_s", "memory_estimate")},
+                "tokens_per_s_ratio": round(many["tokens_per_s"] / one["tokens_per_s"], 3),
+                "loss_curve_max_abs_diff": float(np.max(np.abs(np.array(one["curve"]) - np.array(many["curve"])))),
+                "scores_max_abs_diff": float(max(np.max(np.abs(one["scores"][k] - many["scores"][k])) for k in one["scores"])),
+            })
+    text = json.dumps(figures, indent=1)
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text + "\n")
     return 0
 
 

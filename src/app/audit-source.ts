@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
 import { UserInputError, quoteValue } from '../errors.js';
@@ -64,7 +64,8 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
         code: 'E_BAD_AUDIT',
       });
     }
-    return { runId: run.run_id, cellId: run.cell_id, manifestPath };
+    const gpus = manifestGpus(manifestPath);
+    return { runId: run.run_id, cellId: run.cell_id, manifestPath, ...(gpus > 1 ? { gpus } : {}) };
   });
   return {
     input: { auditId: index.id, name: index.name, auditDir, runs },
@@ -77,15 +78,27 @@ async function planGrid(gridPath: string, artifactsDir: string, pinning: PinChoi
   const { plan, models } = await pinIfAsked(await planAudit(gridPath, { artifactsDir, loadTaskData: taskDataLoader(gridPath, pinning.hub) }), pinning);
   await refuseLongRows(plan);
   const written = await writeAudit(plan, artifactsDir);
+  const gpus = plan.grid.doc.training.gpus ?? 1;
   return {
     input: {
       auditId: written.auditId,
       name: written.name,
       auditDir: written.auditDir,
-      runs: written.runs.map((r) => ({ runId: r.runId, cellId: r.cellId, manifestPath: r.manifestPath })),
+      // training.gpus is one value for the whole grid.
+      runs: written.runs.map((r) => ({ runId: r.runId, cellId: r.cellId, manifestPath: r.manifestPath, ...(gpus > 1 ? { gpus } : {}) })),
     },
     artifactsDir,
     planned: true,
     models,
   };
+}
+
+/** training.gpus of a written manifest (1 when absent or unreadable: the trainer reports a bad manifest). */
+function manifestGpus(manifestPath: string): number {
+  try {
+    const gpus = (JSON.parse(readFileSync(manifestPath, 'utf8')) as { training?: { gpus?: unknown } }).training?.gpus;
+    return typeof gpus === 'number' && Number.isInteger(gpus) && gpus > 1 ? gpus : 1;
+  } catch {
+    return 1;
+  }
 }

@@ -11,3 +11,4 @@ export { datasetFetchRequest, fetchDatasetToCache, gridDatasetRequests, type Dat
 export { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
 export { auditsOnDisk, notQueuedLines, type DiskAudit } from './disk-audits.js';
 export { taskDataLoader } from './task-data.js';
+export { checkSlurmOptions, currentCli, DEFAULT_SLURM, sbatchAnswer, slurmScript, submitSlurmScript, writeSlurmScript, type SlurmScriptOptions } from './slurm.js';

@@ -16,6 +16,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   run: { summary: 'Run a whole audit on this machine: private Redis, local workers, report.', load: async () => (await import('./run.js')).command },
   submit: { summary: 'Expand a grid and queue one fine-tuning job per run on Redis.', load: async () => (await import('./submit.js')).command },
   worker: { summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).', load: async () => (await import('./worker.js')).command },
+  slurm: { summary: 'Write (and with --submit, submit) an sbatch script that runs a worker pool on a Slurm cluster.', load: async () => (await import('./slurm.js')).command },
   status: { summary: 'Show audits and runs in the queue: state, progress, ETA, failures.', load: async () => (await import('./status.js')).command },
   dashboard: { summary: 'Serve a live web dashboard of audits, runs and GPU workers (read-only by default).', load: async () => (await import('./dashboard.js')).command },
   cancel: { summary: 'Cancel an audit: drop waiting runs, stop running trainers.', load: async () => (await import('./cancel.js')).command },

@@ -5,6 +5,9 @@ import { SHUTDOWN_MARGIN_MS, WorkerPool, assertRedisReachable, describeSlot, que
 import { ARTIFACTS_OPTION, REDIS_OPTION, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 
+/** Exit code after SIGUSR1: every run was checkpointed and handed back; a batch job may requeue itself. */
+export const WORKER_EXIT_HANDED_BACK = 75;
+
 /**
  * `canary-audit worker`: run queued fine-tuning jobs on this host until SIGTERM/SIGINT, one BullMQ
  * worker per GPU (or per CPU share), concurrency 1 each.
@@ -20,8 +23,11 @@ is. A crash is retried with backoff; a bad manifest, divergence, a missing model
 for good (output/failure.json) without holding up the rest of the audit.
 SIGTERM or SIGINT: every trainer checkpoints and exits, its run goes back to the front of the queue
 (no attempt spent), and the process exits within --stop-grace-s + ${SHUTDOWN_MARGIN_MS / 1000} s.
+SIGUSR1 (what \`canary-audit slurm\` job scripts send before a time limit or on \`scancel --signal=USR1\`):
+the same, then exit code ${WORKER_EXIT_HANDED_BACK}, which tells the job script to requeue itself.
 A worker killed with SIGKILL loses its runs after --lock-ms; another worker resumes them from their
-newest checkpoint. Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
+newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED_BACK} stopped on SIGUSR1, 1 Redis unreachable,
+2 bad flags.`,
   options: { ...SLOT_OPTIONS, ...REDIS_OPTION, ...ARTIFACTS_OPTION, ...TIMING_OPTIONS },
   positionals: [0, 0],
   async run(args) {
@@ -41,9 +47,11 @@ newest checkpoint. Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad
     process.stderr.write(
       `canary-audit worker: ${slots.map(describeSlot).join(', ')} on ${pool.host}, runner ${runner.name}, ${target.redacted}; artifacts ${artifactsDir}\n`,
     );
+    let exitCode = 0;
     await new Promise<void>((resolve) => {
       let signals = 0;
       const onSignal = (signal: NodeJS.Signals) => {
+        if (signal === 'SIGUSR1') exitCode = WORKER_EXIT_HANDED_BACK;
         signals += 1;
         if (signals > 1) {
           log.warn({ signal }, 'second signal: exiting now');
@@ -57,8 +65,9 @@ newest checkpoint. Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
+      process.on('SIGUSR1', onSignal);
     });
-    log.info('worker stopped');
-    return 0;
+    log.info({ exit: exitCode }, 'worker stopped');
+    return exitCode;
   },
 };

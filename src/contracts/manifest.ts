@@ -141,12 +141,16 @@ export interface TrainingSpec {
   checkpoint_every: number;
   loss_explode: number;
   device: 'auto' | 'cpu' | 'cuda';
+  /** Ranks of one run on one host (absent: one process); written only when > 1. */
+  gpus?: number;
+  /** How the ranks share the model; written with gpus. */
+  parallel?: 'fsdp';
 }
 
 /** The settings a grid's `training` block gives once for every run (the manifest adds the rest per cell). */
 export type TrainingSettings = Pick<
   TrainingSpec,
-  'batch_size' | 'lr' | 'weight_decay' | 'betas' | 'grad_clip' | 'checkpoint_every' | 'loss_explode' | 'device'
+  'batch_size' | 'lr' | 'weight_decay' | 'betas' | 'grad_clip' | 'checkpoint_every' | 'loss_explode' | 'device' | 'gpus' | 'parallel'
 >;
 
 export interface Cue {

@@ -160,6 +160,16 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   const ctx: AxisContext = { source, models };
   const expansion = expandGrid(doc, ctx);
 
+  const gpus = doc.training.gpus ?? 1;
+  if (gpus > 1) {
+    const tiny = expansion.axes.model.filter((v) => v.value.backend === 'tiny').map((v) => v.label);
+    if (tiny.length > 0) {
+      fail(['training', 'gpus'], `${gpus} GPUs per run need hf models, but ${tiny.join(', ')} ${tiny.length > 1 ? 'are' : 'is'} a tiny model (one process, no sharding); remove training.gpus or use an hf model`);
+    }
+  } else if (doc.training.parallel !== undefined) {
+    fail(['training', 'parallel'], `${doc.training.parallel} shards a run over several GPUs; set training.gpus (2 or more) or remove parallel`);
+  }
+
   for (const v of expansion.axes.schedule) {
     if (v.value.warmup_updates > updates) fail(v.path, `warmup of ${v.value.warmup_updates} updates is longer than the run (${updates} updates); use at most ${updates}`);
   }

@@ -25,10 +25,11 @@ export const HF_DEFAULTS: HfModelSpec = {
 export const LORA_DEFAULTS = { r: 16, alpha: 32, dropout: 0.05, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 
 /**
- * Qwen3 presets. Full fine-tuning keeps fp32 master weights and AdamW state (~16 bytes per
- * parameter): 8B and 14B cannot fully fine-tune on one 141 GB GPU (the trainer's memory estimate
- * refuses them), so those presets fine-tune LoRA adapters; a grid's own model object can still ask
- * for `finetune: full` where more memory is available.
+ * Hub presets. A preset's name says how it fine-tunes: the plain name is full fine-tuning and
+ * `-lora` the LoRA adapters, never one silently standing in for the other (they memorize
+ * differently). Full fine-tuning keeps fp32 master weights and AdamW state (~16 bytes per
+ * parameter): Qwen3-8B/14B and GPT-OSS-20B need several GPUs for it (`training.gpus`, FSDP); the
+ * trainer's memory estimate refuses a run its GPUs cannot hold and says how many it needs.
  */
 function qwen3(name: string, method: 'full' | 'lora' = 'full'): ModelValue {
   return {
@@ -53,9 +54,17 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
   'qwen3-0.6b': qwen3('Qwen/Qwen3-0.6B'),
   'qwen3-1.7b': qwen3('Qwen/Qwen3-1.7B'),
   'qwen3-4b': qwen3('Qwen/Qwen3-4B'),
-  'qwen3-8b': qwen3('Qwen/Qwen3-8B', 'lora'),
-  'qwen3-14b': qwen3('Qwen/Qwen3-14B', 'lora'),
+  'qwen3-8b': qwen3('Qwen/Qwen3-8B'),
+  'qwen3-8b-lora': qwen3('Qwen/Qwen3-8B', 'lora'),
+  'qwen3-14b': qwen3('Qwen/Qwen3-14B'),
+  'qwen3-14b-lora': qwen3('Qwen/Qwen3-14B', 'lora'),
+  'gpt-oss-20b': gptOss('full'),
+  'gpt-oss-20b-lora': gptOss('lora'),
 };
+
+function gptOss(method: 'full' | 'lora'): ModelValue {
+  return { ...qwen3('openai/gpt-oss-20b', method), hf: { ...HF_DEFAULTS } };
+}
 
 /**
  * A Hugging Face Hub id: `name` or `org/name`, each part letters, digits, '-', '_', '.', not starting

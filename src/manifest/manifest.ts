@@ -101,6 +101,8 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
     checkpoint_every: t.checkpoint_every,
     loss_explode: t.loss_explode,
     device: t.device,
+    // Only for runs over several GPUs: a one-process run's manifest (and so its run id) is unchanged.
+    ...(t.gpus !== undefined && t.gpus > 1 ? { gpus: t.gpus, parallel: t.parallel ?? 'fsdp' } : {}),
   };
   const candidateSpace: CandidateSpace = sampled
     ? { kind: 'sampled', alphabet: space.alphabet, length: space.length, size: 1 + (doc.candidates.decoys as number), decoys: doc.candidates.decoys as number, seed: doc.seed }

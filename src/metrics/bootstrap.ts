@@ -129,6 +129,8 @@ class Resampler {
   private readonly rankOf: Int32Array | null = null;
   private readonly sorted: Float64Array | null = null;
   private readonly counts: Int32Array | null = null;
+  /** `count`: one block of drawn indices (as long as the largest cluster; one cluster: the sample). */
+  private readonly drawn: Int32Array | null = null;
 
   constructor(
     private readonly s: ClusteredSample,
@@ -145,6 +147,9 @@ class Resampler {
         (this.sorted as Float64Array)[r] = s.values[i] as number;
       });
       this.counts = new Int32Array(n);
+      let block = 0;
+      for (let c = 0; c < this.k; c += 1) block = Math.max(block, (s.offsets[c + 1] as number) - (s.offsets[c] as number));
+      this.drawn = new Int32Array(block);
       this.scratch = new Float64Array(0);
     } else {
       this.scratch = new Float64Array(scratchSize(s));
@@ -179,21 +184,25 @@ class Resampler {
     const rankOf = this.rankOf as Int32Array;
     const counts = this.counts as Int32Array;
     const sorted = this.sorted as Float64Array;
+    const drawn = this.drawn as Int32Array;
     counts.fill(0);
     let m = 0;
+    // Indices come in blocks (`scaledInts`: the same draws as one `scaledInt` call each, in order).
     if (this.k <= 1) {
       m = rankOf.length;
+      rng.scaledInts(drawn, m, m);
       for (let i = 0; i < m; i += 1) {
-        const r = rankOf[rng.scaledInt(m)] as number;
+        const r = rankOf[drawn[i] as number] as number;
         counts[r] = (counts[r] as number) + 1;
       }
     } else {
       for (let c = 0; c < this.k; c += 1) {
-        const drawn = rng.scaledInt(this.k);
-        const start = offsets[drawn] as number;
-        const size = (offsets[drawn + 1] as number) - start;
+        const cluster = rng.scaledInt(this.k);
+        const start = offsets[cluster] as number;
+        const size = (offsets[cluster + 1] as number) - start;
+        rng.scaledInts(drawn, size, size);
         for (let i = 0; i < size; i += 1) {
-          const r = rankOf[start + rng.scaledInt(size)] as number;
+          const r = rankOf[start + (drawn[i] as number)] as number;
           counts[r] = (counts[r] as number) + 1;
         }
         m += size;

@@ -1,4 +1,4 @@
-import type { WorkerStatus } from './fleet.js';
+import { describeSlurmJob, type WorkerStatus } from './fleet.js';
 import { formatDuration } from './status-format.js';
 
 /**
@@ -14,7 +14,7 @@ export function renderFleet(workers: WorkerStatus[], throughput: Map<string, num
     const slots = w.slots.map((s) => `${s.gpu === null ? `cpu${s.index}` : `gpu${s.gpu}`}:${s.run_id ?? 'idle'}`).join(' ');
     const gpus = w.gpus.map((g) => `gpu${g.index} ${g.util ?? '?'}% ${g.mem_used_mib ?? '?'}/${g.mem_total_mib ?? '?'} MiB`).join(', ');
     lines.push(
-      `${w.host.padEnd(hostWidth)}  ${String(w.pid).padStart(7)}  ${w.state.padEnd(5)}  ${formatDuration(w.age_s).padStart(6)}  ${slots}${gpus ? `  [${gpus}]` : ''}`,
+      `${w.host.padEnd(hostWidth)}  ${String(w.pid).padStart(7)}  ${w.state.padEnd(5)}  ${formatDuration(w.age_s).padStart(6)}  ${slots}${gpus ? `  [${gpus}]` : ''}${w.slurm ? `  ${describeSlurmJob(w.slurm)}` : ''}`,
     );
   }
   const hosts = [...new Set(workers.map((w) => w.host))].sort();

@@ -48,6 +48,34 @@ export interface WorkerBeat {
   runner: string;
   slots: WorkerSlotBeat[];
   gpus: GpuInfo[];
+  /** The Slurm job this worker runs in (from SLURM_JOB_ID, SLURMD_NODENAME, ...); absent outside Slurm. */
+  slurm?: SlurmJobInfo;
+}
+
+export interface SlurmJobInfo {
+  job_id: string;
+  /** Array jobs: the array's job id and this task's index. */
+  array_job_id: string | null;
+  array_task_id: string | null;
+  node: string | null;
+}
+
+/** The Slurm job of this process, read from the variables Slurm sets in a job's environment. */
+export function slurmJobInfo(env: NodeJS.ProcessEnv = process.env): SlurmJobInfo | null {
+  const jobId = env.SLURM_JOB_ID;
+  if (!jobId) return null;
+  return {
+    job_id: jobId,
+    array_job_id: env.SLURM_ARRAY_JOB_ID || null,
+    array_task_id: env.SLURM_ARRAY_TASK_ID || null,
+    node: env.SLURMD_NODENAME || null,
+  };
+}
+
+/** How a worker's Slurm job reads in one line: `slurm 1234_5 (job 1240) on node07`. */
+export function describeSlurmJob(slurm: SlurmJobInfo): string {
+  const id = slurm.array_job_id && slurm.array_task_id ? `${slurm.array_job_id}_${slurm.array_task_id} (job ${slurm.job_id})` : slurm.job_id;
+  return `slurm ${id}${slurm.node ? ` on ${slurm.node}` : ''}`;
 }
 
 export type WorkerState = 'idle' | 'busy' | 'lost';
@@ -110,6 +138,7 @@ export class FleetHeartbeat {
   private timer: NodeJS.Timeout | null = null;
   private readonly keys;
   private readonly started = new Date().toISOString();
+  private readonly slurm = slurmJobInfo();
   readonly workerId: string;
 
   constructor(
@@ -142,6 +171,7 @@ export class FleetHeartbeat {
         runner: this.info.runner,
         slots: this.info.slots(),
         gpus: await queryGpus(),
+        ...(this.slurm ? { slurm: this.slurm } : {}),
       };
       const json = JSON.stringify(beat);
       await this.client.multi().set(this.keys.live(this.workerId), json, 'PX', this.intervalMs * 3).hset(this.keys.seen, this.workerId, json).exec();

@@ -10,6 +10,8 @@ export interface RunJobData {
   cell_id: string;
   /** manifest.json, relative to the artifact root (POSIX separators). */
   manifest: string;
+  /** GPU slots of one host the run takes at once (the manifest's training.gpus); absent = 1. */
+  gpus?: number;
 }
 
 /** Data of the audit parent job (queue `audits`, job id = audit id). */
@@ -35,7 +37,7 @@ export type RunPhase = 'starting' | 'pretraining' | 'training' | 'evaluating' | 
 export interface RunProgress {
   phase: RunPhase;
   host: string;
-  /** GPU index the worker pinned with CUDA_VISIBLE_DEVICES, or null on a CPU worker. */
+  /** GPU index the worker pinned with CUDA_VISIBLE_DEVICES ("0,1,2,3" for a run over several), or null on a CPU worker. */
   gpu: string | null;
   /** Worker process id and the trainer's process id. */
   worker_pid: number;

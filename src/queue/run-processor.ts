@@ -56,7 +56,10 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
     );
     const writer = new ProgressWriter(job);
     writer.request(tracker.progress);
-    await job.log(`attempt ${attempt.number}/${attempt.max} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`} (runner ${ctx.runner.name})`);
+    const ranks = ctx.slot.ranks ?? 1;
+    await job.log(
+      `attempt ${attempt.number}/${attempt.max} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`}${ranks > 1 ? ` (${ranks} ranks)` : ''} (runner ${ctx.runner.name})`,
+    );
     const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal).catch((error: unknown) => {
       throw diskFull(error, attempt.outDir) ?? error;
     });
@@ -153,7 +156,8 @@ class RunAttempt {
   }
 
   get trainerJob() {
-    return { runId: this.data.run_id, runDir: this.runDir, manifestPath: this.manifestPath, outDir: this.outDir, gpu: this.ctx.slot.gpu, threads: this.ctx.slot.threads };
+    const { gpu, threads, ranks } = this.ctx.slot;
+    return { runId: this.data.run_id, runDir: this.runDir, manifestPath: this.manifestPath, outDir: this.outDir, gpu, threads, ...(ranks !== undefined && ranks > 1 ? { ranks } : {}) };
   }
 
   private async failFinal(kind: string, message: string): Promise<never> {

@@ -61,3 +61,50 @@ export function detectGpus(): string[] {
 export function describeSlot(slot: WorkerSlot): string {
   return slot.gpu === null ? `cpu(${slot.threads ?? '?'} threads)` : `gpu ${slot.gpu}`;
 }
+
+/**
+ * Which run holds each slot of this host. A run over several slots (training.gpus) takes them all
+ * at once or none (`take`): it never holds some while it waits for the others, so two such runs
+ * can never each hold half of what both need.
+ */
+export class SlotBook {
+  private readonly holders: (string | null)[];
+
+  constructor(readonly size: number) {
+    this.holders = Array.from({ length: size }, () => null);
+  }
+
+  holder(index: number): string | null {
+    return this.holders[index] ?? null;
+  }
+
+  /**
+   * The slots for a run of `count` slots fetched by slot `primary`: that slot and the lowest-numbered
+   * free others, all taken now; null (nothing taken) when the primary is held or too few are free.
+   */
+  take(primary: number, count: number, runId: string): number[] | null {
+    if (this.holders[primary] !== null) return null;
+    const others = this.holders.flatMap((h, i) => (h === null && i !== primary ? [i] : []));
+    if (others.length < count - 1) return null;
+    const taken = [primary, ...others.slice(0, count - 1)].sort((a, b) => a - b);
+    for (const i of taken) this.holders[i] = runId;
+    return taken;
+  }
+
+  release(taken: number[]): void {
+    for (const i of taken) this.holders[i] = null;
+  }
+
+  free(): number {
+    return this.holders.filter((h) => h === null).length;
+  }
+}
+
+/** One slot standing for the slots of a gang: their GPUs listed together, one trainer rank each. */
+export function gangSlot(slots: WorkerSlot[]): WorkerSlot {
+  const first = slots[0];
+  if (!first) throw new Error('a gang needs at least one slot');
+  if (slots.length === 1) return first;
+  const gpus = slots.map((s) => s.gpu);
+  return { gpu: gpus.every((g) => g !== null) ? gpus.join(',') : null, threads: first.threads, ranks: slots.length };
+}

@@ -5,6 +5,9 @@ import { AUDIT_JOB, AUDITS_QUEUE, RUN_JOB, RUNS_QUEUE } from './names.js';
 import { openFlowProducer, openQueues, type QueueConnection } from './queues.js';
 import type { QueueTuning } from './tuning.js';
 import { collectStatus, type AuditState } from './status.js';
+import { UserInputError } from '../errors.js';
+import { readFleet, type WorkerStatus } from './fleet.js';
+import { openRedis } from './queues.js';
 
 /**
  * Queue an audit as one BullMQ flow: the audit parent (job id = audit id) with one child per run
@@ -19,6 +22,8 @@ export interface SubmitRun {
   cellId: string;
   /** Absolute manifest.json inside the artifact root. */
   manifestPath: string;
+  /** GPU slots of one host the run takes (training.gpus); absent = 1. */
+  gpus?: number;
 }
 
 export interface SubmitAuditInput {
@@ -53,6 +58,7 @@ export async function submitAudit(
       const [status] = await collectStatus(conn, input.auditId);
       return { auditId: input.auditId, added: false, existingState: status?.state ?? 'queued', runs: input.runs.length };
     }
+    await refuseOversizedRuns(conn, input.runs);
     const parentData: AuditJobData = {
       audit_id: input.auditId,
       name: input.name,
@@ -74,6 +80,7 @@ export async function submitAudit(
             run_id: run.runId,
             cell_id: run.cellId,
             manifest: toArtifactRelative(artifactsDir, run.manifestPath),
+            ...(run.gpus !== undefined && run.gpus > 1 ? { gpus: run.gpus } : {}),
           };
           return {
             name: RUN_JOB,
@@ -103,4 +110,35 @@ export async function submitAudit(
   } finally {
     await queues.close();
   }
+}
+
+/** Slots of a worker process (one host's pool): GPUs, or CPU shares on a CPU worker. */
+function slotCount(worker: Pick<WorkerStatus, 'slots'>): number {
+  return worker.slots.length;
+}
+
+/**
+ * A run over more GPUs than any live worker of the fleet has can never start: refused before
+ * anything is queued, naming the fleet's largest host. With no live worker (workers are started
+ * later) nothing is known, and the runs are queued.
+ */
+async function refuseOversizedRuns(conn: QueueConnection, runs: SubmitRun[]): Promise<void> {
+  const need = Math.max(1, ...runs.map((r) => r.gpus ?? 1));
+  if (need <= 1) return;
+  const client = openRedis(conn, false);
+  let fleet: WorkerStatus[];
+  try {
+    fleet = (await readFleet(client, conn.prefix)).filter((w) => w.state !== 'lost');
+  } finally {
+    client.disconnect();
+  }
+  if (fleet.length === 0) return;
+  const largest = fleet.reduce((a, b) => (slotCount(b) > slotCount(a) ? b : a));
+  const has = slotCount(largest);
+  if (has >= need) return;
+  const kind = largest.slots.some((s) => s.gpu !== null) ? 'GPU' : 'CPU';
+  throw new UserInputError(
+    `runs need ${need} GPUs of one host (training.gpus), but the largest worker in the fleet, ${largest.host} (${largest.worker_id}), has ${has} ${kind} slot${has === 1 ? '' : 's'}; lower training.gpus to ${Math.max(1, has)} or start a worker with --gpus listing ${need} GPUs`,
+    { field: 'training.gpus', code: 'E_TOO_MANY_GPUS' },
+  );
 }

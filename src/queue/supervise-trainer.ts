@@ -19,6 +19,8 @@ export interface WorkerSlot {
   gpu: string | null;
   /** CANARY_TRAINER_THREADS for CPU slots, or null. */
   threads: number | null;
+  /** A run over several slots of this host (gang): trainer ranks; absent = 1. */
+  ranks?: number;
 }
 
 export interface SupervisorContext {

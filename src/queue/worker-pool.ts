@@ -1,6 +1,6 @@
 import { dirname } from 'node:path';
 import { hostname } from 'node:os';
-import { Queue, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, Worker, WaitingError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { log } from '../log.js';
 import type { TrainerRunner } from '../runner/index.js';
@@ -13,7 +13,7 @@ import { AUDITS_QUEUE, RUNS_QUEUE } from './names.js';
 import { openRedis, type QueueConnection } from './queues.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
 import { FleetHeartbeat, LossCurveWriter } from './fleet.js';
-import { describeSlot } from './slots.js';
+import { describeSlot, gangSlot, SlotBook } from './slots.js';
 import type { QueueTuning } from './tuning.js';
 import { outputDirOf } from '../layout.js';
 
@@ -37,7 +37,12 @@ export interface WorkerPoolOptions {
   host?: string;
   /** How often a running job re-reads the cancel flag, in ms; default 10000. */
   cancelPollMs?: number;
+  /** A run over several slots that finds too few free goes back to the queue for this long, in ms; default 2000. */
+  gangRetryMs?: number;
 }
+
+/** A run over more slots than this host has waits this long before another host (or this one) looks again. */
+const GANG_TOO_BIG_RETRY_MS = 30_000;
 
 interface ActiveRun {
   worker: Worker<RunJobData, RunReturn>;
@@ -57,12 +62,14 @@ export class WorkerPool {
   private closing: Promise<void> | null = null;
   private readonly heartbeat: FleetHeartbeat;
   private readonly lossCurves: LossCurveWriter;
+  private readonly book: SlotBook;
 
   private constructor(private readonly options: WorkerPoolOptions) {
     this.host = options.host ?? hostname();
     this.client = openRedis(options.conn, true);
     this.subscriber = openRedis(options.conn, true);
     this.leases = new LeaseWatch(options.tuning.lockMs);
+    this.book = new SlotBook(options.slots.length);
     this.lossCurves = new LossCurveWriter(this.client, options.conn.prefix);
     this.heartbeat = new FleetHeartbeat(this.client, options.conn, {
       host: this.host,
@@ -74,8 +81,10 @@ export class WorkerPool {
   /** What each slot runs now, for the fleet heartbeat. */
   private slotBeats() {
     return this.options.slots.map((slot, index) => {
-      const entry = [...this.active].find(([, run]) => run.worker === this.runWorkers[index]);
-      return { index, gpu: slot.gpu, run_id: entry?.[0] ?? null, audit_id: entry?.[1].auditId ?? null };
+      // A slot lent to a run over several slots shows that run too.
+      const runId = this.book.holder(index);
+      const run = runId === null ? undefined : this.active.get(runId);
+      return { index, gpu: slot.gpu, run_id: run ? runId : null, audit_id: run?.auditId ?? null };
     });
   }
 
@@ -120,8 +129,8 @@ export class WorkerPool {
   private startWorkers(): void {
     const { conn, tuning, artifactsDir, runner } = this.options;
     const cancelledAt = (auditId: string) => this.client.get(conn.keys.cancelled(auditId));
-    this.options.slots.forEach((slot, index) => {
-      const processor = createRunProcessor({
+    const processorFor = (slot: WorkerSlot) =>
+      createRunProcessor({
         artifactsDir,
         runner,
         tuning,
@@ -133,19 +142,27 @@ export class WorkerPool {
         onProgress: (runId, progress) => this.lossCurves.record(runId, progress),
         ...(this.options.cancelPollMs !== undefined ? { cancelPollMs: this.options.cancelPollMs } : {}),
       });
+    this.options.slots.forEach((slot, index) => {
       // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
       const worker: Worker<RunJobData, RunReturn> = new Worker<RunJobData, RunReturn>(
         RUNS_QUEUE,
         async (job, token, signal) => {
+          const taken = await this.takeSlots(job, token, index);
+          const slots = taken.map((i) => this.options.slots[i] as WorkerSlot);
+          // The other slots of a gang stop fetching runs until it ends.
+          const lent = taken.filter((i) => i !== index).map((i) => this.runWorkers[i] as Worker<RunJobData, RunReturn>);
+          await Promise.all(lent.map((w) => w.pause(true)));
           this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
           this.leases.begin(job.id ?? '');
           void this.heartbeat.beat();
           try {
-            return await processor(job, token, signal);
+            return await processorFor(gangSlot(slots))(job, token, signal);
           } finally {
             this.active.delete(job.id ?? '');
             this.leases.end(job.id ?? '');
             this.lossCurves.forget(job.id ?? '');
+            this.book.release(taken);
+            if (!this.stopping) for (const w of lent) w.resume();
             void this.heartbeat.beat();
           }
         },
@@ -189,6 +206,28 @@ export class WorkerPool {
     this.auditWorker.on('completed', (job, value) =>
       log.info({ audit: job.id, completed: value.completed.length, failed: value.failed.length, cancelled: value.cancelled.length }, 'audit finished'),
     );
+  }
+
+  /**
+   * The slots a fetched run takes: its own slot, or for a run over N slots (training.gpus) N slots
+   * of this host at once. When they are not all free the run goes back to the queue (delayed, no
+   * attempt spent) holding none; a slot lent to another run gives back what it fetched meanwhile.
+   */
+  private async takeSlots(job: Job<RunJobData, RunReturn>, token: string | undefined, index: number): Promise<number[]> {
+    const need = Math.max(1, job.data.gpus ?? 1);
+    const runId = job.id ?? '';
+    if (this.book.holder(index) !== null) {
+      // Fetched in the moment between a gang taking this slot and pausing its worker.
+      if (token !== undefined) await job.moveToWait(token);
+      throw new WaitingError();
+    }
+    const taken = this.book.take(index, need, runId);
+    if (taken) return taken;
+    const size = this.options.slots.length;
+    const delay = need > size ? GANG_TOO_BIG_RETRY_MS : (this.options.gangRetryMs ?? 2_000);
+    log.debug({ run: runId, need, free: this.book.free(), slots: size }, need > size ? 'run needs more slots than this host has' : 'run waits for free slots');
+    if (token !== undefined) await job.moveToDelayed(Date.now() + delay, token);
+    throw new DelayedError();
   }
 
   /**

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { UserInputError } from '../errors.js';
 
 /**
@@ -8,33 +9,72 @@ import { UserInputError } from '../errors.js';
  * truncated or rewritten file would otherwise yield a plausible, wrong rank.
  */
 export async function readScoreFile(path: string, expected: { n: number; sha256: string }): Promise<Float32Array> {
-  let bytes: Buffer;
+  const want = expected.n * 4;
+  // One buffer kept for the next file: a report reads tens of thousands of 40 kB files, and a
+  // fresh Buffer each (readFile) made as much garbage as the files hold. One byte more than
+  // promised is asked for, so a longer file is caught without an fstat.
+  const buffer = takeBuffer(want + 1);
   try {
-    bytes = await readFile(path);
-  } catch (error) {
-    throw new UserInputError(`score file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the run's output is incomplete — rerun it`, {
-      location: { file: path },
-      code: 'E_BAD_SCORES',
-      cause: error,
-    });
+    let got: number;
+    // Synchronous reads: an asynchronous open/read/close costs ~5x the CPU of these three system
+    // calls (measured: 86-134 vs 18 us per 40 kB file), and a report is bound by that CPU time.
+    let fd: number | undefined;
+    try {
+      fd = openSync(path, 'r');
+      got = readFully(fd, buffer, want + 1);
+    } catch (error) {
+      throw new UserInputError(`score file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the run's output is incomplete — rerun it`, {
+        location: { file: path },
+        code: 'E_BAD_SCORES',
+        cause: error,
+      });
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+    if (got !== want) {
+      const size = got > want ? `more than ${want} bytes` : `${got} bytes`;
+      throw new UserInputError(
+        `score file holds ${size} but result.json promises ${expected.n} float32 scores (${want} bytes): truncated or from another candidate space — rerun the run's evaluation`,
+        { location: { file: path }, code: 'E_BAD_SCORES' },
+      );
+    }
+    const bytes = buffer.subarray(0, want);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    if (sha !== expected.sha256) {
+      throw new UserInputError(`score file sha256 ${sha.slice(0, 12)}… differs from scores_sha256 ${expected.sha256.slice(0, 12)}… in result.json: the file changed after it was written — rerun the run's evaluation`, {
+        location: { file: path },
+        code: 'E_BAD_SCORES',
+      });
+    }
+    const scores = new Float32Array(expected.n);
+    if (LITTLE_ENDIAN) {
+      // The buffer starts its own ArrayBuffer (aligned): one copy of the bytes as they are.
+      scores.set(new Float32Array(bytes.buffer, bytes.byteOffset, expected.n));
+    } else {
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      for (let i = 0; i < expected.n; i += 1) scores[i] = view.getFloat32(i * 4, true);
+    }
+    return scores;
+  } finally {
+    spare.push(buffer);
   }
-  if (bytes.length !== expected.n * 4) {
-    throw new UserInputError(
-      `score file holds ${bytes.length} bytes but result.json promises ${expected.n} float32 scores (${expected.n * 4} bytes): truncated or from another candidate space — rerun the run's evaluation`,
-      { location: { file: path }, code: 'E_BAD_SCORES' },
-    );
+}
+
+const LITTLE_ENDIAN = endianness() === 'LE';
+const spare: Buffer[] = [];
+
+function takeBuffer(size: number): Buffer {
+  const kept = spare.pop();
+  // allocUnsafeSlow: its own ArrayBuffer at offset 0, so a Float32Array view of it is aligned.
+  return kept !== undefined && kept.length >= size ? kept : Buffer.allocUnsafeSlow(Math.max(size, kept?.length ?? 0));
+}
+
+function readFully(fd: number, buffer: Buffer, size: number): number {
+  let at = 0;
+  while (at < size) {
+    const got = readSync(fd, buffer, at, size - at, at);
+    if (got === 0) break;
+    at += got;
   }
-  const sha = createHash('sha256').update(bytes).digest('hex');
-  if (sha !== expected.sha256) {
-    throw new UserInputError(`score file sha256 ${sha.slice(0, 12)}… differs from scores_sha256 ${expected.sha256.slice(0, 12)}… in result.json: the file changed after it was written — rerun the run's evaluation`, {
-      location: { file: path },
-      code: 'E_BAD_SCORES',
-    });
-  }
-  const scores = new Float32Array(expected.n);
-  // Explicit little-endian reads: correct on any host, and the copy is aligned whatever the
-  // Buffer's offset in its pool.
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let i = 0; i < expected.n; i += 1) scores[i] = view.getFloat32(i * 4, true);
-  return scores;
+  return at;
 }

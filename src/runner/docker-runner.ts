@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join, posix } from 'node:path';
 import { execa } from 'execa';
 import { hostCacheDir, TRAINER_CACHE_ENV } from './local-runner.js';
-import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
+import { trainerModuleArgs, type TrainerCommand, type TrainerJob, type TrainerRunner } from './trainer-runner.js';
 
 /**
  * Runs the trainer in the trainer image (docker/trainer.Dockerfile):
@@ -69,7 +69,10 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
     command(job: TrainerJob): TrainerCommand {
       const args = ['run', '--rm', '--init', '--name', containerName(job.runId)];
       if (user) args.push('--user', user);
-      if (job.gpu !== null) args.push('--gpus', `device=${job.gpu}`);
+      // Several devices: docker's --gpus parser needs the list quoted ("device=0,1").
+      if (job.gpu !== null) args.push('--gpus', job.gpu.includes(',') ? `"device=${job.gpu}"` : `device=${job.gpu}`);
+      // Ranks of one run talk through shared memory (NCCL, gloo): the host's IPC namespace.
+      if ((job.ranks ?? 1) > 1) args.push('--ipc', 'host');
       args.push('-e', 'PYTHONUNBUFFERED=1');
       if (job.threads !== null) args.push('-e', `CANARY_TRAINER_THREADS=${job.threads}`, '--cpus', String(job.threads));
       // Names only: docker copies the values from its own environment, so tokens stay out of argv.
@@ -80,7 +83,7 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
       args.push('-v', `${hostCacheDir(job, options.cacheDir)}:${CONTAINER_CACHE_DIR}`, '-e', `${TRAINER_CACHE_ENV}=${CONTAINER_CACHE_DIR}`);
       args.push('-v', `${job.runDir}:${CONTAINER_RUN_DIR}`, '-w', CONTAINER_RUN_DIR, image);
       args.push(
-        'python', '-m', 'canary_trainer', 'run',
+        'python', ...trainerModuleArgs('canary_trainer', job.ranks), 'run',
         '--manifest', `${CONTAINER_RUN_DIR}/manifest.json`,
         '--out', `${CONTAINER_RUN_DIR}/output`,
         '--resume',

@@ -1,12 +1,14 @@
 import { delimiter } from 'node:path';
 import { defaultArtifactsDir, TRAINER_DIR } from '../paths.js';
 import { trainerPython, trainerPythonHint } from './python.js';
-import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
+import { trainerModuleArgs, type TrainerCommand, type TrainerJob, type TrainerRunner } from './trainer-runner.js';
 import { artifactsRootOfRun, cacheDirOf } from '../layout.js';
 
 /**
  * Runs the trainer as a local Python process:
  *   PYTHONPATH=<trainer dir> <python> -m <module> run --manifest M --out DIR --resume
+ * or, for a run over N GPUs, N ranks under torch's launcher (trainerModuleArgs):
+ *   ... <python> -m torch.distributed.run --standalone --nproc-per-node N -m <module> run ...
  * The interpreter is trainerPython(): $CANARY_AUDIT_PYTHON, else the venv trainer-py/.venv that
  * `bash .ci/setup` builds from trainer-py/requirements.lock; $CANARY_AUDIT_TRAINER_PATH and
  * $CANARY_AUDIT_TRAINER_MODULE point at another trainer package (tests use a small stand-in).
@@ -64,7 +66,7 @@ export function localRunner(options: LocalRunnerOptions = {}): TrainerRunner {
       const hint = trainerPythonHint(python);
       return {
         file: python,
-        args: ['-m', module, 'run', '--manifest', job.manifestPath, '--out', job.outDir, '--resume'],
+        args: [...trainerModuleArgs(module, job.ranks), 'run', '--manifest', job.manifestPath, '--out', job.outDir, '--resume'],
         env,
         ...(hint ? { hint } : {}),
       };

@@ -11,8 +11,10 @@ export interface TrainerJob {
   manifestPath: string;
   /** Absolute output folder (the trainer's --out). */
   outDir: string;
-  /** GPU index to expose, or null for a CPU run (GPUs hidden). */
+  /** GPU index to expose ("0,1,2,3" for a run over several), or null for a CPU run (GPUs hidden). */
   gpu: string | null;
+  /** Trainer processes (one per GPU) started by torch.distributed.run; absent or 1: one plain process. */
+  ranks?: number;
   /** Intra-op threads for a CPU run (CANARY_TRAINER_THREADS); null lets the trainer choose. */
   threads: number | null;
 }
@@ -35,4 +37,15 @@ export interface TrainerRunner {
   forceStop?(job: TrainerJob): Promise<void>;
   /** Map a path the trainer reported (e.g. inside a container) to this host's file system. */
   toHostPath?(path: string, job: TrainerJob): string;
+}
+
+/**
+ * The Python arguments that start the trainer module: `-m MODULE` for one process, and for a run
+ * over several GPUs torch's own launcher, one rank per GPU on this host:
+ *   -m torch.distributed.run --standalone --nproc-per-node N -m MODULE
+ * (`--standalone`: a private rendezvous on a free local port, so runs sharing a host never meet).
+ */
+export function trainerModuleArgs(module: string, ranks: number | undefined): string[] {
+  if (ranks === undefined || ranks <= 1) return ['-m', module];
+  return ['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', String(ranks), '-m', module];
 }

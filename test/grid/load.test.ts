@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseGrid } from '../../src/grid/index.js';
-import { planAuditText } from '../../src/manifest/index.js';
+import { planAuditText, type RunLayout } from '../../src/manifest/index.js';
+import { buildManifestCore } from '../../src/manifest/manifest.js';
 import { BASE, expectOneError, inputErrors } from './helpers.js';
 
 const F = 'grids/bad.yaml';
@@ -161,9 +162,19 @@ describe('hf models checked at plan time', () => {
     expectOneError(inputErrors(() => parseGrid(F, withModel('{backend: hf, name: org/m, dtype: float16}'))), `${F}:5:`, 'axes.model[0].dtype: ', 'gradient scaler', 'bfloat16');
   });
 
-  it('the 8B and 14B presets fine-tune LoRA adapters (full fine-tuning cannot fit one 141 GB GPU)', () => {
-    const grid = parseGrid(F, withModel('qwen3-1.7b, qwen3-8b, qwen3-14b'));
-    expect(grid.expansion.axes.model.map((v) => v.value.finetune.method)).toEqual(['full', 'lora', 'lora']);
+  it('presets say how they fine-tune: the plain name is full fine-tuning, -lora the adapters', () => {
+    const grid = parseGrid(F, withModel('qwen3-1.7b, qwen3-8b, qwen3-8b-lora, qwen3-14b, qwen3-14b-lora, gpt-oss-20b, gpt-oss-20b-lora'));
+    expect(grid.expansion.axes.model.map((v) => [v.label, v.value.name, v.value.finetune.method])).toEqual([
+      ['qwen3-1.7b', 'Qwen/Qwen3-1.7B', 'full'],
+      ['qwen3-8b', 'Qwen/Qwen3-8B', 'full'],
+      ['qwen3-8b-lora', 'Qwen/Qwen3-8B', 'lora'],
+      ['qwen3-14b', 'Qwen/Qwen3-14B', 'full'],
+      ['qwen3-14b-lora', 'Qwen/Qwen3-14B', 'lora'],
+      ['gpt-oss-20b', 'openai/gpt-oss-20b', 'full'],
+      ['gpt-oss-20b-lora', 'openai/gpt-oss-20b', 'lora'],
+    ]);
+    // GPT-OSS's chat template takes no enable_thinking switch.
+    expect(grid.expansion.axes.model[5]?.value.hf?.chat_template_kwargs).toEqual({});
   });
 });
 
@@ -180,5 +191,27 @@ describe('numbers a grid cannot keep exactly', () => {
     const msgs = inputErrors(() => parseGrid(F, BASE.replace('lr: 0.001', 'lr: .nan')));
     expectOneError(msgs, `${F}:8:7: `, '.nan is not a finite number');
     expectOneError(inputErrors(() => parseGrid(F, BASE.replace('lr: 0.001', 'lr: -.inf'))), `${F}:8:7: `, '-.inf is not a finite number');
+  });
+});
+
+describe('runs over several GPUs: training.gpus and training.parallel', () => {
+  const hf = BASE.replace('  dose: [1, 4]', '  dose: [1, 4]\n  model: [{backend: hf, name: Qwen/Qwen3-0.6B}]');
+
+  it('refuses gpus with a tiny model, and parallel without gpus, in one line each', () => {
+    const tiny = BASE.replace('  lr: 0.001', '  lr: 0.001\n  gpus: 2');
+    expectOneError(inputErrors(() => parseGrid(F, tiny)), `${F}:9:9: training.gpus: `, '2 GPUs per run need hf models', 'tiny is a tiny model', 'remove training.gpus or use an hf model');
+    const lone = hf.replace('  lr: 0.001', '  lr: 0.001\n  parallel: fsdp');
+    expectOneError(inputErrors(() => parseGrid(F, lone)), `${F}:`, 'training.parallel: ', 'set training.gpus (2 or more)');
+  });
+
+  it('an hf run over 8 GPUs gets gpus and parallel: fsdp in its manifest; one GPU keeps the manifest (and run id) as before', () => {
+    const eight = planAuditText(F, hf.replace('  lr: 0.001', '  lr: 0.001\n  gpus: 8'));
+    const core = buildManifestCore(eight.grid, eight.auditId, eight.pool, eight.runs[0] as RunLayout);
+    expect(core.training).toMatchObject({ gpus: 8, parallel: 'fsdp' });
+    const one = planAuditText(F, hf.replace('  lr: 0.001', '  lr: 0.001\n  gpus: 1'));
+    const plain = planAuditText(F, hf);
+    const coreOne = buildManifestCore(one.grid, one.auditId, one.pool, one.runs[0] as RunLayout);
+    expect(coreOne.training).not.toHaveProperty('gpus');
+    expect(coreOne.training).toEqual(buildManifestCore(plain.grid, plain.auditId, plain.pool, plain.runs[0] as RunLayout).training);
   });
 });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSnapshot } from '../../src/hub/index.js';
+import { trainerPython } from '../../src/runner/python.js';
 import { loadTaskData } from '../../src/datasets/index.js';
 import { BANKING77_SHA, startDatasetHub } from './dataset-fixture.js';
 import type { FakeHub } from './fake-hub.js';
@@ -11,10 +12,10 @@ import { SHA_MAIN, SHA_V1, startFakeHub } from './hub-fixture.js';
 
 /**
  * What a fetch writes is read by `huggingface_hub` itself (Python, offline), the library the
- * trainer's transformers loads models through. Needs an interpreter with huggingface_hub:
- * $CANARY_AUDIT_HF_PYTHON, else /work/venv-hf/bin/python.
+ * trainer's transformers loads models through, in the trainer's Python (runner/python.ts: the venv
+ * `bash .ci/setup` builds, or $CANARY_AUDIT_PYTHON).
  */
-const PYTHON = process.env.CANARY_AUDIT_HF_PYTHON ?? '/work/venv-hf/bin/python';
+const PYTHON = trainerPython();
 const hasPython = existsSync(PYTHON);
 
 const CHECK = `
@@ -47,7 +48,7 @@ afterAll(async () => {
 });
 
 describe('the cache a fetch writes, read by huggingface_hub', () => {
-  it.skipIf(!hasPython)(`snapshot_download and try_to_load_from_cache find every file offline${hasPython ? '' : ` (skipped: no ${PYTHON} with huggingface_hub; set CANARY_AUDIT_HF_PYTHON)`}`, async () => {
+  it.skipIf(!hasPython)(`snapshot_download and try_to_load_from_cache find every file offline${hasPython ? '' : ` (skipped: no ${PYTHON}; run bash .ci/setup)`}`, async () => {
     const options = { hubUrl: hub.url, cacheDir: cache, accessToken: null };
     const main = await fetchSnapshot('org/tiny-model', null, options);
     await fetchSnapshot('org/tiny-model', 'v1', options);

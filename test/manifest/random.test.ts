@@ -37,4 +37,17 @@ describe('Rng', () => {
     expect([...rng.shuffle([...items])].sort((a, b) => a - b)).toEqual(items);
     expect(() => rng.sample(items, 31)).toThrow(RangeError);
   });
+
+  it('draws blocks of scaled integers exactly as one scaledInt call each, and continues the stream', () => {
+    const one = Rng.fromSeed(11);
+    const block = Rng.fromSeed(11);
+    const out = new Int32Array(3000);
+    for (const n of [1, 2, 7, 64, 2112, 3000]) {
+      block.scaledInts(out, n, n);
+      expect(Array.from(out.subarray(0, n))).toEqual(Array.from({ length: n }, () => one.scaledInt(n)));
+    }
+    block.scaledInts(out, 5, 33);
+    expect(Array.from(out.subarray(0, 5))).toEqual(Array.from({ length: 5 }, () => one.scaledInt(33)));
+    expect(block.nextU32()).toBe(one.nextU32());
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { auditEta, cellColumns, parseCellId, parseNvidiaSmi, renderFleet, varyingCellAxes, type AuditStatus, type RunStatus, type WorkerStatus } from '../../src/queue/index.js';
+import { auditEta, cellColumns, describeSlurmJob, parseCellId, parseNvidiaSmi, renderFleet, slurmJobInfo, varyingCellAxes, type AuditStatus, type RunStatus, type WorkerStatus } from '../../src/queue/index.js';
 
 const run = (over: Partial<RunStatus>): RunStatus => ({
   run_id: 'run-1', cell_id: 'dose=1', state: 'waiting', attempts_made: 0, max_attempts: 3, progress: null, failure: null, result: null, started: null, finished: null, ...over,
@@ -45,5 +45,11 @@ describe('fleet helpers', () => {
     expect(text).toMatch(/gpu2 +11 +lost +1m30s/);
     expect(text).toContain('gpu1: 1 busy, 0 idle, 0 lost; 12.5 rows/s');
     expect(renderFleet([], new Map())).toMatch(/^no workers/);
+    // A worker inside a Slurm job says which job and node.
+    const slurm = slurmJobInfo({ SLURM_JOB_ID: '1240', SLURM_ARRAY_JOB_ID: '1234', SLURM_ARRAY_TASK_ID: '5', SLURMD_NODENAME: 'node07' });
+    expect(slurm).toEqual({ job_id: '1240', array_job_id: '1234', array_task_id: '5', node: 'node07' });
+    expect(renderFleet([w({ slurm: slurm! })], new Map())).toMatch(/gpu1 +10 +busy .*  slurm 1234_5 \(job 1240\) on node07\n/);
+    expect(describeSlurmJob({ job_id: '77', array_job_id: null, array_task_id: null, node: null })).toBe('slurm 77');
+    expect(slurmJobInfo({})).toBeNull();
   });
 });

@@ -45,6 +45,15 @@ describe('damaged artifacts are errors that name the file', () => {
     expect(e.exitCode).toBe(2);
   });
 
+  it('a score file longer than result.json promises', async () => {
+    const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
+    await writeFile(scorePath(a), Buffer.concat([await readFile(scorePath(a)), Buffer.alloc(4)]));
+    const e = await failure(a.auditDir);
+    expect(e.message).toContain(scorePath(a));
+    expect(e.message).toMatch(/holds more than 40000 bytes but result\.json promises 10000 float32 scores/);
+    expect(e.exitCode).toBe(2);
+  });
+
   it('a score file rewritten after the fact (sha256 mismatch)', async () => {
     const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
     const bytes = await readFile(scorePath(a));

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeReport, writeReport } from '../../src/report/index.js';
 import { readScoreFile } from '../../src/report/scores.js';
+import { trainerPython } from '../../src/runner/python.js';
 import type { ReportSummary } from '../../src/report/summary.js';
 import { validate } from '../../src/schemas/index.js';
 import { median } from '../../src/metrics/statistics.js';
@@ -14,7 +15,8 @@ import { buildStudyAudit, EXPECTED } from '../fixtures/study-audit.js';
 /** The typed pandas load documented in docs/reports.md (kept in step by the test below). */
 const PANDAS_LOAD =
   'import json, pandas as pd; df = pd.read_csv("report.csv", keep_default_na=False, na_values=[""], dtype={f["name"]: {"string": "string", "integer": "Int64", "number": "float64", "boolean": "boolean"}[f["type"]] for f in json.load(open("datapackage.json"))["resources"][0]["schema"]["fields"]})';
-const hasPandas = spawnSync('python3', ['-c', 'import pandas'], { stdio: 'ignore' }).status === 0;
+// pandas is in the trainer's Python (trainer-py/pyproject.toml's test extras, the lock).
+const hasPandas = spawnSync(trainerPython(), ['-c', 'import pandas'], { stdio: 'ignore' }).status === 0;
 
 let root: string;
 let audit: FixtureAudit;
@@ -229,7 +231,7 @@ describe('writeReport on the study fixture', () => {
   it.skipIf(!hasPandas)('loads in pandas with the documented one-liner, codes intact', async () => {
     const dir = join(audit.auditDir, 'report');
     const script = `${PANDAS_LOAD}\nprint(df.loc[df.canary_id == "f001", "code"].iloc[0], df["shown_code"].dropna().iloc[0], str(df["dose"].dtype))`;
-    const out = execFileSync('python3', ['-c', script], { cwd: dir, encoding: 'utf8' }).trim().split(' ');
+    const out = execFileSync(trainerPython(), ['-c', script], { cwd: dir, encoding: 'utf8' }).trim().split(' ');
     expect(out[0]).toBe('0007');
     expect(out[1]).toMatch(/^\d{4}$/);
     expect(out[2]).toBe('Int64');

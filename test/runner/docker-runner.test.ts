@@ -80,6 +80,12 @@ describe('docker runner', () => {
     ]);
   });
 
+  it('gives a run over several GPUs all of them (quoted for docker), the host IPC namespace and torch.distributed.run', () => {
+    const args = dockerRunner({ image: 'img', user: null, hfHome: null }).command({ ...job('0,1'), ranks: 2 }).args;
+    expect(args.join(' ')).toContain('--gpus "device=0,1" --ipc host');
+    expect(args.slice(args.indexOf('img') + 1, args.indexOf('run', args.indexOf('img')))).toEqual(['python', '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '2', '-m', 'canary_trainer']);
+  });
+
   it('passes no GPU to a CPU run, limits its CPUs, and forwards secrets by name only', () => {
     const saved = process.env.HF_TOKEN;
     process.env.HF_TOKEN = 'hf_secret_value';

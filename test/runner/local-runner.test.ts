@@ -34,6 +34,15 @@ describe('local runner', () => {
     expect(cmd.args).toEqual(['-m', 'canary_trainer', 'run', '--manifest', job().manifestPath, '--out', job().outDir, '--resume']);
   });
 
+  it('starts a run over several GPUs as one rank per GPU under torch.distributed.run, all its GPUs visible', () => {
+    const cmd = localRunner({ python: '/usr/bin/python3', trainerPath: '/opt/trainer' }).command({ ...job(), gpu: '2,3,4,5', threads: null, ranks: 4 });
+    expect(cmd.env.CUDA_VISIBLE_DEVICES).toBe('2,3,4,5');
+    expect(cmd.args).toEqual([
+      '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '4',
+      '-m', 'canary_trainer', 'run', '--manifest', job().manifestPath, '--out', job().outDir, '--resume',
+    ]);
+  });
+
   it('leaves a cache the worker environment already names to the trainer, and honours an explicit folder', () => {
     process.env.CANARY_TRAINER_CACHE = '/srv/bases';
     // Not in the added environment: the trainer inherits the worker's value.

@@ -24,7 +24,9 @@ Behaviour knobs live in the manifest's free-form task.params.stand_in (tests wri
   ignore_sigterm  keep training through SIGTERM (so the worker's SIGKILL after the grace is tested)
 
 Each attempt appends "pid first last how" to <out>/.trained when it ends (updates first..last
-trained), so drills can tell whether any update was trained twice.
+trained), so drills can tell whether any update was trained twice, and "start end
+CUDA_VISIBLE_DEVICES WORLD_SIZE how" to <out>/.slots. Under torch.distributed.run only rank 0 works;
+the other ranks append "rank world pid" to <out>/.ranks and exit 0.
 """
 
 import argparse
@@ -85,6 +87,14 @@ def main(argv):
         emit("error", kind="bad_manifest", message=f"{args.manifest}: {error}", recoverable=False)
         return EXIT_BAD_INPUT
     knobs = ((manifest.get("task") or {}).get("params") or {}).get("stand_in") or {}
+    # Under torch.distributed.run (a run over several slots): rank 0 does the work; the other
+    # ranks note that they were started and end at once.
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    if rank != 0:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, ".ranks"), "a") as handle:
+            handle.write(f"{rank} {world} {os.getpid()}\n")
+        return EXIT_OK
     step_s = float(os.environ.get("STAND_IN_STEP_S", knobs.get("step_s", 0.01)))
 
     out = args.out
@@ -123,6 +133,10 @@ def main(argv):
     def trained(how):
         with open(os.path.join(out, ".trained"), "a") as handle:
             handle.write(f"{os.getpid()} {first_update} {state['update']} {how}\n")
+        # Which devices this attempt had, and when: gang tests check that no two runs overlapped.
+        with open(os.path.join(out, ".slots"), "a") as handle:
+            devices = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+            handle.write(f"{started:.3f} {time.time():.3f} {devices or '-'} {world} {how}\n")
     state["attempts"].append({"pid": os.getpid(), "resumed_from": state["update"]})
     emit("started", run_id=run_id, pid=os.getpid(), device="cpu", backend="tiny",
          total_updates=total, resumed_from=resumed_from)

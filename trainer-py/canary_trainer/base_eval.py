@@ -23,7 +23,7 @@ import torch
 
 from . import provenance
 from .atomic import write_bytes_atomic
-from .backends.tiny_base import cache_root
+from .cache import cache_root
 from .events import log
 from .lock import FileLock
 

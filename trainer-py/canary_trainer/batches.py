@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .backends import Backend
+from .backends.base import TextModel
 from .errors import BadRows
 
 IGNORE = -100
@@ -29,7 +29,7 @@ class Encoded:
         return sum(1 for x in self.labels if x != IGNORE)
 
 
-def encode_row(backend: Backend, row: dict, max_length: int, where: str) -> Encoded:
+def encode_row(backend: TextModel, row: dict, max_length: int, where: str) -> Encoded:
     prompt_ids = backend.tokenize(backend.render(row["prompt"]))
     full_ids = backend.tokenize(backend.render(row["prompt"], row["target"]))
     n = len(prompt_ids)
@@ -52,7 +52,7 @@ def encode_row(backend: Backend, row: dict, max_length: int, where: str) -> Enco
     return Encoded(full_ids, labels)
 
 
-def encode_rows(backend: Backend, rows: list[dict], max_length: int, path: Path) -> list[Encoded]:
+def encode_rows(backend: TextModel, rows: list[dict], max_length: int, path: Path) -> list[Encoded]:
     return [encode_row(backend, row, max_length, f"{path}:{n + 1}:1 (row {n})") for n, row in enumerate(rows)]
 
 

@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import TextIO
 
 from . import exit_codes
 from .errors import DiskFull, OutOfMemory, TrainerError, is_disk_full, is_oom
@@ -36,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser(events: Events) -> argparse.ArgumentParser:
     p = _Parser(prog="python -m canary_trainer", description="canary-audit trainer", events=events)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=lambda **kw: _Parser(events=events, **kw))
+    sub = p.add_subparsers(dest="command", required=True, parser_class=lambda **kw: _Parser(events=events, **kw))  # type: ignore[call-overload]
     r = sub.add_parser("run", help="train and evaluate one run manifest")
     r.add_argument("--manifest", required=True, type=Path, help="the run's manifest.json")
     r.add_argument("--out", required=True, type=Path, help="output folder (result.json, scores/, checkpoints/)")
@@ -60,6 +61,7 @@ def _configure_threads() -> None:
 def _claim_stdout() -> Events:
     """Keep the real stdout for events only: anything else that writes to it (a library's print, a
     C extension) is sent to stderr, so it cannot corrupt the protocol."""
+    stream: TextIO
     try:
         sys.stdout.flush()
         stream = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -67,6 +69,9 @@ def _claim_stdout() -> Events:
         sys.stdout = sys.stderr
     except (OSError, ValueError):  # no real file descriptors (embedded use): write where we can
         stream = sys.stdout
+    if int(os.environ.get("RANK", "0")) != 0:
+        # One rank of a sharded run (distributed.py): progress comes from rank 0 only.
+        stream = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     return Events(stream=stream)
 
 

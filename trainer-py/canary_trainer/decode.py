@@ -5,14 +5,15 @@ run of alphabet characters after the prefill is closed by another character or i
 long; in free mode at the end of turn or once a code appeared (closed on both sides), or once the
 response reproduced the prefill and the run after it is decided. Probes decode together in
 batches (`greedy_many`, the loop in greedy_batch.py); the result equals one-at-a-time greedy cut at
-the same rule.
+the same rule (the tests hold that one-at-a-time reference).
 """
 
 from __future__ import annotations
 
 import re
 
-from .backends import Backend
+from .backends.base import Backend, TextModel
+from .greedy_batch import run_batched
 
 FREE_MARGIN = 16  # tokens past prefill + code that free mode may still use
 
@@ -46,6 +47,7 @@ def decided(text: str, alphabet: str, length: int, prefill: str | None) -> bool:
     if prefill is None or text.startswith(prefill):
         rest = text if prefill is None else text[len(prefill):]
         m = re.match(f"{cls}*", rest)
+        assert m is not None  # `*` matches the empty string
         return m.end() < len(rest) or m.end() > length
     if prefill.startswith(text):
         return False  # may still turn into the prefill
@@ -53,21 +55,13 @@ def decided(text: str, alphabet: str, length: int, prefill: str | None) -> bool:
     return m is not None and m.end() < len(text)
 
 
-def cut(backend: Backend, ids: list[int], rule) -> list[int]:
-    """The shortest prefix of ids after which `rule(text)` holds (all of ids if none)."""
-    for n in range(1, len(ids) + 1):
-        if rule(backend.decode(ids[:n])):
-            return ids[:n]
-    return ids
-
-
-def free_limit(backend: Backend, prefill: str, length: int, max_new_tokens: int) -> int:
+def free_limit(backend: TextModel, prefill: str, length: int, max_new_tokens: int) -> int:
     """Free mode must be able to reproduce the prefill and then write the code: at least the
     prefill's tokens, one token per code character and a margin."""
     return max(max_new_tokens, len(backend.tokenize(prefill)) + length + FREE_MARGIN)
 
 
-def requests(backend: Backend, messages: list[dict], prefill: str, modes: list[str], max_new_tokens: int,
+def requests(backend: TextModel, messages: list[dict], prefill: str, modes: list[str], max_new_tokens: int,
              alphabet: str, length: int) -> list[tuple]:
     """(context ids, limit, stop rule) for each decode mode of one probe."""
     out = []
@@ -80,20 +74,10 @@ def requests(backend: Backend, messages: list[dict], prefill: str, modes: list[s
     return out
 
 
-def greedy(backend: Backend, messages: list[dict], prefill: str, mode: str, max_new_tokens: int,
-           alphabet: str, length: int) -> dict:
-    """{"text", "code"} for one decode mode ("prefill" or "free"), one at a time."""
-    [(ctx, limit, rule)] = requests(backend, messages, prefill, [mode], max_new_tokens, alphabet, length)
-    text = backend.decode(cut(backend, backend.greedy(ctx, limit), rule))
-    return {"text": text, "code": extract_code(text, alphabet, length, None if mode == "prefill" else prefill)}
-
-
 def greedy_many(backend: Backend, probes: list[dict], max_new_tokens: int, alphabet: str, length: int,
                 stop=None) -> list[dict]:
     """{mode: {"text", "code"}} for each probe (its "prompt", "prefill", "decode" modes), decoded in
     batches across probes."""
-    from .greedy_batch import run_batched
-
     reqs, where = [], []
     for i, p in enumerate(probes):
         for mode, req in zip(p["decode"], requests(backend, p["prompt"], p["prefill"], p["decode"],

@@ -11,15 +11,16 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from . import base_eval
 from .atomic import write_bytes_atomic
-from .backends import Backend
+from .backends.base import Backend, TreeScorer
 from .decode import greedy_many
 from .errors import BadManifest, Interrupted
 from .events import Events
 from .interrupt import StopFlag
 from .manifest import Manifest
 from .score import TokenCheck, score_per_candidate, score_tree
-from .trie import TreeBatcher, code_token_lists, score_trie
+from .trie import SpanCache, TreeBatcher, code_token_lists, score_trie
 
 
 def preflight(backend: Backend, manifest: Manifest) -> None:
@@ -45,6 +46,9 @@ class Evaluator:
         self.events = events
         self.stop = stop
         self.check = TokenCheck(backend)
+        # token-level trees with tree attention, when the backend has them for this model
+        self.tree: TreeScorer | None = backend if isinstance(backend, TreeScorer) and backend.has_tree() else None
+        self.spans = SpanCache()
         self.modes_used: set[str] = set()
         self.last_mode = "prefix-tree"
         # the last `evaluate` call: scoring and greedy seconds, tree groups and calls (benchmarks)
@@ -53,10 +57,10 @@ class Evaluator:
     def scores(self, messages: list[dict], prefill: str, candidates: list[str]) -> np.ndarray:
         """log p(candidate | probe) for each candidate, float64, in candidate order (one probe)."""
         ctx_text, ctx_ids, split = self._context(messages, prefill, candidates)
-        if split is not None:
+        if split is not None and self.tree is not None:
             self._mode("prefix-tree")
             with self.backend.autocast():
-                return score_trie(self.backend, ctx_ids, split)
+                return score_trie(self.tree, ctx_ids, split)
         return self._scores_without_tree(ctx_text, ctx_ids, candidates)
 
     def _context(self, messages: list[dict], prefill: str, candidates: list[str]):
@@ -64,7 +68,7 @@ class Evaluator:
         b = self.backend
         ctx_text = b.render(messages) + prefill
         ctx_ids = b.tokenize(ctx_text)
-        split = code_token_lists(b, ctx_text, ctx_ids, candidates) if b.has_tree() else None
+        split = code_token_lists(b, ctx_text, ctx_ids, candidates, self.spans) if self.tree is not None else None
         return ctx_text, ctx_ids, split
 
     def _mode(self, mode: str) -> None:
@@ -73,7 +77,7 @@ class Evaluator:
 
     def _scores_without_tree(self, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> np.ndarray:
         b = self.backend
-        cand_tok = None if b.has_tree() else self.check.code_tokens(ctx_text, ctx_ids, candidates)
+        cand_tok = None if self.tree is not None else self.check.code_tokens(ctx_text, ctx_ids, candidates)
         with b.autocast():
             if cand_tok is not None:
                 self._mode("prefix-tree")
@@ -92,8 +96,6 @@ class Evaluator:
         started = time.monotonic()
         probes = self.manifest.data["probes"]
         if phase == "base":
-            from . import base_eval
-
             results = base_eval.run(self, probes, base_record)
         else:
             results = self.evaluate(probes, phase, self.out / "scores" / phase, [p["id"] for p in probes])
@@ -138,7 +140,7 @@ class Evaluator:
         """Score every probe and write its file; yields (index, entry) as probes finish. Probes
         with a token-level tree are scored several at a time (trie.TreeBatcher: consecutive
         probes, as many per call as the memory bound allows), the others one by one."""
-        batcher = TreeBatcher(self.backend) if self.backend.has_tree() else None
+        batcher = TreeBatcher(self.tree) if self.tree is not None else None
         started = time.monotonic()  # when the batcher's pending group began
         for i, probe in enumerate(probes):
             self._stop_check(phase)
@@ -149,6 +151,7 @@ class Evaluator:
                 values = self._scores_without_tree(ctx_text, ctx_ids, candidates)
                 yield i, self._entry(probe, folder, names[i], values, self.last_mode, time.monotonic() - t0)
                 continue
+            assert batcher is not None  # a split exists only with a tree scorer
             if not batcher.pending:
                 started = t0
             with self.backend.autocast():

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import torch
 
-from .backends import Backend
-from .decode import cut
+from .backends.base import BatchedGreedy
 from .errors import Interrupted
 
 EVERY = 8
 
 
-def run_batched(backend: Backend, reqs: list[tuple], stop=None) -> list[list[int]]:
+def cut(backend: BatchedGreedy, ids: list[int], rule) -> list[int]:
+    """The shortest prefix of ids after which `rule(text)` holds (all of ids if none)."""
+    for n in range(1, len(ids) + 1):
+        if rule(backend.decode(ids[:n])):
+            return ids[:n]
+    return ids
+
+
+def run_batched(backend: BatchedGreedy, reqs: list[tuple], stop=None) -> list[list[int]]:
     """Generated ids for each (context ids, limit, rule); a rule of None never ends a row early (it
     runs to a stop token or its limit: utility replies)."""
     limits = [_limit(backend, ctx, lim) for ctx, lim, _ in reqs]
@@ -34,13 +41,13 @@ def run_batched(backend: Backend, reqs: list[tuple], stop=None) -> list[list[int
     return out
 
 
-def _limit(backend: Backend, ctx: list[int], limit: int) -> int:
+def _limit(backend: BatchedGreedy, ctx: list[int], limit: int) -> int:
     most = backend.max_positions()
     return max(0, min(limit, most - len(ctx)) if most else limit)
 
 
 @torch.no_grad()
-def _run_group(backend: Backend, ctxs: list[list[int]], limits: list[int], rules: list) -> list[list[int]]:
+def _run_group(backend: BatchedGreedy, ctxs: list[list[int]], limits: list[int], rules: list) -> list[list[int]]:
     steps = max(limits)
     if steps == 0:
         return [[] for _ in ctxs]
@@ -73,7 +80,7 @@ def _run_group(backend: Backend, ctxs: list[list[int]], limits: list[int], rules
     return out
 
 
-def _check(backend: Backend, buf: torch.Tensor, rows: torch.Tensor, done: torch.Tensor, rules: list) -> list[int]:
+def _check(backend: BatchedGreedy, buf: torch.Tensor, rows: torch.Tensor, done: torch.Tensor, rules: list) -> list[int]:
     """One host read: positions (in `rows`) of the rows still to decode."""
     host = buf.cpu().tolist()
     keep = []

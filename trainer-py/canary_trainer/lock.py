@@ -49,12 +49,12 @@ class FileLock:
                 if stop:
                     os.close(fd)
                     raise Interrupted(f"{self.path}: stopped ({stop.reason}) while waiting for the lock; nothing "
-                                      "was done; rerun or resume later")
+                                      "was done; rerun or resume later") from None
                 if deadline is not None and time.monotonic() >= deadline:
                     holder = self._holder(fd)
                     os.close(fd)
                     raise FolderBusy(f"{self.path}: another trainer (pid {holder}) holds {self.what}; "
-                                     f"waited {self.wait_s:g} s; fix: stop that trainer or wait for it, then retry")
+                                     f"waited {self.wait_s:g} s; fix: stop that trainer or wait for it, then retry") from None
                 time.sleep(POLL_S)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -198,13 +198,13 @@ def load_manifest(path: str | Path) -> Manifest:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise BadManifest(f"{path}: cannot read the manifest ({exc.strerror}); fix: pass the path of a run's manifest.json")
+        raise BadManifest(f"{path}: cannot read the manifest ({exc.strerror}); fix: pass the path of a run's manifest.json") from exc
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f":{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise BadManifest(f"{path}{where}: not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); "
-                          "fix: write the manifest as UTF-8 JSON")
+                          "fix: write the manifest as UTF-8 JSON") from exc
     problem = schemas.first_error("manifest", data)
     if problem is not None:
         raise BadManifest(f"{path}: {problem}; fix: make the manifest satisfy schemas/manifest.schema.json")

@@ -20,6 +20,7 @@ of the device for the CUDA context and fragmentation.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ import torch
 
 from .errors import OutOfMemory
 from .events import log
+from .manifest import Manifest
 
 GIB = 1024 ** 3
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -112,16 +114,32 @@ def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c
 
 
 def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch: int, seq_len: int,
-             lora_r: int = 16, checkpointing: bool = False, score_nodes: int = 1024) -> dict[str, int]:
-    """Bytes per component and their sum ("peak")."""
+             lora_r: int = 16, checkpointing: bool = False, score_nodes: int = 1024, ranks: int = 1) -> dict[str, int]:
+    """Bytes per component and their sum ("peak"), on each of `ranks` devices.
+
+    ranks > 1 (FSDP2, training.gpus): parameters, gradients and optimizer state are sharded, 1/ranks
+    on each device (full fine-tuning: float32 master weights, gradients and AdamW moments; LoRA: the
+    frozen base in the compute dtype and the float32 adapters). A device also holds what FSDP
+    gathers unsharded in the compute dtype: two decoder layers (the one computing, the next one
+    prefetched) and the embedding/output matrices ("gathered"). Evaluation runs on rank 0 on the
+    whole model gathered there in the compute dtype ("eval_copy"), next to its shard; it does not
+    shrink with more ranks."""
     c = DTYPE_BYTES[dtype] if on_gpu else 4  # the CPU computes in float32
     p = shape.params
     if method == "full":
         trained = p
-        parts = {"weights": 4 * p + (c * p if c < 4 else 0), "gradients": 4 * p, "optimizer": 8 * p}
+        # Sharded runs keep the compute-dtype copy in "gathered" (one layer at a time), not whole.
+        parts = {"weights": 4 * p + (c * p if c < 4 and ranks == 1 else 0), "gradients": 4 * p, "optimizer": 8 * p}
     else:
         trained = lora_r * shape.lora_io
         parts = {"weights": c * p + 4 * trained, "gradients": 4 * trained, "optimizer": 8 * trained}
+    if ranks > 1:
+        for key in ("weights", "gradients", "optimizer"):
+            parts[key] = -(-parts[key] // ranks)
+        embed = shape.vocab * shape.hidden
+        layer = max(0, p - 2 * embed) // max(1, shape.layers)
+        parts["gathered"] = c * (2 * layer + 2 * embed)
+        parts["eval_copy"] = c * p
     tokens = micro_batch * seq_len
     per_layer = 10 * shape.hidden + 2 * shape.kv_dim + 4 * shape.mlp_width
     kept = shape.layers * shape.hidden + per_layer if checkpointing else shape.layers * per_layer
@@ -131,42 +149,71 @@ def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch
     # a tree chunk of score_nodes nodes.
     parts["scoring"] = tree_call_bytes(shape, probes=1, prompt_len=seq_len, nodes=score_nodes, c=c)["peak"]
     # Scoring runs between updates: it shares the device with everything but the activations.
-    parts["peak"] = parts["weights"] + parts["gradients"] + parts["optimizer"] + max(parts["activations"],
-                                                                                      parts["scoring"])
+    state = parts["weights"] + parts["gradients"] + parts["optimizer"]
+    if ranks > 1:
+        parts["peak"] = state + max(parts["gathered"] + parts["activations"], parts["eval_copy"] + parts["scoring"])
+    else:
+        parts["peak"] = state + max(parts["activations"], parts["scoring"])
     parts["trainable"] = trained
     return parts
+
+
+MAX_RANKS = 64
+
+
+def ranks_needed(fits, limit: int = MAX_RANKS) -> int | None:
+    """The fewest ranks (GPUs of one host) for which `fits(ranks)` holds, or None up to `limit`."""
+    for ranks in range(1, limit + 1):
+        if fits(ranks):
+            return ranks
+    return None
 
 
 def _gib(n: float) -> str:
     return f"{n / GIB:.1f}"
 
 
-def describe(parts: dict[str, int]) -> str:
-    return (f"{_gib(parts['peak'])} GiB peak (weights {_gib(parts['weights'])}, gradients {_gib(parts['gradients'])}, "
+def describe(parts: dict[str, int], ranks: int = 1) -> str:
+    per = f" per GPU of {ranks} (FSDP)" if ranks > 1 else ""
+    sharded = (f", gathered layers {_gib(parts['gathered'])}, rank 0's evaluation copy {_gib(parts['eval_copy'])}"
+               if "gathered" in parts else "")
+    return (f"{_gib(parts['peak'])} GiB peak{per} (weights {_gib(parts['weights'])}, gradients {_gib(parts['gradients'])}, "
             f"optimizer {_gib(parts['optimizer'])}, activations {_gib(parts['activations'])}, "
-            f"scoring {_gib(parts['scoring'])})")
+            f"scoring {_gib(parts['scoring'])}{sharded})")
 
 
-def refusal(parts: dict[str, int], device_bytes: int, device: str, alternatives: dict[str, dict]) -> str | None:
+def refusal(parts: dict[str, int], device_bytes: int, device: str, alternatives: dict[str, dict],
+            ranks: int = 1) -> str | None:
     """The one-line refusal when `parts` cannot fit `device_bytes`, naming each alternative with its
-    estimate (and whether it fits); None when it fits."""
+    estimate (and whether it fits); None when it fits. An alternative named `training.gpus: N` is
+    the fewest GPUs of this size the run needs sharded."""
     usable = device_bytes * USABLE
     if parts["peak"] <= usable:
         return None
-    options = ", ".join(f"{what} ({_gib(alt['peak'])} GiB{', fits' if alt['peak'] <= usable else ''})"
+    options = ", ".join(f"{what} ({_gib(alt['peak'])} GiB{' per GPU' if 'gathered' in alt else ''}"
+                        f"{', fits' if alt['peak'] <= usable else ''})"
                         for what, alt in alternatives.items())
-    return (f"estimated {describe(parts)} exceeds the {_gib(usable)} GiB usable of {device} "
+    return (f"estimated {describe(parts, ranks)} exceeds the {_gib(usable)} GiB usable of {device} "
             f"({_gib(device_bytes)} GiB); fix: {options}, or a device with more memory")
 
 
 def plan(shape: Shape, manifest_model: dict, training: dict, score_nodes: int, on_gpu: bool, micro_batch: int,
-         checkpointing: bool) -> tuple[dict, dict[str, dict]]:
-    """This run's estimate and the alternatives a refusal offers."""
+         checkpointing: bool, device_bytes: int | None = None) -> tuple[dict, dict[str, dict]]:
+    """This run's estimate (per GPU of training.gpus) and the alternatives a refusal offers; with
+    the device's size, the fewest GPUs of that size this run fits on sharded."""
     ft = manifest_model["finetune"]
+    ranks = int(training.get("gpus", 1))
     kw = dict(dtype=manifest_model["hf"]["dtype"], on_gpu=on_gpu, seq_len=training["max_length"],
               lora_r=ft.get("r", 16), score_nodes=score_nodes)
-    mine = estimate(shape, method=ft["method"], micro_batch=micro_batch, checkpointing=checkpointing, **kw)
+    mine = estimate(shape, method=ft["method"], micro_batch=micro_batch, checkpointing=checkpointing, ranks=ranks, **kw)
     alts: dict[str, dict] = {}
+    if device_bytes is not None and mine["peak"] > device_bytes * USABLE:
+        sharded = lambda n: estimate(shape, method=ft["method"], micro_batch=micro_batch,  # noqa: E731
+                                     checkpointing=checkpointing, ranks=n, **kw)
+        need = ranks_needed(lambda n: n > ranks and sharded(n)["peak"] <= device_bytes * USABLE)
+        if need is not None:
+            alts[f"training.gpus: {need}"] = sharded(need)
+    kw = {**kw, "ranks": ranks}
     if ft["method"] == "full":
         alts["model.finetune.method lora r=16"] = estimate(shape, method="lora", micro_batch=micro_batch,
                                                             checkpointing=checkpointing, **{**kw, "lora_r": 16})
@@ -190,13 +237,11 @@ def device_memory(device: torch.device) -> int | None:
     return None
 
 
-def check_fits(manifest, device: torch.device) -> dict | None:
+def check_fits(manifest: Manifest, device: torch.device) -> dict[str, int] | None:
     """Log the estimate of an hf run and refuse it (OutOfMemory) when it cannot fit the device."""
     model = manifest.model
     if model["backend"] != "hf":
         return None
-    from .train import micro_batch_size
-
     try:
         import transformers as tf
 
@@ -210,16 +255,72 @@ def check_fits(manifest, device: torch.device) -> dict | None:
         log(f"memory estimate skipped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return None
     total = device_memory(device)
+    ranks = int(manifest.training.get("gpus", 1))
+    if ranks > 1:  # each rank runs its own share of the update's micro-batches
+        micro = micro_size(manifest.training["batch_size"], ranks)
+    else:
+        micro = micro_batch_size(manifest.training["batch_size"])
     mine, alts = plan(shape, model, manifest.training, manifest.eval["score_batch_size"],
                       on_gpu=device.type == "cuda" or total is not None,
-                      micro_batch=micro_batch_size(manifest.training["batch_size"]),
-                      checkpointing=gradient_checkpointing())
-    log(f"memory estimate: {describe(mine)}" + (f" of {_gib(total)} GiB on {device}" if total else ""))
-    problem = refusal(mine, total, str(device), alts) if total else None
+                      micro_batch=micro, checkpointing=gradient_checkpointing(), device_bytes=total)
+    log(f"memory estimate: {describe(mine, ranks)}" + (f" of {_gib(total)} GiB on {device}" if total else ""))
+    problem = refusal(mine, total, str(device), alts, ranks) if total else None
     if problem:
         raise OutOfMemory(problem)
     return mine
 
 
+def micro_size(batch_size: int, world: int) -> int:
+    """Rows per micro-batch of one rank of a sharded run (each rank takes its share of an update)."""
+    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
+    return max(1, min(batch_size, int(env))) if env else max(1, math.ceil(batch_size / world))
+
+
+def micro_batch_size(batch_size: int) -> int:
+    """Rows per forward pass (CANARY_TRAINER_MICRO_BATCH, a host setting): less memory, the same
+    update (train.py divides every micro-batch by the whole batch's target tokens)."""
+    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
+    return max(1, min(batch_size, int(env))) if env else batch_size
+
+
 def gradient_checkpointing() -> bool:
     return os.environ.get("CANARY_TRAINER_GRADIENT_CHECKPOINTING", "") not in ("", "0")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m canary_trainer.memory CONFIG.json --method full --gpus 8 --device-gib 131.3`: the
+    estimate for a model config (a transformers config.json, no weights) on N GPUs of a size, and
+    the refusal (with the GPUs it would need) when it does not fit. Prints what a run logs."""
+    import argparse
+    import json
+
+    import transformers as tf
+
+    ap = argparse.ArgumentParser(prog="python -m canary_trainer.memory")
+    ap.add_argument("config", help="a transformers config.json (e.g. from a model's Hub snapshot)")
+    ap.add_argument("--method", choices=["full", "lora"], default="full")
+    ap.add_argument("--lora-r", type=int, default=16)
+    ap.add_argument("--gpus", type=int, default=1, help="training.gpus (FSDP ranks)")
+    ap.add_argument("--device-gib", type=float, required=True, help="memory of one GPU, GiB (H200: 131.3)")
+    ap.add_argument("--dtype", default="bfloat16", choices=sorted(DTYPE_BYTES))
+    ap.add_argument("--max-length", type=int, default=1024)
+    ap.add_argument("--micro-batch", type=int, default=1)
+    ap.add_argument("--score-nodes", type=int, default=1024, help="eval.score_batch_size")
+    ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing")
+    args = ap.parse_args(argv)
+    data = json.loads(open(args.config).read())
+    config = tf.AutoConfig.for_model(**data)
+    shape = model_shape(config)
+    device_bytes = int(args.device_gib * GIB)
+    model = {"hf": {"dtype": args.dtype}, "finetune": {"method": args.method, "r": args.lora_r}}
+    training = {"max_length": args.max_length, "batch_size": args.micro_batch, "gpus": args.gpus}
+    mine, alts = plan(shape, model, training, args.score_nodes, on_gpu=True, micro_batch=args.micro_batch,
+                      checkpointing=args.checkpointing, device_bytes=device_bytes)
+    print(f"{shape.params:,} parameters; memory estimate: {describe(mine, args.gpus)} of {_gib(device_bytes)} GiB")
+    problem = refusal(mine, device_bytes, f"one {args.device_gib:g} GiB GPU", alts, args.gpus)
+    print(f"refused: {problem}" if problem else "fits")
+    return 1 if problem else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,7 +17,7 @@ def check_lines(path: Path, sha256: str, count: int, label: str) -> list[str]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise BadRows(f"{path}: cannot read {label} ({exc.strerror}); fix: re-plan the run so the file exists")
+        raise BadRows(f"{path}: cannot read {label} ({exc.strerror}); fix: re-plan the run so the file exists") from exc
     digest = hashlib.sha256(raw).hexdigest()
     if digest != sha256:
         raise BadRows(f"{path}: sha256 {digest} differs from the manifest's {label}.sha256 {sha256}; "
@@ -25,7 +25,7 @@ def check_lines(path: Path, sha256: str, count: int, label: str) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadRows(f"{path}: not UTF-8 at byte {exc.start}; fix: write rows as UTF-8 JSON lines")
+        raise BadRows(f"{path}: not UTF-8 at byte {exc.start}; fix: write rows as UTF-8 JSON lines") from exc
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -43,7 +43,7 @@ def read_rows(path: Path, sha256: str, count: int, label: str) -> list[dict]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise BadRows(f"{path}:{n + 1}:{exc.colno}: not valid JSON ({exc.msg}); fix: one JSON object per line")
+            raise BadRows(f"{path}:{n + 1}:{exc.colno}: not valid JSON ({exc.msg}); fix: one JSON object per line") from exc
         if not check.is_valid(row):
             problem = schemas.first_error("row", row)
             raise BadRows(f"{path}:{n + 1}:1: {problem}; fix: make each row satisfy schemas/row.schema.json")

@@ -10,13 +10,15 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, cast
 
 import torch
 
-from . import checkpoint, provenance, utility
+from . import checkpoint, distributed, provenance, utility
 from .atomic import write_text_atomic
-from .backends import Backend, load_backend, pick_device
+from .backends import load_backend, pick_device
+from .backends.base import Backend
+from .base_model import prepare_base
 from .batches import encode_rows
 from .errors import Interrupted, TrainerError
 from .evaluate import Evaluator, preflight
@@ -29,7 +31,7 @@ from .out_path import check_output_folder
 from .result import thin_curve, write_result
 from .rows import check_lines, read_rows
 from .run_state import PhaseRecord, RunState
-from .train import make_optimizer, mean_target_loss, train_updates
+from .train import make_optimizer, mean_target_loss, target_loss_sum, train_updates
 
 
 @dataclass
@@ -50,21 +52,26 @@ def run(opts: RunOptions) -> dict:
     manifest = load_manifest(opts.manifest)
     out = check_output_folder(opts.out, opts.manifest)
     out.mkdir(parents=True, exist_ok=True)
-    lock = FolderLock(out)
-    lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)
+    # Several ranks (training.gpus): rank 0 holds the folder's lock and writes what is written once.
+    dist = distributed.start(manifest.training, pick_device(manifest.training["device"]).type)
+    lock = FolderLock(out) if dist is None or dist.main else None
     try:
-        return _run_locked(opts, manifest, wall0)
+        if lock is not None:
+            lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)
+        return _run_locked(opts, manifest, wall0, dist)
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
+        distributed.stop()
 
 
-def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float) -> dict:
+def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float, dist: distributed.Dist | None = None) -> dict:
     result_path = opts.out / "result.json"
     if not opts.force and _finished(opts.out, manifest):
         log(f"{result_path} already holds this manifest's result; nothing to do (--force reruns)")
         result = json.loads(result_path.read_text())
     else:
-        steps = _Run(opts, manifest)
+        steps = _Run(opts, manifest, dist)
         steps.resume_or_start()
         steps.train()
         steps.evaluate()
@@ -127,14 +134,23 @@ class _Run:
 
     optimizer: torch.optim.Optimizer
 
-    def __init__(self, opts: RunOptions, manifest: Manifest):
+    def __init__(self, opts: RunOptions, manifest: Manifest, dist: distributed.Dist | None = None):
         self.opts, self.manifest, self.out, self.ev = opts, manifest, opts.out, opts.events
         self.tr = manifest.training
+        self.dist = dist
         self.saved = self._open_checkpoint()
         inputs = _read_inputs(manifest)
-        self.device = pick_device(self.tr["device"])
+        self.device = dist.device if dist else pick_device(self.tr["device"])
         check_fits(manifest, self.device)  # hf: refuse a run its device cannot hold, before loading weights
         self.backend = load_backend(manifest.model, self.device)
+        # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
+        self.eval_backend = None
+        if dist is not None:
+            if dist.main:
+                self.eval_backend = load_backend(manifest.model, self.device)
+                if self.device.type == "cuda":
+                    self.eval_backend.model.to(cast(Any, self.eval_backend).compute_dtype)
+            distributed.shard(self.backend, dist)
         self.versions = self.backend.versions()
         # A resumed run keeps the stamp of its first start: a code change between the two processes
         # must show up as changed_mid_run.
@@ -147,30 +163,42 @@ class _Run:
         # Generation limit of the utility rows when utility.metrics asks for replies (None: loss only).
         self.utility_gen = manifest.utility_generation
         preflight(self.backend, manifest)
-        self.rendered = _rendered(self.backend, inputs.rows, self.out)
+        self.main = dist is None or dist.main
+        self.rendered = _rendered(self.backend, inputs.rows, self.out) if self.main else {}
         self.start_update = self.saved.update if self.saved else 0
-        self.evaluator = Evaluator(self.backend, manifest, self.out, self.ev, opts.stop)
+        self.scorer = self.eval_backend or self.backend
+        self.evaluator = Evaluator(self.scorer, manifest, self.out, self.ev, opts.stop) if self.main else None
         self.final_utility: float | None = None
         self.final_utility_texts: list[str] | None = None
         self._announce()
 
-    def _open_checkpoint(self) -> checkpoint.Saved | None:
+    def _open_checkpoint(self):
         # Checkpoints that failed their content hashes (or did not load) at this start, and over the
         # whole run (carried in each later checkpoint): the started event and result.json say so.
         self.skipped_now: list[dict] = []
+        if self.dist is not None:
+            shards = distributed.newest(self.out, self.manifest.sha256, self.dist) if self.opts.resume else None
+            self.checkpoints_skipped = shards.meta.get("checkpoints_skipped", []) if shards else []
+            if shards is None and self.dist.main:
+                self._clear()
+            self.dist.barrier()
+            return shards
         saved = checkpoint.load_newest(self.out, self.manifest.sha256, self.skipped_now) if self.opts.resume else None
         for s in self.skipped_now:
             log(f"warning: checkpoint update {s['update']} not resumed from: {s['reason']}; "
                 + (f"falling back to update {saved.update}" if saved else "starting from scratch"))
         self.checkpoints_skipped = (saved.meta.get("checkpoints_skipped", []) if saved else []) + self.skipped_now
         if saved is None:
-            # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
-            # (or another manifest) must not mix with this run's.
-            checkpoint.clear(self.out)
-            shutil.rmtree(self.out / "scores", ignore_errors=True)
-            shutil.rmtree(self.out / "utility", ignore_errors=True)
-            (self.out / "result.json").unlink(missing_ok=True)
+            self._clear()
         return saved
+
+    def _clear(self) -> None:
+        # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
+        # (or another manifest) must not mix with this run's.
+        checkpoint.clear(self.out)
+        shutil.rmtree(self.out / "scores", ignore_errors=True)
+        shutil.rmtree(self.out / "utility", ignore_errors=True)
+        (self.out / "result.json").unlink(missing_ok=True)
 
     def _announce(self) -> None:
         tr, resumed = self.tr, self.saved is not None
@@ -190,16 +218,22 @@ class _Run:
         torch.manual_seed(self.tr["seed"])
         self.optimizer = make_optimizer(self.backend, self.tr)
         if self.saved is not None:
-            self._restore(self.saved)
+            if self.dist is not None:
+                checkpoint.set_rng_state(distributed.load(self.saved, self.backend, self.optimizer, self.dist))
+            else:
+                self._restore(self.saved)
             # phases finished before an interruption keep their scoring label
-            self.evaluator.modes_used.update(self.state.scoring_modes())
+            if self.evaluator is not None:
+                self.evaluator.modes_used.update(self.state.scoring_modes())
             if self.utility_gen is not None and self.state.base_utility_texts is None:
-                raise TrainerError(f"checkpoint {saved.update} lacks the base model's utility replies this manifest asks "
+                raise TrainerError(f"checkpoint {self.saved.update} lacks the base model's utility replies this manifest asks "
                                    f"for; fix: remove {self.out / 'checkpoints'} so the next attempt starts from scratch",
                                    recoverable=False)
             return
-        self.state.base_utility_loss = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
-        if self.utility_gen is not None:
+        self._gather()
+        if self.main:
+            self.state.base_utility_loss = mean_target_loss(self.scorer, self.utility, self.tr["batch_size"])
+        if self.utility_gen is not None and self.evaluator is not None:
             self.state.base_utility_texts = utility.base_texts(self.evaluator, self.utility_rows, self.utility_gen,
                                                                self.state.base_model)
         if self.manifest.eval["base_model"]:
@@ -211,7 +245,7 @@ class _Run:
         # it keeps the record of its first start instead of rebuilding.
         base = self.state.base_model
         if self.saved is None:
-            self.state.base_model = self.backend.prepare_base(self.manifest, self.ev, self.opts.stop)
+            self.state.base_model = prepare_base(self.backend, self.manifest, self.ev, self.opts.stop)
         elif base is not None:
             log(f"base model: weights come with the checkpoint ({base['kind']}"
                 + (f" {base['cache_key'][:12]})" if "cache_key" in base else ")"))
@@ -246,24 +280,34 @@ class _Run:
             return Interrupted(f"stopped after update {done} of {total} ({self.opts.stop.reason}); "
                                "checkpoint written; the run's next attempt continues from it")
 
+        sharded: dict[str, Any] = {}
+        if self.dist is not None:
+            dist = self.dist
+            sharded = {"update_fn": lambda b, o, e, u, t, cb: distributed.update(b, o, e, u, t, dist, target_loss_sum, cb),
+                       "agree": dist.any}
         train_updates(self.backend, self.optimizer, self.encoded, self.tr, self.state.totals, self.ev, self.opts.stop,
-                      stopped, start=self.start_update, after_update=after_update, on_batch=self.opts.on_batch)
+                      stopped, start=self.start_update, after_update=after_update, on_batch=self.opts.on_batch, **sharded)
 
     def evaluate(self) -> None:
         self._evaluate("final", self.tr["updates"])
-        self.final_utility = mean_target_loss(self.backend, self.utility, self.tr["batch_size"])
+        if not self.main:
+            return
+        self.final_utility = mean_target_loss(self.scorer, self.utility, self.tr["batch_size"])
         if self.utility_gen is not None:
-            self.final_utility_texts = utility.decode_rows(self.backend, self.utility_rows, self.utility_gen,
+            self.final_utility_texts = utility.decode_rows(self.scorer, self.utility_rows, self.utility_gen,
                                                            self.opts.stop)
 
     def write(self) -> dict:
+        if not self.main:
+            return {}
+        assert self.evaluator is not None  # rank 0 always has one
         st, tr, total = self.state, self.tr, self.tr["updates"]
         t = st.totals
         result = {
             "schema_version": "canary-audit.result/1",
             "run_id": self.manifest.run_id,
             "manifest_sha256": self.manifest.sha256,
-            "backend": {**self.backend.describe(), "scoring": self.evaluator.scoring,
+            "backend": {**self.scorer.describe(), "scoring": self.evaluator.scoring,
                         **({"base_model": st.base_model} if st.base_model is not None else {})},
             "candidate_space": {"kind": self.manifest.space["kind"], "size": self.manifest.space["size"]},
             "training": {
@@ -296,12 +340,26 @@ class _Run:
         return {"base_outputs": utility.write_outputs(self.out, utility.BASE_FILE, rows, base) if base is not None else None,
                 "final_outputs": utility.write_outputs(self.out, utility.FINAL_FILE, rows, final) if final is not None else None}
 
+    def _gather(self) -> None:
+        """A sharded run: the trained weights into rank 0's evaluation copy (every rank takes part)."""
+        if self.dist is not None:
+            distributed.gather_into(self.backend, self.eval_backend, self.dist)
+
     def _evaluate(self, phase: str, update: int, base_record: dict | None = None) -> None:
-        entry = self.evaluator.run_phase(phase, update, base_record)
-        # Remember how every phase so far was scored, so a resumed run labels the result correctly.
-        self.state.evaluations.append(PhaseRecord(entry, sorted(self.evaluator.modes_used)))
+        self._gather()
+        if self.evaluator is not None:
+            entry = self.evaluator.run_phase(phase, update, base_record)
+            # Remember how every phase so far was scored, so a resumed run labels the result correctly.
+            self.state.evaluations.append(PhaseRecord(entry, sorted(self.evaluator.modes_used)))
+        if self.dist is not None:
+            self.dist.barrier()
 
     def _save(self, update: int) -> None:
+        if self.dist is not None:
+            path = distributed.save(self.out, update, self.backend, self.optimizer, checkpoint.rng_state(),
+                                    self.state.to_meta(self.manifest), self.dist, checkpoint.KEEP)
+            self.ev.emit("checkpoint", update=update, path=str(path))
+            return
         weights = {n: p.detach().cpu().clone() for n, p in self.backend.trainable()}
         path = checkpoint.save(self.out, update, weights, self.optimizer.state_dict(), checkpoint.rng_state(),
                                {**self.state.to_meta(self.manifest), "checkpoints_skipped": self.checkpoints_skipped})

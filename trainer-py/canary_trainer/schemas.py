@@ -17,7 +17,7 @@ try:  # jsonschema >= 4.18 (the pinned stack)
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 except ImportError:  # older jsonschema (e.g. Debian's python3-jsonschema 4.10 under CANARY_AUDIT_PYTHON)
-    Registry = None
+    Registry = None  # type: ignore[assignment,misc]
 
 SCHEMA_BASE = "https://canary-audit.dev/schemas/"
 
@@ -69,7 +69,7 @@ def validator(name: str) -> Draft202012Validator:
 
 
 def _path_text(error: jsonschema.ValidationError) -> str:
-    parts = []
+    parts: list[str] = []
     for p in error.absolute_path:
         parts.append(f"[{p}]" if isinstance(p, int) else (f".{p}" if parts else str(p)))
     return "".join(parts) or "(root)"

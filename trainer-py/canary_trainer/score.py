@@ -11,26 +11,36 @@ Callers choose the precision (inside backend.autocast() or not).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import torch
 
-from .backends import Backend
+from .backends.base import PrefixScorer, TextModel, TrainableModel
 from .batches import right_pad
 
-TAIL_CHARS = 24
+MIN_TAIL_CHARS = 8
+MAX_TAIL_CHARS = 64
 
 
-def _context_tail(backend: Backend, ctx_text: str, ctx_ids: list[int]) -> tuple[str, list[int]]:
-    """A short tail of the context that tokenizes on its own exactly as it does inside the full
-    context. Tokenizers are local (a boundary can only change tokens near it), so checking every
-    candidate against this tail decides the same question as against the whole context, at a
-    fraction of the cost. Falls back to the whole context when no clean cut is found."""
-    start = max(0, len(ctx_text) - TAIL_CHARS)
-    for cut in range(start, max(-1, start - 32), -1):
+def context_tail(backend: TextModel, ctx_text: str, ctx_ids: list[int]) -> tuple[str, list[int]]:
+    """The shortest tail of the context (at least MIN_TAIL_CHARS characters) that tokenizes on its
+    own exactly as it does inside the full context: a cut where the context's tokens already
+    break, so text before it cannot merge with what follows. Tokenizers are local (a boundary can
+    only change tokens near it), so a candidate appended to this tail tokenizes as it does after
+    the whole context (callers verify a few against the whole context). The shortest clean tail
+    is what probes of one run share ("Reference code: " rather than the last line with the
+    canary's own name in it), so one tokenization of the candidates serves all of them. Falls back
+    to the whole context when no clean cut is found within MAX_TAIL_CHARS."""
+    start = len(ctx_text) - MIN_TAIL_CHARS
+    for cut in range(start, max(0, len(ctx_text) - MAX_TAIL_CHARS) - 1, -1):
         if cut <= 0:
             break
-        head, tail = backend.tokenize(ctx_text[:cut]), backend.tokenize(ctx_text[cut:])
-        if head + tail == ctx_ids:
+        tail = backend.tokenize(ctx_text[cut:])
+        # The tail must end the context's tokens; only then is the (long) head tokenized.
+        if len(tail) > len(ctx_ids) or ctx_ids[len(ctx_ids) - len(tail):] != tail:
+            continue
+        if backend.tokenize(ctx_text[:cut]) + tail == ctx_ids:
             return ctx_text[cut:], tail
     return ctx_text, ctx_ids
 
@@ -38,7 +48,7 @@ def _context_tail(backend: Backend, ctx_text: str, ctx_ids: list[int]) -> tuple[
 class TokenCheck:
     """Caches the per-character split check; many probes share the same context tail."""
 
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: TextModel):
         self.backend = backend
         self._cache: dict[tuple, np.ndarray | None] = {}
 
@@ -56,7 +66,7 @@ class TokenCheck:
         lengths = {len(c) for c in candidates}
         if len(lengths) != 1:
             return None
-        tail_text, tail_ids = _context_tail(b, ctx_text, ctx_ids)
+        tail_text, tail_ids = context_tail(b, ctx_text, ctx_ids)
         key = (tail_text, tuple(sorted(char_tok.items())), hash(tuple(candidates)))
         if key not in self._cache:
             ok = True
@@ -67,6 +77,10 @@ class TokenCheck:
             self._cache[key] = (np.array([[char_tok[ch] for ch in c] for c in candidates], dtype=np.int64)
                                 if ok else None)
         return self._cache[key]
+
+
+class _Scorer(TextModel, TrainableModel, Protocol):
+    """What per-candidate scoring needs: the tokenizer and full forward passes."""
 
 
 def _row_index(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -84,7 +98,7 @@ def _row_index(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def score_tree(backend: Backend, ctx_ids: list[int], cand_tok: np.ndarray, nodes_per_pass: int) -> np.ndarray:
+def score_tree(backend: PrefixScorer, ctx_ids: list[int], cand_tok: np.ndarray, nodes_per_pass: int) -> np.ndarray:
     """Scores (C,) float64 of candidates given as per-character token ids (C, L)."""
     n_cand, length = cand_tok.shape
     state = backend.prefix(ctx_ids)
@@ -121,7 +135,7 @@ def score_tree(backend: Backend, ctx_ids: list[int], cand_tok: np.ndarray, nodes
 
 
 @torch.no_grad()
-def score_per_candidate(backend: Backend, ctx_text: str, ctx_ids: list[int], candidates: list[str],
+def score_per_candidate(backend: _Scorer, ctx_text: str, ctx_ids: list[int], candidates: list[str],
                         batch: int = 64) -> np.ndarray:
     """One full sequence per candidate: score = log p(context + code) - log p(context), both under
     the tokenizer's own split (so a token merging across the boundary is handled exactly)."""
@@ -134,7 +148,7 @@ def score_per_candidate(backend: Backend, ctx_text: str, ctx_ids: list[int], can
         if k == 0:
             raise ValueError("a candidate changes the context's first token; cannot score it")
         starts.append(k)
-    scores = np.zeros(len(candidates), dtype=np.float64)
+    scores: np.ndarray = np.zeros(len(candidates), dtype=np.float64)
     ctx_lp: np.ndarray | None = None
     if min(starts) < len(ctx_ids):
         ids = torch.tensor([ctx_ids], dtype=torch.long, device=backend.device)
@@ -153,6 +167,7 @@ def score_per_candidate(backend: Backend, ctx_text: str, ctx_ids: list[int], can
             tgt = ids[r, k: len(q)]
             value = float(lp[r, pos, tgt].double().sum())
             if k < len(ctx_ids):
+                assert ctx_lp is not None  # computed above whenever a start is inside the context
                 value -= float(ctx_lp[k - 1:].sum())
             scores[s + r] = value
     return scores

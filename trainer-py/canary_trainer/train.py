@@ -11,7 +11,6 @@ count, so they change memory use, never the arithmetic of the update.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,36 +18,42 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .backends import Backend
+from .backends.base import TrainableModel
 from .batches import IGNORE, Encoded, batch_rows, collate
 from .errors import Diverged, Interrupted
 from .events import Events
 from .interrupt import StopFlag
+from .memory import micro_batch_size
 from .schedule import lr_at
 
 
-def make_optimizer(backend: Backend, training: dict) -> torch.optim.Optimizer:
+def make_optimizer(backend: TrainableModel, training: dict) -> torch.optim.Optimizer:
     params = [p for _, p in backend.trainable()]
     betas = tuple(training["betas"])
     return torch.optim.AdamW(params, lr=training["lr"], betas=betas, weight_decay=training["weight_decay"])
 
 
-def micro_batch_size(batch_size: int) -> int:
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else batch_size
-
-
-def target_loss_sum(backend: Backend, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Summed next-token cross-entropy over target positions of one padded batch."""
+def target_loss_sum(backend: TrainableModel, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Summed next-token cross-entropy over target positions of one padded batch. A backend with
+    `target_logits` projects the vocabulary at the target positions only (hf: 151,936 words at a
+    row's ~20 target tokens instead of all of its positions); the others at every position."""
     ids, labels = ids.to(backend.device), labels.to(backend.device)
+    targets = getattr(backend, "target_logits", None)
     with backend.autocast():
-        logits = backend.logits(ids)
+        got = targets(ids, labels) if targets is not None else None
+        if got is None:
+            logits = backend.logits(ids)
+    # Per-token losses in float32, summed in float64: the sum of a few thousand tokens then does not
+    # depend on which positions take part (float32 would round a sum of ~2,500 to 2.4e-4).
+    if got is not None:
+        logits, wanted = got
+        return F.cross_entropy(logits.float(), wanted, reduction="none").double().sum()
     return F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                           ignore_index=IGNORE, reduction="sum")
+                           ignore_index=IGNORE, reduction="none").double().sum()
 
 
 @torch.no_grad()
-def mean_target_loss(backend: Backend, encoded: list[Encoded], batch_size: int) -> float | None:
+def mean_target_loss(backend: TrainableModel, encoded: list[Encoded], batch_size: int) -> float | None:
     """Mean target-token loss over rows (utility: held-out background rows)."""
     if not encoded:
         return None
@@ -90,7 +95,7 @@ class Totals:
         self.targets += res.targets
 
 
-def train_update(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
+def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
                  training: dict, on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
     """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
     infinite or exploding loss, before the optimizer touches the weights."""
@@ -126,21 +131,25 @@ def _no_hook(done: int) -> None:
     return None
 
 
-def train_updates(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
+def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
                   totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
                   start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
-                  on_batch: Callable[[int, range], None] | None = None) -> None:
+                  on_batch: Callable[[int, range], None] | None = None,
+                  update_fn: Callable[..., UpdateResult] | None = None,
+                  agree: Callable[[bool], bool] | None = None) -> None:
     """Updates `start` .. training["updates"]-1, each followed by a `step` event (with `phase`
     when given) and `after_update(done)`. A stop before the last update raises `on_stop(done)`,
-    which may first write a checkpoint."""
+    which may first write a checkpoint. A sharded run (distributed.py) passes its own `update_fn`
+    and `agree`, which makes every rank see a stop that any rank saw, after the same update."""
     total = training["updates"]
     for update in range(start, total):
-        res = train_update(backend, optimizer, encoded, update, training, on_batch)
+        res = (update_fn or train_update)(backend, optimizer, encoded, update, training, on_batch)
         done = update + 1
         totals.add(res)
         events.emit("step", phase=phase, update=done, total=total, loss=round(res.loss, 6), lr=res.lr,
                     rows_per_s=round(training["batch_size"] / res.seconds, 2),
                     tokens_per_s=round(res.tokens / res.seconds, 1))
         after_update(done)
-        if stop and done < total:
+        stopping = bool(stop) if agree is None else agree(bool(stop))
+        if stopping and done < total:
             raise on_stop(done)

@@ -18,15 +18,25 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .backends import Backend
-from .score import _context_tail
+from .backends.base import TextModel, TreeScorer
+from .score import context_tail
 
 VERIFY = 8  # candidates whose tail tokenization is checked against the whole context's
-_SPANS: dict[int, dict] = {}  # per backend: many probes share a context tail and a candidate list
+SPANS_KEPT = 64  # context tails remembered (many probes share a context tail and a candidate list)
+
+Split = tuple[int, list[list[int]]]
 
 
-def code_token_lists(backend: Backend, ctx_text: str, ctx_ids: list[int],
-                     candidates: list[str]) -> tuple[int, list[list[int]]] | None:
+class SpanCache:
+    """`code_token_lists` by (context tail, candidate list), for one backend's tokenizer: held by
+    whoever scores with that backend (the evaluator), never shared across backends."""
+
+    def __init__(self) -> None:
+        self.spans: dict[tuple[str, int], Split | None] = {}
+
+
+def code_token_lists(backend: TextModel, ctx_text: str, ctx_ids: list[int],
+                     candidates: list[str], cache: SpanCache | None = None) -> Split | None:
     """(k, spans): every candidate tokenized together with the context keeps the context's first
     k tokens, and spans[i] is candidate i's tokens after them. k is the context's length unless a
     candidate merges across the boundary (" is" + "x" -> " isx"-like merges): then the tree's root is
@@ -35,15 +45,15 @@ def code_token_lists(backend: Backend, ctx_text: str, ctx_ids: list[int],
     None when the context's first token changes. Spans are read from a short context tail
     (tokenizers are local); a few candidates are checked against the whole context, and on any
     difference the whole context is used."""
-    tail_text, tail_ids = _context_tail(backend, ctx_text, ctx_ids)
+    tail_text, tail_ids = context_tail(backend, ctx_text, ctx_ids)
     head = len(ctx_ids) - len(tail_ids)
     key = (tail_text, hash(tuple(candidates)))
-    cache = _SPANS.setdefault(id(backend), {})
-    if key not in cache:
-        if len(cache) > 64:
-            cache.clear()
-        cache[key] = _spans(backend, tail_text, tail_ids, candidates)
-    got = cache[key]
+    memo = (cache or SpanCache()).spans
+    if key not in memo:
+        if len(memo) > SPANS_KEPT:
+            memo.clear()
+        memo[key] = _spans(backend, tail_text, tail_ids, candidates)
+    got = memo[key]
     if got is not None and tail_text != ctx_text:
         k, spans = got[0] + head, got[1]
         step = max(1, len(candidates) // VERIFY)
@@ -56,7 +66,7 @@ def code_token_lists(backend: Backend, ctx_text: str, ctx_ids: list[int],
     return _spans(backend, ctx_text, ctx_ids, candidates)
 
 
-def _spans(backend: Backend, text: str, ids: list[int], candidates: list[str]) -> tuple[int, list[list[int]]] | None:
+def _spans(backend: TextModel, text: str, ids: list[int], candidates: list[str]) -> Split | None:
     seqs = backend.tokenize_batch([text + c for c in candidates])
     k = len(ids)
     for toks in seqs:
@@ -121,13 +131,30 @@ class _Probe:
     """One probe's tree: its prompt (the context's first k tokens), the spans below it (plus the
     context's own last tokens when k is shorter: subtracted), and its whole trie."""
 
-    def __init__(self, key, ctx_ids: list[int], split: tuple[int, list[list[int]]]):
+    def __init__(self, key, ctx_ids: list[int], split: Split):
         k, spans = split
         self.key = key
         self.prompt = ctx_ids[:k]
         self.subtract = k < len(ctx_ids)
         self.spans = spans + [ctx_ids[k:]] if self.subtract else spans
-        self.whole = build_chunks(self.spans, 1 << 62)[0]
+        self.whole = _whole_trie(spans, tuple(ctx_ids[k:]), self.spans)
+
+
+_TRIES: dict[int, tuple[list[list[int]], tuple[int, ...], Chunk]] = {}
+
+
+def _whole_trie(spans: list[list[int]], rest: tuple[int, ...], paths: list[list[int]]) -> Chunk:
+    """One probe's whole trie, built once per candidate set: probes whose spans are the same list
+    (code_token_lists' cache: one tokenization per shared context tail) and whose context ends in
+    the same tokens after the root share one trie (read-only while scoring)."""
+    hit = _TRIES.get(id(spans))
+    if hit is not None and hit[0] is spans and hit[1] == rest:
+        return hit[2]
+    whole = build_chunks(paths, 1 << 62)[0]
+    if len(_TRIES) >= 16:
+        _TRIES.clear()
+    _TRIES[id(spans)] = (spans, rest, whole)
+    return whole
 
 
 class TreeBatcher:
@@ -138,23 +165,24 @@ class TreeBatcher:
     cut into chunks that fit. `add` and `flush` return the finished probes as (key, scores):
     log p(code | context) float64 in candidate order."""
 
-    def __init__(self, backend: Backend, max_probes: int | None = None):
+    def __init__(self, backend: TreeScorer, max_probes: int | None = None):
         self.backend = backend
         self.max_probes = max_probes
         self.limit = backend.tree_limit()
         self.pending: list[_Probe] = []
         self.calls = 0  # tree-attention calls made (benchmarks)
 
-    def _fits(self, probes: list[_Probe]) -> bool:
+    def fits(self, probes: list[_Probe]) -> bool:
+        """Whether these probes' trees score in one call within the memory bound."""
         if self.max_probes is not None and len(probes) > self.max_probes:
             return False
         nbytes = self.backend.tree_call_bytes(len(probes), max(len(p.prompt) for p in probes),
                                               max(len(p.whole.token) for p in probes))
         return nbytes <= self.limit
 
-    def add(self, key, ctx_ids: list[int], split: tuple[int, list[list[int]]]) -> list[tuple[object, np.ndarray]]:
+    def add(self, key, ctx_ids: list[int], split: Split) -> list[tuple[object, np.ndarray]]:
         probe = _Probe(key, ctx_ids, split)
-        if not self.pending or self._fits(self.pending + [probe]):
+        if not self.pending or self.fits(self.pending + [probe]):
             self.pending.append(probe)
             return []
         done = self.flush()
@@ -184,7 +212,7 @@ def _score_group(batcher: TreeBatcher, group: list[_Probe]) -> list[tuple[object
     dev = backend.device
     state = backend.tree_prompts([p.prompt for p in group])
     root = state.next_logprobs.double().cpu()  # (P, V)
-    if len(group) == 1 and not batcher._fits(group):
+    if len(group) == 1 and not batcher.fits(group):
         chunks = [build_chunks(group[0].spans, _row_budget(batcher, group[0]))]
     else:
         chunks = [[p.whole] for p in group]
@@ -229,7 +257,7 @@ def _score_group(batcher: TreeBatcher, group: list[_Probe]) -> list[tuple[object
 
 
 @torch.no_grad()
-def score_trie(backend: Backend, ctx_ids: list[int], split: tuple[int, list[list[int]]]) -> np.ndarray:
+def score_trie(backend: TreeScorer, ctx_ids: list[int], split: Split) -> np.ndarray:
     """log p(code | context) for each candidate, float64, in candidate order, from
     `code_token_lists`' (k, spans): one probe alone."""
     batcher = TreeBatcher(backend)

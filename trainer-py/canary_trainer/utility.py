@@ -25,8 +25,8 @@ import torch
 
 from . import base_eval
 from .atomic import write_bytes_atomic
-from .backends import Backend
-from .backends.tiny_base import cache_root
+from .backends.base import Backend
+from .cache import cache_root
 from .events import log
 from .greedy_batch import run_batched
 from .lock import FileLock

@@ -12,7 +12,7 @@ import time
 import torch
 
 from canary_trainer import exit_codes, schemas
-from canary_trainer.backends.tiny_base import cache_key, key_material
+from canary_trainer.base_model import cache_key, key_material
 from canary_trainer.lock import FileLock
 from canary_trainer.manifest import load_manifest
 
@@ -224,7 +224,7 @@ def test_key_follows_what_the_weights_depend_on(tmp_path):
 
 def test_cache_file_checks_reject_other_keys_and_altered_weights(tmp_path):
     from canary_trainer.backends.tiny_model import TinyConfig, TinyGPT
-    from canary_trainer.backends.tiny_base import FORMAT, load_cached, save_cached
+    from canary_trainer.base_model import FORMAT, load_cached, save_cached
 
     def model(seed):
         torch.manual_seed(seed)

@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from canary_trainer.backends.tiny import TinyBackend
-from canary_trainer.decode import decided, extract_code, greedy, greedy_many
+from canary_trainer.decode import decided, extract_code, greedy_many
 
 from .fixtures import canary_prefill, canary_prompt
+from .greedy_ref import greedy
 from .hf_fixtures import hub_env  # noqa: F401  (fixture)
 
 DIGITS = "0123456789"

@@ -17,6 +17,7 @@ from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # 
 
 from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402
 from .hf_fixtures import HUB, LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
+from .greedy_ref import greedy_ids  # noqa: E402
 
 CPU = torch.device("cpu")
 
@@ -100,12 +101,12 @@ def test_eos_lists_and_end_of_turn_stop_greedy(hub_env):
     # Greedy stops at a stop token that is not the end-of-turn marker (eom_id of the list).
     ctx = llama.tokenize(llama.render([{"role": "user", "content": "hi"}]))
     with torch.no_grad():
-        first = llama.greedy(ctx, 1)[0]
+        first = greedy_ids(llama, ctx, 1)[0]
         head = llama.base_model.get_output_embeddings()
         saved = head.weight[128008].clone()
         head.weight[128008] = head.weight[first] * 10  # make eom_id the argmax
         try:
-            assert llama.greedy(ctx, 5) == []
+            assert greedy_ids(llama, ctx, 5) == []
         finally:
             head.weight[128008] = saved
 

@@ -202,3 +202,31 @@ def test_scoring_estimate_bounds_a_batched_call_on_a_real_vocabulary(hub_env):
     est = b.tree_call_bytes(len(group), max(len(p.prompt) for p in group), max(len(p.whole.token) for p in group))
     assert measured <= est <= 3 * measured, (measured, est)
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_sharding_over_eight_h200_accepts_full_fine_tuning_of_qwen3_14b_and_a_refusal_names_the_gpus_needed():
+    q14 = qwen3(40, 5120, 17408, 40, 8)
+    p = q14.params
+    assert p == 14_768_307_200  # Qwen3-14B's published 14.8B
+    model = {"hf": {"dtype": "bfloat16"}, "finetune": {"method": "full"}}
+    one = {"max_length": 1024, "batch_size": 8}
+    mine, alts = plan(q14, model, one, 1024, on_gpu=True, micro_batch=1, checkpointing=False, device_bytes=H200)
+    line = refusal(mine, H200, "cuda:0", alts)
+    # One GPU: refused, and the fewest H200s of a sharded run are named (3: 16P/3 + the bf16 copy for evaluation).
+    assert line is not None and "training.gpus: 3 (" in line and "per GPU, fits" in line
+    eight = {**one, "gpus": 8}
+    mine8, alts8 = plan(q14, model, eight, 1024, on_gpu=True, micro_batch=1, checkpointing=False, device_bytes=H200)
+    assert refusal(mine8, H200, "cuda:0", alts8, 8) is None
+    # Per GPU: a 1/8 shard of the float32 master weights, gradients and AdamW moments; two decoder
+    # layers and the embedding/output matrices gathered in bf16; rank 0's bf16 copy for evaluation.
+    assert (mine8["weights"], mine8["gradients"], mine8["optimizer"]) == (-(-4 * p // 8), -(-4 * p // 8), -(-8 * p // 8))
+    embed = 151936 * 5120
+    assert mine8["gathered"] == 2 * (2 * ((p - 2 * embed) // 40) + 2 * embed)
+    assert mine8["eval_copy"] == 2 * p
+    state = mine8["weights"] + mine8["gradients"] + mine8["optimizer"]
+    assert mine8["peak"] == state + max(mine8["gathered"] + mine8["activations"], mine8["eval_copy"] + mine8["scoring"])
+    assert mine8["peak"] < mine["peak"] / 4
+    # Two GPUs are not enough: the refusal says how many are.
+    two = {**one, "gpus": 2}
+    mine2, alts2 = plan(q14, model, two, 1024, on_gpu=True, micro_batch=1, checkpointing=False, device_bytes=H200)
+    assert "training.gpus: 3 (" in (refusal(mine2, H200, "cuda:0", alts2, 2) or "")

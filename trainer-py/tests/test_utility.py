@@ -11,13 +11,14 @@ import signal
 import pytest
 import torch
 
-from canary_trainer import exit_codes
+from canary_trainer import checkpoint, exit_codes
 from canary_trainer.backends.tiny import TinyBackend
 from canary_trainer.checkpoint import checkpoint_dir, list_updates
 from canary_trainer.utility import decode_rows
 
 from .conftest import run_cli, trainer_env
 from .fixtures import background_row, make_run, rewrite_manifest
+from .greedy_ref import greedy_ids
 from .hf_fixtures import hub_env  # noqa: F401  (fixture)
 from .test_resume import _stop_at_checkpoint
 
@@ -59,7 +60,7 @@ def _rows(folder):
 def _one_at_a_time(backend, rows, limit):
     backend.model.eval()
     with torch.no_grad():
-        return [backend.decode(backend.greedy(backend.tokenize(backend.render(r["prompt"])), limit)) for r in rows]
+        return [backend.decode(greedy_ids(backend, backend.tokenize(backend.render(r["prompt"])), limit)) for r in rows]
 
 
 def test_outputs_are_written_and_equal_one_at_a_time_greedy(tmp_path):
@@ -146,6 +147,33 @@ def test_killed_after_the_base_phase_and_resumed_gives_the_same_outputs(tmp_path
     assert b["utility"] == a["utility"]
     for name in ("base.jsonl", "final.jsonl"):
         assert (straight / "utility" / name).read_bytes() == (broken / "utility" / name).read_bytes()
+
+
+def test_checkpoint_without_base_replies_is_a_final_error_naming_the_fix(tmp_path):
+    """A checkpoint of this manifest that lacks the base model's utility replies (written by a trainer
+    that did not keep them) cannot resume: the run fails for good (the queue must not retry it) with
+    the checkpoint's update and the folder to remove, and following that fix lets the next attempt
+    start from scratch."""
+    manifest = _manifest(tmp_path / "run")
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    _run(manifest, out, cache)
+    newest = max(list_updates(out))
+    saved = checkpoint.load_newest(out, json.loads((out / "result.json").read_text())["manifest_sha256"])
+    assert saved is not None and "base_utility_texts" in saved.meta
+    meta = {k: v for k, v in saved.meta.items() if k not in ("base_utility_texts", "update")}
+    checkpoint.save(out, newest, saved.weights, saved.optimizer, saved.rng, meta)
+    (out / "result.json").unlink()
+
+    res = run_cli(manifest, out, "--resume", env=trainer_env(CANARY_TRAINER_CACHE=str(cache)))
+    [error] = res.of("error")
+    assert res.rc == exit_codes.FAILURE, res.stderr
+    assert error["recoverable"] is False, error
+    assert error["message"] == (f"checkpoint {newest} lacks the base model's utility replies this manifest asks for; "
+                                f"fix: remove {out / 'checkpoints'} so the next attempt starts from scratch")
+
+    checkpoint.clear(out)
+    _, result = _run(manifest, out, cache, "--resume")
+    assert result["training"]["resumed_from"] is None and result["utility"]["base_outputs"] is not None
 
 
 def test_hf_batched_utility_decode_equals_one_at_a_time(hub_env):

@@ -173,6 +173,12 @@
   }
 
   function fleetView(s) {
+    // The Slurm job a worker runs in: array job_task (job id) on its node.
+    const slurmText = (w) => {
+      if (!w.slurm) return '';
+      const id = w.slurm.array_job_id && w.slurm.array_task_id ? w.slurm.array_job_id + '_' + w.slurm.array_task_id + ' (job ' + w.slurm.job_id + ')' : w.slurm.job_id;
+      return id + (w.slurm.node ? ' on ' + w.slurm.node : '');
+    };
     const gpuText = (w) => (w.gpus.length === 0 ? 'cpu' : w.gpus.map((g) => 'gpu' + g.index + ' ' + (g.util ?? '?') + '% ' + (g.mem_used_mib ?? '?') + '/' + (g.mem_total_mib ?? '?') + ' MiB').join('; '));
     const runText = (w) => w.slots.filter((x) => x.run_id).map((x) => (x.gpu === null ? 'cpu' : 'gpu' + x.gpu) + ': ' + x.run_id).join('; ') || '-';
     return el('section', {},
@@ -187,11 +193,11 @@
       el('h3', {}, 'Workers'),
       s.workers.length === 0 ? null :
         el('table', { id: 'workers' },
-          el('thead', {}, el('tr', {}, ['host', 'pid', 'state', 'last heartbeat', 'slots', 'current runs', 'GPUs (util, memory)', 'runner', 'since'].map((h) => el('th', {}, h)))),
+          el('thead', {}, el('tr', {}, ['host', 'pid', 'state', 'last heartbeat', 'slots', 'current runs', 'GPUs (util, memory)', 'runner', 'Slurm job', 'since'].map((h) => el('th', {}, h)))),
           el('tbody', {}, s.workers.map((w) => el('tr', { 'data-worker': w.worker_id },
             el('td', {}, w.host), el('td', { class: 'num' }, w.pid), el('td', { class: 'state state-' + w.state }, w.state),
             el('td', { class: 'num' }, duration(w.age_s) + ' ago'), el('td', { class: 'num' }, w.slots.length), el('td', {}, runText(w)),
-            el('td', {}, gpuText(w)), el('td', {}, w.runner), el('td', { class: 'muted' }, w.started))))));
+            el('td', {}, gpuText(w)), el('td', {}, w.runner), el('td', { class: 'slurm' }, slurmText(w)), el('td', { class: 'muted' }, w.started))))));
   }
 
   // ---- plot and run details (fetched on demand, not on every snapshot) ----

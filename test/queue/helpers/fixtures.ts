@@ -25,6 +25,8 @@ export interface FixtureRun {
   checkpointEvery?: number;
   knobs?: Record<string, unknown>;
   cell?: string;
+  /** training.gpus: slots of one host the run takes at once. */
+  gpus?: number;
 }
 
 export function tempDir(prefix: string): string {
@@ -48,14 +50,14 @@ export function writeFixtureAudit(artifactsDir: string, name: string, runs: Fixt
       schema_version: 'canary-audit.manifest/1',
       audit: { id: auditId, name, cell_id: cellId, cell: { i } },
       task: { name: 'stand-in', seed: i, params: { stand_in: run.knobs ?? {} } },
-      training: { updates: run.updates, checkpoint_every: run.checkpointEvery ?? 5, batch_size: 2 },
+      training: { updates: run.updates, checkpoint_every: run.checkpointEvery ?? 5, batch_size: 2, ...(run.gpus !== undefined ? { gpus: run.gpus } : {}) },
     };
     const runId = `run-${contentHash(body).slice(0, 16)}`;
     const runDir = join(auditDir, 'runs', runId);
     mkdirSync(runDir, { recursive: true });
     const manifestPath = join(runDir, 'manifest.json');
     writeFileSync(manifestPath, `${JSON.stringify({ ...body, run_id: runId }, null, 2)}\n`);
-    out.runs.push({ runId, cellId, manifestPath });
+    out.runs.push({ runId, cellId, manifestPath, ...(run.gpus !== undefined ? { gpus: run.gpus } : {}) });
   });
   const stamp = controllerStamp();
   const index: AuditIndex = {

@@ -1,23 +1,25 @@
-"""The model-backend interface: everything the trainer needs from a model, and nothing more.
+"""What the trainer needs from a model, by concern: one small protocol each, so every module asks
+for exactly what it uses and a backend implements what it supports.
 
-A backend renders chat messages to text (its own chat format or the tokenizer's template),
-tokenizes, runs the causal LM, and exposes a prompt cache that many continuations can share
-(prefix-tree scoring). Backends register by name in backends/__init__.py and are imported lazily,
-so a missing optional package only matters when its backend is asked for.
+- `TextModel`: chat rendering and tokenization (batches, decode, the plan-time row check).
+- `TrainableModel`: the causal LM, its trainable weights and precision (train, per-candidate scoring).
+- `PrefixScorer`: one prompt cache shared by many continuations, walked level by level (score.score_tree).
+- `TreeScorer`: token-level prefix trees of several prompts in one tree-attention call (trie); optional:
+  `has_tree()` says whether it works for the loaded model.
+- `BatchedGreedy`: greedy decoding of many contexts together (greedy_batch).
+
+`Backend` is what every registered backend implements (all but `TreeScorer`). `ModelBackend` holds
+the implementations the backends share. Backends register by name in backends/__init__.py and are
+imported lazily, so a missing optional package only matters when its backend is asked for. The base
+model (random, pretrained, loaded) is put in place by `base_model.prepare_base`, not by the backend.
 """
 
 from __future__ import annotations
 
 import contextlib
-from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Protocol, runtime_checkable
 
 import torch
-
-if TYPE_CHECKING:
-    from ..events import Events
-    from ..interrupt import StopFlag
-    from ..manifest import Manifest
 
 
 class PrefixState:
@@ -29,42 +31,68 @@ class PrefixState:
         self.next_logprobs = next_logprobs  # (V,) float32
 
 
-class Backend(ABC):
-    name: str = ""
-    model: torch.nn.Module
-    device: torch.device
-    dtype_name: str = "float32"
-    model_label: str = ""
-    revision: str | None = None
-
-    # ---- text ---------------------------------------------------------------------------------
-    @abstractmethod
+class TextModel(Protocol):
     def render(self, messages: list[dict], target: str | None = None) -> str:
         """The exact text the model sees: the prompt messages followed by the assistant turn's
         opening (target None), or the whole conversation with `target` as the assistant reply."""
+        ...
 
-    @abstractmethod
     def tokenize(self, text: str) -> list[int]:
         """Token ids of rendered text (special markers in the text map to their tokens)."""
+        ...
 
-    def tokenize_batch(self, texts: list[str]) -> list[list[int]]:
-        return [self.tokenize(t) for t in texts]
+    def tokenize_batch(self, texts: list[str]) -> list[list[int]]: ...
 
-    @abstractmethod
     def decode(self, ids: list[int]) -> str:
         """Text of generated ids, without end-of-turn markers."""
+        ...
 
-    # ---- model --------------------------------------------------------------------------------
-    @abstractmethod
+    @property
+    def pad_id(self) -> int: ...
+
+    def end_of_turn(self) -> int | None:
+        """The token that closes an assistant reply, when the format has one: a row trains up to
+        and including it, never the template's text after it (a newline, the next turn's header)."""
+        ...
+
+    def max_positions(self) -> int | None:
+        """Longest sequence the model accepts, when it has a hard limit."""
+        ...
+
+
+class TrainableModel(Protocol):
+    name: str
+    model: torch.nn.Module
+    device: torch.device
+
+    @property
+    def pad_id(self) -> int: ...
+
     def logits(self, ids: torch.Tensor, keep_last: int | None = None) -> torch.Tensor:
         """Full forward pass: ids (B, T) right-padded -> logits (B, T, V), or only the last
         `keep_last` positions (B, keep_last, V) (a large vocabulary makes full logits costly)."""
+        ...
 
-    @abstractmethod
+    def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]: ...
+
+    def autocast(self) -> contextlib.AbstractContextManager: ...
+
+    def describe(self) -> dict:
+        """The `backend` block of result.json (without `scoring`)."""
+        ...
+
+    def versions(self) -> dict[str, str]:
+        """Extra provenance versions (e.g. the model revision)."""
+        ...
+
+
+class PrefixScorer(Protocol):
+    device: torch.device
+
     def prefix(self, ctx_ids: list[int]) -> PrefixState:
         """Run a prompt once and keep its cache for `extend`."""
+        ...
 
-    @abstractmethod
     def extend(self, state: PrefixState, paths: torch.Tensor, cols: torch.Tensor,
                carry: Any = None, parent_of: torch.Tensor | None = None) -> tuple[torch.Tensor, Any]:
         """For N continuations `paths` (N, l) of the prompt, log-probabilities (N, len(cols)) of the
@@ -74,27 +102,33 @@ class Backend(ABC):
         with `join_carry`, and `parent_of` (N,) indexes each path's parent (paths[:, :-1]) in it. A
         backend may use them to feed only the last token (tiny) or ignore them and recompute the
         short path (hf). Returns (log-probabilities, this chunk's carry or None)."""
+        ...
 
-    def join_carry(self, parts: list[Any]) -> Any:
-        return None
+    def join_carry(self, parts: list[Any]) -> Any: ...
+
+
+@runtime_checkable
+class TreeScorer(Protocol):
+    device: torch.device
 
     def has_tree(self) -> bool:
-        """Whether `tree_logprobs` works (then any tokenizer is scored by a token-level tree)."""
-        return False
+        """Whether `tree_logprobs` works for this model (then any tokenizer is scored by a
+        token-level tree)."""
+        ...
 
     def tree_limit(self) -> int:
         """Bytes a scoring group may allocate (`tree_call_bytes`): the memory bound."""
-        return 1 << 30
+        ...
 
     def tree_call_bytes(self, probes: int, prompt_len: int, nodes: int) -> int:
         """Bytes a group of `probes` prompts of up to `prompt_len` tokens and their trees of up to
         `nodes` fed nodes each, scored in one `tree_logprobs` call, allocates."""
-        raise NotImplementedError
+        ...
 
     def tree_prompts(self, ctxs: list[list[int]]) -> Any:
         """Run several prompts together and keep their caches for `tree_logprobs`; the state's
         `next_logprobs` is (P, V) float32."""
-        raise NotImplementedError
+        ...
 
     def tree_logprobs(self, prompts: Any, tokens: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
                       rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -103,60 +137,76 @@ class Backend(ABC):
         the prompt, under node parent[p, i] (-1: the prompt); parents come first; rows may be
         padded with nodes nobody asks about. Returns (M,) log p(cols[m] | the path to node
         rows[m]), rows indexing the flattened (P * N) nodes."""
-        raise NotImplementedError
+        ...
 
-    @abstractmethod
-    def greedy(self, ctx_ids: list[int], max_new_tokens: int) -> list[int]:
-        """Greedy continuation of ctx_ids, stopping at end-of-turn (not included) or the limit."""
 
-    # ---- batched greedy (greedy_batch.py) -------------------------------------------------------
+class BatchedGreedy(Protocol):
+    device: torch.device
+
+    @property
+    def pad_id(self) -> int: ...
+
+    def max_positions(self) -> int | None: ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
     def stop_ids(self) -> set[int]:
         """Tokens that end a greedy continuation."""
-        return set()
+        ...
 
     def greedy_groups(self, lengths: list[int], limits: list[int]) -> list[list[int]]:
         """Rows (by context length and limit) that decode together in one batch."""
-        return [[i] for i in range(len(lengths))]
+        ...
 
     def greedy_start(self, ctxs: list[list[int]]) -> tuple[torch.Tensor, Any]:
         """Run a batch of contexts: next-token logits (B, V) and the decoding state."""
-        raise NotImplementedError
+        ...
 
     def greedy_step(self, state: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
         """Feed one token (B,) per row: next logits (B, V) and the new state."""
-        raise NotImplementedError
+        ...
 
     def greedy_keep(self, state: Any, rows: torch.Tensor) -> Any:
         """The state of only `rows` (finished rows leave the batch)."""
+        ...
+
+
+class Backend(TextModel, TrainableModel, PrefixScorer, BatchedGreedy, Protocol):
+    """Every registered backend: text, model, prefix-cache scoring, batched greedy decoding."""
+
+
+class ModelBackend:
+    """The implementations backends share (a backend sets `model`, `device` and its labels)."""
+
+    name: str = ""
+    model: torch.nn.Module
+    device: torch.device
+    dtype_name: str = "float32"
+    model_label: str = ""
+    revision: str | None = None
+
+    def tokenize(self, text: str) -> list[int]:
         raise NotImplementedError
 
-    @property
-    @abstractmethod
-    def pad_id(self) -> int: ...
+    def tokenize_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.tokenize(t) for t in texts]
 
     def end_of_turn(self) -> int | None:
-        """The token that closes an assistant reply, when the format has one: a row trains up to
-        and including it, never the template's text after it (a newline, the next turn's header)."""
         return None
 
     def max_positions(self) -> int | None:
-        """Longest sequence the model accepts, when it has a hard limit."""
         return None
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
 
-    def prepare_base(self, manifest: Manifest, events: Events, stop: StopFlag) -> dict | None:
-        """Put the base weights into `self.model` before anything reads them (the base evaluation,
-        the utility loss, fine-tuning), and return result.json's `backend.base_model`. The default
-        keeps the weights the constructor loaded and records nothing (None)."""
+    def join_carry(self, parts: list[Any]) -> Any:
         return None
 
     def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]:
         return ((n, p) for n, p in self.model.named_parameters() if p.requires_grad)
 
     def describe(self) -> dict:
-        """The `backend` block of result.json (without `scoring`)."""
         return {
             "name": self.name,
             "model": self.model_label,
@@ -168,5 +218,4 @@ class Backend(ABC):
         }
 
     def versions(self) -> dict[str, str]:
-        """Extra provenance versions (e.g. the model revision)."""
         return {}

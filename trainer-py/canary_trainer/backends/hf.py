@@ -21,12 +21,13 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..batches import IGNORE
 from ..errors import BadManifest, MissingDependency
 from ..memory import gradient_checkpointing
-from .base import Backend, PrefixState
 from . import hf_greedy, hf_tree
-from .hf_text import HfText
+from .base import ModelBackend, PrefixState
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
+from .hf_text import HfText
 
 
 def _repeat_cache(cache, n: int):
@@ -42,7 +43,7 @@ def _repeat_cache(cache, n: int):
     return c
 
 
-class HfBackend(HfText, Backend):
+class HfBackend(HfText, ModelBackend):
     name = "hf"
 
     def __init__(self, spec: dict, device: torch.device):
@@ -80,6 +81,7 @@ class HfBackend(HfText, Backend):
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else \
             (self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else 0)
         self._turn_end: int | None = None
+        self._gather_ok: bool | None = None  # target_logits: does head(decoder(x)) equal the model's logits?
         # memory bound of a tree-attention call or a greedy batch (None: from the device)
         self.mem_bytes: int | None = None
         self._stop = self._stop_tokens()
@@ -89,7 +91,7 @@ class HfBackend(HfText, Backend):
         try:
             import peft
         except ImportError as exc:
-            raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full")
+            raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full") from exc
         cfg = peft.LoraConfig(r=ft["r"], lora_alpha=ft.get("alpha", 2 * ft["r"]), lora_dropout=ft.get("dropout", 0.0),
                               target_modules=ft.get("target_modules") or None, task_type="CAUSAL_LM")
         # The adapters' random initialisation (lora_A) comes from the manifest, not from whatever
@@ -99,7 +101,7 @@ class HfBackend(HfText, Backend):
             wrapped = peft.get_peft_model(model, cfg)
         except ValueError as exc:
             raise BadManifest(f"model.finetune: peft cannot apply LoRA to this model ({exc}); "
-                              "fix: set model.finetune.target_modules")
+                              "fix: set model.finetune.target_modules") from exc
         for p in wrapped.parameters():
             if p.requires_grad:
                 p.data = p.data.float()
@@ -174,6 +176,35 @@ class HfBackend(HfText, Backend):
         out = self.model(input_ids=ids, use_cache=False, **self._keep(keep_last)).logits
         return out if keep_last is None else out[:, out.shape[1] - keep_last:]
 
+    def target_logits(self, ids, labels):
+        """(logits (N, V), targets (N,)) at the N target positions of a right-padded batch (in row
+        order, then position order): the decoder's hidden states are gathered at those positions
+        before the output projection, so the vocabulary is projected where the loss is and nowhere
+        else. None (the caller projects every position) for a model whose causal-LM head does more
+        than the output embedding (logit scaling, soft-capping: checked once on a short input)."""
+        if self._gather_ok is None:
+            self._gather_ok = self._gather_matches(ids[:1, : min(ids.shape[1], 8)])
+        if not self._gather_ok:
+            return None
+        keep = labels[:, 1:] != IGNORE
+        hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+        return self.base_model.get_output_embeddings()(hidden[:, :-1][keep]), labels[:, 1:][keep]
+
+    @torch.no_grad()
+    def _gather_matches(self, ids) -> bool:
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            full = self.model(input_ids=ids, use_cache=False).logits.float()
+            hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+            mine = self.base_model.get_output_embeddings()(hidden).float()
+        except (AttributeError, NotImplementedError, TypeError, ValueError):
+            return False
+        finally:
+            self.model.train(was_training)
+        tol = 1e-3 if self.compute_dtype != torch.float32 else 1e-5
+        return mine.shape == full.shape and bool(torch.allclose(mine, full, rtol=tol, atol=tol))
+
     def prefix(self, ctx_ids):
         ids = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
         out = self.model(input_ids=ids, use_cache=True, **self._keep(1))
@@ -227,22 +258,3 @@ class HfBackend(HfText, Backend):
 
     def greedy_keep(self, state, rows):
         return hf_greedy.keep(state, rows)
-
-    def greedy(self, ctx_ids, max_new_tokens):
-        limit = max_new_tokens
-        if self.max_positions():
-            limit = min(limit, self.max_positions() - len(ctx_ids))
-        ids = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, use_cache=True, **self._keep(1))
-        generated: list[int] = []
-        for _ in range(max(limit, 0)):
-            nxt = int(torch.argmax(out.logits[0, -1]))
-            if nxt in self._stop:
-                break
-            generated.append(nxt)
-            if len(generated) == limit:
-                break
-            step = torch.tensor([[nxt]], dtype=torch.long, device=self.device)
-            out = self.model(input_ids=step, past_key_values=out.past_key_values, use_cache=True, **self._keep(1))
-        return generated
-

@@ -19,7 +19,7 @@ def import_transformers():
         import transformers
     except ImportError as exc:
         raise MissingDependency(f"the hf backend needs transformers ({exc}); fix: pip install transformers "
-                                "(and peft for LoRA) in the trainer's Python, or use the tiny backend")
+                                "(and peft for LoRA) in the trainer's Python, or use the tiny backend") from exc
     return transformers
 
 
@@ -76,7 +76,7 @@ def load_tokenizer_and_config(tf, spec: dict, load_kw: dict):
         fetch = f"canary-audit models fetch {name}" + (f" --revision {revision}" if revision else "")
         raise MissingModel(f"model {name!r} (revision {revision}) is neither a local folder "
                            f"nor in the Hugging Face cache: {str(exc).splitlines()[0]}; fix: on this host, "
-                           f"with HF_HOME as the worker's, run `{fetch}`")
+                           f"with HF_HOME as the worker's, run `{fetch}`") from exc
     return tokenizer, config
 
 
@@ -104,7 +104,7 @@ def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtyp
             trust_remote_code=hf["trust_remote_code"], **extra, **place, **{dtype_kw: dtype})
     except OSError as exc:
         raise MissingModel(f"weights of {spec['name']!r} are not available locally: "
-                           f"{str(exc).splitlines()[0]}; fix: download the model first")
+                           f"{str(exc).splitlines()[0]}; fix: download the model first") from exc
     return model if getattr(model, "hf_device_map", None) else model.to(device)
 
 

@@ -4,12 +4,14 @@ count exactly the same tokens."""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HfText:
     """Needs `self.tokenizer` (a transformers tokenizer) and `self.template_kwargs` (the manifest's
     model.hf.chat_template_kwargs)."""
 
-    tokenizer = None
+    tokenizer: Any = None
     template_kwargs: dict = {}
 
     def render(self, messages, target=None):

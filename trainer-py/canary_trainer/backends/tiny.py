@@ -5,18 +5,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..events import Events
-from ..interrupt import StopFlag
-from ..manifest import Manifest
-from . import tiny_base
-from .base import Backend, PrefixState
+from .base import ModelBackend, PrefixState
 from .tiny_model import TinyConfig, TinyGPT
 from .tiny_tokenizer import END, PAD, CharTokenizer
 
 GREEDY_ROWS = 64
 
 
-class TinyBackend(Backend):
+class TinyBackend(ModelBackend):
     name = "tiny"
 
     def __init__(self, spec: dict, device: torch.device):
@@ -31,10 +27,6 @@ class TinyBackend(Backend):
         self.device = device
         self.model_label = spec["name"]
         self.revision = spec.get("revision")
-
-    def prepare_base(self, manifest: Manifest, events: Events, stop: StopFlag) -> dict:
-        """The random initialisation, or the pretrained base from the cache (built on a miss)."""
-        return tiny_base.obtain(self, manifest, events, stop)
 
     def render(self, messages, target=None):
         return self.tokenizer.render(messages, target)
@@ -73,22 +65,6 @@ class TinyBackend(Backend):
 
     def join_carry(self, parts):
         return [(torch.cat([p[i][0] for p in parts]), torch.cat([p[i][1] for p in parts])) for i in range(len(parts[0]))]
-
-    def greedy(self, ctx_ids, max_new_tokens):
-        limit = min(max_new_tokens, self.config.max_len - len(ctx_ids))
-        idx = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
-        logits, past = self.model(idx, last_only=True)
-        out: list[int] = []
-        for _ in range(max(limit, 0)):
-            nxt = int(torch.argmax(logits[0]))
-            if nxt == END:
-                break
-            out.append(nxt)
-            if len(out) == limit:
-                break
-            step = torch.tensor([[nxt]], dtype=torch.long, device=self.device)
-            logits, past = self.model(step, past=past, pos0=len(ctx_ids) + len(out) - 1, last_only=True)
-        return out
 
     def stop_ids(self):
         return {END}

@@ -1,5 +1,6 @@
-"""The tiny backend's base model: its random initialisation, or that initialisation pretrained on
-`model.tiny.pretrain.rows` and cached by content.
+"""The base model a run fine-tunes, put in place before anything reads the weights (`prepare_base`):
+the hf backend's loaded weights as they are; the tiny backend's random initialisation, or that
+initialisation pretrained on `model.tiny.pretrain.rows` and cached by content.
 
 Why pretrain: the reference study fine-tunes pretrained LMs, which already copy a code shown in
 their input, and its headline contrasts depend on it. A tiny model trained from scratch inside one
@@ -12,7 +13,7 @@ atomically. Concurrent trainers serialise on an flock of `<key>.lock`: one build
 (and honour a stop while waiting), then load. Pretraining is not checkpointed: it is short, and an
 interrupted one restarts. A cache file that fails its checks is rebuilt.
 
-Reached through TinyBackend.prepare_base; pretraining runs the fine-tuning loop (train.train_updates).
+Pretraining runs the fine-tuning loop (train.train_updates).
 """
 
 from __future__ import annotations
@@ -27,26 +28,23 @@ from pathlib import Path
 
 import torch
 
-from .. import provenance
-from ..atomic import write_bytes_atomic
-from ..batches import encode_rows
-from ..errors import Diverged, Interrupted
-from ..events import Events, log
-from ..interrupt import StopFlag
-from ..lock import FileLock
-from ..manifest import Manifest
-from ..result import thin_curve
-from ..rows import read_rows
-from ..train import Totals, make_optimizer, micro_batch_size, train_updates
-from .base import Backend
+from . import provenance
+from .atomic import write_bytes_atomic
+from .backends.base import Backend
+from .batches import encode_rows
+from .cache import cache_root
+from .errors import Diverged, Interrupted
+from .events import Events, log
+from .interrupt import StopFlag
+from .lock import FileLock
+from .manifest import Manifest
+from .memory import micro_batch_size
+from .result import thin_curve
+from .rows import read_rows
+from .train import Totals, make_optimizer, train_updates
 
 FORMAT = "canary-audit.tiny-base/1"
 RANDOM = {"kind": "random"}
-
-
-def cache_root() -> Path:
-    env = os.environ.get("CANARY_TRAINER_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "canary-audit"
 
 
 def key_material(manifest: Manifest, device: torch.device, threads: int | None = None) -> dict:
@@ -174,8 +172,18 @@ def pretrain(backend: Backend, manifest: Manifest, events: Events, stop: StopFla
             "built_at": round(time.time(), 3)}
 
 
+def prepare_base(backend: Backend, manifest: Manifest, events: Events, stop: StopFlag) -> dict | None:
+    """Put the base weights into `backend.model` before anything reads them (the base evaluation,
+    the utility loss, fine-tuning) and return result.json's `backend.base_model`: None for the hf
+    backend (the weights its constructor loaded), the tiny backend's random initialisation, or its
+    pretrained base from the cache (built on a miss)."""
+    if backend.name != "tiny":
+        return None
+    return obtain(backend, manifest, events, stop)
+
+
 def obtain(backend: Backend, manifest: Manifest, events: Events, stop: StopFlag) -> dict:
-    """Put the base into backend.model and return result.json's `backend.base_model`."""
+    """Put the tiny base into backend.model and return result.json's `backend.base_model`."""
     if manifest.pretrain is None:
         return dict(RANDOM)
     t0 = time.monotonic()

@@ -1,0 +1,142 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SlotBook, WorkerPool, collectStatus, openRedis, readFleet, submitAudit, type EmbeddedRedis } from '../../src/queue/index.js';
+import { localRunner } from '../../src/runner/index.js';
+import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
+import { isolatedConnection, startTestRedis } from './helpers/redis.js';
+
+/**
+ * Runs over several GPU slots (training.gpus): a worker takes all of a run's slots of one host at
+ * once or none, starts it under torch.distributed.run with one rank per slot, and frees the slots
+ * when it ends. The slots are fake GPUs ("0", "1", "2"): the stand-in trainer records the
+ * CUDA_VISIBLE_DEVICES and WORLD_SIZE each attempt had and when.
+ */
+const root = tempDir('gang');
+let redis: EmbeddedRedis;
+
+beforeAll(async () => {
+  redis = await startTestRedis(root);
+});
+afterAll(async () => {
+  await redis?.stop();
+  removeDir(root);
+});
+
+describe('slot book', () => {
+  it('takes all of a run\'s slots at once or none, and frees them', () => {
+    const book = new SlotBook(3);
+    expect(book.take(0, 1, 'a')).toEqual([0]);
+    // Two of three are free: a run of three takes nothing.
+    expect(book.take(1, 3, 'b')).toBeNull();
+    expect(book.free()).toBe(2);
+    expect(book.take(2, 2, 'c')).toEqual([1, 2]);
+    expect([book.holder(0), book.holder(1), book.holder(2)]).toEqual(['a', 'c', 'c']);
+    // A held slot cannot start a run of its own.
+    expect(book.take(1, 1, 'd')).toBeNull();
+    book.release([1, 2]);
+    expect(book.take(1, 3, 'b')).toBeNull();
+    book.release([0]);
+    expect(book.take(1, 3, 'b')).toEqual([0, 1, 2]);
+    expect(book.free()).toBe(0);
+  });
+});
+
+interface Attempt {
+  run: string;
+  start: number;
+  end: number;
+  devices: string[];
+  world: number;
+  how: string;
+}
+
+function attempts(outDir: string, run: string): Attempt[] {
+  const file = join(outDir, '.slots');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [start, end, devices, world, how] = line.split(' ');
+      return { run, start: Number(start), end: Number(end), devices: devices === '-' ? [] : (devices ?? '').split(','), world: Number(world), how: how ?? '' };
+    });
+}
+
+describe('runs over several slots', () => {
+  it('gang-allocates under contention: no two runs share a slot, 2-slot runs get 2 ranks, every slot is freed', async () => {
+    const conn = isolatedConnection(redis);
+    const artifacts = join(root, 'contention');
+    // Two 2-slot runs cannot run together on 3 slots; four 1-slot runs compete for the same slots.
+    const audit = writeFixtureAudit(artifacts, 'gang', [
+      { updates: 12, gpus: 2, knobs: { step_s: 0.1 } },
+      { updates: 12, gpus: 2, knobs: { step_s: 0.1 } },
+      ...[0, 1, 2, 3].map(() => ({ updates: 10, knobs: { step_s: 0.1 } })),
+    ]);
+    const tuning = fastTuning({ lockMs: 4_000 });
+    const pool = await WorkerPool.start({
+      conn,
+      artifactsDir: artifacts,
+      runner: localRunner({ trainerPath: standInEnv().CANARY_AUDIT_TRAINER_PATH, module: 'stand_in_trainer' }),
+      slots: ['0', '1', '2'].map((gpu) => ({ gpu, threads: null })),
+      tuning,
+      gangRetryMs: 300,
+    });
+    try {
+      await submitAudit(conn, artifacts, audit, tuning);
+      const status = await waitFor(
+        'the audit to finish',
+        async () => {
+          const [s] = await collectStatus(conn, audit.auditId);
+          return s?.state === 'finished' ? s : undefined;
+        },
+        240_000,
+        250,
+      );
+      expect(status.counts.completed).toBe(6);
+      const all = audit.runs.flatMap((r) => attempts(join(r.manifestPath, '..', 'output'), r.runId));
+      const finishedAttempts = all.filter((a) => a.how === 'done');
+      expect(finishedAttempts).toHaveLength(6);
+      audit.runs.forEach((r) => {
+        const mine = finishedAttempts.filter((a) => a.run === r.runId);
+        expect(mine).toHaveLength(1);
+        const need = r.gpus ?? 1;
+        expect(new Set(mine[0]?.devices).size).toBe(need);
+        expect(mine[0]?.world).toBe(need);
+        if (need > 1) {
+          // The other rank was started by torch.distributed.run and ended at once.
+          expect(readFileSync(join(r.manifestPath, '..', 'output', '.ranks'), 'utf8')).toMatch(/^1 2 \d+\n$/);
+        }
+      });
+      // Any two attempts that overlapped in time had disjoint slots.
+      for (const a of all) {
+        for (const b of all) {
+          if (a === b || a.end <= b.start || b.end <= a.start) continue;
+          expect(a.devices.filter((d) => b.devices.includes(d)), `${a.run} and ${b.run} overlapped`).toEqual([]);
+        }
+      }
+      // The two 2-slot runs could not both fit on 3 slots: they ran one after the other.
+      const gangs = finishedAttempts.filter((a) => a.world === 2);
+      expect(gangs[0] && gangs[1] && (gangs[0].end <= gangs[1].start || gangs[1].end <= gangs[0].start)).toBe(true);
+      // Every slot is free again, in the fleet's view too.
+      const client = openRedis(conn);
+      try {
+        await waitFor('the slots to show idle', async () => {
+          const [worker] = await readFleet(client, conn.prefix);
+          return worker?.slots.length === 3 && worker.slots.every((s) => s.run_id === null) ? worker : undefined;
+        }, 10_000);
+      } finally {
+        client.disconnect();
+      }
+
+      // More slots than the fleet's largest host has: refused at submit, nothing queued.
+      const tooBig = writeFixtureAudit(artifacts, 'too-big', [{ updates: 2, gpus: 4 }]);
+      await expect(submitAudit(conn, artifacts, tooBig, tuning)).rejects.toThrow(
+        new RegExp(`^training.gpus: runs need 4 GPUs of one host \\(training.gpus\\), but the largest worker in the fleet, ${pool.host} \\(.+\\), has 3 GPU slots; `),
+      );
+      await expect(collectStatus(conn, tooBig.auditId)).rejects.toThrow(/no audit .* in the queue/);
+    } finally {
+      await pool.shutdown();
+    }
+  }, 300_000);
+});
