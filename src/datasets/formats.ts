@@ -144,7 +144,9 @@ async function readParquet(file: string, shown: string, field: string | undefine
     const buffer = await asyncBufferFromFile(file);
     const metadata = await parquetMetadataAsync(buffer);
     features = hfParquetFeatures(metadata.key_value_metadata?.find((kv) => kv.key === 'huggingface')?.value);
-    rows = await parquetReadObjects({ file: buffer, metadata, compressors: COMPRESSORS });
+    // utf8: false: a BYTE_ARRAY without a string annotation is binary (an image column's
+    // `bytes`, as `datasets` writes it); string columns are annotated and still come back as text.
+    rows = await parquetReadObjects({ file: buffer, metadata, compressors: COMPRESSORS, utf8: false });
   } catch (error) {
     const reason = firstLine(error);
     const codec = /unsupported compression codec: (\w+)/.exec(reason)?.[1];

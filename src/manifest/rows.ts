@@ -155,7 +155,7 @@ function boxOf(row: { box?: [number, number, number, number] }): { box?: [number
   return row.box ? { box: row.box } : {};
 }
 
-const IMAGE_SHA = /"type":"image","path":"images\/[0-9a-f]{64}\.png","sha256":"([0-9a-f]{64})"/g;
+const IMAGE_SHA = /"type":"image","path":"images\/[0-9a-f]{64}\.(?:png|jpg)","sha256":"([0-9a-f]{64})"/g;
 
 /** The sha256 of every image part in JSON text written by this module (rows, probes), added to `into`. */
 export function imageShas(text: string, into: Set<string>): Set<string> {

@@ -1,4 +1,5 @@
 import type { ReportDocument, Section, Table } from './document.js';
+import type { Thumbnail } from './thumbnails.js';
 
 /**
  * A single self-contained HTML page: inline CSS, plots as inline SVG, no script and no external
@@ -53,11 +54,30 @@ th { background: #f3f3f3; } tbody tr:nth-child(even) { background: #fafafa; }
 figure.plot svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: 12px; color: #555; } code { font-size: 12px; background: #f3f3f3; padding: 0 .2rem; }
 .empty { color: #777; font-style: italic; } li { margin: .2rem 0; }
+.thumbs { display: flex; flex-wrap: wrap; gap: .8rem; } figure.thumb { margin: 0; width: 280px; }
+figure.thumb img { width: 280px; height: auto; border: 1px solid #ccc; image-rendering: auto; }
 `;
 
-export function renderHtml(doc: ReportDocument, plots: readonly RenderedPlot[]): string {
+/** An image task's canary images (thumbnails.ts), after the overview. */
+function imagesSection(thumbnails: readonly Thumbnail[]): string {
+  if (thumbnails.length === 0) return '';
+  const figures = thumbnails.map(
+    (t) =>
+      `<figure class="thumb"><img src="${t.src}" width="${t.width}" height="${t.height}" alt="${escapeHtml(`canary ${t.canary_id}, ${t.label}`)}"><figcaption>${escapeHtml(t.label)} · ${escapeHtml(t.canary_id)} · ${escapeHtml(t.run_id)}</figcaption></figure>`,
+  );
+  return [
+    '<section id="canary-images">',
+    '<h2>Canary images</h2>',
+    `<p>One canary as training showed it under each visibility of the audit, and its hidden-code probe. Only the source region differs between them.</p>`,
+    `<div class="thumbs">${figures.join('\n')}</div>`,
+    '</section>',
+  ].join('\n');
+}
+
+export function renderHtml(doc: ReportDocument, plots: readonly RenderedPlot[], thumbnails: readonly Thumbnail[] = []): string {
   const byId = new Map(plots.map((p) => [p.id, p]));
-  const nav = doc.sections.map((s) => `<a href="#${escapeHtml(s.id)}">${inline(s.title)}</a>`).join(' · ');
+  const images = imagesSection(thumbnails);
+  const nav = [...doc.sections.map((s) => `<a href="#${escapeHtml(s.id)}">${inline(s.title)}</a>`), ...(images ? ['<a href="#canary-images">Canary images</a>'] : [])].join(' · ');
   return [
     '<!doctype html>',
     '<html lang="en">',
@@ -70,7 +90,7 @@ export function renderHtml(doc: ReportDocument, plots: readonly RenderedPlot[]):
     '<body>',
     `<h1>${inline(doc.title)}</h1>`,
     `<nav>${nav}</nav>`,
-    ...doc.sections.map((s) => section(s, byId)),
+    ...doc.sections.flatMap((s, k) => (k === 0 && images ? [section(s, byId), images] : [section(s, byId)])),
     '</body>',
     '</html>',
     '',

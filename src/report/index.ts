@@ -15,6 +15,7 @@ import { renderCsv, renderDataPackage, renderUtilityCsv, utilityResource, type C
 import { buildDocument } from './document.js';
 import { renderHtml, type RenderedPlot } from './html.js';
 import { loadAudit } from './load-audit.js';
+import { canaryThumbnails, type Thumbnail } from './thumbnails.js';
 import { renderMarkdown } from './markdown.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { buildPlots, renderSvg } from './plots.js';
@@ -144,11 +145,13 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
   const outDir = resolve(options.outDir ?? reportDirOf(auditDir));
   const formats = options.formats ?? [...REPORT_FORMATS];
   const { summary, observations, csvRuns } = await computeReport({ ...options, auditDir });
+  // An image task's canary screenshots for report.html (none for text tasks).
+  const thumbnails = formats.includes('html') ? await canaryThumbnails((await loadAudit(auditDir)).runs) : [];
   // All or nothing: every file is staged first, so a full disk leaves the previous report whole.
   let stage: StagedFiles | null = null;
   try {
     stage = await StagedFiles.open(outDir);
-    const written = await stageReport(stage, outDir, formats, summary, observations, csvRuns);
+    const written = await stageReport(stage, outDir, formats, summary, observations, csvRuns, thumbnails);
     await stage.commit([join(outDir, REPORT_FILES.html)]);
     log.debug({ audit: summary.audit.id, out: outDir, files: written.files.length, runs: summary.counts }, 'report written');
     const base = { files: written.files, counts: summary.counts, warnings: summary.warnings };
@@ -166,6 +169,7 @@ async function stageReport(
   summary: ReportSummary,
   observations: Awaited<ReturnType<typeof computeReport>>['observations'],
   csvRuns: Awaited<ReturnType<typeof computeReport>>['csvRuns'],
+  thumbnails: readonly Thumbnail[],
 ): Promise<{ files: string[]; summaryPath?: string }> {
   const files: string[] = [];
   let summaryPath: string | undefined;
@@ -211,7 +215,7 @@ async function stageReport(
       files.push(svgPath, specPath);
     }
     const path = join(outDir, REPORT_FILES.html);
-    await stage.write(path, renderHtml(doc, rendered));
+    await stage.write(path, renderHtml(doc, rendered, thumbnails));
     files.push(path);
   }
   return summaryPath === undefined ? { files } : { files, summaryPath };

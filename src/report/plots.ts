@@ -32,6 +32,17 @@ const FONTS = {
 const CONTROL_LABEL = 'held-out control: median, 95% CI';
 const CEILING_LABEL = 'ceiling log2|C|';
 
+/**
+ * The ceiling as the legend names it, with the space it comes from: `ceiling log2|C| = log2
+ * 20,000 = 14.29 (true code + 19,999 sampled decoys)`, so a sampled space's ceiling is never
+ * read as the full code space's.
+ */
+export function ceilingLabel(space: { kind: 'exhaustive' | 'sampled'; size: number; ceiling: number }): string {
+  const size = space.size.toLocaleString('en-US');
+  const from = space.kind === 'sampled' ? ` (true code + ${(space.size - 1).toLocaleString('en-US')} sampled decoys)` : ` (all ${size} codes)`;
+  return `${CEILING_LABEL} = log2 ${size} = ${space.ceiling.toFixed(2)}${from}`;
+}
+
 /** The probe kind plotted: hidden when present (the recall measurement), else the first kind. */
 function plottedKind(groups: GroupSummary[]): GroupSummary['probe_kind'] | null {
   const kinds = new Set(groups.map((g) => g.probe_kind));
@@ -109,7 +120,8 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
       lo: g.inserted.exposure?.lo,
       hi: g.inserted.exposure?.hi,
       ceiling: g.space.ceiling,
-      ceiling_label: CEILING_LABEL,
+      // Short in the legend (a long one would shrink the plot's text); the caption says the space.
+      ceiling_label: `${CEILING_LABEL} = ${g.space.ceiling.toFixed(2)}`,
       control: g.controls.held_out?.exposure?.estimate ?? null,
       control_lo: g.controls.held_out?.exposure?.lo ?? null,
       control_hi: g.controls.held_out?.exposure?.hi ?? null,
@@ -119,9 +131,10 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   const x = doseAxis(rows.map((r) => r.dose as number));
   const ceiling = Math.max(...rows.map((r) => r.ceiling));
   const y = { type: 'quantitative', title: 'median exposure (bits)', scale: { domain: [0, Math.ceil(ceiling)] } };
+  const labels = [...new Set(groups.filter((g) => g.dose !== null && g.inserted.exposure).map((g) => ceilingLabel(g.space)))];
   return {
     id: 'exposure-vs-dose',
-    title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ceiling log2|C|)`,
+    title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ${labels.join('; ')})`,
     spec: byVisibility(rows, [...controlLayers(x, y), ceilingLayer(y), ...estimateLayers(x, y, 'median', seriesOrder(rows))]),
   };
 }
@@ -241,7 +254,10 @@ export function buildPlots(summary: ReportSummary): Plot[] {
   const kind = plottedKind(focal);
   if (!kind) return [];
   const groups = focal.filter((g) => g.probe_kind === kind);
-  return [exposurePlot(groups, kind), recoveryPlot(groups, kind), substitutedPlot(focal), pairedPlot(summary, kind)].filter((p): p is Plot => p !== null);
+  const plots = [exposurePlot(groups, kind), recoveryPlot(groups, kind), substitutedPlot(focal), pairedPlot(summary, kind)].filter((p): p is Plot => p !== null);
+  // Every figure names the candidate space its exposures and ranks come from.
+  const spaces = [...new Set(focal.map((g) => ceilingLabel(g.space)))];
+  return plots.map((p) => (p.title.includes(CEILING_LABEL) ? p : { ...p, title: `${p.title} · candidates: ${spaces.join('; ')}` }));
 }
 
 type VegaLogger = NonNullable<NonNullable<Parameters<typeof compile>[1]>['logger']>;

@@ -14,6 +14,9 @@ import { UserInputErrors } from '../../src/errors.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 import { Rng } from '../../src/random.js';
 import { verifyRunFolder } from './verify-run.js';
+import { loadAudit } from '../../src/report/index.js';
+import { canaryThumbnails } from '../../src/report/thumbnails.js';
+import { renderHtml } from '../../src/report/html.js';
 
 const root = mkdtempSync(join(tmpdir(), 'canary-images-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -177,9 +180,28 @@ describe('an image audit written to disk', () => {
     }
     // Visible and redacted runs evaluate on the same hidden-probe image.
     expect(shown[0]![0]).toBe(shown[1]![0]);
+    // report.html's thumbnails: the canary as each visibility trained it, and its masked probe.
+    const thumbs = await canaryThumbnails((await loadAudit(written.auditDir)).runs);
+    expect(thumbs.map((t) => t.label).sort()).toEqual(['probe: hidden (source masked)', 'trained: redacted', 'trained: visible']);
+    expect(new Set(thumbs.map((t) => t.canary_id))).toEqual(new Set(['f000']));
+    expect(thumbs.at(-1)?.src).toBe(`data:image/png;base64,${readFileSync(join(written.auditDir, 'runs', thumbs.at(-1)!.run_id, 'images', `${shown[0]![0]}.png`)).toString('base64')}`);
+    const html = renderHtml({ title: 't', sections: [{ id: 'overview', title: 'Overview', paragraphs: [], tables: [] }] }, [], thumbs);
+    expect(html.match(/<img src="data:image\/png;base64,/g)).toHaveLength(3);
+    expect(html.indexOf('id="canary-images"')).toBeGreaterThan(html.indexOf('id="overview"'));
     // Written twice: the same bytes, so the same run ids.
     const again = await writeAudit(await planAudit(gridPath), join(root, 'out2'));
     expect(again.runs.map((r) => r.runId)).toEqual(written.runs.map((r) => r.runId));
+  });
+
+  it('refuses a screenshot too small for the source region, at the task\'s width', async () => {
+    const gridPath = join(root, 'gui-small-image.yaml');
+    writeFileSync(gridPath, GRID.replace('width: 320, height: 200', 'width: 160, height: 100'));
+    const error = await planAudit(gridPath).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UserInputErrors);
+    const [first] = (error as UserInputErrors).errors;
+    expect((error as UserInputErrors).errors).toHaveLength(1);
+    expect(first?.message).toMatch(/160x100 screenshot leaves the canary's source region .*; make the screenshot larger/);
+    expect(first?.field).toBe('axes.task[0].width');
   });
 
   it('refuses a text-only model for image rows, naming the model', async () => {

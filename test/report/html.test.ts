@@ -38,6 +38,10 @@ describe('HTML report', () => {
     // The ceiling and the control band are in the legend (inside the SVG), not only the caption.
     const svg = (id: string): string => html.slice(html.indexOf(`id="plot-${id}"`), html.indexOf('<figcaption>', html.indexOf(`id="plot-${id}"`)));
     expect(svg('exposure-vs-dose')).toContain('ceiling log2|C|');
+    // Every figure names its candidate space and the ceiling it gives.
+    const captions = [...html.matchAll(/<figure class="plot"[^]*?<figcaption>([^<]*)<\/figcaption>/g)].map((m) => m[1] as string);
+    expect(captions).toHaveLength(4);
+    for (const caption of captions) expect(caption).toMatch(/ceiling log2\|C\| = log2 [\d,]+ = \d+\.\d\d \((all [\d,]+ codes|true code \+ [\d,]+ sampled decoys)\)/);
     expect(svg('exposure-vs-dose')).toContain('held-out control: median, 95% CI');
     expect(svg('recovery-vs-dose')).toContain('held-out control: rate, 95% CI');
     // Substituted probes: copy rate of the shown code and recovery of the true one.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import schemas
 from .errors import BadManifest
+from .images import check_images
 
 
 @dataclass
@@ -215,4 +216,5 @@ def load_manifest(path: str | Path) -> Manifest:
         m.resolve(data["utility"]["path"], "utility.path")
     if m.pretrain is not None:
         m.resolve(m.pretrain["rows"]["path"], "model.tiny.pretrain.rows.path")
+    check_images(path, data)
     return m

@@ -32,10 +32,13 @@ export function font(px: number, bold = false): string {
 }
 
 export interface RenderedPng {
+  /** The file's bytes (PNG for rendered images; a dataset's JPEG stays JPEG). */
   png: Buffer;
   sha256: string;
   width: number;
   height: number;
+  /** File extension; absent: png. */
+  ext?: 'png' | 'jpg';
 }
 
 /** Draw on a fresh opaque canvas and encode it as a canonical PNG. */

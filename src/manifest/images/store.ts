@@ -3,8 +3,8 @@ import type { RenderedPng } from './png.js';
 import { IMAGES_DIR } from '../../layout.js';
 
 /** Where an image lives beside a run's rows: content-addressed by its sha256. */
-export function imagePath(sha256: string): string {
-  return `${IMAGES_DIR}/${sha256}.png`;
+export function imagePath(sha256: string, ext: 'png' | 'jpg' = 'png'): string {
+  return `${IMAGES_DIR}/${sha256}.${ext}`;
 }
 
 /**
@@ -17,7 +17,7 @@ export class ImageStore {
 
   put(image: RenderedPng): ImagePart {
     if (!this.images.has(image.sha256)) this.images.set(image.sha256, image);
-    return { type: 'image', path: imagePath(image.sha256), sha256: image.sha256, width: image.width, height: image.height };
+    return { type: 'image', path: imagePath(image.sha256, image.ext), sha256: image.sha256, width: image.width, height: image.height };
   }
 
   get(sha256: string): RenderedPng {
@@ -27,7 +27,8 @@ export class ImageStore {
   }
 
   ref(sha256: string): ImageRef {
-    return { path: imagePath(sha256), sha256, bytes: this.get(sha256).png.length };
+    const image = this.get(sha256);
+    return { path: imagePath(sha256, image.ext), sha256, bytes: image.png.length };
   }
 
   get size(): number {

@@ -4,6 +4,7 @@ import { createDatasetTask, datasetSplits, GENERIC_DATASET, resolveDatasetParams
 import { syntheticEmailTask, type EmailStyle } from './synthetic-email/index.js';
 import { TAT_QA } from './tat-qa.js';
 import { guiGroundingTask, type GuiGroundingParams } from './gui-grounding/index.js';
+import { createGroundingTask, groundingSplits, resolveGroundingParams } from './grounding-dataset.js';
 import type { Task } from './task.js';
 
 export type { CanaryExample, DrawnIdentity, RowPurpose, Task, TaskExample, UtilityMetric } from './task.js';
@@ -20,7 +21,7 @@ export interface TaskSpec {
 /** Dataset-backed tasks by name: the generic mapping and its presets. */
 const DATASET_TASKS: Record<string, DatasetPreset> = { dataset: GENERIC_DATASET, banking77: BANKING77, 'tat-qa': TAT_QA };
 
-export const TASK_NAMES: readonly string[] = ['synthetic-email', 'gui-grounding', ...Object.keys(DATASET_TASKS)];
+export const TASK_NAMES: readonly string[] = ['synthetic-email', 'gui-grounding', 'grounding', ...Object.keys(DATASET_TASKS)];
 
 /** What a task needs loaded before it can plan: a dataset source and the splits it reads, or null. */
 export interface TaskDataRequest {
@@ -30,6 +31,10 @@ export interface TaskDataRequest {
 
 /** Throws TaskSpecError when the parameters are wrong (a missing source). */
 export function taskDataRequest(spec: TaskSpec): TaskDataRequest | null {
+  if (spec.name === 'grounding') {
+    const params = resolveGroundingParams(spec.params);
+    return { source: params.source, splits: groundingSplits(params) };
+  }
   const preset = DATASET_TASKS[spec.name];
   if (!preset) return null;
   const params = resolveDatasetParams(preset, spec.params);
@@ -40,6 +45,7 @@ export function taskDataRequest(spec: TaskSpec): TaskDataRequest | null {
 export function createTask(spec: TaskSpec, data?: TaskData): Task {
   if (spec.name === 'synthetic-email') return syntheticEmailTask((spec.params.style as EmailStyle | undefined) ?? 'compact');
   if (spec.name === 'gui-grounding') return guiGroundingTask(spec.params as Partial<GuiGroundingParams>);
+  if (spec.name === 'grounding') return createGroundingTask(spec.params, data);
   const preset = DATASET_TASKS[spec.name];
   if (!preset) throw new RangeError(`unknown task ${JSON.stringify(spec.name)}; known: ${TASK_NAMES.join(', ')}`);
   return createDatasetTask(preset, spec.params, data);

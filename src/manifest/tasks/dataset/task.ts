@@ -216,7 +216,7 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
 }
 
 /** Indices 0..n-1 in epochs: each epoch a fresh seeded permutation, drawn when it starts. */
-function epochs(rng: Rng, n: number): () => number {
+export function epochs(rng: Rng, n: number): () => number {
   let order: number[] = [];
   let at = 0;
   return () => {

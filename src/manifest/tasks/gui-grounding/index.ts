@@ -4,6 +4,7 @@ import { Rng } from '../../../random.js';
 import { ImageStore, MASKED } from '../../images/index.js';
 import { drawPerson, personName, type Person } from '../person.js';
 import type { CanaryExample, Task, TaskExample } from '../task.js';
+import { TaskSpecError } from '../dataset/records.js';
 import { drawScene, renderScene, type Scene, type SceneElement } from './scene.js';
 
 /**
@@ -48,9 +49,19 @@ export interface GuiGroundingTask extends Task {
   readonly images: ImageStore;
 }
 
-export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}): GuiGroundingTask {
+/** `images`: the store rows are put in (a dataset-backed grounding task shares its own). */
+export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images: ImageStore = new ImageStore()): GuiGroundingTask {
   const params: GuiGroundingParams = { ...GUI_GROUNDING_DEFAULTS, ...input };
-  const images = new ImageStore();
+  // A screenshot too small for the canary's source region is refused when the grid is planned,
+  // at its width (drawing checks every scene again).
+  for (let k = 0; k < 32; k += 1) {
+    try {
+      drawScene(new Rng(k, 'gui-size-check'), { ...params, canary: { identityLine: 'Account holder: Maximilian Abernathy', label: CANARY_LABEL } });
+    } catch (error) {
+      if (error instanceof RangeError) throw new TaskSpecError(error.message, ['width']);
+      throw error;
+    }
+  }
   const canaryImages = new Map<string, ImagePart>();
   const prompt = (image: ImagePart, text: string): Message[] => [
     { role: 'system', content: GUI_SYSTEM },

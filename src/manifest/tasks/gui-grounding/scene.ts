@@ -71,6 +71,9 @@ export const FIELDS: readonly string[] = ['Name', 'Email', 'Phone', 'City', 'Str
 export const TABS: readonly string[] = ['General', 'Details', 'History', 'Security', 'Sharing', 'Advanced', 'Overview', 'Activity'];
 const NOTE_WORDS: readonly string[] = ['meeting', 'moved', 'to', 'next', 'week', 'check', 'the', 'draft', 'before', 'sending', 'call', 'back', 'after', 'lunch', 'order', 'shipped', 'review', 'pending', 'budget', 'approved'];
 
+/** The smallest source region a code can be drawn in legibly. */
+export const MIN_REGION = { w: 48, h: 12 } as const;
+
 export interface SceneOptions {
   width: number;
   height: number;
@@ -162,6 +165,10 @@ export function drawScene(rng: Rng, options: SceneOptions): Scene {
     if (canary) {
       const top = bodyY + Math.round(u * 0.4) + 2 * Math.round(u * 1.1);
       const region: Rect = { x: px + Math.round(u * 0.4), y: top, w: pw - Math.round(u * 0.8), h: bodyY + ph - Math.round(u * 0.4) - top };
+      const inside = region.x >= 0 && region.y >= 0 && region.x + region.w <= width && region.y + region.h <= height;
+      if (!inside || region.w < MIN_REGION.w || region.h < MIN_REGION.h) {
+        throw new RangeError(`a ${width}x${height} screenshot leaves the canary's source region ${inside ? `${region.w}x${region.h} px, under the ${MIN_REGION.w}x${MIN_REGION.h} a code needs` : 'outside the image'}; make the screenshot larger (at least about 320x200)`);
+      }
       source = { frame: pane, lines: [canary.identityLine, canary.label], region, notes: [] };
     } else {
       const notes = Array.from({ length: 3 + rng.int(3) }, () => Array.from({ length: 2 + rng.int(3) }, () => rng.pick(NOTE_WORDS)).join(' '));
@@ -209,7 +216,7 @@ export function renderScene(scene: Scene, region?: RegionContent): RenderedPng {
       const lineH = Math.round(u * 1.1);
       g.font = font(Math.round(u * 0.75));
       [...pane.lines, ...pane.notes].forEach((line, k) => {
-        g.fillText(fit(g, line, pane.frame.w - u), pane.frame.x + Math.round(u * 0.4), pane.frame.y + Math.round(u * 0.4) + k * lineHeightOf(lineH));
+        g.fillText(fit(g, line, pane.frame.w - u), pane.frame.x + Math.round(u * 0.4), pane.frame.y + Math.round(u * 0.4) + k * lineH);
       });
       if (pane.region) {
         if (!region) throw new RangeError('a canary scene needs its source region content');
@@ -217,10 +224,6 @@ export function renderScene(scene: Scene, region?: RegionContent): RenderedPng {
       }
     }
   });
-}
-
-function lineHeightOf(h: number): number {
-  return h;
 }
 
 function drawWindow(g: SKRSContext2D, w: SceneWindow, t: Theme, u: number): void {
