@@ -25,7 +25,7 @@ def check_images(path: Path, data: dict) -> None:
             raw = file.read_bytes()
         except OSError as exc:
             raise BadManifest(f"{path}: field images[{i}]: {file} cannot be read ({exc.strerror}); "
-                              "fix: re-plan the run so its images are written beside the rows")
+                              "fix: re-plan the run so its images are written beside the rows") from exc
         digest = hashlib.sha256(raw).hexdigest()
         if digest != ref["sha256"]:
             raise BadManifest(f"{path}: field images[{i}].sha256: {file} has sha256 {digest}, not {ref['sha256']}; "
