@@ -20,6 +20,8 @@ export const GRID_FILE = 'grid.yaml';
 export const REDIS_DIR = 'redis';
 export const RUNS_DIR = 'runs';
 export const MANIFEST_FILE = 'manifest.json';
+/** A run's images (image tasks): `images/<sha256>.png`, beside the rows. */
+export const IMAGES_DIR = 'images';
 export const OUTPUT_DIR = 'output';
 export const RESULT_FILE = 'result.json';
 export const FAILURE_FILE = 'failure.json';

@@ -1,7 +1,7 @@
 import { UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
 import { formatPath, type LoadedGrid } from '../grid/index.js';
-import type { Message, ModelSpec } from '../contracts/index.js';
+import { messageText, type Message, type ModelSpec } from '../contracts/index.js';
 import { log } from '../log.js';
 import type { CanaryPool } from './canaries.js';
 import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
@@ -180,6 +180,6 @@ function hfRowsToCheck(plan: PlannedRuns, runs: RunLayout[]): TokenRow[] {
 }
 
 function preview(row: TokenRow): string {
-  const text = (row.prompt.at(-1)?.content ?? '').replace(/\s+/g, ' ');
+  const text = (row.prompt.length > 0 ? messageText(row.prompt.at(-1) as Message) : '').replace(/\s+/g, ' ');
   return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
 }

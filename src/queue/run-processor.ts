@@ -144,7 +144,11 @@ class RunAttempt {
   }
 
   private async failFinal(kind: string, message: string): Promise<never> {
-    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() });
+    // A record that cannot be written (the disk that failed the run is full) must not turn a final
+    // failure into a retried one: the reason still reaches Redis (failedReason).
+    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() }).catch(
+      (error: unknown) => log.warn({ run: this.data.run_id, err: error }, 'failure.json not written'),
+    );
     throw finalError(kind, message);
   }
 
