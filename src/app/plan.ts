@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UserInputErrors } from '../errors.js';
 import { HubCache, hubCacheDir, isHubId } from '../hub/index.js';
-import { checkHfLengths, planAudit, writeAudit, type AuditPlan, type TokenCounter, type WrittenAudit } from '../manifest/index.js';
+import { checkHfLengths, planAudit, writeAudit, type AuditPlan, type TokenCount, type TokenCounter, type WrittenAudit } from '../manifest/index.js';
 import { countRowTokens, trainerPythonHint } from '../runner/index.js';
 import { taskDataLoader } from './task-data.js';
 import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
@@ -38,10 +38,11 @@ async function refuseLongRows(plan: AuditPlan): Promise<void> {
   if (errors.length > 0) throw new UserInputErrors(errors);
 }
 
-/** The trainer's token count, for a model whose tokenizer is on this machine (else skipped). */
-const tokenizerCount: TokenCounter = async (model, rows, maxLength) => {
-  const why = tokenizerUnavailable(model.name, model.revision);
-  return why ? { skipped: why } : countRowTokens(model, rows, maxLength, hubCacheDir());
+/** The trainer's token count, for the models whose tokenizer is on this machine (the others skipped). */
+const tokenizerCount: TokenCounter = async (jobs) => {
+  const why = jobs.map((job) => tokenizerUnavailable(job.model.name, job.model.revision));
+  const counted = await countRowTokens(jobs.filter((_, k) => why[k] === null), hubCacheDir());
+  return jobs.map((_, k) => (why[k] ? { skipped: why[k] } : (counted.shift() as TokenCount)));
 };
 
 /** Why the model's tokenizer cannot be read here, or null. */

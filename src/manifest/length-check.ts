@@ -103,8 +103,15 @@ export interface TokenRow {
 /** Rows over the limit by index into the rows given; `skipped` when the count could not run. */
 export type TokenCount = { skipped: string } | { rows: number; limit: number; longest: number; over: { i: number; tokens: number }[]; over_count: number };
 
-/** Counts rows in a model's tokens (max_length: the grid's training.max_length). */
-export type TokenCounter = (model: ModelSpec, rows: TokenRow[], maxLength: number) => Promise<TokenCount>;
+/** One model's rows to count (maxLength: the grid's training.max_length). */
+export interface TokenJob {
+  model: ModelSpec;
+  rows: TokenRow[];
+  maxLength: number;
+}
+
+/** Counts each job's rows in its model's tokens, one answer per job in order (all at once: one trainer start). */
+export type TokenCounter = (jobs: TokenJob[]) => Promise<TokenCount[]>;
 
 /** What the hf check reads of a plan (an AuditPlan is one). */
 export interface PlannedRuns {
@@ -130,19 +137,22 @@ export async function checkHfLengths(plan: PlannedRuns, count: TokenCounter): Pr
     const key = `${run.cell.values.model.key}|${run.cell.values.task.key}`;
     groups.set(key, [...(groups.get(key) ?? []), run]);
   }
-  const errors: UserInputError[] = [];
-  for (const runs of groups.values()) {
+  const checks = [...groups.values()].map((runs) => {
     const first = runs[0] as RunLayout;
-    const model = buildManifestCore(plan.grid, plan.auditId, plan.pool, first).model;
-    const rows = hfRowsToCheck(plan, runs);
-    const out = await count(model, rows, plan.grid.doc.training.max_length ?? 1024);
+    return { first, job: { model: buildManifestCore(plan.grid, plan.auditId, plan.pool, first).model, rows: hfRowsToCheck(plan, runs), maxLength: plan.grid.doc.training.max_length ?? 1024 } };
+  });
+  if (checks.length === 0) return [];
+  const counts = await count(checks.map((c) => c.job));
+  const errors: UserInputError[] = [];
+  for (const [k, { first, job }] of checks.entries()) {
+    const out = counts[k] as TokenCount;
     if ('skipped' in out) {
-      log.debug({ model: model.name, why: out.skipped }, 'row lengths not checked at plan time');
+      log.debug({ model: job.model.name, why: out.skipped }, 'row lengths not checked at plan time');
       continue;
     }
     if (out.over_count > 0) {
       const task = first.cell.values.task;
-      const worst = out.over.map((o) => `${o.tokens.toLocaleString('en-US')} tokens: ${preview(rows[o.i] as TokenRow)}`).slice(0, 2).join('; ');
+      const worst = out.over.map((o) => `${o.tokens.toLocaleString('en-US')} tokens: ${preview(job.rows[o.i] as TokenRow)}`).slice(0, 2).join('; ');
       errors.push(
         new UserInputError(
           `task ${task.label} renders ${out.over_count.toLocaleString('en-US')} of ${out.rows.toLocaleString('en-US')} checked rows longer than model ${first.cell.values.model.label} reads (${out.limit.toLocaleString('en-US')} tokens: training.max_length and the model's positions), up to ${out.longest.toLocaleString('en-US')}; raise training.max_length or shorten the rows (${worst})`,
