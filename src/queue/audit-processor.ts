@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import type { Job, Processor, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { checkOutputInsideArtifacts, resolveInsideArtifacts } from './artifact-path.js';
+import { log } from '../log.js';
 import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
 import type { AuditJobData, AuditReturn } from './job-data.js';
 import type { QueueKeys } from './names.js';
@@ -46,6 +47,9 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
           message: failure.reason,
           attempts: run?.attemptsMade ?? 0,
           time,
+        }).catch((error: unknown) => {
+          // A full or failing disk must not fail the audit's summary: the reason is in Redis.
+          log.warn({ run: failure.run_id, err: error }, 'failure.json not written');
         });
       }
     }

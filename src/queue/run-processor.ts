@@ -7,6 +7,7 @@ import { log } from '../log.js';
 import type { TrainerOutcome } from '../runner/index.js';
 import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
 import { clearFailureRecord, writeFailureRecord } from './failure-record.js';
+import { explainWriteError } from '../fs/write-error.js';
 import type { RunJobData, RunReturn } from './job-data.js';
 import { ProgressTracker } from './progress-tracker.js';
 import {
@@ -56,13 +57,25 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
     const writer = new ProgressWriter(job);
     writer.request(tracker.progress);
     await job.log(`attempt ${attempt.number}/${attempt.max} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`} (runner ${ctx.runner.name})`);
-    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal);
+    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal).catch((error: unknown) => {
+      throw diskFull(error, attempt.outDir) ?? error;
+    });
     await writer.flush();
     await job
       .log(`trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`)
       .catch(() => undefined);
     return attempt.settle(outcome, stopReason);
   };
+}
+
+/**
+ * The worker's own writes into the run's output folder (the trainer log's attempt header) on a full
+ * disk: final, like the trainer's disk_full; another attempt on the same disk would fail the same way.
+ */
+function diskFull(error: unknown, outDir: string): UnrecoverableError | null {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT') return null;
+  return finalError('disk_full', explainWriteError(error, outDir)?.message ?? String(error));
 }
 
 /**

@@ -70,7 +70,11 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
   const badLine =
     options.onBadLine ??
     ((line: string, reason: string) => {
-      appendFileSync(stderrLog, `[canary-audit] stdout line is not a progress event (${reason}): ${line.slice(0, 500)}\n`);
+      try {
+        appendFileSync(stderrLog, `[canary-audit] stdout line is not a progress event (${reason}): ${line.slice(0, 500)}\n`);
+      } catch {
+        // a full or failing disk: the note is lost, the run goes on (the trainer reports its own failure)
+      }
     });
   const handleLine = (line: string) => {
     const parsed = parseProgressLine(line);

@@ -74,9 +74,7 @@ def save(out: Path, update: int, weights: dict, optimizer: dict, rng: dict, meta
         torch.save(weights, tmp / "weights.pt")
         torch.save({"optimizer": optimizer, "rng": rng}, tmp / "optimizer.pt")
         (tmp / "meta.json").write_text(json.dumps({**meta, "update": update}, indent=1) + "\n")
-        # last: a checkpoint whose hashes.json is present was written completely
-        hashes = {name: _sha256(tmp / name) for name in _FILES}
-        (tmp / HASHES).write_text(json.dumps({"sha256": hashes}, indent=1) + "\n")
+        record_hashes(tmp)  # last: a checkpoint whose hashes.json is present was written completely
 
     write_dir_atomic(target, fill)
     existing = list_updates(out)
@@ -103,6 +101,12 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def record_hashes(path: Path) -> None:
+    """Write hashes.json of the checkpoint folder `path`: the sha256 of each of its files."""
+    hashes = {name: _sha256(path / name) for name in _FILES}
+    (path / HASHES).write_text(json.dumps({"sha256": hashes}, indent=1) + "\n")
 
 
 def verify(path: Path) -> str | None:
@@ -141,7 +145,9 @@ def load_newest(out: Path, manifest_sha256: str, skipped: list[dict] | None = No
         if isinstance(meta, dict) and meta.get("manifest_sha256") != manifest_sha256:
             continue
         reason = verify(path)
-        if reason is None:
+        if reason is None and not isinstance(meta, dict):
+            reason = "meta.json is not a JSON object"
+        if reason is None and isinstance(meta, dict):
             try:
                 weights = _load(path / "weights.pt")
                 rest = _load(path / "optimizer.pt")
@@ -150,7 +156,7 @@ def load_newest(out: Path, manifest_sha256: str, skipped: list[dict] | None = No
             else:
                 return Saved(update, weights, rest["optimizer"], rest["rng"], meta)
         if skipped is not None:
-            skipped.append({"update": update, "reason": reason})
+            skipped.append({"update": update, "reason": reason or "unreadable"})
     return None
 
 
