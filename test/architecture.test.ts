@@ -23,6 +23,7 @@ const LAYERS: string[][] = [
 ];
 
 const SRC = fileURLToPath(new URL('../src', import.meta.url));
+const DOC = fileURLToPath(new URL('../docs/architecture.md', import.meta.url));
 const RANK = new Map(LAYERS.flatMap((names, rank) => names.map((n) => [n, rank] as const)));
 
 function sourceFiles(dir: string): string[] {
@@ -47,6 +48,22 @@ function importGraph(): Map<string, string[]> {
 
 /** The layer unit of a src-relative path: its top folder, or the file's name for a top-level file. */
 const unit = (path: string): string => path.split('/')[0]!.replace(/\.ts$/, '');
+
+/** The folders (and top-level files) each folder of src/ imports, as docs/architecture.md tabulates them. */
+function importsTable(graph: Map<string, string[]>): string {
+  const uses = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    if (!file.includes('/')) continue;
+    const from = unit(file);
+    const set = uses.get(from) ?? new Set<string>();
+    for (const target of targets) if (unit(target) !== from) set.add(unit(target));
+    uses.set(from, set);
+  }
+  const rank = (u: string): number => RANK.get(u) ?? -1;
+  const byLayer = (a: string, b: string): number => rank(b) - rank(a) || a.localeCompare(b);
+  const rows = [...uses.keys()].sort(byLayer).map((u) => `| \`${u}\` | ${[...(uses.get(u) as Set<string>)].sort(byLayer).map((t) => `\`${t}\``).join(' ') || '—'} |`);
+  return ['| folder | imports from |', '|---|---|', ...rows].join('\n');
+}
 
 describe('architecture', () => {
   const graph = importGraph();
@@ -82,5 +99,11 @@ describe('architecture', () => {
     };
     for (const file of graph.keys()) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+
+  it('docs/architecture.md tabulates the imports the code has', () => {
+    const doc = readFileSync(DOC, 'utf8');
+    const table = /<!-- imports:begin -->\n([\s\S]*?)\n<!-- imports:end -->/.exec(doc)?.[1];
+    expect(table, 'the table between <!-- imports:begin --> and <!-- imports:end --> in docs/architecture.md').toBe(importsTable(graph));
   });
 });

@@ -1,10 +1,15 @@
 import { defineConfig } from 'vitest/config';
 import { fileURLToPath } from 'node:url';
+import { tiers } from './tiers/tiers.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+// Two tiers (test/tiers/tiers.ts): `fast` has no redis-server, no Python, no browser (`npm test`);
+// `slow` is every file marked `// tier: slow`. `npm run test:all` runs both.
+const { fast, slow } = tiers(root);
 
 export default defineConfig({
-  root: fileURLToPath(new URL('..', import.meta.url)),
+  root,
   test: {
-    include: ['test/**/*.test.ts'],
     // Keep the controller's info logs out of test output; warnings and errors still show.
     env: { CANARY_AUDIT_LOG_LEVEL: process.env.CANARY_AUDIT_LOG_LEVEL ?? 'warn' },
     // Tests that start redis-server or the Python trainer need more than the default 5 s.
@@ -14,5 +19,9 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     fileParallelism: true,
+    projects: [
+      { extends: true, test: { name: 'fast', include: fast, setupFiles: ['test/tiers/fast-setup.ts'] } },
+      { extends: true, test: { name: 'slow', include: slow } },
+    ],
   },
 });

@@ -2,11 +2,9 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
 import { UserInputError, quoteValue } from '../errors.js';
-import { planAudit, writeAudit } from '../manifest/index.js';
-import { refuseLongRows } from './row-lengths.js';
-import { taskDataLoader } from './task-data.js';
 import type { SubmitAuditInput } from '../queue/index.js';
-import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
+import type { ModelRevisions, PinChoice } from './pinning.js';
+import { planGrid } from './plan.js';
 import { artifactsRootOfAudit, AUDIT_INDEX_FILE, auditIndexPath, manifestPathOf } from '../layout.js';
 
 /**
@@ -42,7 +40,7 @@ export async function loadAuditSource(arg: string, artifactsDir: string, pinning
     }
     return readAuditFolder(indexFile);
   }
-  return planGrid(path, artifactsDir, pinning);
+  return plannedSource(path, artifactsDir, pinning);
 }
 
 async function readAuditFolder(indexFile: string): Promise<AuditSource> {
@@ -74,10 +72,9 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
   };
 }
 
-async function planGrid(gridPath: string, artifactsDir: string, pinning: PinChoice): Promise<AuditSource> {
-  const { plan, models } = await pinIfAsked(await planAudit(gridPath, { artifactsDir, loadTaskData: taskDataLoader(gridPath, pinning.hub) }), pinning);
-  await refuseLongRows(plan);
-  const written = await writeAudit(plan, artifactsDir);
+/** A grid planned (the way `plan --out` does it) and written into the artifact root. */
+async function plannedSource(gridPath: string, artifactsDir: string, pinning: PinChoice): Promise<AuditSource> {
+  const { plan, models, written } = await planGrid(gridPath, { ...pinning, out: artifactsDir });
   const gpus = plan.grid.doc.training.gpus ?? 1;
   return {
     input: {

@@ -1,6 +1,9 @@
-import { resolve } from 'node:path';
-import { planAudit, writeAudit, type AuditPlan, type WrittenAudit } from '../manifest/index.js';
-import { refuseLongRows } from './row-lengths.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { UserInputErrors } from '../errors.js';
+import { HubCache, hubCacheDir, isHubId } from '../hub/index.js';
+import { checkHfLengths, planAudit, writeAudit, type AuditPlan, type TokenCount, type TokenCounter, type WrittenAudit } from '../manifest/index.js';
+import { countRowTokens, trainerPythonHint } from '../runner/index.js';
 import { taskDataLoader } from './task-data.js';
 import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
 
@@ -9,11 +12,49 @@ export interface PlanGridOptions extends PinChoice {
   out?: string;
 }
 
-/** `plan`: expand a grid, pin its model revisions (unless turned off), optionally write the audit. */
-export async function planGrid(gridPath: string, options: PlanGridOptions = {}): Promise<{ plan: AuditPlan; models: ModelRevisions; written?: WrittenAudit }> {
+export interface PlannedGrid {
+  plan: AuditPlan;
+  models: ModelRevisions;
+  written?: WrittenAudit;
+}
+
+/**
+ * Expand a grid, pin its model revisions (unless turned off), refuse rows too long for a model,
+ * and with `out` write the audit: what `plan` does, and what `submit` and `run` do with a grid.
+ */
+export async function planGrid(gridPath: string, options: PlanGridOptions & { out: string }): Promise<Required<PlannedGrid>>;
+export async function planGrid(gridPath: string, options?: PlanGridOptions): Promise<PlannedGrid>;
+export async function planGrid(gridPath: string, options: PlanGridOptions = {}): Promise<PlannedGrid> {
   const artifactsDir = options.out ? resolve(options.out) : undefined;
   const { plan, models } = await pinIfAsked(await planAudit(gridPath, { ...(artifactsDir ? { artifactsDir } : {}), loadTaskData: taskDataLoader(gridPath, options.hub) }), options);
   await refuseLongRows(plan);
   if (!artifactsDir) return { plan, models };
   return { plan, models, written: await writeAudit(plan, artifactsDir) };
+}
+
+/** Throws the plan's Hugging Face row-length errors (one per model and task), if any. */
+async function refuseLongRows(plan: AuditPlan): Promise<void> {
+  const errors = await checkHfLengths(plan, tokenizerCount);
+  if (errors.length > 0) throw new UserInputErrors(errors);
+}
+
+/** The trainer's token count, for the models whose tokenizer is on this machine (the others skipped). */
+const tokenizerCount: TokenCounter = async (jobs) => {
+  const why = jobs.map((job) => tokenizerUnavailable(job.model.name, job.model.revision));
+  const counted = await countRowTokens(jobs.filter((_, k) => why[k] === null), hubCacheDir());
+  return jobs.map((_, k) => (why[k] ? { skipped: why[k] } : (counted.shift() as TokenCount)));
+};
+
+/** Why the model's tokenizer cannot be read here, or null. */
+function tokenizerUnavailable(name: string, revision: string | null): string | null {
+  const hint = trainerPythonHint();
+  if (hint) return hint;
+  let folder: string;
+  if (isHubId(name)) {
+    const cache = new HubCache(hubCacheDir());
+    const sha = cache.cachedSha(name, revision ?? 'main');
+    if (sha === null) return `not in the local cache ${cache.dir}`;
+    folder = cache.snapshotDir(name, sha);
+  } else folder = name;
+  return ['tokenizer.json', 'tokenizer_config.json'].some((f) => existsSync(join(folder, f))) ? null : `no tokenizer in ${folder}`;
 }

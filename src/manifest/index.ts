@@ -12,4 +12,4 @@ export { pretrainRowLines, pretrainCorpusKey, pretrainManifestSpec, PRETRAIN_FIL
 export { CanaryPool, type PoolCanary } from './canaries.js';
 export { InfeasiblePlacement, updateRange } from './placement.js';
 export { createTask, taskDataRequest, TaskSpecError, TASK_NAMES, type Task, type TaskDataRequest, type TaskSpec, type UtilityMetric } from './tasks/index.js';
-export { backgroundToCheck } from './length-check.js';
+export { backgroundToCheck, checkHfLengths, type TokenCount, type TokenCounter, type TokenJob, type TokenRow } from './length-check.js';

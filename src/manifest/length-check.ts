@@ -1,20 +1,25 @@
 import { UserInputError } from '../errors.js';
 import { canonicalJson } from '../hash.js';
 import { formatPath, type LoadedGrid } from '../grid/index.js';
-import type { Message } from '../contracts/index.js';
+import { messageText, type Message, type ModelSpec } from '../contracts/index.js';
+import { log } from '../log.js';
 import type { CanaryPool } from './canaries.js';
-import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
-import { canaryTrainingRow } from './rows.js';
+import { buildManifestCore, gridTask, runRenderer, type RunRenderer } from './manifest.js';
+import { canaryTrainingRow, utilityRowLines } from './rows.js';
 import type { TaskExample } from './tasks/index.js';
 import type { RunLayout } from './plan-run.js';
 import { pretrainCorpusKey, pretrainRowLines } from './pretrain.js';
 import { Rng } from '../random.js';
 
 /**
+ * The plan-time length check, for both backends: a row longer than the model reads would fail its
+ * run in the trainer after the queue wait; catch it at plan time instead, naming the task.
+ *
  * The tiny model reads characters, so a row's length in tokens is known before training: its
  * characters plus the chat rendering (a role marker, an end marker and a newline per message,
- * then the assistant marker and the final end marker). A row longer than the model's context
- * would fail in the trainer after the queue wait; catch it at plan time instead, naming the task.
+ * then the assistant marker and the final end marker), counted here (`checkTinyLengths`, inside
+ * planning). A Hugging Face model's rows are counted by the trainer's own rendering and tokenizer
+ * (`checkHfLengths`, given a counter: the app's, which starts the trainer through `src/runner/`).
  * Background and pretraining rows are checked on a sample from the start of their streams.
  */
 const BACKGROUND_SAMPLE = 256;
@@ -87,4 +92,107 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
     }
   }
   return errors;
+}
+
+/** A row as the trainer renders it for a length count. */
+export interface TokenRow {
+  prompt: Message[];
+  target: string;
+}
+
+/** Rows over the limit by index into the rows given; `skipped` when the count could not run. */
+export type TokenCount = { skipped: string } | { rows: number; limit: number; longest: number; over: { i: number; tokens: number }[]; over_count: number };
+
+/** One model's rows to count (maxLength: the grid's training.max_length). */
+export interface TokenJob {
+  model: ModelSpec;
+  rows: TokenRow[];
+  maxLength: number;
+}
+
+/** Counts each job's rows in its model's tokens, one answer per job in order (all at once: one trainer start). */
+export type TokenCounter = (jobs: TokenJob[]) => Promise<TokenCount[]>;
+
+/** What the hf check reads of a plan (an AuditPlan is one). */
+export interface PlannedRuns {
+  grid: LoadedGrid;
+  pool: CanaryPool;
+  auditId: string;
+  runs: RunLayout[];
+}
+
+/**
+ * A Hugging Face model reads at most `training.max_length` tokens (and its own positions). For
+ * every (hf model, task) of the plan, `count` measures the rows: every row of a dataset-backed task
+ * (a generated task: a sample of its background, `backgroundToCheck`), the utility rows, each
+ * visibility's canary rows and the probes. A count that is skipped (the model's tokenizer is not
+ * on this machine) checks nothing; the trainer still does, when it runs. One error per model and
+ * task.
+ */
+export async function checkHfLengths(plan: PlannedRuns, count: TokenCounter): Promise<UserInputError[]> {
+  const groups = new Map<string, RunLayout[]>();
+  for (const run of plan.runs) {
+    const m = run.cell.values.model.value;
+    if (m.backend !== 'hf') continue;
+    // Image rows: their length depends on the processor's image tokens, which the tokenizer-only
+    // count does not know; the trainer's processor will check them.
+    if (gridTask(plan.grid, run.cell.values.task).images !== undefined) continue;
+    const key = `${run.cell.values.model.key}|${run.cell.values.task.key}`;
+    groups.set(key, [...(groups.get(key) ?? []), run]);
+  }
+  const checks = [...groups.values()].map((runs) => {
+    const first = runs[0] as RunLayout;
+    return { first, job: { model: buildManifestCore(plan.grid, plan.auditId, plan.pool, first).model, rows: hfRowsToCheck(plan, runs), maxLength: plan.grid.doc.training.max_length ?? 1024 } };
+  });
+  if (checks.length === 0) return [];
+  const counts = await count(checks.map((c) => c.job));
+  const errors: UserInputError[] = [];
+  for (const [k, { first, job }] of checks.entries()) {
+    const out = counts[k] as TokenCount;
+    if ('skipped' in out) {
+      log.debug({ model: job.model.name, why: out.skipped }, 'row lengths not checked at plan time');
+      continue;
+    }
+    if (out.over_count > 0) {
+      const task = first.cell.values.task;
+      const worst = out.over.map((o) => `${o.tokens.toLocaleString('en-US')} tokens: ${preview(job.rows[o.i] as TokenRow)}`).slice(0, 2).join('; ');
+      errors.push(
+        new UserInputError(
+          `task ${task.label} renders ${out.over_count.toLocaleString('en-US')} of ${out.rows.toLocaleString('en-US')} checked rows longer than model ${first.cell.values.model.label} reads (${out.limit.toLocaleString('en-US')} tokens: training.max_length and the model's positions), up to ${out.longest.toLocaleString('en-US')}; raise training.max_length or shorten the rows (${worst})`,
+          { location: plan.grid.source.locate(task.path), field: formatPath(task.path), code: 'E_ROW_LENGTH' },
+        ),
+      );
+    }
+  }
+  return errors;
+}
+
+function hfRowsToCheck(plan: PlannedRuns, runs: RunLayout[]): TokenRow[] {
+  const { grid, pool } = plan;
+  const seen = new Set<string>();
+  const rows: TokenRow[] = [];
+  const add = (row: TokenRow): void => {
+    const key = canonicalJson(row);
+    if (!seen.has(key)) {
+      seen.add(key);
+      rows.push({ prompt: row.prompt, target: row.target });
+    }
+  };
+  const renderer = runRenderer(grid, runs[0] as RunLayout);
+  for (const row of backgroundToCheck(grid, pool, renderer)) add(row);
+  for (const line of utilityRowLines(grid, pool, renderer)) add(JSON.parse(line) as TokenRow);
+  // Canary rows and probes differ by visibility (an encoded cue is longer): one run of each.
+  const byVisibility = new Map(runs.map((r) => [r.cell.values.visibility.key, r]));
+  const code = '0'.repeat(grid.doc.canaries.code.length);
+  for (const run of byVisibility.values()) {
+    const r = runRenderer(grid, run);
+    for (const c of run.canaries) add(canaryTrainingRow(pool, r, c.canary));
+    for (const p of buildManifestCore(grid, plan.auditId, pool, run).probes) add({ prompt: p.prompt, target: `${p.prefill}${code}` });
+  }
+  return rows;
+}
+
+function preview(row: TokenRow): string {
+  const text = (row.prompt.length > 0 ? messageText(row.prompt.at(-1) as Message) : '').replace(/\s+/g, ' ');
+  return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
 }

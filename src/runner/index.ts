@@ -29,3 +29,4 @@ export function createRunner(name: string, options: LocalRunnerOptions & DockerR
   return make(options);
 }
 export { trainerPython, trainerPythonHint, TRAINER_VENV } from './python.js';
+export { countRowTokens } from './check-rows.js';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server)
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+// tier: slow (Python: the plan-time token count)
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server)
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkerPool, cancelAudit, collectStatus, submitAudit, type AuditStatus, type EmbeddedRedis, type RunStatus } from '../../src/queue/index.js';

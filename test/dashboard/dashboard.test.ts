@@ -1,3 +1,4 @@
+// tier: slow (redis-server, the trainer, Chromium)
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';

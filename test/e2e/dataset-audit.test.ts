@@ -1,3 +1,4 @@
+// tier: slow (the trainer)
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+// tier: slow (Python)
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hubClient, isHubId, pinPlanRevisions, remoteCommit } from '../../src/hub/index.js';
+import { pinPlanRevisions } from '../../src/app/pinning.js';
+import { hubClient, isHubId, remoteCommit } from '../../src/hub/index.js';
 import { buildManifestCore, planAuditText } from '../../src/manifest/index.js';
 import { UserInputError } from '../../src/errors.js';
 

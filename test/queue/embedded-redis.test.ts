@@ -1,3 +1,4 @@
+// tier: slow (redis-server)
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server, the stand-in trainer)
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server, the trainer)
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server)
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertRedisReachable, parseRedisUrl, type EmbeddedRedis } from '../../src/queue/index.js';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server)
 import { afterAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { removeDir, tempDir } from './helpers/fixtures.js';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server, the trainer)
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

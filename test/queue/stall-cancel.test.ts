@@ -1,3 +1,4 @@
+// tier: slow (redis-server)
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cancelAudit, collectStatus, queueConnection, startEmbeddedRedis, submitAudit, WorkerPool } from '../../src/queue/index.js';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server, the stand-in trainer)
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkerPool, collectStatus, openQueues, submitAudit, type EmbeddedRedis } from '../../src/queue/index.js';

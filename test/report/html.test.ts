@@ -1,3 +1,4 @@
+// tier: slow (Chromium)
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,4 @@
+// tier: slow (redis-server, the trainer)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';

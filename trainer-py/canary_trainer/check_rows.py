@@ -8,7 +8,8 @@ MODEL.json is the manifest's `model` object (name, revision, hf); ROWS.jsonl hol
 per line, counted exactly as training counts them (the rendered prompt and reply). Prints one JSON
 object: {"rows", "limit", "longest", "over": [{"i", "tokens"}] (at most 5), "over_count"}, or
 {"skipped": why} when the model's tokenizer is not on this machine. Exit 0 either way; 2 on bad
-arguments.
+arguments. Several models in one process (transformers imported once): repeat the three options,
+one output line per model, in order.
 """
 
 from __future__ import annotations
@@ -45,17 +46,21 @@ def count(model: dict, rows: list[dict], max_length: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m canary_trainer.check_rows", description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, type=Path)
-    p.add_argument("--rows", required=True, type=Path)
-    p.add_argument("--max-length", required=True, type=int)
+    p.add_argument("--model", required=True, type=Path, action="append")
+    p.add_argument("--rows", required=True, type=Path, action="append")
+    p.add_argument("--max-length", required=True, type=int, action="append")
     args = p.parse_args(argv)
-    model = json.loads(args.model.read_text(encoding="utf-8"))
-    rows = [json.loads(line) for line in args.rows.read_text(encoding="utf-8").splitlines() if line.strip()]
-    try:
-        out = count(model, rows, args.max_length)
-    except TrainerError as exc:  # the model or its tokenizer is not here, or this transformers lacks it
-        out = {"skipped": str(exc)}
-    sys.stdout.write(json.dumps(out) + "\n")
+    if not len(args.model) == len(args.rows) == len(args.max_length):
+        p.error("give --model, --rows and --max-length once per model to count")
+    for model_path, rows_path, max_length in zip(args.model, args.rows, args.max_length):
+        model = json.loads(model_path.read_text(encoding="utf-8"))
+        rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        try:
+            out = count(model, rows, max_length)
+        except TrainerError as exc:  # the model or its tokenizer is not here, or this transformers lacks it
+            out = {"skipped": str(exc)}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
     return 0
 
 

@@ -51,3 +51,22 @@ def test_a_model_not_on_this_machine_is_skipped_with_the_reason(hub_env, tmp_pat
     assert check_rows.main(["--model", str(tmp_path / "model.json"), "--rows", str(tmp_path / "rows.jsonl"), "--max-length", "64"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "canary-test/not-here" in out["skipped"] and "models fetch" in out["skipped"]
+
+
+def test_several_models_in_one_process_answer_one_line_each_in_order(hub_env, tmp_path, capsys):
+    missing = {**spec("qwen3"), "name": "canary-test/not-here"}
+    (tmp_path / "missing.json").write_text(json.dumps(missing))
+    (tmp_path / "qwen3.json").write_text(json.dumps(spec("qwen3")))
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows()))
+    args = ["--model", str(tmp_path / "missing.json"), "--rows", str(tmp_path / "rows.jsonl"), "--max-length", "64"]
+    args += ["--model", str(tmp_path / "qwen3.json"), "--rows", str(tmp_path / "rows.jsonl"), "--max-length", "40"]
+    assert check_rows.main(args) == 0
+    first, second = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert "canary-test/not-here" in first["skipped"]
+    assert second == check_rows.count(spec("qwen3"), rows(), 40)
+
+
+def test_options_not_given_once_per_model_are_bad_arguments(tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        check_rows.main(["--model", "a.json", "--model", "b.json", "--rows", "r.jsonl", "--max-length", "64"])
+    assert exit_info.value.code == 2
