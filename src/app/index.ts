@@ -9,5 +9,5 @@ export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from '
 export { modelsToFetch, fetchModels, type ModelRef } from './models-fetch.js';
 export { datasetFetchRequest, fetchDatasetToCache, gridDatasetRequests, type DatasetFetchRequest } from './datasets-fetch.js';
 export { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
-export { auditsOnDisk, notQueuedLines, type DiskAudit } from './disk-audits.js';
+export { auditsOnDisk, notQueuedLines, notQueuedReason, type DiskAudit } from './disk-audits.js';
 export { taskDataLoader } from './task-data.js';

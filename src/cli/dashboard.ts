@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { UserInputError } from '../errors.js';
 import { startDashboard } from '../dashboard/index.js';
 import { assertRedisReachable, queueConnection, requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
@@ -19,7 +20,7 @@ exposure-vs-dose plot as runs finish; the fleet of workers (idle, busy, lost) wi
 throughput per host. One Redis poller per server feeds every open page (server-sent events).
 Bound to 127.0.0.1 and read-only by default. --allow-actions adds cancel-audit and retry-run buttons,
 guarded by a random token printed with the URL (open that URL) and refused to cross-site requests.
-Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
+Exit codes: 0 stopped on a signal, 1 Redis unreachable or the port in use, 2 bad flags.`,
   options: {
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
@@ -30,6 +31,8 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
   },
   positionals: [0, 0],
   async run(args) {
+    const port = intOption(args, 'port', 8790, 0);
+    if (port > 65535) throw new UserInputError(`must be 0..65535 (0: any free port), got ${port}`, { field: '--port', code: 'E_BAD_FLAG' });
     const target = requireRedisTarget(stringOption(args, 'redis'), 'dashboard');
     await assertRedisReachable(target);
     const artifactsDir = artifactsFrom(args);
@@ -37,7 +40,7 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
       conn: queueConnection(target),
       artifactsDir: existsSync(artifactsDir) ? artifactsDir : null,
       host: stringOption(args, 'host') ?? '127.0.0.1',
-      port: intOption(args, 'port', 8790, 0),
+      port,
       intervalMs: intOption(args, 'interval', 1000, 200),
       allowActions: Boolean(args.values['allow-actions']),
       ...(process.env.CANARY_AUDIT_DASHBOARD_TOKEN ? { token: process.env.CANARY_AUDIT_DASHBOARD_TOKEN } : {}),

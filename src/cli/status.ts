@@ -6,13 +6,14 @@ import {
   openRedis,
   queueConnection,
   readFleet,
+  readStoppedWorkers,
   renderFleet,
   throughputByHost,
   renderBars,
   renderPlain,
   requireRedisTarget,
 } from '../queue/index.js';
-import { auditsOnDisk, notQueuedLines } from '../app/index.js';
+import { auditsOnDisk, notQueuedLines, notQueuedReason } from '../app/index.js';
 import { UserInputError } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -57,15 +58,15 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     const snapshot = () => collectStatus(conn, auditId).catch((error: unknown) => {
       const disk = onDisk.find((a) => a.auditId === auditId);
       if (!(error instanceof UserInputError) || !disk) throw error;
-      throw new UserInputError(`${error.message}; it is on disk at ${disk.dir} (the queue lost it): canary-audit submit ${disk.dir}`, { code: error.code });
+      throw new UserInputError(`no audit ${auditId} on this Redis (${target.redacted}); it is on disk at ${disk.dir}: ${notQueuedReason(disk)}`, { code: error.code });
     });
 
     if (args.values.workers) {
       const client = openRedis(conn);
       try {
-        const [workers, audits] = await Promise.all([readFleet(client, conn.prefix), snapshot()]);
+        const [workers, stopped, audits] = await Promise.all([readFleet(client, conn.prefix), readStoppedWorkers(client, conn.prefix), snapshot()]);
         const throughput = throughputByHost(audits.flatMap((a) => a.runs));
-        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : renderFleet(workers, throughput));
+        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : renderFleet(workers, throughput, stopped));
       } finally {
         client.disconnect();
       }

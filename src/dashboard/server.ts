@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { CanaryAuditError } from '../errors.js';
 import { log } from '../log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { cancelAudit, resolveInsideArtifacts, type QueueConnection } from '../queue/index.js';
@@ -264,10 +265,18 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const token = actions ? (options.token ?? randomBytes(24).toString('base64url')) : null;
   const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions });
   const app = createDashboardApp(source, { ...options, actionToken: token });
-  const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8790 }, () => resolve(s));
-    s.once('error', reject);
-  });
+  const wanted = options.port ?? 8790;
+  let server: ServerType;
+  try {
+    server = await new Promise((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, hostname: host, port: wanted }, () => resolve(s));
+      s.once('error', reject);
+    });
+  } catch (error) {
+    // The poller holds a Redis connection: close it, or the process never exits.
+    await source.close().catch(() => undefined);
+    throw listenError(error, host, wanted);
+  }
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host;
   const url = `http://${shown}:${port}/`;
@@ -284,4 +293,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       });
     },
   };
+}
+
+/** Why the server could not listen, in one line (a busy port, an address not on this host). */
+function listenError(error: unknown, host: string, port: number): CanaryAuditError {
+  const code = (error as { code?: string }).code;
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (code === 'EADDRINUSE') return new CanaryAuditError('E_PORT_IN_USE', `cannot listen on ${where}: the port is in use (another dashboard?); pass --port N with a free port, or --port 0 for any free one`, { cause: error });
+  if (code === 'EACCES') return new CanaryAuditError('E_PORT_DENIED', `cannot listen on ${where}: permission denied (ports below 1024 need root); pass --port N above 1023`, { cause: error });
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new CanaryAuditError('E_BAD_HOST', `cannot listen on ${where}: ${host} is not an address of this machine; pass --host 127.0.0.1 or 0.0.0.0`, { cause: error });
+  return new CanaryAuditError('E_LISTEN', `cannot listen on ${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }

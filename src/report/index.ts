@@ -126,7 +126,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
 export function parseFormats(text: string): ReportFormat[] {
   const formats = text
     .split(',')
-    .map((f) => f.trim())
+    .map((f) => f.trim().toLowerCase())
     .filter((f) => f !== '');
   for (const f of formats) {
     if (!REPORT_FORMATS.includes(f as ReportFormat)) {
