@@ -33,6 +33,8 @@ export interface DashboardOptions {
   token?: string;
   /** Poll interval of the single Redis reader, ms. Default 1000. */
   intervalMs?: number;
+  /** Audit folders to show even when the queue does not hold them (read from their files). */
+  auditDirs?: string[];
 }
 
 export interface Dashboard {
@@ -169,10 +171,12 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
 
   app.get('/api/audits/:id/plot', async (c) => {
     const auditId = c.req.param('id');
-    if (!options.artifactsDir) return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
-    const parent = await source.handles.audits.getJob(auditId);
-    if (!parent) return c.json({ spec: null, reason: `no audit ${auditId} in the queue` }, 404);
     const snapshot = await source.current();
+    // An audit shown from disk (not in the queue, or Redis gone) is plotted from its own folder.
+    const diskDir = source.diskAuditDir(auditId);
+    if (!options.artifactsDir && !diskDir) return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
+    const parent = diskDir ? null : await source.handles.audits.getJob(auditId);
+    if (!parent && !diskDir) return c.json({ spec: null, reason: `no audit ${auditId} in the queue` }, 404);
     const audit = snapshot.audits.find((a) => a.audit_id === auditId);
     const key = `${audit?.completed ?? 0}`;
     const cached = plotCache.get(auditId);
@@ -182,7 +186,7 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
       if ((audit?.completed ?? 0) === 0) {
         value = { spec: null, reason: 'no run has finished yet' };
       } else {
-        const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
+        const auditDir = diskDir ?? resolveInsideArtifacts(options.artifactsDir as string, (parent as NonNullable<typeof parent>).data.audit_dir);
         if (!existsSync(join(auditDir, 'audit.json'))) throw new Error(`${auditDir}/audit.json is not on this host`);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
@@ -193,6 +197,13 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     }
     plotCache.set(auditId, { key, value });
     return c.json(value);
+  });
+
+  // A finished audit's report.html, as `canary-audit report` wrote it (no script in it).
+  app.get('/api/audits/:id/report', async (c) => {
+    const audit = (await source.current()).audits.find((a) => a.audit_id === c.req.param('id'));
+    if (!audit?.report) return c.json({ error: 'no report for this audit yet' }, 404);
+    return c.body(await readFile(audit.report), 200, { 'Content-Type': 'text/html; charset=utf-8' });
   });
 
   const guard = (c: Context): Response | null => {
@@ -263,7 +274,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const host = options.host ?? '127.0.0.1';
   const actions = Boolean(options.allowActions);
   const token = actions ? (options.token ?? randomBytes(24).toString('base64url')) : null;
-  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions });
+  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions, artifactsDir: options.artifactsDir, auditDirs: options.auditDirs ?? [] });
   const app = createDashboardApp(source, { ...options, actionToken: token });
   const wanted = options.port ?? 8790;
   let server: ServerType;
