@@ -12,7 +12,13 @@ import {
   renderBars,
   renderPlain,
   requireRedisTarget,
+  privateRedisTarget,
+  redisTargetFrom,
 } from '../queue/index.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { readAuditIndex } from '../contracts/index.js';
+import { CanaryAuditError } from '../errors.js';
 import { auditsOnDisk, notQueuedLines, notQueuedReason } from '../app/index.js';
 import { UserInputError } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
@@ -45,14 +51,30 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
     json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.' },
     workers: { type: 'boolean', description: 'Show the fleet: workers (idle, busy, lost), their GPUs and rows/s per host.' },
+    audit: { type: 'string', value: 'DIR', description: 'The audit in this folder; without --redis/REDIS_URL, on the private Redis `canary-audit run` started for it (DIR/redis).' },
   },
   positionals: [0, 1],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'status');
-    const auditId = args.positionals[0];
+    const auditDirFlag = stringOption(args, 'audit');
+    const auditDir = auditDirFlag === undefined ? undefined : resolve(auditDirFlag);
+    if (auditDir !== undefined && !existsSync(join(auditDir, 'audit.json'))) {
+      throw new UserInputError(`${auditDir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
+    }
+    const own = auditDir !== undefined && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(join(auditDir, 'redis')) : null;
+    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'status');
+    const auditId = args.positionals[0] ?? (auditDir !== undefined ? (await readAuditIndex(join(auditDir, 'audit.json'))).id : undefined);
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
     const json = Boolean(args.values.json);
-    await assertRedisReachable(target);
+    try {
+      await assertRedisReachable(target);
+    } catch (error) {
+      if (!own || auditDir === undefined) throw error;
+      const report = join(auditDir, 'report', 'report.html');
+      throw new CanaryAuditError(
+        'E_REDIS_UNREACHABLE',
+        `the private Redis of ${auditDir} is not running (\`canary-audit run\` stops it when the audit ends, or was interrupted)${existsSync(report) ? `; its report: ${report}` : ''}; \`canary-audit dashboard --audit ${auditDir}\` shows the audit from its files, \`canary-audit run ${auditDir}\` continues it`,
+      );
+    }
     const conn = queueConnection(target);
     const onDisk = await auditsOnDisk(artifactsFrom(args));
     const snapshot = () => collectStatus(conn, auditId).catch((error: unknown) => {

@@ -13,6 +13,7 @@ import { renderCsv, renderDataPackage, renderUtilityCsv, utilityResource, type C
 import { buildDocument } from './document.js';
 import { renderHtml, type RenderedPlot } from './html.js';
 import { loadAudit } from './load-audit.js';
+import { headline } from './findings.js';
 import { renderMarkdown } from './markdown.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { buildPlots, renderSvg } from './plots.js';
@@ -57,6 +58,8 @@ export interface WriteReportResult {
   counts: ReportSummary['counts'];
   /** Warnings the report carries (code versions, failed or missing runs, missing controls). */
   warnings: ReportSummary['warnings'];
+  /** The finding with the largest effect, in one sentence (null when no run has focal canaries). */
+  headline: string | null;
 }
 
 export interface ComputedReport {
@@ -190,9 +193,10 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
     files.push(path);
   }
   log.debug({ audit: summary.audit.id, out: outDir, files: files.length, runs: summary.counts }, 'report written');
-  const base = { files, counts: summary.counts, warnings: summary.warnings };
+  const base = { files, counts: summary.counts, warnings: summary.warnings, headline: headline(summary) };
   return summaryPath === undefined ? base : { ...base, summaryPath };
 }
 
 export type { ReportSummary } from './summary.js';
+export { findings, headline, type Finding } from './findings.js';
 export { loadAudit } from './load-audit.js';
