@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import { log } from '../log.js';
 import { loadAuditSource, runAuditLocally } from '../app/index.js';
-import { UserInputError } from '../errors.js';
+import { UserInputError, terminalSafe } from '../errors.js';
 import { LiveView, redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
@@ -42,7 +42,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
   },
   positionals: [1, 1],
   async run(args) {
-    const target = redisTargetFrom(stringOption(args, 'redis'));
+    const target = redisTargetFrom(stringOption(args, 'redis'), stringOption(args, 'redis-password-file'));
     const slots = slotsFrom(args);
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);
@@ -105,7 +105,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       } else {
         const done = finished.filter((r) => r.state === 'completed').length;
         process.stdout.write(`${result.auditId}: ${done}/${finished.length} runs completed${failed.length ? `, ${failed.length} failed or cancelled` : ''}${result.interrupted ? ' (interrupted)' : ''}\n`);
-        for (const r of failed) process.stdout.write(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`);
+        for (const r of failed) process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
         // The finding first, then where the report is; the other files sit beside it.
         const html = (result.reportFiles ?? []).find((f) => f.endsWith('report.html'));
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);

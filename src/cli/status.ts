@@ -18,9 +18,8 @@ import {
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
-import { CanaryAuditError } from '../errors.js';
 import { auditsOnDisk, notQueuedLines, notQueuedReason } from '../app/index.js';
-import { UserInputError } from '../errors.js';
+import { CanaryAuditError, UserInputError, terminalSafe } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';
@@ -61,7 +60,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       throw new UserInputError(`${auditDir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
     }
     const own = auditDir !== undefined && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(join(auditDir, 'redis')) : null;
-    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'status');
+    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
     const auditId = args.positionals[0] ?? (auditDir !== undefined ? (await readAuditIndex(join(auditDir, 'audit.json'))).id : undefined);
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
     const json = Boolean(args.values.json);
@@ -88,7 +87,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       try {
         const [workers, stopped, audits] = await Promise.all([readFleet(client, conn.prefix), readStoppedWorkers(client, conn.prefix), snapshot()]);
         const throughput = throughputByHost(audits.flatMap((a) => a.runs));
-        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : renderFleet(workers, throughput, stopped));
+        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : terminalSafe(renderFleet(workers, throughput, stopped)));
       } finally {
         client.disconnect();
       }
@@ -103,8 +102,9 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
         process.stdout.write(jsonLine('status', { audits, not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })) }));
         return 0;
       }
-      process.stdout.write(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits));
-      for (const line of notQueuedLines(missing, queued, target.redacted)) process.stdout.write(`${line}\n`);
+      // User strings (grid names, cell labels, trainer messages) reach the terminal escaped.
+      process.stdout.write(terminalSafe(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits)));
+      for (const line of notQueuedLines(missing, queued, target.redacted)) process.stdout.write(`${terminalSafe(line)}\n`);
       return 0;
     }
 

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import { sha256Hex } from '../hash.js';
+import { outputDirOf, outputDirOfManifest, RESULT_FILE } from '../layout.js';
 import { log } from '../log.js';
 import type { TrainerOutcome } from '../runner/index.js';
 import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
@@ -71,7 +72,7 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
 function resolveManifest(ctx: RunProcessorContext, data: RunJobData): string {
   try {
     const manifest = resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
-    checkOutputInsideArtifacts(ctx.artifactsDir, join(dirname(manifest), 'output'));
+    checkOutputInsideArtifacts(ctx.artifactsDir, outputDirOfManifest(manifest));
     return manifest;
   } catch (error) {
     // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
@@ -98,7 +99,7 @@ class RunAttempt {
     this.number = job.attemptsMade + 1;
     this.max = job.opts.attempts ?? 1;
     this.runDir = dirname(manifestPath);
-    this.outDir = join(this.runDir, 'output');
+    this.outDir = outputDirOf(this.runDir);
   }
 
   /** Before any trainer starts: shutdown, cancel, a missing manifest, or a result already there. */
@@ -125,7 +126,7 @@ class RunAttempt {
   /** The trainer's exit in the queue's language (see the table at the top of this file). */
   settle(outcome: TrainerOutcome, stopReason: StopReason | null): Promise<RunReturn> {
     if (outcome.outcome === 'ok') {
-      const reported = outcome.done ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result) : 'result.json';
+      const reported = outcome.done ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result) : RESULT_FILE;
       const resultPath = resolveResult(this.outDir, reported);
       if (!existsSync(resultPath)) return this.failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
       return Promise.resolve(runReturn(this.ctx, this.data, this.outDir, resultPath, outcome.done?.wall_s ?? outcome.wallMs / 1000, outcome.wallMs / 1000, false));
@@ -143,7 +144,11 @@ class RunAttempt {
   }
 
   private async failFinal(kind: string, message: string): Promise<never> {
-    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() });
+    // A record that cannot be written (the disk that failed the run is full) must not turn a final
+    // failure into a retried one: the reason still reaches Redis (failedReason).
+    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() }).catch(
+      (error: unknown) => log.warn({ run: this.data.run_id, err: error }, 'failure.json not written'),
+    );
     throw finalError(kind, message);
   }
 
@@ -181,7 +186,7 @@ function resolveResult(outDir: string, reported: string): string {
 
 /** result.json from an earlier attempt of this exact manifest (a lost completion, a re-submit). */
 function reusableResult(outDir: string, manifestPath: string, runId: string): string | null {
-  const resultPath = join(outDir, 'result.json');
+  const resultPath = join(outDir, RESULT_FILE);
   if (!existsSync(resultPath)) return null;
   try {
     const result = JSON.parse(readFileSync(resultPath, 'utf8')) as { run_id?: string; manifest_sha256?: string };

@@ -130,7 +130,7 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
  * The worker's environment minus what the trainer must not see: REDIS_URL may carry the queue's
  * password, and a trainer never talks to Redis. The runner's own variables come on top.
  */
-const WITHHELD = ['REDIS_URL'];
+const WITHHELD = ['REDIS_URL', 'REDIS_PASSWORD'];
 
 function trainerEnv(own: Record<string, string | undefined> | undefined): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env };
