@@ -61,8 +61,9 @@ function doseSentence(low: GroupSummary, high: GroupSummary): Finding | null {
   };
 }
 
-function pairedSentence(p: PairedSummary): Finding {
+function pairedSentence(p: PairedSummary, varying: ReadonlySet<string>): Finding {
   const context = Object.entries(p.context)
+    .filter(([axis]) => varying.has(axis))
     .map(([axis, value]) => `${axis} ${formatValue(value)}`)
     .join(', ');
   return {
@@ -108,10 +109,11 @@ export function findings(s: ReportSummary): Finding[] {
     }
   }
   // Along each compared axis (visibility, placement, ...): the paired difference at the highest dose.
+  const varying = new Set(s.audit.axes.filter((a) => a.values.length > 1 && a.role !== 'seed').map((a) => a.name));
   const paired = s.paired.filter((p) => p.cohort === 'focal' && p.phase === 'final' && p.probe_kind === kind);
   for (const axis of [...new Set(paired.map((p) => p.axis))]) {
     const list = paired.filter((p) => p.axis === axis).sort((a, b) => (b.dose ?? 0) - (a.dose ?? 0));
-    if (list[0]) out.push(pairedSentence(list[0]));
+    if (list[0]) out.push(pairedSentence(list[0], varying));
   }
   // Substituted probes: how often the shown code is copied, at the highest dose per visibility.
   for (const list of byVisibility.values()) {
