@@ -30,12 +30,22 @@ export async function auditsOnDisk(artifactsDir: string): Promise<DiskAudit[]> {
   return found;
 }
 
-/** One line per audit on disk that the queue does not hold, and how to queue it again. */
+/**
+ * Why an audit on disk is not on this Redis, as far as its folder tells, and what brings it back:
+ * an audit `canary-audit run` ran has its own private Redis (redis/ in its folder, stopped at the
+ * end); any other was queued on another Redis, or this one lost it.
+ */
+export function notQueuedReason(audit: DiskAudit): string {
+  if (existsSync(join(audit.dir, 'redis', 'redis.conf'))) {
+    const report = join(audit.dir, 'report', 'report.html');
+    return `\`canary-audit run\` ran it on its own private Redis (${join(audit.dir, 'redis')}), not this one${existsSync(report) ? `; its report: ${report}` : ''}; \`canary-audit run ${audit.dir}\` continues it there, \`canary-audit dashboard --audit ${audit.dir}\` shows it`;
+  }
+  return `it was queued on another Redis, or this one lost it (restarted without its append-only file, or purged); to queue it here: canary-audit submit ${audit.dir} (finished runs reuse their result.json, interrupted ones resume)`;
+}
+
+/** One line per audit on disk that the queue does not hold, and how to get it back. */
 export function notQueuedLines(onDisk: DiskAudit[], queued: Set<string>, redacted: string): string[] {
   const missing = onDisk.filter((a) => !queued.has(a.auditId));
   if (missing.length === 0) return [];
-  return [
-    `${missing.length} audit(s) under the artifact root are not in the queue at ${redacted} (Redis restarted without its append-only file, or purged); submit each again (finished runs reuse their result.json, interrupted ones resume):`,
-    ...missing.map((a) => `  ${a.auditId} (${a.name}): canary-audit submit ${a.dir}`),
-  ];
+  return [`${missing.length} audit(s) under the artifact root are not on this Redis (${redacted}):`, ...missing.map((a) => `  ${a.auditId} (${a.name}): ${notQueuedReason(a)}`)];
 }

@@ -32,8 +32,8 @@ export interface LocalAuditOptions {
   slots: WorkerSlot[];
   runner: TrainerRunner;
   tuning: QueueTuning;
-  /** Where progress is drawn; null for none. */
-  view: LiveView | null;
+  /** Where progress is drawn (bars, change lines, or log records); null for none. */
+  view: Pick<LiveView, 'show'> | null;
   /** Write the report when the audit is done. Default true. */
   report?: boolean;
   /** Aborting stops the audit early (trainers checkpoint; runs stay queued). */
@@ -47,6 +47,8 @@ export interface LocalAuditResult {
   auditDir: string;
   status: AuditStatus | null;
   reportFiles: string[] | null;
+  /** The report's headline finding (null without a report or without focal canaries). */
+  headline: string | null;
   interrupted: boolean;
   redis: string;
 }
@@ -81,10 +83,11 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     await pool.shutdown();
     pool = null;
     let reportFiles: string[] | null = null;
+    let headline: string | null = null;
     if (!interrupted && options.report !== false) {
-      reportFiles = (await writeReport({ auditDir })).files;
+      ({ files: reportFiles, headline } = await writeReport({ auditDir }));
     }
-    return { auditId: source.input.auditId, auditDir, status, reportFiles, interrupted, redis: target.redacted };
+    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, interrupted, redis: target.redacted };
   } finally {
     await pool?.shutdown();
     await embedded?.stop();

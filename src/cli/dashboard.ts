@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { startDashboard } from '../dashboard/index.js';
-import { assertRedisReachable, queueConnection, requireRedisTarget } from '../queue/index.js';
+import { resolve } from 'node:path';
+import { assertRedisReachable, privateRedisTarget, queueConnection, redisTargetFrom, requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { UserInputError, quoteValue } from '../errors.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -23,7 +24,7 @@ loopback name (localhost, 127.0.0.1, ::1), the address given to --host, or a nam
 --allow-host (repeatable): a DNS-rebinding page cannot reach the queue. Behind a port mapping or a
 proxy, give the name users type (e.g. --host 0.0.0.0 --allow-host dash.internal). --allow-actions adds cancel-audit and retry-run buttons,
 guarded by a random token printed with the URL (open that URL) and refused to cross-site requests.
-Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
+Exit codes: 0 stopped on a signal, 1 Redis unreachable or the port in use, 2 bad flags.`,
   options: {
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
@@ -32,19 +33,40 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
     port: { type: 'string', value: 'N', description: 'Port to listen on (0: any free port). Default 8790.' },
     interval: { type: 'string', value: 'MS', description: 'How often the one Redis poller reads, in ms. Default 1000.' },
     'allow-actions': { type: 'boolean', description: 'Enable cancel-audit and retry-run (need the printed token).' },
+    audit: {
+      type: 'string',
+      value: 'DIR',
+      multiple: true,
+      description: 'Show this audit folder too (repeatable). Without --redis/REDIS_URL, the Redis is the one `canary-audit run` started for it (DIR/redis); when that Redis is gone, the audit is shown from its files.',
+    },
   },
   positionals: [0, 0],
   async run(args) {
     const allowHosts = allowHostsFrom(args.values['allow-host']);
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'dashboard', stringOption(args, 'redis-password-file'));
-    await assertRedisReachable(target);
+    const port = intOption(args, 'port', 8790, 0);
+    if (port > 65535) throw new UserInputError(`must be 0..65535 (0: any free port), got ${port}`, { field: '--port', code: 'E_BAD_FLAG' });
+    const auditDirs = ((args.values.audit as string[] | undefined) ?? []).map((d) => resolve(d));
+    for (const dir of auditDirs) {
+      if (!existsSync(`${dir}/audit.json`)) throw new UserInputError(`${dir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
+    }
+    const own = auditDirs.length > 0 && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(`${auditDirs[0]}/redis`) : null;
+    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'dashboard', stringOption(args, 'redis-password-file'));
+    let reachable = true;
+    try {
+      await assertRedisReachable(target, 2_000);
+    } catch (error) {
+      // Audits named by folder are shown from their files; without any, there is nothing to show.
+      if (auditDirs.length === 0) throw error;
+      reachable = false;
+    }
     const artifactsDir = artifactsFrom(args);
     const dashboard = await startDashboard({
       conn: queueConnection(target),
       artifactsDir: existsSync(artifactsDir) ? artifactsDir : null,
       host: stringOption(args, 'host') ?? '127.0.0.1',
       allowHosts,
-      port: intOption(args, 'port', 8790, 0),
+      port,
+      auditDirs,
       intervalMs: intOption(args, 'interval', 1000, 200),
       allowActions: Boolean(args.values['allow-actions']),
       ...(process.env.CANARY_AUDIT_DASHBOARD_TOKEN ? { token: process.env.CANARY_AUDIT_DASHBOARD_TOKEN } : {}),
@@ -54,7 +76,7 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad flags.`,
       process.stderr.write(`canary-audit dashboard: ${exposureWarning(host, allowHosts, Boolean(dashboard.token))}\n`);
     }
     process.stderr.write(
-      `canary-audit dashboard: ${dashboard.actionUrl ?? dashboard.url} (${dashboard.token ? 'actions enabled: keep this URL private' : 'read-only'}; ${target.redacted})\n`,
+      `canary-audit dashboard: ${dashboard.actionUrl ?? dashboard.url} (${dashboard.token ? 'actions enabled: keep this URL private' : 'read-only'}; ${target.redacted}${reachable ? '' : ': queue unreachable, showing the audit from its files'})\n`,
     );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());

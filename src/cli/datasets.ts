@@ -29,6 +29,9 @@ repo source), each at the revision its source names and with the splits its task
 flags apply to REPO only. With --json, GRID prints an array.
 Exit codes: 0 fetched, 1 Hub unreachable or a download failed, 2 bad arguments, unknown dataset,
 revision, config or split, or a gated dataset without access.`,
+  actions: {
+    fetch: 'download datasets into the local Hugging Face cache',
+  },
   options: {
     revision: { type: 'string', value: 'R', description: 'Branch, tag or commit sha (default: main).' },
     config: { type: 'string', value: 'C', description: "The card's config (subset) whose files to fetch (default: its default config)." },

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { CanaryAuditError, EXIT_BAD_INPUT, EXIT_FAILURE } from '../errors.js';
 import { explainWriteError } from '../fs/index.js';
 import { log } from '../log.js';
+import { closest } from '../grid/suggest.js';
 import { commandHelp, parseCommandArgs, type Command } from './command.js';
 
 /**
@@ -36,14 +37,30 @@ function mainHelp(): string {
     'Commands:',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}${c.summary}`),
     '',
-    'Run `canary-audit <command> --help` for the options of one command.',
+    'Run `canary-audit help <command>` (or `canary-audit <command> --help`) for the options of one command.',
     'Exit codes: 0 ok, 1 failure, 2 bad input.',
   ];
   return `${lines.join('\n')}\n`;
 }
 
+/** An unknown command name, with the nearest known one when it looks like a typo. */
+function unknownCommand(name: string): string {
+  const hint = closest(name, Object.keys(COMMANDS));
+  return `canary-audit: unknown command ${JSON.stringify(name)}${hint ? ` (did you mean ${hint}?)` : ''}; commands: ${Object.keys(COMMANDS).join(', ')} (see \`canary-audit --help\`)\n`;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === 'help' && rest.length > 0) {
+    // `canary-audit help plan`: the command's own help, as `plan --help` prints it.
+    const entry = COMMANDS[rest[0] as string];
+    if (!entry) {
+      process.stderr.write(unknownCommand(rest[0] as string));
+      return EXIT_BAD_INPUT;
+    }
+    process.stdout.write(commandHelp(await entry.load()));
+    return 0;
+  }
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(mainHelp());
     return name === undefined ? EXIT_BAD_INPUT : 0;
@@ -58,7 +75,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const entry = COMMANDS[name];
   if (!entry) {
-    process.stderr.write(`canary-audit: unknown command ${JSON.stringify(name)}; commands: ${Object.keys(COMMANDS).join(', ')}\n`);
+    process.stderr.write(unknownCommand(name));
     return EXIT_BAD_INPUT;
   }
   const command = await entry.load();

@@ -21,6 +21,9 @@ The Hub is $HF_ENDPOINT (default https://huggingface.co). A token for gated or p
 read from $HF_TOKEN, $HUGGING_FACE_HUB_TOKEN or the file \`hf auth login\` writes
 ($HF_TOKEN_PATH, default $HF_HOME/token); it is sent only to the Hub and never printed.
 Exit codes: 0 fetched, 1 Hub unreachable or a download failed, 2 bad arguments, unknown or gated model.`,
+  actions: {
+    fetch: 'download models into the local Hugging Face cache',
+  },
   options: {
     revision: { type: 'string', value: 'R', description: 'Branch, tag or commit sha of MODEL (default: main; a grid entry names its own).' },
     json: { type: 'boolean', description: 'Print [{name, revision, sha, snapshot_dir, files, downloaded_files, downloaded_bytes}] as JSON on stdout.' },

@@ -1,7 +1,8 @@
-import { terminalSafe } from '../errors.js';
+import { relative } from 'node:path';
 import { log } from '../log.js';
 import { loadAuditSource, runAuditLocally } from '../app/index.js';
-import { LiveView, redisTargetFrom } from '../queue/index.js';
+import { UserInputError, terminalSafe } from '../errors.js';
+import { LiveView, redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
@@ -21,7 +22,10 @@ private redis-server is started (needs \`redis-server\` on PATH: \`apt-get insta
 listening on 127.0.0.1 with a random password, its append-only file in <audit>/redis/; it is
 stopped at the end. With a shared Redis, the local workers also take runs of other audits.
 Ctrl-C: trainers checkpoint and the runs stay queued; the same command continues the audit.
-Progress goes to stderr (bars on a terminal, changes otherwise); the report to <audit>/report/.
+At the start it prints the command that shows the audit in the dashboard (and in \`status\`); at
+the end the headline finding and the path of report.html (the report is in <audit>/report/).
+Progress goes to stderr: on a terminal, one line per run and progress bars; with --log-format json,
+or when stderr is not a terminal, NDJSON log records only (one per change), never mixed with text.
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
 Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit was interrupted,
 2 bad grid or flags.`,
@@ -33,6 +37,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...TIMING_OPTIONS,
     ...NO_PIN_OPTION,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
+    'log-format': { type: 'string', value: 'FORMAT', description: 'stderr as text (human: bars, one line per run) or NDJSON log records (json). Default: human on a terminal, json otherwise.' },
     json: { type: 'boolean', description: 'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report} as JSON at the end; schemas/run-output.schema.json.' },
   },
   positionals: [1, 1],
@@ -42,12 +47,24 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);
     const json = Boolean(args.values.json);
+    const format = logFormat(stringOption(args, 'log-format'), Boolean(process.stderr.isTTY));
+    // Text mode: the lines below are the whole story, so pino's info records (a block per run
+    // manifest on a terminal) would only repeat them; an explicit level is respected.
+    if (format === 'human' && !process.env.CANARY_AUDIT_LOG_LEVEL) log.level = 'warn';
+    // run's own records (the audit, the watch commands, run states) are its output: shown at any level.
+    const records = log.child({}, { level: 'info' });
+    const say = (line: string, fields: Record<string, unknown> = {}): void => {
+      if (format === 'human') process.stderr.write(`${line}\n`);
+      else records.info(fields, line);
+    };
     const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args), { pinRevisions: !args.values['no-pin-revisions'] });
     warnUnpinned(source.models);
-    if (!json) for (const line of revisionLines(source.models)) process.stderr.write(`${line}\n`);
-    const view = json ? null : new LiveView(process.stderr);
-    // Info logs would tear the bars redrawn on the terminal; an explicit level is respected.
-    if (view && process.stderr.isTTY && !process.env.CANARY_AUDIT_LOG_LEVEL) log.level = 'warn';
+    for (const line of revisionLines(source.models)) say(line);
+    const { auditId, auditDir, runs } = source.input;
+    say(`${auditId} ${source.input.name}: ${runs.length} run(s) in ${auditDir}`, { audit: auditId, runs: runs.length, audit_dir: auditDir });
+    if (format === 'human') for (const r of runs) say(`  ${r.runId}  ${r.cellId}`);
+    for (const w of watchCommands(auditId, auditDir, target)) say(`${w.label}: ${w.command}`, { audit: auditId, [w.key]: w.command });
+    const view = json ? null : format === 'human' ? new LiveView(process.stderr) : new ProgressLog(records);
 
     const controller = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => {
@@ -71,8 +88,8 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         report: !args.values['no-report'],
         signal: controller.signal,
       });
-      const runs = result.status?.runs ?? [];
-      const failed = runs.filter((r) => r.state === 'failed' || r.state === 'cancelled');
+      const finished = result.status?.runs ?? [];
+      const failed = finished.filter((r) => r.state === 'failed' || r.state === 'cancelled');
       if (json) {
         process.stdout.write(
           jsonLine('run', {
@@ -86,10 +103,14 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
           }),
         );
       } else {
-        const done = runs.filter((r) => r.state === 'completed').length;
-        process.stdout.write(`${result.auditId}: ${done}/${runs.length} runs completed${failed.length ? `, ${failed.length} failed or cancelled` : ''}${result.interrupted ? ' (interrupted)' : ''}\n`);
+        const done = finished.filter((r) => r.state === 'completed').length;
+        process.stdout.write(`${result.auditId}: ${done}/${finished.length} runs completed${failed.length ? `, ${failed.length} failed or cancelled` : ''}${result.interrupted ? ' (interrupted)' : ''}\n`);
         for (const r of failed) process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
-        for (const file of result.reportFiles ?? []) process.stdout.write(`wrote ${file}\n`);
+        // The finding first, then where the report is; the other files sit beside it.
+        const html = (result.reportFiles ?? []).find((f) => f.endsWith('report.html'));
+        if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
+        if (html) process.stdout.write(`report: ${html}\n`);
+        else if (result.interrupted) process.stdout.write(`continue with the same command: canary-audit run ${auditDir}\n`);
       }
       return result.interrupted || failed.length > 0 ? 1 : 0;
     } finally {
@@ -98,3 +119,42 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     }
   },
 };
+
+function logFormat(flag: string | undefined, tty: boolean): 'human' | 'json' {
+  if (flag === undefined) return tty ? 'human' : 'json';
+  const f = flag.toLowerCase();
+  if (f !== 'human' && f !== 'json') throw new UserInputError(`--log-format must be human or json, got ${JSON.stringify(flag)}`, { field: '--log-format', code: 'E_BAD_FLAG' });
+  return f;
+}
+
+/** The commands that show this audit while it runs (and after: the dashboard reads its files). */
+export function watchCommands(auditId: string, auditDir: string, target: RedisTarget | undefined): { key: string; label: string; command: string }[] {
+  const rel = relative(process.cwd(), auditDir);
+  const dir = rel !== '' && !rel.startsWith('..') && !rel.includes(' ') ? rel : JSON.stringify(auditDir);
+  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis must be named.
+  const redis = target && process.env.REDIS_URL === undefined ? ' --redis URL' : '';
+  return [
+    { key: 'dashboard', label: 'watch in the dashboard', command: `canary-audit dashboard --audit ${dir}${redis}` },
+    { key: 'status', label: 'watch in the terminal', command: `canary-audit status --audit ${dir} --watch${redis}` },
+  ];
+}
+
+/** Progress as NDJSON log records: one per run whose state or phase changed. */
+class ProgressLog {
+  private readonly seen = new Map<string, string>();
+
+  constructor(private readonly records: typeof log) {}
+
+  show(snapshot: AuditStatus[]): void {
+    for (const audit of snapshot) {
+      for (const run of audit.runs) {
+        const p = run.progress;
+        const key = `${run.state}|${p?.phase ?? ''}|${p?.eval?.phase ?? ''}`;
+        if (this.seen.get(run.run_id) === key) continue;
+        this.seen.set(run.run_id, key);
+        this.records.info({ audit: audit.audit_id, run: run.run_id, cell: run.cell_id, state: run.state, phase: p?.phase ?? null, update: p?.update ?? null, total: p?.total ?? null, failure: run.failure }, 'run state');
+      }
+    }
+  }
+}
+

@@ -6,14 +6,20 @@ import {
   openRedis,
   queueConnection,
   readFleet,
+  readStoppedWorkers,
   renderFleet,
   throughputByHost,
   renderBars,
   renderPlain,
   requireRedisTarget,
+  privateRedisTarget,
+  redisTargetFrom,
 } from '../queue/index.js';
-import { auditsOnDisk, notQueuedLines } from '../app/index.js';
-import { UserInputError, terminalSafe } from '../errors.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { readAuditIndex } from '../contracts/index.js';
+import { auditsOnDisk, notQueuedLines, notQueuedReason } from '../app/index.js';
+import { CanaryAuditError, UserInputError, terminalSafe } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';
@@ -44,28 +50,44 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
     json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.' },
     workers: { type: 'boolean', description: 'Show the fleet: workers (idle, busy, lost), their GPUs and rows/s per host.' },
+    audit: { type: 'string', value: 'DIR', description: 'The audit in this folder; without --redis/REDIS_URL, on the private Redis `canary-audit run` started for it (DIR/redis).' },
   },
   positionals: [0, 1],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
-    const auditId = args.positionals[0];
+    const auditDirFlag = stringOption(args, 'audit');
+    const auditDir = auditDirFlag === undefined ? undefined : resolve(auditDirFlag);
+    if (auditDir !== undefined && !existsSync(join(auditDir, 'audit.json'))) {
+      throw new UserInputError(`${auditDir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
+    }
+    const own = auditDir !== undefined && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(join(auditDir, 'redis')) : null;
+    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
+    const auditId = args.positionals[0] ?? (auditDir !== undefined ? (await readAuditIndex(join(auditDir, 'audit.json'))).id : undefined);
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
     const json = Boolean(args.values.json);
-    await assertRedisReachable(target);
+    try {
+      await assertRedisReachable(target);
+    } catch (error) {
+      if (!own || auditDir === undefined) throw error;
+      const report = join(auditDir, 'report', 'report.html');
+      throw new CanaryAuditError(
+        'E_REDIS_UNREACHABLE',
+        `the private Redis of ${auditDir} is not running (\`canary-audit run\` stops it when the audit ends, or was interrupted)${existsSync(report) ? `; its report: ${report}` : ''}; \`canary-audit dashboard --audit ${auditDir}\` shows the audit from its files, \`canary-audit run ${auditDir}\` continues it`,
+      );
+    }
     const conn = queueConnection(target);
     const onDisk = await auditsOnDisk(artifactsFrom(args));
     const snapshot = () => collectStatus(conn, auditId).catch((error: unknown) => {
       const disk = onDisk.find((a) => a.auditId === auditId);
       if (!(error instanceof UserInputError) || !disk) throw error;
-      throw new UserInputError(`${error.message}; it is on disk at ${disk.dir} (the queue lost it): canary-audit submit ${disk.dir}`, { code: error.code });
+      throw new UserInputError(`no audit ${auditId} on this Redis (${target.redacted}); it is on disk at ${disk.dir}: ${notQueuedReason(disk)}`, { code: error.code });
     });
 
     if (args.values.workers) {
       const client = openRedis(conn);
       try {
-        const [workers, audits] = await Promise.all([readFleet(client, conn.prefix), snapshot()]);
+        const [workers, stopped, audits] = await Promise.all([readFleet(client, conn.prefix), readStoppedWorkers(client, conn.prefix), snapshot()]);
         const throughput = throughputByHost(audits.flatMap((a) => a.runs));
-        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : terminalSafe(renderFleet(workers, throughput)));
+        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : terminalSafe(renderFleet(workers, throughput, stopped)));
       } finally {
         client.disconnect();
       }

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { CanaryAuditError } from '../errors.js';
 import { log } from '../log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { cancelAudit, checkTreeInsideArtifacts, resolveInsideArtifacts, toArtifactRelative, type QueueConnection } from '../queue/index.js';
@@ -37,6 +38,8 @@ export interface DashboardOptions {
   token?: string;
   /** Poll interval of the single Redis reader, ms. Default 1000. */
   intervalMs?: number;
+  /** Audit folders to show even when the queue does not hold them (read from their files). */
+  auditDirs?: string[];
 }
 
 export interface Dashboard {
@@ -196,10 +199,12 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
 
   app.get('/api/audits/:id/plot', async (c) => {
     const auditId = c.req.param('id');
-    if (!options.artifactsDir) return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
-    const parent = await source.handles.audits.getJob(auditId);
-    if (!parent) return c.json({ spec: null, reason: `no audit ${auditId} in the queue` }, 404);
     const snapshot = await source.current();
+    // An audit shown from disk (not in the queue, or Redis gone) is plotted from its own folder.
+    const diskDir = source.diskAuditDir(auditId);
+    if (!options.artifactsDir && !diskDir) return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
+    const parent = diskDir ? null : await source.handles.audits.getJob(auditId);
+    if (!parent && !diskDir) return c.json({ spec: null, reason: `no audit ${auditId} in the queue` }, 404);
     const audit = snapshot.audits.find((a) => a.audit_id === auditId);
     const key = `${audit?.completed ?? 0}`;
     const cached = plotCache.get(auditId);
@@ -209,11 +214,12 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
       if ((audit?.completed ?? 0) === 0) {
         value = { spec: null, reason: 'no run has finished yet' };
       } else {
-        const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
+        const auditDir = diskDir ?? resolveInsideArtifacts(options.artifactsDir as string, (parent as NonNullable<typeof parent>).data.audit_dir);
         if (!existsSync(auditIndexPath(auditDir))) throw new Error(`${auditDir}/audit.json is not on this host`);
         // The report reads every run's manifest, result and score files: none through a symlink
-        // that leads out of the root (runs/<run>/output/scores/<phase>/<file>: five levels).
-        checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
+        // that leads out of the root (runs/<run>/output/scores/<phase>/<file>: five levels). An
+        // audit folder named with --audit is the user's own choice.
+        if (options.artifactsDir && !(options.auditDirs ?? []).includes(auditDir)) checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
         value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };
@@ -223,6 +229,13 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     }
     plotCache.set(auditId, { key, value });
     return c.json(value);
+  });
+
+  // A finished audit's report.html, as `canary-audit report` wrote it (no script in it).
+  app.get('/api/audits/:id/report', async (c) => {
+    const audit = (await source.current()).audits.find((a) => a.audit_id === c.req.param('id'));
+    if (!audit?.report) return c.json({ error: 'no report for this audit yet' }, 404);
+    return c.body(await readFile(audit.report), 200, { 'Content-Type': 'text/html; charset=utf-8' });
   });
 
   const guard = (c: Context): Response | null => {
@@ -293,12 +306,20 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const host = options.host ?? '127.0.0.1';
   const actions = Boolean(options.allowActions);
   const token = actions ? (options.token ?? randomBytes(24).toString('base64url')) : null;
-  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions });
+  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions, artifactsDir: options.artifactsDir, auditDirs: options.auditDirs ?? [] });
   const app = createDashboardApp(source, { ...options, actionToken: token });
-  const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8790 }, () => resolve(s));
-    s.once('error', reject);
-  });
+  const wanted = options.port ?? 8790;
+  let server: ServerType;
+  try {
+    server = await new Promise((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, hostname: host, port: wanted }, () => resolve(s));
+      s.once('error', reject);
+    });
+  } catch (error) {
+    // The poller holds a Redis connection: close it, or the process never exits.
+    await source.close().catch(() => undefined);
+    throw listenError(error, host, wanted);
+  }
   const port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host;
   const url = `http://${shown}:${port}/`;
@@ -315,4 +336,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       });
     },
   };
+}
+
+/** Why the server could not listen, in one line (a busy port, an address not on this host). */
+function listenError(error: unknown, host: string, port: number): CanaryAuditError {
+  const code = (error as { code?: string }).code;
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (code === 'EADDRINUSE') return new CanaryAuditError('E_PORT_IN_USE', `cannot listen on ${where}: the port is in use (another dashboard?); pass --port N with a free port, or --port 0 for any free one`, { cause: error });
+  if (code === 'EACCES') return new CanaryAuditError('E_PORT_DENIED', `cannot listen on ${where}: permission denied (ports below 1024 need root); pass --port N above 1023`, { cause: error });
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new CanaryAuditError('E_BAD_HOST', `cannot listen on ${where}: ${host} is not an address of this machine; pass --host 127.0.0.1 or 0.0.0.0`, { cause: error });
+  return new CanaryAuditError('E_LISTEN', `cannot listen on ${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }

@@ -1,5 +1,8 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { log } from '../log.js';
+import { loadAudit } from '../report/index.js';
 import {
   auditEta,
   collectStatus,
@@ -60,6 +63,12 @@ export interface AuditView {
   eta_s: number | null;
   axes: string[];
   runs: RunView[];
+  /** Where the view comes from: the queue, or the audit's files when the queue does not hold it. */
+  source: 'queue' | 'disk';
+  /** The audit folder, when known (from disk). */
+  audit_dir: string | null;
+  /** report.html of a finished audit, served at /api/audits/<id>/report; null when none. */
+  report: string | null;
 }
 
 export interface HostView {
@@ -79,6 +88,8 @@ export interface Snapshot {
   audits: AuditView[];
   workers: WorkerStatus[];
   hosts: HostView[];
+  /** live: read from Redis just now; unreachable: Redis did not answer (audits then come from disk). */
+  queue: 'live' | 'unreachable';
   error: string | null;
 }
 
@@ -135,6 +146,62 @@ export function auditView(audit: AuditStatus, curves: Map<string, [number, numbe
     eta_s: audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null,
     axes: varyingCellAxes(audit.runs.map((r) => r.cell_id)),
     runs: audit.runs.map((r) => runView(r, curves.get(r.run_id) ?? [])),
+    source: 'queue',
+    audit_dir: null,
+    report: null,
+  };
+}
+
+/**
+ * An audit read from its folder (audit.json, each run's result.json or failure.json): for an audit
+ * the queue does not hold, or when Redis is gone (`canary-audit run` stops its private one at the
+ * end). Finished when every run has a result or a failure; otherwise stopped, its other runs
+ * "not run".
+ */
+export async function diskAuditView(auditDir: string): Promise<AuditView> {
+  const audit = await loadAudit(auditDir);
+  const runs: RunView[] = audit.runs.map((r) => ({
+    run_id: r.run_id,
+    cell_id: r.cell_id,
+    cell: parseCellId(r.cell_id),
+    state: r.status === 'finished' ? 'completed' : r.status === 'failed' ? 'failed' : 'not run',
+    update: null,
+    total: null,
+    loss: null,
+    rows_per_s: null,
+    eta_s: null,
+    phase: null,
+    eval: null,
+    attempt: r.failure?.attempts ?? 0,
+    max_attempts: r.failure?.attempts ?? 0,
+    host: null,
+    gpu: null,
+    failure: r.failure ? `${r.failure.kind}: ${r.failure.message}` : null,
+    started: null,
+    finished: null,
+    loss_curve: [],
+  }));
+  const count = (state: string) => runs.filter((r) => r.state === state).length;
+  const missing = count('not run');
+  const report = join(audit.dir, 'report', 'report.html');
+  return {
+    audit_id: audit.id,
+    name: audit.name,
+    state: missing === 0 ? 'finished' : 'stopped',
+    submitted: '',
+    cancelled_at: null,
+    total: runs.length,
+    completed: count('completed'),
+    failed: count('failed'),
+    cancelled: 0,
+    active: 0,
+    waiting: missing,
+    eta_s: null,
+    axes: varyingCellAxes(runs.map((r) => r.cell_id)),
+    runs,
+    source: 'disk',
+    audit_dir: audit.dir,
+    report: existsSync(report) ? report : null,
   };
 }
 
@@ -175,7 +242,7 @@ export class StatusSource {
 
   constructor(
     readonly conn: QueueConnection,
-    private readonly options: { intervalMs: number; actions: boolean },
+    private readonly options: { intervalMs: number; actions: boolean; artifactsDir?: string | null; auditDirs?: string[] },
   ) {
     this.queues = openQueues(conn);
     this.client = openRedis(conn);
@@ -224,23 +291,43 @@ export class StatusSource {
     this.polls += 1;
     let snapshot: Snapshot;
     try {
-      const [audits, workers] = await Promise.all([
-        collectStatus(this.conn, undefined, { queues: this.queues, client: this.client }),
-        readFleet(this.client, this.conn.prefix),
-      ]);
+      // BullMQ's connections queue commands while Redis is down instead of failing them: a poll
+      // that does not answer in time (or a client still reconnecting after a failed one) is read
+      // as an unreachable queue, never waited on.
+      if (this.latest?.queue === 'unreachable' && this.client.status !== 'ready') throw new Error(`Redis client ${this.client.status}`);
+      const [audits, workers] = await withTimeout(
+        Promise.all([collectStatus(this.conn, undefined, { queues: this.queues, client: this.client }), readFleet(this.client, this.conn.prefix)]),
+        Math.max(3_000, 2 * this.options.intervalMs),
+      );
       const curves = await this.curves(audits);
       const liveSlots = workers.filter((w) => w.state !== 'lost').reduce((n, w) => n + w.slots.length, 0);
+      const views = audits.map((a) => auditView(a, curves, liveSlots > 0 ? liveSlots : undefined));
+      // An audit named on the command line that this Redis does not hold is shown from its files.
+      const queued = new Set(views.map((v) => v.audit_id));
+      const fromDisk = (await this.diskViews((this.options.auditDirs ?? []).map((d) => resolve(d)))).filter((v) => !queued.has(v.audit_id));
       snapshot = {
         time: new Date().toISOString(),
         actions: this.options.actions,
-        audits: audits.map((a) => auditView(a, curves, liveSlots > 0 ? liveSlots : undefined)),
+        audits: [...views, ...fromDisk],
         workers,
         hosts: hostViews(workers, audits),
+        queue: 'live',
         error: null,
       };
     } catch (error) {
       log.debug({ err: error }, 'dashboard poll failed');
-      snapshot = { ...(this.latest ?? { audits: [], workers: [], hosts: [], actions: this.options.actions }), time: new Date().toISOString(), error: `Redis unreachable at ${this.conn.redacted}: ${error instanceof Error ? error.message : String(error)}` };
+      // No queue to read: every audit known (named, seen before, or under the artifact root) is
+      // shown as its files say, never as the last live snapshot said.
+      const audits = await this.diskViews(this.knownAuditDirs());
+      snapshot = {
+        time: new Date().toISOString(),
+        actions: this.options.actions,
+        audits,
+        workers: [],
+        hosts: [],
+        queue: 'unreachable',
+        error: `queue unreachable: Redis at ${this.conn.redacted} does not answer (\`canary-audit run\` stops its private Redis when the audit ends); audits are shown from their files on disk`,
+      };
     }
     const key = JSON.stringify({ ...snapshot, time: '', workers: snapshot.workers.map((w) => ({ ...w, beat: 0, age_s: Math.round(w.age_s / 5) })) });
     this.latest = snapshot;
@@ -249,6 +336,36 @@ export class StatusSource {
       for (const listener of this.listeners) listener(snapshot);
     }
     return snapshot;
+  }
+
+  /** The folders of the audits to show from disk when the queue cannot be read. */
+  private knownAuditDirs(): string[] {
+    const dirs = new Set((this.options.auditDirs ?? []).map((d) => resolve(d)));
+    const root = this.options.artifactsDir ? join(this.options.artifactsDir, 'audits') : null;
+    if (root && existsSync(root)) {
+      const seen = this.latest?.audits.map((a) => a.audit_id) ?? [];
+      const ids = seen.length > 0 && this.latest?.queue === 'live' ? seen : readdirSync(root);
+      for (const id of ids) if (existsSync(join(root, id, 'audit.json'))) dirs.add(join(root, id));
+    }
+    for (const a of this.latest?.audits ?? []) if (a.audit_dir) dirs.add(a.audit_dir);
+    return [...dirs];
+  }
+
+  private async diskViews(dirs: string[]): Promise<AuditView[]> {
+    const views: AuditView[] = [];
+    for (const dir of dirs) {
+      try {
+        views.push(await diskAuditView(dir));
+      } catch (error) {
+        log.debug({ err: error, dir }, 'audit folder not readable');
+      }
+    }
+    return views;
+  }
+
+  /** The folder of an audit shown from disk, for the plot and report routes. */
+  diskAuditDir(auditId: string): string | null {
+    return this.latest?.audits.find((a) => a.audit_id === auditId && a.audit_dir)?.audit_dir ?? null;
   }
 
   private async curves(audits: AuditStatus[]): Promise<Map<string, [number, number][]>> {
@@ -268,8 +385,18 @@ export class StatusSource {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.listeners.clear();
-    await this.polling?.catch(() => undefined);
+    await withTimeout<unknown>(this.polling ?? Promise.resolve(), 5_000).catch(() => undefined);
     this.client.disconnect();
-    await this.queues.close();
+    // A clean close waits for Redis; when Redis is gone, drop the connections instead.
+    await withTimeout(this.queues.close(), 2_000).catch(() => Promise.all([this.queues.runs.disconnect(), this.queues.audits.disconnect()]));
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+  });
+  promise.catch(() => undefined);
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

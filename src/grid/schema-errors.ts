@@ -106,7 +106,12 @@ function toPath(base: GridPath, rel: string[], value: unknown): (string | number
 }
 
 export function explainGridErrors(source: GridSource, data: unknown): UserInputError[] {
-  return explain(source, '', data, []);
+  const errors = explain(source, '', data, []);
+  // A preset key under `models:` that is not a valid name fails there, and again in every axis
+  // entry naming it: the key's own line is the specific one.
+  const models = (data as { models?: unknown } | null)?.models;
+  const badKeys = models && typeof models === 'object' ? Object.keys(models).filter((k) => !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(k)) : [];
+  return errors.filter((e) => !(e.field !== undefined && /^axes\.model\[\d+\]$/.test(e.field) && badKeys.some((k) => e.message.includes(`${JSON.stringify(k)} is not valid here`))));
 }
 
 function explain(source: GridSource, pointer: string, value: unknown, path: GridPath): UserInputError[] {
@@ -123,7 +128,22 @@ function explain(source: GridSource, pointer: string, value: unknown, path: Grid
   if (fn(value)) return [];
   const out: UserInputError[] = [];
   const boundaries = new Set<string>();
-  for (const e of fn.errors ?? []) {
+  const errors = fn.errors ?? [];
+  // A key misspelt is one problem, not two: "unknown key trainng (did you mean training?)" says
+  // it; "missing required key training" at the same object would say it again.
+  const misspelt = new Set(
+    errors.flatMap((e) => {
+      if (e.keyword !== 'additionalProperties') return [];
+      const props = Object.keys((nodeAt(schemaFor(pointer, e.instancePath)).properties ?? {}) as object);
+      const hint = closest((e.params as { additionalProperty: string }).additionalProperty, props);
+      return hint ? [`${e.instancePath}\u0000${hint}`] : [];
+    }),
+  );
+  for (const e of errors) {
+    // Inside propertyNames Ajv reports the name's own failure (pattern) beside the propertyNames
+    // error that explains it; the latter says it in words.
+    if (e.propertyName !== undefined) continue;
+    if (e.keyword === 'required' && misspelt.has(`${e.instancePath}\u0000${String((e.params as { missingProperty: string }).missingProperty)}`)) continue;
     const rel = e.instancePath === '' ? [] : e.instancePath.slice(1).split('/').map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
     // Walk down the error's path; the first oneOf met takes over the explanation of that subtree.
     let p: string | undefined = pointer;
@@ -159,12 +179,14 @@ function describe(source: GridSource, e: ErrorObject, path: (string | number)[],
   switch (e.keyword) {
     case 'additionalProperties': {
       const name = params.additionalProperty as string;
-      const props = Object.keys((nodeAt(schemaFor(pointer, e.instancePath)).properties ?? {}) as object);
+      const node = nodeAt(schemaFor(pointer, e.instancePath));
+      const props = Object.keys((node.properties ?? {}) as object);
+      const required = (node.required ?? []) as string[];
       const hint = closest(name, props);
       return issue(
         source,
         [...path, name],
-        `unknown key ${JSON.stringify(name)}${hint ? ` (did you mean ${JSON.stringify(hint)}?)` : ''}; valid keys: ${props.join(', ')}`,
+        `unknown key ${JSON.stringify(name)}${hint ? ` (did you mean ${JSON.stringify(hint)}?${required.includes(hint) && !(hint in ((value as Record<string, unknown> | null) ?? {})) ? ' it is required' : ''})` : ''}; valid keys: ${props.join(', ')}`,
         true,
       );
     }

@@ -44,7 +44,7 @@ export function tinyTokens(prompt: Message[], target: string): number {
 
 export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLayout[]): UserInputError[] {
   const errors: UserInputError[] = [];
-  const reported = new Set<string>();
+  const tooLong = new Map<string, { run: RunLayout; renderer: ReturnType<typeof runRenderer>; limit: number; longest: number; visibilities: string[] }>();
   const backgroundLongest = new Map<string, number>();
   const pretrainLongest = new Map<string, number>();
   for (const run of runs) {
@@ -79,17 +79,29 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
       longest = Math.max(longest, tinyTokens(row.prompt, row.target));
     }
     for (const p of manifest.probes) longest = Math.max(longest, tinyTokens(p.prompt, `${p.prefill}${'x'.repeat(grid.doc.canaries.code.length + 1)}`));
-    const key = `${run.cell.values.task.key}|${run.cell.values.model.key}|${run.cell.values.visibility.key}`;
-    if (longest > limit && !reported.has(key)) {
-      reported.add(key);
-      const task = run.cell.values.task;
-      errors.push(
-        new UserInputError(
-          `task ${task.label} with ${run.cell.values.visibility.label} cues renders rows of up to ${longest} tokens, but model ${run.cell.values.model.label} reads at most ${limit}; ${renderer.task.allRows ? 'shorten the rows (system: null, shorter templates), ' : 'use style compact, '}a larger max_len, or a real model`,
-          { location: grid.source.locate(task.path), field: formatPath(task.path), code: 'E_ROW_LENGTH' },
-        ),
-      );
+    // One line per task and model: every visibility whose rows are too long, the longest figure.
+    const key = `${run.cell.values.task.key}|${run.cell.values.model.key}`;
+    if (longest > limit) {
+      const seen = tooLong.get(key) ?? { run, renderer, limit, longest, visibilities: [] };
+      seen.longest = Math.max(seen.longest, longest);
+      if (!seen.visibilities.includes(run.cell.values.visibility.label)) seen.visibilities.push(run.cell.values.visibility.label);
+      tooLong.set(key, seen);
     }
+  }
+  for (const { run, renderer, limit, longest, visibilities } of tooLong.values()) {
+    const task = run.cell.values.task;
+    const spec = renderer.taskSpec;
+    const fix = renderer.task.allRows
+      ? 'shorter rows (system: null, shorter templates), '
+      : spec.name === 'synthetic-email' && spec.params.style === 'full'
+        ? 'style compact, '
+        : '';
+    errors.push(
+      new UserInputError(
+        `task ${task.label} with ${visibilities.join(' and ')} cues renders rows of up to ${longest} tokens, but model ${run.cell.values.model.label} reads at most ${limit}; use ${fix ? `${fix.replace(/^use /, '')}` : ''}max_len ${longest} or more on the model, or a real model`,
+        { location: grid.source.locate(task.path), field: formatPath(task.path), code: 'E_ROW_LENGTH' },
+      ),
+    );
   }
   return errors;
 }

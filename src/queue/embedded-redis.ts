@@ -121,6 +121,19 @@ function configText(dir: string, port: number, password: string): string {
   ].join('\n');
 }
 
+/**
+ * The private Redis an audit folder's `redis/` holds (`canary-audit run` writes it): its target from
+ * redis.conf's port and redis.pass, whether or not it is running; null when the folder has none.
+ */
+export function privateRedisTarget(redisDir: string): RedisTarget | null {
+  const conf = join(redisDir, 'redis.conf');
+  const pass = join(redisDir, 'redis.pass');
+  if (!existsSync(conf) || !existsSync(pass)) return null;
+  const port = /^port (\d+)$/m.exec(readFileSync(conf, 'utf8'))?.[1];
+  if (port === undefined) return null;
+  return parseRedisUrl(urlFor(Number(port), readFileSync(pass, 'utf8').trim()), 'the audit\'s private Redis');
+}
+
 /** Files an earlier server (or an older canary-audit) left readable by others: owner only. */
 async function privateAppendOnlyFiles(dir: string): Promise<void> {
   for (const name of await readdir(dir).catch(() => [] as string[])) {

@@ -1,12 +1,19 @@
-import { describeSlurmJob, type WorkerStatus } from './fleet.js';
+import { describeSlurmJob, type StoppedWorker, type WorkerStatus } from './fleet.js';
 import { formatDuration } from './status-format.js';
 
 /**
  * `status --workers`: the fleet in a terminal. One line per worker process (host, pid, state,
  * heartbeat age, what each slot runs, GPU utilisation and memory), then rows/s per host.
  */
-export function renderFleet(workers: WorkerStatus[], throughput: Map<string, number>): string {
-  if (workers.length === 0) return 'no workers: none has sent a heartbeat in the last day (start one with `canary-audit worker`)\n';
+export function renderFleet(workers: WorkerStatus[], throughput: Map<string, number>, stopped: StoppedWorker[] = [], now: number = Date.now()): string {
+  if (workers.length === 0) {
+    const last = stopped[0];
+    if (last) {
+      const ago = formatDuration(Math.max(0, (now - last.stopped) / 1000));
+      return `no workers running: ${stopped.length === 1 ? 'the last one' : `${stopped.length} worker(s)`} stopped cleanly (the latest ${last.worker_id}, ${ago} ago); start one with \`canary-audit worker\`\n`;
+    }
+    return 'no workers: none has sent a heartbeat in the last day (start one with `canary-audit worker`)\n';
+  }
   const lines: string[] = [];
   const hostWidth = Math.max(4, ...workers.map((w) => w.host.length));
   lines.push(`${'host'.padEnd(hostWidth)}  ${'pid'.padStart(7)}  ${'state'.padEnd(5)}  ${'beat'.padStart(6)}  slots`);

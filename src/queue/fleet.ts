@@ -11,6 +11,8 @@ import type { QueueConnection } from './queues.js';
  *   <prefix>:fleet:live:<worker_id>   string (JSON WorkerBeat), expires after 3 heartbeats
  *   <prefix>:fleet:seen               hash worker_id -> last WorkerBeat (a worker whose live key
  *                                     expired without a clean goodbye is "lost")
+ *   <prefix>:fleet:stopped            hash worker_id -> {host, pid, stopped} of a clean goodbye,
+ *                                     kept a day (so `status --workers` can say they stopped)
  *   <prefix>:loss:<run_id>            list of [update, loss] pairs, at most LOSS_POINTS per attempt,
  *                                     expiring a week after the last write
  *
@@ -91,6 +93,7 @@ export function fleetKeys(prefix: string) {
     live: (workerId: string) => `${prefix}:fleet:live:${workerId}`,
     livePattern: `${prefix}:fleet:live:*`,
     seen: `${prefix}:fleet:seen`,
+    stopped: `${prefix}:fleet:stopped`,
     loss: (runId: string) => `${prefix}:loss:${runId}`,
   };
 }
@@ -185,11 +188,36 @@ export class FleetHeartbeat {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     try {
-      await this.client.multi().del(this.keys.live(this.workerId)).hdel(this.keys.seen, this.workerId).exec();
+      const goodbye: StoppedWorker = { worker_id: this.workerId, host: this.info.host, pid: process.pid, stopped: Date.now() };
+      await this.client.multi().del(this.keys.live(this.workerId)).hdel(this.keys.seen, this.workerId).hset(this.keys.stopped, this.workerId, JSON.stringify(goodbye)).exec();
     } catch (error) {
       log.debug({ err: error }, 'fleet goodbye failed');
     }
   }
+}
+
+/** A worker that said goodbye (a clean stop), in the last day. */
+export interface StoppedWorker {
+  worker_id: string;
+  host: string;
+  pid: number;
+  /** ms since the epoch. */
+  stopped: number;
+}
+
+/** Workers that stopped cleanly in the last day, newest first (older entries are dropped). */
+export async function readStoppedWorkers(client: Redis, prefix: string, now: number = Date.now()): Promise<StoppedWorker[]> {
+  const key = fleetKeys(prefix).stopped;
+  const all = Object.entries(await client.hgetall(key)).flatMap(([id, json]) => {
+    try {
+      return [JSON.parse(json) as StoppedWorker];
+    } catch {
+      return [{ worker_id: id, host: id.split(':')[0] ?? id, pid: 0, stopped: 0 }];
+    }
+  });
+  const old = all.filter((w) => now - w.stopped > SEEN_KEEP_MS).map((w) => w.worker_id);
+  if (old.length) await client.hdel(key, ...old).catch(() => undefined);
+  return all.filter((w) => now - w.stopped <= SEEN_KEEP_MS).sort((a, b) => b.stopped - a.stopped);
 }
 
 /** Every worker seen in the last day: live ones idle or busy, the others lost. */

@@ -24,4 +24,4 @@ export * from './cell-columns.js';
 export { createRunProcessor, ABORT_CANCEL, ABORT_SHUTDOWN, type WorkerSlot, type RunProcessorContext } from './run-processor.js';
 export { createAuditProcessor } from './audit-processor.js';
 export { WorkerPool, SHUTDOWN_MARGIN_MS, type WorkerPoolOptions } from './worker-pool.js';
-export { startEmbeddedRedis, freePort, findOnPath, REDIS_INSTALL_HINT, type EmbeddedRedis, type EmbeddedRedisOptions } from './embedded-redis.js';
+export { startEmbeddedRedis, freePort, findOnPath, privateRedisTarget, REDIS_INSTALL_HINT, type EmbeddedRedis, type EmbeddedRedisOptions } from './embedded-redis.js';

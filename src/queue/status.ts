@@ -94,7 +94,7 @@ export async function collectStatus(conn: QueueConnection, auditId?: string, sha
     if (auditId !== undefined) {
       const parent = await queues.audits.getJob(auditId);
       if (!parent) {
-        throw new UserInputError(`no audit ${quoteValue(auditId)} in the queue at ${conn.redacted}; run \`canary-audit status\` to list audits`, {
+        throw new UserInputError(`no audit ${quoteValue(auditId)} on this Redis (${conn.redacted}); run \`canary-audit status\` to list audits`, {
           code: 'E_NO_AUDIT',
         });
       }

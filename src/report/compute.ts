@@ -39,6 +39,8 @@ export interface WriteReportResult {
   counts: ReportSummary['counts'];
   /** Warnings the report carries (code versions, failed or missing runs, missing controls). */
   warnings: ReportSummary['warnings'];
+  /** The finding with the largest effect, in one sentence (null when no run has focal canaries). */
+  headline: string | null;
 }
 
 export interface ComputedReport {

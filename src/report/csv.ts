@@ -36,6 +36,12 @@ const METRIC_COLUMNS = [
   'copied_free',
 ] as const;
 
+/**
+ * A greedy decode that ran but held no code: a value of its own, since an empty cell means "not
+ * applicable" (the decode mode was not run) everywhere in the table.
+ */
+export const NO_CODE = 'none';
+
 /** Table Schema types (Frictionless): what a loader should read each column as. */
 export type ColumnType = 'string' | 'integer' | 'number' | 'boolean';
 
@@ -75,10 +81,10 @@ const METRIC_SPECS: Record<(typeof METRIC_COLUMNS)[number], Omit<ColumnSpec, 'na
   best_other_score: { type: 'number', description: 'Highest score among the other candidates.' },
   shown_rank: { type: 'integer', description: 'Rank of the shown code when it is a candidate; empty otherwise.' },
   shown_exposure: { type: 'number', description: 'Exposure of the shown code when it is a candidate; empty otherwise.' },
-  greedy_prefill_code: { type: 'string', description: 'Code read from the greedy output after the prefill, leading zeros kept; empty when none.' },
+  greedy_prefill_code: { type: 'string', description: `Code read from the greedy output after the prefill, leading zeros kept; "${NO_CODE}" when the output held no code; empty when not decoded.` },
   recovered_prefill: { type: 'boolean', description: 'Greedy output (prefill) equals the true code; empty when not decoded.' },
   copied_prefill: { type: 'boolean', description: 'Greedy output (prefill) equals the shown code; empty when no code is shown.' },
-  greedy_free_code: { type: 'string', description: 'Code read from free greedy generation, leading zeros kept; empty when none or not run.' },
+  greedy_free_code: { type: 'string', description: `Code read from free greedy generation, leading zeros kept; "${NO_CODE}" when the output held no code; empty when not run.` },
   recovered_free: { type: 'boolean', description: 'Greedy output (free) equals the true code; empty when not run.' },
   copied_free: { type: 'boolean', description: 'Greedy output (free) equals the shown code; empty when not run or no code is shown.' },
 };
@@ -175,10 +181,10 @@ export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRu
       best_other_score: o.best_other_score,
       shown_rank: o.shown_rank,
       shown_exposure: o.shown_exposure,
-      greedy_prefill_code: o.greedy_prefill?.code,
+      greedy_prefill_code: o.greedy_prefill ? (o.greedy_prefill.code ?? NO_CODE) : undefined,
       recovered_prefill: o.greedy_prefill?.recovered,
       copied_prefill: o.greedy_prefill?.copied,
-      greedy_free_code: o.greedy_free?.code,
+      greedy_free_code: o.greedy_free ? (o.greedy_free.code ?? NO_CODE) : undefined,
       recovered_free: o.greedy_free?.recovered,
       copied_free: o.greedy_free?.copied,
     };

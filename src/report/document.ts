@@ -3,6 +3,7 @@ import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
 import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short, signed } from './format.js';
 import type { ReportSummary } from './summary.js';
+import { findings } from './findings.js';
 import type { StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
 import type { UtilityInterval } from '../metrics/utility.js';
@@ -15,10 +16,16 @@ export interface Table {
   caption?: string;
   columns: string[];
   rows: string[][];
+  /** What every row shares, said once under the table instead of in each cell. */
+  notes?: string[];
 }
 
 export interface Section {
   id: string;
+  /** summary: the box of findings the report opens with. */
+  kind?: 'summary';
+  /** Reference material (provenance, per-run tables): folded in the HTML page, open in Markdown. */
+  folded?: boolean;
   title: string;
   paragraphs: string[];
   list?: string[];
@@ -48,7 +55,7 @@ function overview(s: ReportSummary): Section {
   const c = s.counts;
   return {
     id: 'overview',
-    title: 'Overview',
+    title: 'Methods and counts',
     paragraphs: [
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
@@ -151,22 +158,41 @@ function recovery(s: ReportSummary): Section {
   };
 }
 
-function paired(s: ReportSummary): Section {
-  const finals = s.paired.filter((p) => p.phase === 'final');
-  const comparisons = new Map<string, PairedSummary[]>();
-  for (const p of finals) {
-    const title = `${p.axis}: ${formatValue(p.from)} → ${formatValue(p.to)}`;
-    comparisons.set(title, [...(comparisons.get(title) ?? []), p]);
-  }
+/** `dose: 1 → 4`: a paired comparison's title in the tables and the plot. */
+export function comparisonTitle(p: Pick<PairedSummary, 'axis' | 'from' | 'to'>): string {
+  return `${p.axis}: ${formatValue(p.from)} → ${formatValue(p.to)}`;
+}
+
+/**
+ * The comparisons in the report's order, shared by the tables and the plot: axes as listed
+ * (placement, population, spacing, visibility, schedule, then others by name), and within an axis
+ * by the values in order (numbers numerically: 1 → 4 before 1 → 16).
+ */
+export function orderedComparisons(paired: readonly PairedSummary[]): string[] {
   const rank = (axis: string): number => {
     const i = PAIRED_AXIS_ORDER.indexOf(axis);
     return i < 0 ? PAIRED_AXIS_ORDER.length : i;
   };
-  const titles = [...comparisons.keys()].sort((a, b) => {
-    const pa = comparisons.get(a)?.[0] as PairedSummary;
-    const pb = comparisons.get(b)?.[0] as PairedSummary;
-    return rank(pa.axis) - rank(pb.axis) || pa.axis.localeCompare(pb.axis);
-  });
+  const value = (v: unknown): number | string => (typeof v === 'number' ? v : formatValue(v));
+  const cmp = (a: unknown, b: unknown): number => {
+    const [x, y] = [value(a), value(b)];
+    return typeof x === 'number' && typeof y === 'number' ? x - y : 0;
+  };
+  const first = new Map<string, PairedSummary>();
+  for (const p of paired) if (!first.has(comparisonTitle(p))) first.set(comparisonTitle(p), p);
+  return [...first.entries()]
+    .sort(([, a], [, b]) => rank(a.axis) - rank(b.axis) || a.axis.localeCompare(b.axis) || cmp(a.from, b.from) || cmp(a.to, b.to))
+    .map(([title]) => title);
+}
+
+function paired(s: ReportSummary): Section {
+  const finals = s.paired.filter((p) => p.phase === 'final');
+  const comparisons = new Map<string, PairedSummary[]>();
+  for (const p of finals) {
+    const title = comparisonTitle(p);
+    comparisons.set(title, [...(comparisons.get(title) ?? []), p]);
+  }
+  const titles = orderedComparisons(finals);
   return {
     id: 'paired',
     title: 'Paired comparisons (placement, population, …)',
@@ -331,7 +357,74 @@ function provenance(s: ReportSummary): Section {
   };
 }
 
+/**
+ * The box the report opens with: each comparison the grid was built for, one sentence with its
+ * figure, interval, control and n (findings.ts), and how many runs stand behind them.
+ */
+function summaryBox(s: ReportSummary): Section {
+  const found = findings(s);
+  const c = s.counts;
+  return {
+    id: 'summary',
+    kind: 'summary',
+    title: 'Findings',
+    paragraphs: [
+      `${c.finished} of ${c.runs} runs finished${c.failed ? `, ${c.failed} failed` : ''}${c.missing ? `, ${c.missing} missing` : ''}. Medians with ${Math.round(s.settings.confidence * 100)}% bootstrap intervals; exposure in bits, final phase, focal canaries. Each figure is one draw: read it with its n.`,
+    ],
+    list: found.length > 0 ? found.map((f) => f.text) : ['No finished run has focal canaries yet.'],
+    tables: [],
+  };
+}
+
+/** `visibility=redacted` inside the Cell text: the Visibility column beside it says it again. */
+function repeatsCell(t: Table, column: number): boolean {
+  const cell = t.columns.indexOf('Cell');
+  if (cell < 0 || column === cell) return false;
+  const axis = (t.columns[column] as string).toLowerCase();
+  return t.rows.every((r) => (r[cell] ?? '').includes(`${axis}=${r[column] ?? ''}`));
+}
+
+/**
+ * A table without what every row repeats: a column whose value is the same in every row, or
+ * a parenthesised annotation every cell of a column ends with, is said once in a note; a column
+ * that only repeats what the Cell column says (visibility=... beside Visibility) is dropped.
+ */
+export function compactTable(t: Table): Table {
+  if (t.rows.length < 2) return t;
+  const notes = [...(t.notes ?? [])];
+  const keep: number[] = [];
+  const rows = t.rows.map((r) => [...r]);
+  t.columns.forEach((name, i) => {
+    const values = rows.map((r) => r[i] ?? '');
+    if (name === 'Cell' || name === 'Run') {
+      keep.push(i);
+      return;
+    }
+    if (repeatsCell(t, i)) return;
+    if (values.every((v) => v === values[0])) {
+      if (values[0] !== DASH) notes.push(`${name}: ${values[0]} in every row.`);
+      else notes.push(`${name}: ${DASH} in every row (not in this grid).`);
+      return;
+    }
+    const suffix = /\s\(([^()]*(?:\([^()]*\)[^()]*)*)\)$/.exec(values[0] as string)?.[0];
+    if (suffix && values.every((v) => v.endsWith(suffix) || v === DASH)) {
+      notes.push(`${name}: ${suffix.trim().slice(1, -1)} in every row.`);
+      for (const r of rows) if (r[i] !== DASH) r[i] = (r[i] as string).slice(0, -suffix.length);
+    }
+    keep.push(i);
+  });
+  return { ...t, columns: keep.map((i) => t.columns[i] as string), rows: rows.map((r) => keep.map((i) => r[i] as string)), ...(notes.length ? { notes } : {}) };
+}
+
+// The summary box states each of their comparisons in a sentence; the full tables and plots are a click away.
+const FOLDED = new Set(['recovery', 'paired', 'auxiliary', 'overview', 'checkpoints', 'utility', 'failed-missing', 'provenance']);
+
 export function buildDocument(s: ReportSummary): ReportDocument {
-  const sections = [overview(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), utility(s), notFinished(s), provenance(s)];
-  return { title: `canary-audit report: ${s.audit.name}`, sections: sections.filter((x): x is Section => x !== null) };
+  const sections = [summaryBox(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), utility(s), notFinished(s), overview(s), provenance(s)];
+  return {
+    title: `canary-audit report: ${s.audit.name}`,
+    sections: sections
+      .filter((x): x is Section => x !== null)
+      .map((sec) => ({ ...sec, tables: sec.tables.map(compactTable), ...(FOLDED.has(sec.id) ? { folded: true } : {}) })),
+  };
 }

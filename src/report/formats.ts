@@ -10,7 +10,7 @@ export const REPORT_FILES = { md: 'report.md', csv: 'report.csv', json: 'summary
 export function parseFormats(text: string): ReportFormat[] {
   const formats = text
     .split(',')
-    .map((f) => f.trim())
+    .map((f) => f.trim().toLowerCase())
     .filter((f) => f !== '');
   for (const f of formats) {
     if (!REPORT_FORMATS.includes(f as ReportFormat)) {

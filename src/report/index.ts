@@ -7,3 +7,4 @@ export { writeReport } from './write-report.js';
 export { parseFormats, REPORT_FILES, REPORT_FORMATS, type ReportFormat } from './formats.js';
 export type { ReportSummary } from './summary.js';
 export { loadAudit } from './load-audit.js';
+export { findings, headline, type Finding } from './findings.js';

@@ -16,6 +16,7 @@ function table(t: Table): string[] {
   lines.push(`| ${t.columns.map(cell).join(' | ')} |`);
   lines.push(`|${t.columns.map(() => '---').join('|')}|`);
   for (const row of t.rows) lines.push(`| ${row.map(cell).join(' | ')} |`);
+  if (t.notes?.length) lines.push('', `_${t.notes.join(' ')}_`);
   return lines;
 }
 

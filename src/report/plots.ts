@@ -1,10 +1,10 @@
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { log } from '../log.js';
-import { formatValue } from '../metrics/cells.js';
 import { PROBE_KIND_ORDER } from '../metrics/observation.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { ReportSummary } from './summary.js';
+import { comparisonTitle, orderedComparisons } from './document.js';
 
 /**
  * Report plots as Vega-Lite specs, rendered to SVG in Node by Vega (no browser, no canvas: text
@@ -20,8 +20,8 @@ export interface Plot {
 /** One layer of a layered Vega-Lite spec. */
 type Layer = Extract<TopLevelSpec, { layer: unknown }>['layer'][number];
 
-const WIDTH = 340;
-const HEIGHT = 240;
+const WIDTH = 300;
+const HEIGHT = 200;
 /** Fonts sized to read at the page's body text size (Vega's defaults are 10–11 px). */
 const FONTS = {
   axis: { labelFontSize: 12, titleFontSize: 13 },
@@ -85,14 +85,31 @@ function ceilingLayer(y: Record<string, unknown>): Layer {
 }
 
 /** The dose plots' skeleton: one panel per visibility (and per `row` value), the given layers, legends below. */
-function byVisibility(rows: Record<string, unknown>[], layer: Layer[], row?: Record<string, unknown>): TopLevelSpec {
+function byVisibility(rows: Record<string, unknown>[], layer: Layer[], title: string, row?: Record<string, unknown>): TopLevelSpec {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    // The probe kind (and what is plotted) stands over the figure, not only in its caption.
+    title: { text: title, anchor: 'start', fontSize: 14 },
     data: { values: rows },
-    facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility' }, ...(row ? { row } : {}) },
+    // Panels in the tables' order; each with its own axes (a shared scale would leave all but
+    // the outer panels without one).
+    facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility', sort: [...new Set(rows.map((r) => r.visibility))] }, ...(row ? { row } : {}) },
     spec: { width: WIDTH, height: HEIGHT, layer },
-    config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600, ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header },
+    resolve: { axis: { x: 'independent', y: 'independent' } },
+    config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600, ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header, title: { fontSize: 14 } },
   } as TopLevelSpec;
+}
+
+/** The ceiling's value written on its line, inside each panel. */
+function ceilingText(y: Record<string, unknown>): Layer {
+  return {
+    transform: [
+      { aggregate: [{ op: 'max', field: 'ceiling', as: 'ceiling' }], groupby: ['visibility'] },
+      { calculate: "'ceiling ' + format(datum.ceiling, '.2f') + ' bits'", as: 'ceiling_text' },
+    ],
+    mark: { type: 'text', align: 'left', baseline: 'bottom', dx: 4, dy: -3, fontSize: 12, color: '#333' },
+    encoding: { x: { value: 0 }, y: { field: 'ceiling', ...y }, text: { field: 'ceiling_text', type: 'nominal' } },
+  } as Layer;
 }
 
 /** Each cell's interval (a rule from lo to hi) and its estimate (a line with points), coloured by cell in report order. */
@@ -135,7 +152,7 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   return {
     id: 'exposure-vs-dose',
     title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ${labels.join('; ')})`,
-    spec: byVisibility(rows, [...controlLayers(x, y), ceilingLayer(y), ...estimateLayers(x, y, 'median', seriesOrder(rows))]),
+    spec: byVisibility(rows, [...controlLayers(x, y), ceilingLayer(y), ceilingText(y), ...estimateLayers(x, y, 'median', seriesOrder(rows))], `Exposure vs dose · ${kind} probes · focal canaries`),
   };
 }
 
@@ -160,7 +177,7 @@ function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
   return {
     id: 'recovery-vs-dose',
     title: `Exact recovery vs dose (${kind} probes, focal canaries, Wilson 95% CI; grey: held-out control)`,
-    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))]),
+    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], `Exact recovery vs dose · ${kind} probes · focal canaries`),
   };
 }
 
@@ -201,7 +218,7 @@ function substitutedPlot(groups: GroupSummary[]): Plot | null {
   return {
     id: 'substituted-vs-dose',
     title: 'Substituted probes vs dose (focal canaries, another code shown in the prompt: copy rate of the shown code and recovery of the true code, Wilson 95% CI; grey: held-out control)',
-    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], {
+    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], 'Substituted probes vs dose · focal canaries', {
       field: 'measure',
       type: 'nominal',
       title: null,
@@ -211,10 +228,11 @@ function substitutedPlot(groups: GroupSummary[]): Plot | null {
 }
 
 function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
-  const rows = summary.paired
-    .filter((p) => p.phase === 'final' && p.probe_kind === kind)
+  const chosen = summary.paired.filter((p) => p.phase === 'final' && p.probe_kind === kind);
+  const order = orderedComparisons(chosen);
+  const rows = chosen
     .map((p) => ({
-      comparison: `${p.axis}: ${formatValue(p.from)} → ${formatValue(p.to)}`,
+      comparison: comparisonTitle(p),
       // Vega estimates label widths generously without a canvas: keep row labels short.
       row: `${p.label} · ${p.cohort === 'held_out' ? 'held-out' : p.cohort}${p.dose === null || 'dose' in p.context ? '' : ` · dose ${p.dose}`}`,
       cohort: p.cohort === 'held_out' ? 'held-out (null)' : p.cohort,
@@ -232,8 +250,9 @@ function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
     title: `Paired differences (${kind} probes, same canary id and code, 95% CI; grey: held-out canaries, the null)`,
     spec: {
       $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+      title: { text: `Paired differences · ${kind} probes`, anchor: 'start', fontSize: 14 },
       data: { values: rows },
-      facet: { row: { field: 'comparison', type: 'nominal', title: null, sort: null, header: { labelAngle: 0, labelAlign: 'left', labelAnchor: 'start', labelOrient: 'top', labelFontWeight: 'bold' } } },
+      facet: { row: { field: 'comparison', type: 'nominal', title: null, sort: order, header: { labelAngle: 0, labelAlign: 'left', labelAnchor: 'start', labelOrient: 'top', labelFontWeight: 'bold' } } },
       spec: {
         width: 360,
         height: { step: 22 },
@@ -243,8 +262,9 @@ function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
           { mark: { type: 'point', filled: true, size: 60 }, encoding: { y, x: { field: 'estimate', ...x }, color: { field: 'cohort', type: 'nominal', title: 'canaries', scale: { range: ['#1f77b4', '#999999', '#ff7f0e', '#2ca02c'] } } } },
         ],
       },
-      resolve: { scale: { y: 'independent' } },
-      config: { legend: { orient: 'bottom', ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header },
+      // Every panel with its own x axis, not only the bottom one.
+      resolve: { scale: { y: 'independent' }, axis: { x: 'independent' } },
+      config: { legend: { orient: 'bottom', ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header, title: { fontSize: 14 } },
     } as TopLevelSpec,
   };
 }

@@ -1,4 +1,5 @@
 // tier: slow (redis-server)
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkerPool, cancelAudit, collectStatus, submitAudit, type AuditStatus, type EmbeddedRedis, type RunStatus } from '../../src/queue/index.js';
@@ -94,7 +95,7 @@ describe('canary-audit status', () => {
   it('names an unknown audit (exit 2)', async () => {
     const result = await runMain(['status', 'audit-000000000000', '--redis', redis.url]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^canary-audit: no audit "audit-000000000000" in the queue at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/0; run `canary-audit status` to list audits\n$/);
+    expect(result.stderr).toMatch(/^canary-audit: no audit "audit-000000000000" on this Redis \(redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/0\); run `canary-audit status` to list audits\n$/);
   });
 
   it('lists audits on disk that the queue lost, with the command that submits them again', async () => {
@@ -104,12 +105,18 @@ describe('canary-audit status', () => {
     const env = { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, REDIS_URL: redis.url };
     const plain = await runMain(['status', '--artifacts', artifacts], env);
     expect(plain.code).toBe(0);
-    expect(plain.stdout).toContain('no audits in the queue\n1 audit(s) under the artifact root are not in the queue');
-    expect(plain.stdout).toContain(`  ${audit.auditId} (lost): canary-audit submit ${audit.auditDir}\n`);
+    expect(plain.stdout).toContain('no audits in the queue\n1 audit(s) under the artifact root are not on this Redis (redis://:***@');
+    expect(plain.stdout).toContain(`  ${audit.auditId} (lost): it was queued on another Redis, or this one lost it (restarted without its append-only file, or purged); to queue it here: canary-audit submit ${audit.auditDir} (`);
     const json = JSON.parse((await runMain(['status', '--json', '--artifacts', artifacts], env)).stdout) as { not_queued: unknown[] };
     expect(json.not_queued).toEqual([{ audit_id: audit.auditId, name: 'lost', dir: audit.auditDir }]);
     const one = await runMain(['status', audit.auditId, '--artifacts', artifacts], env);
     expect(one.code).toBe(2);
-    expect(one.stderr).toContain(`it is on disk at ${audit.auditDir} (the queue lost it): canary-audit submit ${audit.auditDir}`);
+    expect(one.stderr).toMatch(new RegExp(`^canary-audit: no audit ${audit.auditId} on this Redis \\(redis://:\\*\\*\\*@[^)]+\\); it is on disk at ${audit.auditDir}: it was queued on another Redis, or this one lost it`));
+    // An audit `run` ran on its own private Redis says so, not "lost".
+    mkdirSync(join(audit.auditDir, 'redis'), { recursive: true });
+    writeFileSync(join(audit.auditDir, 'redis', 'redis.conf'), 'port 0\n');
+    const own = await runMain(['status', audit.auditId, '--artifacts', artifacts], env);
+    expect(own.stderr).toContain(`on disk at ${audit.auditDir}: \`canary-audit run\` ran it on its own private Redis (${join(audit.auditDir, 'redis')}), not this one;`);
+    expect(own.stderr).not.toContain('this one lost it');
   });
 });

@@ -107,7 +107,7 @@
       ));
     return el('section', {},
       el('h2', {}, 'Audits'),
-      s.audits.length === 0 ? el('p', { class: 'muted' }, 'No audits in the queue. Submit one with canary-audit submit GRID.') :
+      s.audits.length === 0 ? el('p', { class: 'muted' }, s.queue === 'unreachable' ? 'The queue is unreachable and no audit folder was found under the artifact root.' : 'No audits in the queue. Submit one with canary-audit submit GRID.') :
         el('table', { id: 'audits' },
           el('thead', {}, el('tr', {}, ['name', 'id', 'state', 'progress', 'completed', 'failed', 'cancelled', 'active', 'waiting', 'ETA'].map((h) => el('th', {}, h)), s.actions ? el('th', {}, 'actions') : null)),
           el('tbody', {}, rows)));
@@ -164,12 +164,19 @@
       el('span', {}, el('b', {}, 'waiting '), a.waiting),
       el('span', {}, el('b', {}, 'ETA '), a.eta_s === null ? '-' : duration(a.eta_s)),
       s.actions && (a.state === 'running' || a.state === 'queued') ? el('button', { class: 'cancel', onclick: () => { if (confirm('Cancel audit ' + a.name + '?')) post('/api/audits/' + encodeURIComponent(a.audit_id) + '/cancel'); } }, 'cancel audit') : null);
+    const origin = a.source === 'disk'
+      ? el('p', { class: 'origin', id: 'audit-origin' },
+        a.state === 'finished' ? 'Finished: every run has its result or failure on disk. ' : 'Stopped before every run finished; not in the queue. ',
+        'Read from ', el('code', {}, a.audit_dir || ''), '.',
+        a.report ? el('span', {}, ' ', el('a', { id: 'report-link', href: '/api/audits/' + encodeURIComponent(a.audit_id) + '/report', target: '_blank', rel: 'noopener' }, 'Open the report')) : null)
+      : null;
     return el('section', {},
       el('h2', {}, el('a', { href: '#/' }, 'Audits'), ' / ', el('span', { id: 'audit-name' }, a.name), ' ', el('span', { class: 'muted' }, a.audit_id)),
       summary,
+      origin,
       el('table', { id: 'runs' }, el('thead', {}, head), el('tbody', {}, body)),
       el('h3', {}, 'Exposure vs dose'),
-      el('div', { id: 'plot' }, el('span', { class: 'muted' }, 'waiting for finished runs…')));
+      el('div', { id: 'plot' }, el('span', { class: 'muted' }, a.completed > 0 ? 'plotting ' + a.completed + ' finished run(s)…' : 'waiting for the first finished run…')));
   }
 
   function fleetView(s) {
@@ -280,9 +287,11 @@
     const live = document.getElementById('live');
     const es = new EventSource('/api/events');
     es.addEventListener('snapshot', (e) => {
-      live.textContent = 'live';
-      live.className = 'live on';
       state.snapshot = JSON.parse(e.data);
+      // Say in words where the figures come from: the queue just now, or the files on disk.
+      const unreachable = state.snapshot.queue === 'unreachable';
+      live.textContent = unreachable ? 'queue unreachable' : 'live';
+      live.className = unreachable ? 'live off' : 'live on';
       document.body.setAttribute('data-updated', state.snapshot.time);
       render();
     });
