@@ -34,11 +34,15 @@ function proportion(values: (boolean | null)[], confidence: number | undefined):
   return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
 }
 
-/** Exposures of an arm laid out by run: the bootstrap resamples runs, then canaries within them. */
+/**
+ * Exposures of an arm laid out by run, each with its canary (id + code): the bootstrap reads from
+ * them whether canaries are crossed with runs or nested in them (`sampleDesign`).
+ */
 export function exposuresByRun(obs: readonly Observation[]): ClusteredSample {
   return clusteredSample(
     obs.map((o) => o.exposure),
     obs.map((o) => o.run_id),
+    obs.map(canaryKey),
   );
 }
 

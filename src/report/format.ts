@@ -37,7 +37,8 @@ export function differenceCi(d: DifferenceInterval | MedianInterval | null): str
  */
 export function resampling(i: Pick<MedianInterval, 'resampling'> | Pick<DifferenceInterval, 'resampling'> | null, what: 'arm' | 'difference' | 'paired'): string {
   if (!i) return DASH;
-  if (i.resampling === 'hierarchical') return what === 'paired' ? 'run pairs → canary pairs' : 'runs → canaries';
+  if (i.resampling === 'crossed') return what === 'paired' ? 'crossed: run pairs × canaries, two-way' : 'crossed: runs × canaries, two-way';
+  if (i.resampling === 'nested') return what === 'paired' ? 'nested: run pairs → canary pairs' : 'nested: runs → canaries';
   if (what === 'paired') return 'single run pair: canary pairs only';
   return what === 'difference' ? 'single run per arm: canaries only' : 'single run: canaries only';
 }
