@@ -1,8 +1,8 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short, signed } from './format.js';
-import type { ReportSummary } from './summary.js';
+import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runMedianList, short, signed } from './format.js';
+import { numericsLabel, type ReportSummary } from './summary.js';
 import type { StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
 import type { UtilityInterval } from '../metrics/utility.js';
@@ -73,7 +73,7 @@ function exposureVsDose(s: ReportSummary): Section {
     ],
     tables: visibilities.map((v) => ({
       caption: `Visibility: ${v}`,
-      columns: ['Cell', 'Probe', 'Dose', 'Exposure median [95% CI]', 'Ceiling', 'n', 'Held-out control', 'Δ vs held-out [95% CI]', 'Recovered (prefill)'],
+      columns: ['Cell', 'Probe', 'Dose', 'Exposure median [95% CI]', 'Per-run medians', 'Ceiling', 'n', 'Held-out control', 'Δ vs held-out [95% CI]', 'Recovered (prefill)'],
       rows: groups
         .filter((g) => (g.visibility ?? DASH) === v)
         .map((g) => [
@@ -81,6 +81,7 @@ function exposureVsDose(s: ReportSummary): Section {
           g.probe_kind,
           String(g.dose ?? DASH),
           medianCi(g.inserted.exposure),
+          runMedianList(g.inserted),
           num(g.space.ceiling),
           countsAndResampling(g.inserted),
           armCell(g.controls.held_out),
@@ -305,7 +306,7 @@ function notFinished(s: ReportSummary): Section {
 function provenance(s: ReportSummary): Section {
   const p = s.provenance;
   const w = p.at_write;
-  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions'].includes(x.kind));
+  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions', 'mixed_numerics'].includes(x.kind));
   return {
     id: 'provenance',
     title: 'Provenance',
@@ -316,7 +317,9 @@ function provenance(s: ReportSummary): Section {
         const files = d.files.map((f) => `${f.split}: ${f.path} (sha256 ${f.sha256.slice(0, 12)}, ${f.bytes.toLocaleString('en-US')} bytes)`).join('; ');
         return `Rows of task ${d.task} (${d.runs.length} run(s)): ${where}; ${files}.`;
       }),
-      flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run.' : 'Code-version warnings:',
+      ...(s.numerics ?? []).map((n) => `Numerics (${n.runs.length} run${n.runs.length === 1 ? '' : 's'}): ${numericsLabel(n)}.`),
+      ...(s.numerics ? [] : ['Numerics: not recorded by these runs\' trainer (CPU capability, threads, GPU and dtype unknown).']),
+      flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run, on one floating-point path.' : 'Code-version and numerics warnings:',
     ],
     ...(flagged.length > 0 ? { list: flagged.map((x) => `**${x.kind}**: ${x.message} Runs: ${x.runs.join(', ')}`) } : {}),
     tables: [

@@ -245,9 +245,9 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
     expect(md).toMatch(/\| 3 canaries · 2 runs; crossed: runs × canaries, two-way \|/);
-    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only \|/);
+    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval \|/);
     expect(md).toMatch(/\| 6 \| 3 · 2 \|[^\n]*\(crossed: run pairs × canaries, two-way\) \|/);
-    expect(md).toContain('(single run pair: canary pairs only)');
+    expect(md).toContain('(single run pair: canary pairs only; one run: a rerun can fall outside this interval)');
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
