@@ -334,7 +334,34 @@ function provenance(s: ReportSummary): Section {
   };
 }
 
+/** Membership and ε readouts per run, only for an audit whose manifests randomize inclusion. */
+function privacy(s: ReportSummary): Section | null {
+  if (!s.privacy || s.privacy.length === 0) return null;
+  const ci = (i: { estimate: number; lo: number; hi: number } | null): string => (i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH);
+  const first = s.privacy[0] as NonNullable<ReportSummary['privacy']>[number];
+  return {
+    id: 'privacy',
+    title: 'Privacy readouts',
+    paragraphs: [
+      `Membership inference from the same canaries: each canary's exposure is its membership score; inserted canaries are members, held-out ones are not (final phase, ${first.probe_kind} probes). AUC with DeLong's ${Math.round(first.epsilon.confidence * 100)}% interval; TPR at a target FPR with a Clopper–Pearson interval (the threshold lets at most ⌊FPR·n_out⌋ held-out canaries through, so an FPR below 1/n_out is read as 0 false positives). ε lower bounds at δ = ${first.epsilon.delta} and ${Math.round(first.epsilon.confidence * 100)}% confidence: Clopper–Pearson over every threshold (Bonferroni-corrected), and the one-run bound of Steinke, Nasr & Jagielski (2023), which holds only when each canary's inclusion was a fair coin and is refused otherwise. One row per run: a rerun can fall outside these intervals.`,
+    ],
+    tables: [
+      {
+        columns: ['Run', 'Cell', 'Inclusion', 'n in · out', 'AUC [95% CI]', 'TPR @ 1% FPR', 'TPR @ 0.1% FPR', 'ε ≥ (Clopper–Pearson)', 'ε ≥ (one run)'],
+        rows: s.privacy.map((p) => {
+          const tpr = (f: number): string => {
+            const t = p.tpr_at_fpr.find((x) => x.fpr === f);
+            return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})` : DASH;
+          };
+          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
+          return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one];
+        }),
+      },
+    ],
+  };
+}
+
 export function buildDocument(s: ReportSummary): ReportDocument {
-  const sections = [overview(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), utility(s), notFinished(s), provenance(s)];
+  const sections = [overview(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), privacy(s), utility(s), notFinished(s), provenance(s)];
   return { title: `canary-audit report: ${s.audit.name}`, sections: sections.filter((x): x is Section => x !== null) };
 }

@@ -16,7 +16,7 @@ import { loadAudit } from './load-audit.js';
 import { renderMarkdown } from './markdown.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { buildPlots, renderSvg } from './plots.js';
-import { buildSummary, type ReportSummary } from './summary.js';
+import { buildSummary, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
 /**
@@ -109,6 +109,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
       )
     : undefined;
   const summary = buildSummary({
+    privacy: privacyReadouts(audit, observations, settings.confidence),
     audit,
     labelAxes,
     outcomes,

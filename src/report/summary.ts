@@ -4,8 +4,10 @@ import { CanaryAuditError } from '../errors.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import { cellLabel, compareCells, formatValue, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
 import type { PairedSummary } from '../metrics/paired.js';
+import type { Observation } from '../metrics/observation.js';
 import type { SpaceSummary } from '../metrics/space-check.js';
 import { median } from '../metrics/statistics.js';
+import { clopperPearsonEpsilon, membershipAuc, oneRunBound, tprAtFpr, type EpsilonBound, type Interval, type OneRunBound, type TprAtFpr } from '../metrics/privacy.js';
 import { exposureCeiling } from '../metrics/exposure.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { Numerics, RunFailure } from '../contracts/result.js';
@@ -79,6 +81,8 @@ export interface ReportSummary {
   utility_headline?: UtilityHeadline[];
   /** Only when some manifest records a dataset: where the rows of each dataset-backed task came from. */
   datasets?: DatasetSource[];
+  /** Only when some manifest randomizes inclusion: membership and ε readouts per run. */
+  privacy?: PrivacyReadout[];
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
   warnings: ReportWarning[];
@@ -95,6 +99,8 @@ export interface SummaryInput {
   paired: PairedSummary[];
   settings: ReportSettings;
   provenance: Provenance;
+  /** Membership and ε readouts (`privacyReadouts`); absent or empty: none. */
+  privacy?: PrivacyReadout[];
   /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
   utilityHeadline?: UtilityHeadline[];
 }
@@ -113,6 +119,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   const runs = runReports(audit, outcomes, stat);
   const datasets = datasetSources(audit);
   const numerics = numericsPaths(runs);
+  const privacy = input.privacy ?? [];
   const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
@@ -140,6 +147,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(input.utilityHeadline ? { utility_headline: input.utilityHeadline } : {}),
     ...(datasets.length > 0 ? { datasets } : {}),
     ...(numerics.length > 0 ? { numerics } : {}),
+    ...(privacy.length > 0 ? { privacy } : {}),
     warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };
@@ -253,6 +261,75 @@ function datasetSources(audit: LoadedAudit): DatasetSource[] {
     else byKey.set(key, { task: run.manifest.task, ...structuredClone(d), runs: [run.run_id] });
   }
   return [...byKey.values()];
+}
+
+/** Settings of the privacy readouts. */
+export const PRIVACY_DELTA = 1e-5;
+export const PRIVACY_FPRS = [0.01, 0.001] as const;
+
+/** Membership readouts of one run: inserted (members) vs held-out canaries, scored by exposure. */
+export interface PrivacyReadout {
+  run_id: string;
+  cell_id: string;
+  probe_kind: string;
+  inclusion: 'randomized' | 'fixed';
+  n_in: number;
+  n_out: number;
+  auc: Interval | null;
+  tpr_at_fpr: TprAtFpr[];
+  epsilon: {
+    delta: number;
+    confidence: number;
+    clopper_pearson: EpsilonBound | null;
+    one_run: OneRunBound | null;
+    /** Why the one-run bound is not given (inclusion not randomized); null when it is. */
+    one_run_refused: string | null;
+  };
+}
+
+/**
+ * Per finished run with inserted and held-out canaries: AUC, TPR at low FPR, ε lower bounds (final
+ * phase). Only for an audit whose manifests randomize inclusion (empty otherwise).
+ */
+export function privacyReadouts(audit: LoadedAudit, observations: readonly Observation[], confidence: number): PrivacyReadout[] {
+  if (!audit.runs.some((r) => r.manifest?.inclusion === 'randomized')) return [];
+  const byRun = new Map<string, Observation[]>();
+  for (const x of observations) {
+    if (x.phase !== 'final' || (x.role !== 'focal' && x.role !== 'held_out')) continue;
+    const list = byRun.get(x.run_id);
+    if (list) list.push(x);
+    else byRun.set(x.run_id, [x]);
+  }
+  const out: PrivacyReadout[] = [];
+  for (const run of audit.runs) {
+    const final = byRun.get(run.run_id);
+    if (!final || !run.manifest) continue;
+    const kinds = [...new Set(final.map((x) => x.probe_kind))];
+    const kind = kinds.includes('hidden') ? 'hidden' : kinds[0];
+    if (kind === undefined) continue;
+    const scored = final.filter((x) => x.probe_kind === kind).map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
+    const nIn = scored.filter((x) => x.member).length;
+    if (nIn === 0 || nIn === scored.length) continue;
+    const randomized = run.manifest.inclusion === 'randomized';
+    out.push({
+      run_id: run.run_id,
+      cell_id: run.cell_id,
+      probe_kind: kind,
+      inclusion: run.manifest.inclusion,
+      n_in: nIn,
+      n_out: scored.length - nIn,
+      auc: membershipAuc(scored, confidence),
+      tpr_at_fpr: PRIVACY_FPRS.flatMap((f) => tprAtFpr(scored, f, confidence) ?? []),
+      epsilon: {
+        delta: PRIVACY_DELTA,
+        confidence,
+        clopper_pearson: clopperPearsonEpsilon(scored, PRIVACY_DELTA, confidence),
+        one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence) : null,
+        one_run_refused: randomized ? null : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
+      },
+    });
+  }
+  return out;
 }
 
 /** The distinct floating-point paths of the audit's finished runs, most runs first. */

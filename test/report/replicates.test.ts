@@ -78,6 +78,34 @@ describe('single runs and run-to-run spread', () => {
     expect(md).toContain('13.29, 6.63, 5.64');
   });
 
+  it('gives membership and ε readouts for a randomized-inclusion run, and refuses the one-run bound otherwise', async () => {
+    const pool = Array.from({ length: 32 }, (_, i) => ({ id: `c${String(i).padStart(3, '0')}`, code: String(1000 + 37 * i), dose: 4, visibility: 'redacted' as const }));
+    const inserted = pool.filter((_, i) => i % 2 === 0);
+    const out = pool.filter((_, i) => i % 2 === 1).map(({ id, code }) => ({ id, code }));
+    const runs: FixtureRun[] = [
+      { cell: { placement: 'late', dose: 4, visibility: 'redacted', seed: 0 }, canaries: inserted, heldOut: out, randomizedInclusion: true },
+      { cell: { placement: 'early', dose: 4, visibility: 'redacted', seed: 0 }, canaries: inserted, heldOut: out },
+    ];
+    // Inserted canaries rank 1–16, held-out ones 2000+: perfectly separated.
+    const a = await buildFixtureAudit(join(root, 'privacy'), { name: 'privacy', runs, outcome: (c) => ({ rank: c.canary.inserted ? 1 + (Number(c.canary.id.slice(1)) % 16) : 2000 + Number(c.canary.id.slice(1)) }) });
+    const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 20 });
+    const [randomized, fixed] = [summary.privacy?.find((p) => p.inclusion === 'randomized'), summary.privacy?.find((p) => p.inclusion === 'fixed')];
+    expect(randomized).toMatchObject({ n_in: 16, n_out: 16, probe_kind: 'hidden', auc: { estimate: 1 } });
+    expect(randomized?.tpr_at_fpr.map((t) => [t.fpr, t.k, t.n])).toEqual([
+      [0.01, 16, 16],
+      [0.001, 16, 16],
+    ]);
+    expect(randomized?.epsilon.clopper_pearson?.epsilon).toBeGreaterThan(0);
+    expect(randomized?.epsilon.one_run).toMatchObject({ m: 32, guesses: 32, correct: 32 });
+    expect(randomized?.epsilon.one_run?.epsilon).toBeGreaterThan(0);
+    expect(randomized?.epsilon.one_run_refused).toBeNull();
+    expect(fixed?.epsilon.one_run).toBeNull();
+    expect(fixed?.epsilon.one_run_refused).toMatch(/inclusion was not randomized/);
+    const md = renderMarkdown(buildDocument(summary));
+    expect(md).toContain('## Privacy readouts');
+    expect(md).toContain('refused: inclusion was not randomized');
+  });
+
   it('names the comparisons of a grid that have one run per arm', () => {
     const cell = (visibility: string, dose: number, seed: number) => ({ labels: { visibility, dose, seed, model: 'tiny' } });
     const one = singleRunComparisons([cell('visible', 1, 0), cell('redacted', 1, 0), cell('visible', 4, 0), cell('redacted', 4, 0)]);
