@@ -89,3 +89,19 @@ export function quoteValue(value: unknown, max = 60): string {
 export function artifactError(file: string, field: string, message: string): UserInputError {
   return new UserInputError(message, { location: { file }, field, code: 'E_BAD_ARTIFACT' });
 }
+
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * `text` safe to print on a terminal: control characters other than newline and tab are shown as
+ * `\u001b`-style escapes, so a user string (a grid label, a trainer's message) cannot move the
+ * cursor, retitle the window or recolour the screen.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The first control character of `text` (newline and tab included), or null. */
+export function firstControlCharacter(text: string): string | null {
+  return /[\u0000-\u001f\u007f-\u009f]/.exec(text)?.[0] ?? null;
+}

@@ -47,7 +47,7 @@ function checkLayouts(plan: AuditPlan): void {
 
 describe('configs/', () => {
   it('holds the documented grids', () => {
-    expect(files.sort()).toEqual(expect.arrayContaining(['banking77-cpu.yaml', 'banking77.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml', 'tat-qa.yaml']));
+    expect(files.sort()).toEqual(expect.arrayContaining(['banking77-cpu.yaml', 'banking77.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml', 'tat-qa.yaml', 'gui-vlm.yaml']));
   });
 
   for (const file of files) {
@@ -143,6 +143,44 @@ describe('configs/', () => {
     expect(control.canaries).toEqual([]);
     expect(control.held_out).toHaveLength(128);
     expect(JSON.parse(readFileSync(join(written.auditDir, 'audit.json'), 'utf8')).runs).toHaveLength(2);
+  });
+
+  it('gui-vlm: the study\'s vision-language setting (Qwen2.5-VL-7B, 313 updates, doses 1-128, visible/redacted/binary, timing, interactions, three seeds)', async () => {
+    const plan = await planOf('gui-vlm.yaml');
+    const { doc } = plan.grid;
+    expect(plan.grid.updates).toBe(313);
+    expect(plan.grid.rows).toBe(10_016);
+    expect(doc.candidates).toMatchObject({ kind: 'sampled', decoys: 19_999 });
+    expect(doc.canaries.code.length).toBe(8);
+    expect(plan.grid.expansion.axes.dose.map((d) => d.value)).toEqual([1, 2, 4, 8, 16, 32, 64, 128]);
+    expect(plan.grid.expansion.axes.visibility.map((v) => v.label)).toEqual(['visible', 'redacted', 'encoded:binary']);
+    for (const run of plan.runs) {
+      expect(run.cell.values.model.value).toMatchObject({ backend: 'hf', name: 'Qwen/Qwen2.5-VL-7B-Instruct' });
+      expect(run.cell.values.task.value.name).toBe('gui-grounding');
+    }
+    const seeds = (want: (r: AuditPlan['runs'][number]) => boolean): number[] => [...new Set(plan.runs.filter(want).map((r) => r.cell.labels.seed as number))].sort();
+    // At dose 128 the 36 focal canaries fill 4,608 rows: 46% of the corpus, as in the study.
+    const d128 = plan.runs.find((r) => r.cell.labels.dose === 128)!;
+    expect(d128.stats.canaryRows).toBe(4_608);
+    expect(seeds((r) => r.cell.labels.dose === 128 && r.cell.labels.visibility === 'encoded:binary')).toEqual([0, 1, 2]);
+    // Interactions: the same focal rows, plus 336 companion rows at doses 8 and 16.
+    const alone = plan.runs.find((r) => r.cell.labels.dose === 1 && r.cell.labels.visibility === 'redacted' && r.cell.labels.population === 'single-dose' && r.cell.labels.seed === 0)!;
+    const mixed = plan.runs.find((r) => r.cell.labels.dose === 1 && r.cell.labels.population === 'with-8-16' && r.cell.labels.seed === 0)!;
+    expect(mixed.canaries.filter((c) => c.cohort === 'focal')).toEqual(alone.canaries);
+    expect(mixed.stats.canaryRows - alone.stats.canaryRows).toBe(336);
+    // Timing: the last appearance in its final window, the two appearances `gap` updates apart.
+    const timed = plan.runs.filter((r) => String(r.cell.labels.placement).startsWith('gap'));
+    expect(timed).toHaveLength(3 * 8);
+    for (const run of timed) {
+      const [, gap, final] = /^gap(\d+)-final(\d+)$/.exec(String(run.cell.labels.placement))!;
+      for (const c of run.canaries) {
+        const [u0, u1] = c.positions.map((p) => Math.floor(p / 32)) as [number, number];
+        expect(u1 - u0).toBe(Number(gap));
+        expect((u1 + 0.5) / 313).toBeGreaterThanOrEqual(Number(final) / 100);
+        expect((u1 + 0.5) / 313).toBeLessThan(Number(final) / 100 + 0.05);
+      }
+    }
+    expect(seeds((r) => r.cell.labels.population === 'none')).toEqual([0, 1, 2]);
   });
 
   it('banking77 and tat-qa: the study\'s settings on their Hub datasets; manifests record the pinned dataset and verify when written', async () => {

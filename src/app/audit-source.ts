@@ -7,6 +7,7 @@ import { refuseLongRows } from './row-lengths.js';
 import { taskDataLoader } from './task-data.js';
 import type { SubmitAuditInput } from '../queue/index.js';
 import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
+import { artifactsRootOfAudit, AUDIT_INDEX_FILE, auditIndexPath, manifestPathOf } from '../layout.js';
 
 /**
  * What `submit` and `run` accept: a grid file (expanded and written into the artifact root, the way
@@ -31,8 +32,8 @@ export async function loadAuditSource(arg: string, artifactsDir: string, pinning
     });
   }
   const isDir = statSync(path).isDirectory();
-  if (isDir || basename(path) === 'audit.json') {
-    const indexFile = isDir ? join(path, 'audit.json') : path;
+  if (isDir || basename(path) === AUDIT_INDEX_FILE) {
+    const indexFile = isDir ? auditIndexPath(path) : path;
     if (!existsSync(indexFile)) {
       throw new UserInputError(`${path} is a folder without audit.json; pass a grid YAML file or an audit folder written by \`canary-audit plan --out\``, {
         field: 'GRID',
@@ -48,14 +49,15 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
   const auditDir = dirname(indexFile);
   const index = await readAuditIndex(indexFile);
   // Job data names paths relative to the artifact root: <root>/audits/<audit_id>.
-  if (basename(dirname(auditDir)) !== 'audits') {
+  const artifactsDir = artifactsRootOfAudit(auditDir);
+  if (artifactsDir === null) {
     throw new UserInputError(
       `${auditDir} is not inside an artifact root (expected <root>/audits/<audit_id>); write audits with \`canary-audit plan --out\` or pass the grid`,
       { code: 'E_BAD_AUDIT' },
     );
   }
   const runs = index.runs.map((run, i) => {
-    const manifestPath = join(auditDir, run.dir, 'manifest.json');
+    const manifestPath = manifestPathOf(join(auditDir, run.dir));
     if (!existsSync(manifestPath)) {
       throw new UserInputError(`${indexFile}: runs[${i}] (${run.run_id}) has no ${manifestPath}; write the audit again`, {
         field: `runs[${i}].dir`,
@@ -66,7 +68,7 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
   });
   return {
     input: { auditId: index.id, name: index.name, auditDir, runs },
-    artifactsDir: dirname(dirname(auditDir)),
+    artifactsDir,
     planned: false,
   };
 }

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
+import { auditIndexPath, auditsRoot } from '../layout.js';
 
 /**
  * Audits written under an artifact root (audits/<id>/audit.json). `status` compares them with the
@@ -14,13 +15,13 @@ export interface DiskAudit {
 }
 
 export async function auditsOnDisk(artifactsDir: string): Promise<DiskAudit[]> {
-  const root = join(artifactsDir, 'audits');
+  const root = auditsRoot(artifactsDir);
   if (!existsSync(root)) return [];
   const found: DiskAudit[] = [];
   for (const id of readdirSync(root).sort()) {
     const dir = join(root, id);
     try {
-      const index = await readAuditIndex(join(dir, 'audit.json'));
+      const index = await readAuditIndex(auditIndexPath(dir));
       found.push({ auditId: index.id, name: index.name, dir });
     } catch {
       // Not an audit folder (or a damaged one): status is no place to report it.

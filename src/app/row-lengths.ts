@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
-import type { Message } from '../contracts/index.js';
+import { messageText, type Message } from '../contracts/index.js';
 import { UserInputError, UserInputErrors } from '../errors.js';
 import { formatPath } from '../grid/index.js';
 import { canonicalJson } from '../hash.js';
@@ -131,6 +131,6 @@ async function countTokens(model: unknown, rows: Row[], maxLength: number): Prom
 }
 
 function preview(row: Row): string {
-  const text = (row.prompt.at(-1)?.content ?? '').replace(/\s+/g, ' ');
+  const text = (row.prompt.length > 0 ? messageText(row.prompt.at(-1) as Message) : '').replace(/\s+/g, ' ');
   return JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text);
 }

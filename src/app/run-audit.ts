@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { log } from '../log.js';
 import {
   assertRedisReachable,
@@ -18,6 +17,7 @@ import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
 import { sleep } from '../sleep.js';
+import { redisDirOf } from '../layout.js';
 
 /**
  * One audit on one machine (`canary-audit run`): a private redis-server in <audit>/redis/ unless a
@@ -56,7 +56,7 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
   const auditDir = source.input.auditDir;
   let embedded: EmbeddedRedisKeeper | null = null;
   if (options.target) await assertRedisReachable(options.target);
-  const target = options.target ?? (embedded = await EmbeddedRedisKeeper.start(join(auditDir, 'redis'))).server;
+  const target = options.target ?? (embedded = await EmbeddedRedisKeeper.start(redisDirOf(auditDir))).server;
   log.info({ redis: target.redacted, embedded: embedded !== null }, 'queue ready');
   let pool: WorkerPool | null = null;
   try {

@@ -36,7 +36,7 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
   },
   positionals: [1, 1],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'cancel');
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'cancel', stringOption(args, 'redis-password-file'));
     const auditId = args.positionals[0] as string;
     await assertRedisReachable(target);
     const conn = queueConnection(target);

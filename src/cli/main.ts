@@ -2,6 +2,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CanaryAuditError, EXIT_BAD_INPUT, EXIT_FAILURE } from '../errors.js';
+import { explainWriteError } from '../fs/index.js';
 import { log } from '../log.js';
 import { commandHelp, parseCommandArgs, type Command } from './command.js';
 
@@ -81,6 +82,9 @@ export function reportError(error: unknown): number {
     }
     return error.exitCode;
   }
+  // A file-system error no command explained (full, read-only, no permission): one line, its fix.
+  const fsError = explainWriteError(error, '');
+  if (fsError) return reportError(fsError);
   log.error({ err: error }, 'internal error');
   process.stderr.write(`canary-audit: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
   return EXIT_FAILURE;

@@ -1,3 +1,4 @@
+import { terminalSafe } from '../errors.js';
 import { planGrid } from '../app/index.js';
 import { gridTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
@@ -40,7 +41,7 @@ nowhere is an error naming the \`canary-audit models fetch\` command that fetche
     warnUnpinned(models);
     warnSingleRuns(plan);
     if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
-    else process.stdout.write(planText(plan, written, models));
+    else process.stdout.write(terminalSafe(planText(plan, written, models)));
     return 0;
   },
 };

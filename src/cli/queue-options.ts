@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { UserInputError } from '../errors.js';
+import { UserInputError, quoteValue } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
 import { cpuSlots, defaultCpuSlotCount, detectGpus, gpuSlots, resolveTuning, type QueueTuning, type WorkerSlot } from '../queue/index.js';
 import { createRunner, type TrainerRunner } from '../runner/index.js';
@@ -10,7 +10,13 @@ export const REDIS_OPTION: Record<string, OptionSpec> = {
   redis: {
     type: 'string',
     value: 'URL',
-    description: 'Redis to use: redis://[user:password@]host[:port][/db], rediss://... (TLS), unix:///path. Default: $REDIS_URL.',
+    description:
+      'Redis to use: redis://[user:password@]host[:port][/db], rediss://... (TLS), unix:///path. Default: $REDIS_URL. A password in this flag shows in `ps` to every local user: leave it out of the URL and use --redis-password-file or $REDIS_PASSWORD.',
+  },
+  'redis-password-file': {
+    type: 'string',
+    value: 'FILE',
+    description: 'Read the Redis password from the first line of FILE (keep it 0600). Else $REDIS_PASSWORD, else the URL\'s own.',
   },
 };
 
@@ -70,10 +76,32 @@ export function slotsFrom(args: ParsedArgs): WorkerSlot[] {
   if (gpus !== undefined && cpu !== undefined) {
     throw new UserInputError('--gpus and --cpu exclude each other: a host runs GPU workers or CPU workers', { code: 'E_BAD_FLAG' });
   }
-  if (gpus !== undefined) return gpuSlots(gpus);
+  if (gpus !== undefined) return checkedGpuSlots(gpus, stringOption(args, 'runner') ?? 'local');
   if (cpu !== undefined) return cpuSlots(intOption(args, 'cpu', 1, 1));
   const detected = detectGpus();
   return detected.length > 0 ? gpuSlots(detected.join(',')) : cpuSlots(defaultCpuSlotCount());
+}
+
+/**
+ * --gpus on a host where nvidia-smi lists no GPU: with the local runner the trainers would run on
+ * the CPU with torch's default thread count, so their scores would differ from --cpu runs'. Refused.
+ * The docker runner's GPUs may be visible only to the engine, not to this process (a worker in a
+ * container without nvidia-smi): a warning only, since pinning threads there would also cap a real
+ * GPU trainer's container (--cpus).
+ */
+export function checkedGpuSlots(spec: string, runner: string, detected: string[] = detectGpus()): WorkerSlot[] {
+  const slots = gpuSlots(spec);
+  if (detected.length > 0) return slots;
+  if (runner !== 'docker') {
+    throw new UserInputError(
+      `GPU ${quoteValue(spec)} asked for, but nvidia-smi lists no GPU on this host; use --cpu N for CPU workers (each trainer then runs with a fixed thread count, so its scores match other CPU runs)`,
+      { field: '--gpus', code: 'E_NO_GPU' },
+    );
+  }
+  process.stderr.write(
+    `canary-audit: warning: --gpus ${spec}: nvidia-smi lists no GPU here; if the trainer containers find none either, they run on the CPU with torch's default threads (use --cpu N for CPU runs)\n`,
+  );
+  return slots;
 }
 
 export function runnerFrom(args: ParsedArgs): TrainerRunner {

@@ -1,10 +1,11 @@
 import { stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { UserInputError, quoteValue } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
 import { parseFormats, writeReport, REPORT_FORMATS } from '../report/index.js';
 import { intOption, stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';
+import { AUDIT_INDEX_FILE, auditDirOf, auditsRoot } from '../layout.js';
 
 /**
  * `canary-audit report AUDIT`: recompute every figure of an audit from its stored scores (no GPU,
@@ -21,12 +22,12 @@ async function isDir(path: string): Promise<boolean> {
 /** AUDIT is a folder holding audit.json, a path to audit.json, or an id under <artifacts>/audits/. */
 export async function resolveAuditDir(audit: string, artifactsDir: string): Promise<string> {
   const asPath = resolve(audit);
-  if (basename(asPath) === 'audit.json' && !(await isDir(asPath))) return dirname(asPath);
+  if (basename(asPath) === AUDIT_INDEX_FILE && !(await isDir(asPath))) return dirname(asPath);
   if (await isDir(asPath)) return asPath;
-  const byId = join(artifactsDir, 'audits', audit);
+  const byId = auditDirOf(artifactsDir, audit);
   if (await isDir(byId)) return byId;
   throw new UserInputError(
-    `no audit ${quoteValue(audit)}: neither a folder nor an id under ${join(artifactsDir, 'audits')}; pass an audit folder, or its id with --artifacts DIR (default $CANARY_AUDIT_HOME or ./artifacts)`,
+    `no audit ${quoteValue(audit)}: neither a folder nor an id under ${auditsRoot(artifactsDir)}; pass an audit folder, or its id with --artifacts DIR (default $CANARY_AUDIT_HOME or ./artifacts)`,
     { field: 'AUDIT', code: 'E_NO_AUDIT' },
   );
 }

@@ -1,3 +1,4 @@
+import { terminalSafe } from '../errors.js';
 import { log } from '../log.js';
 import { loadAuditSource, runAuditLocally } from '../app/index.js';
 import { LiveView, redisTargetFrom } from '../queue/index.js';
@@ -36,7 +37,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
   },
   positionals: [1, 1],
   async run(args) {
-    const target = redisTargetFrom(stringOption(args, 'redis'));
+    const target = redisTargetFrom(stringOption(args, 'redis'), stringOption(args, 'redis-password-file'));
     const slots = slotsFrom(args);
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);
@@ -87,7 +88,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       } else {
         const done = runs.filter((r) => r.state === 'completed').length;
         process.stdout.write(`${result.auditId}: ${done}/${runs.length} runs completed${failed.length ? `, ${failed.length} failed or cancelled` : ''}${result.interrupted ? ' (interrupted)' : ''}\n`);
-        for (const r of failed) process.stdout.write(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`);
+        for (const r of failed) process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
         for (const file of result.reportFiles ?? []) process.stdout.write(`wrote ${file}\n`);
       }
       return result.interrupted || failed.length > 0 ? 1 : 0;

@@ -13,7 +13,7 @@ import {
   requireRedisTarget,
 } from '../queue/index.js';
 import { auditsOnDisk, notQueuedLines } from '../app/index.js';
-import { UserInputError } from '../errors.js';
+import { UserInputError, terminalSafe } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';
@@ -47,7 +47,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
   },
   positionals: [0, 1],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'status');
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
     const auditId = args.positionals[0];
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
     const json = Boolean(args.values.json);
@@ -65,7 +65,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       try {
         const [workers, audits] = await Promise.all([readFleet(client, conn.prefix), snapshot()]);
         const throughput = throughputByHost(audits.flatMap((a) => a.runs));
-        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : renderFleet(workers, throughput));
+        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : terminalSafe(renderFleet(workers, throughput)));
       } finally {
         client.disconnect();
       }
@@ -80,8 +80,9 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
         process.stdout.write(jsonLine('status', { audits, not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })) }));
         return 0;
       }
-      process.stdout.write(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits));
-      for (const line of notQueuedLines(missing, queued, target.redacted)) process.stdout.write(`${line}\n`);
+      // User strings (grid names, cell labels, trainer messages) reach the terminal escaped.
+      process.stdout.write(terminalSafe(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits)));
+      for (const line of notQueuedLines(missing, queued, target.redacted)) process.stdout.write(`${terminalSafe(line)}\n`);
       return 0;
     }
 

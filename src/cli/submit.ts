@@ -30,7 +30,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
   },
   positionals: [1, 1],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'submit');
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'submit', stringOption(args, 'redis-password-file'));
     const tuning = tuningFrom(args);
     const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning, { pinRevisions: !args.values['no-pin-revisions'] });
     warnUnpinned(source.models);

@@ -25,7 +25,7 @@ newest checkpoint. Exit codes: 0 stopped on a signal, 1 Redis unreachable, 2 bad
   options: { ...SLOT_OPTIONS, ...REDIS_OPTION, ...ARTIFACTS_OPTION, ...TIMING_OPTIONS },
   positionals: [0, 0],
   async run(args) {
-    const target = requireRedisTarget(stringOption(args, 'redis'), 'worker');
+    const target = requireRedisTarget(stringOption(args, 'redis'), 'worker', stringOption(args, 'redis-password-file'));
     const artifactsDir = artifactsFrom(args);
     if (!existsSync(artifactsDir)) {
       throw new UserInputError(

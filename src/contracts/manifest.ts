@@ -8,9 +8,45 @@ import type { DatasetProvenance } from './dataset.js';
 export const MANIFEST_VERSION = 'canary-audit.manifest/1';
 
 export type Role = 'system' | 'user' | 'assistant';
+/** A text part of a message's content. */
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+
+/** An image part: a PNG beside the rows, `images/<sha256>.png`, content-addressed. */
+export interface ImagePart {
+  type: 'image';
+  path: string;
+  sha256: string;
+  width: number;
+  height: number;
+}
+
+export type ContentPart = TextPart | ImagePart;
+
+/** `content`: a string (text tasks), or parts as vision-language chat templates take them. */
 export interface Message {
   role: Role;
-  content: string;
+  content: string | ContentPart[];
+}
+
+/** The text of a message: the string, or its text parts joined by newlines. */
+export function messageText(message: Message): string {
+  if (typeof message.content === 'string') return message.content;
+  return message.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
+}
+
+/** The image parts of messages, in order. */
+export function messageImages(messages: readonly Message[]): ImagePart[] {
+  return messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((p): p is ImagePart => p.type === 'image')));
+}
+
+/** An image file of a run (the manifest's `images`): path under the run folder, sha256, size. */
+export interface ImageRef {
+  path: string;
+  sha256: string;
+  bytes: number;
 }
 
 export interface FileRef {
@@ -21,7 +57,7 @@ export interface FileRef {
 }
 
 /** A utility metric (schemas/manifest.schema.json `utility.metrics`); docs/metrics.md defines each. */
-export const UTILITY_METRICS = ['loss', 'accuracy', 'exact_match', 'token_f1'] as const;
+export const UTILITY_METRICS = ['loss', 'accuracy', 'exact_match', 'token_f1', 'point_in_box', 'parse_rate'] as const;
 export type UtilityMetric = (typeof UTILITY_METRICS)[number];
 
 /**
@@ -191,6 +227,8 @@ export interface Manifest {
   training: TrainingSpec;
   rows: FileRef;
   utility?: UtilityRef;
+  /** Image tasks only: every image the rows, utility rows and probes show, sorted by path. */
+  images?: ImageRef[];
   canaries: InsertedCanary[];
   held_out: HeldOutCanary[];
   probes: Probe[];
@@ -208,4 +246,6 @@ export interface Row {
   prompt: Message[];
   /** The assistant reply: the only trained text. */
   target: string;
+  /** Grounding rows: the target element's box [x0, y0, x1, y1] in image pixels. */
+  box?: [number, number, number, number];
 }

@@ -1,4 +1,5 @@
 import type { Stamp } from '../provenance/index.js';
+import type { SkippedCheckpoint } from './result.js';
 
 /** schemas/progress.schema.json: one JSON object per trainer stdout line. */
 export const PROGRESS_VERSION = 1;
@@ -17,6 +18,8 @@ export interface StartedEvent extends Base {
   total_updates: number;
   resumed_from: number | null;
   provenance?: Stamp;
+  /** Checkpoints this start passed over (failed content hashes, or did not load). */
+  checkpoints_skipped?: SkippedCheckpoint[];
 }
 
 export interface StepEvent extends Base {
@@ -58,6 +61,7 @@ export type TrainerErrorKind =
   | 'oom'
   | 'missing_model'
   | 'missing_dependency'
+  | 'disk_full'
   | 'interrupted'
   | 'internal';
 

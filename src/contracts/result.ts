@@ -76,6 +76,8 @@ export interface Result {
     rows_per_s?: number;
     tokens_per_s?: number;
     resumed_from?: number | null;
+    /** Checkpoints a resume passed over (failed content hashes, or did not load), over all attempts. */
+    checkpoints_skipped?: SkippedCheckpoint[];
   };
   evaluations: Evaluation[];
   utility: {
@@ -143,4 +145,10 @@ export interface RunFailure {
   message: string;
   attempts: number;
   time: string;
+}
+
+/** A checkpoint not resumed from: its update and why (a file changed after it was written, ...). */
+export interface SkippedCheckpoint {
+  update: number;
+  reason: string;
 }

@@ -9,14 +9,17 @@ import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { log } from '../log.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { cancelAudit, resolveInsideArtifacts, type QueueConnection } from '../queue/index.js';
+import { cancelAudit, checkTreeInsideArtifacts, resolveInsideArtifacts, toArtifactRelative, type QueueConnection } from '../queue/index.js';
 import { computeReport } from '../report/index.js';
 import { buildPlots } from '../report/plots.js';
 import { StatusSource, type Snapshot } from './source.js';
+import { auditIndexPath, outputDirOfManifest } from '../layout.js';
 
 /**
  * `canary-audit dashboard`: a read-only web page over the queue, served by the controller.
- * Safe by default: bound to 127.0.0.1, requests for another Host refused (DNS rebinding), no
+ * Safe by default: bound to 127.0.0.1, requests for another Host refused on any bind address (DNS
+ * rebinding; names beyond loopback only through `allowHosts`), files read only inside the artifact
+ * root (the worker's own boundary check, symlinks followed), no
  * inline script (CSP), every user string set as text by the page. Actions (cancel an audit, retry a
  * failed run) exist only with `allowActions`, and then need the token in an X-Canary-Token header
  * (which a cross-site form cannot send) plus a same-origin Origin.
@@ -26,6 +29,8 @@ export interface DashboardOptions {
   /** Artifact root: trainer logs and the exposure-vs-dose plot are read from it when present. */
   artifactsDir: string | null;
   host?: string;
+  /** Host names (or addresses) a request may name besides loopback: how users reach a non-loopback bind. */
+  allowHosts?: string[];
   port?: number;
   allowActions?: boolean;
   /** Token for actions; random when not given. */
@@ -78,19 +83,40 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+const LOOPBACK = ['127.0.0.1', 'localhost', '::1', '[::1]'];
+const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
+
+/**
+ * The Host header names a request may carry: loopback, the bind address itself when it is one
+ * address (not a wildcard), and the names given. Any other name is a DNS-rebound page: refused.
+ */
+export function allowedHostNames(bind: string, extra: readonly string[] = []): Set<string> {
+  const names = new Set<string>(LOOPBACK);
+  const add = (name: string) => {
+    const n = name.trim().toLowerCase();
+    if (n === '') return;
+    names.add(n);
+    if (n.includes(':') && !n.startsWith('[')) names.add(`[${n}]`);
+  };
+  if (!WILDCARD.has(bind)) add(bind);
+  for (const name of extra) add(name);
+  return names;
+}
+
+/** The name part of a Host header (port stripped), lower case. */
+function hostName(header: string): string {
+  return header.trim().toLowerCase().replace(/:\d+$/, '');
+}
 
 export function createDashboardApp(source: StatusSource, options: DashboardOptions & { actionToken: string | null }): Hono {
   const app = new Hono();
-  const host = options.host ?? '127.0.0.1';
+  const allowed = allowedHostNames(options.host ?? '127.0.0.1', options.allowHosts);
   const plotCache = new Map<string, { key: string; value: unknown }>();
 
   app.use('*', async (c, next) => {
-    // On a loopback address only loopback names may reach the page: a DNS-rebound site cannot.
-    if (LOOPBACK.has(host)) {
-      const hostHeader = c.req.header('host') ?? '';
-      const name = hostHeader.replace(/:\d+$/, '');
-      if (!LOOPBACK.has(name)) return c.text('forbidden host', 403);
+    // Whatever the bind address, only the allowed names reach the page: a DNS-rebound site cannot.
+    if (!allowed.has(hostName(c.req.header('host') ?? ''))) {
+      return c.text('forbidden host: start the dashboard with --allow-host NAME for each name it is reached by', 403);
     }
     await next();
     c.header('Content-Security-Policy', CSP);
@@ -158,7 +184,9 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     if (options.artifactsDir) {
       try {
         const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
-        trainerLog = await tailLines(join(dirname(manifest), 'output', 'trainer.stderr.log'), 40);
+        // The worker's boundary check on the log itself: a symlink out of the artifact root is not read.
+        const logPath = resolveInsideArtifacts(options.artifactsDir, toArtifactRelative(options.artifactsDir, join(outputDirOfManifest(manifest), 'trainer.stderr.log')));
+        trainerLog = await tailLines(logPath, 40);
       } catch {
         trainerLog = null;
       }
@@ -182,7 +210,10 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
         value = { spec: null, reason: 'no run has finished yet' };
       } else {
         const auditDir = resolveInsideArtifacts(options.artifactsDir, parent.data.audit_dir);
-        if (!existsSync(join(auditDir, 'audit.json'))) throw new Error(`${auditDir}/audit.json is not on this host`);
+        if (!existsSync(auditIndexPath(auditDir))) throw new Error(`${auditDir}/audit.json is not on this host`);
+        // The report reads every run's manifest, result and score files: none through a symlink
+        // that leads out of the root (runs/<run>/output/scores/<phase>/<file>: five levels).
+        checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
         value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };

@@ -155,6 +155,11 @@ const task: Normaliser<'task'> = (raw, path, ctx) => {
     const value: TaskValue = { name, params: { style: (rest.style as string | undefined) ?? 'compact' } };
     return { label: label ?? `${name}/${value.params.style as string}`, value };
   }
+  if (name === 'gui-grounding') {
+    // Synthetic screenshots: the parameters as written (the task fills its defaults).
+    const size = rest.width !== undefined || rest.height !== undefined ? `/${String(rest.width ?? '')}x${String(rest.height ?? '')}` : '';
+    return { label: label ?? `${name}${size}`, value: { name, params: structuredClone(rest) } };
+  }
   // Dataset-backed tasks: the parameters as written (the task fills its preset's defaults), with a
   // local source resolved against the grid file's folder, as a local model's path is.
   const params = structuredClone(rest);

@@ -1,7 +1,7 @@
 import type { TaskData } from '../contracts/index.js';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, resolve } from 'node:path';
-import { UserInputError, UserInputErrors } from '../errors.js';
+import { UserInputError, UserInputErrors, firstControlCharacter, quoteValue } from '../errors.js';
 import { contentHash } from '../hash.js';
 import { codeSpaceOf } from './code-space.js';
 import { cueEncoding } from '../codes/index.js';
@@ -60,6 +60,36 @@ export async function loadGrid(file: string): Promise<LoadedGrid> {
   return parseGrid(file, text);
 }
 
+/**
+ * Names and labels (`name`, `label` at any depth, and plain axis values) become cell ids, folder
+ * names and lines on a terminal: a control character there (an escape sequence that retitles the
+ * window or recolours the screen) is refused, one error per value.
+ */
+function controlCharacterErrors(source: GridSource, data: unknown): UserInputError[] {
+  const errors: UserInputError[] = [];
+  const check = (path: GridPath, value: string): void => {
+    const c = firstControlCharacter(value);
+    if (c === null) return;
+    const code = `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+    errors.push(new UserInputError(`${quoteValue(value)} contains a control character (${code}); names and labels are printed on terminals: use letters, digits, spaces and punctuation`, {
+      location: source.locate(path),
+      field: formatPath(path),
+      code: 'E_GRID_VALUE',
+    }));
+  };
+  const walk = (value: unknown, path: GridPath, axisValue: boolean): void => {
+    if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, i], axisValue));
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, v] of Object.entries(value)) {
+        if ((key === 'name' || key === 'label') && typeof v === 'string') check([...path, key], v);
+        else walk(v, [...path, key], path.length === 1 && path[0] === 'axes');
+      }
+    } else if (typeof value === 'string' && axisValue) check(path, value);
+  };
+  walk(data, [], false);
+  return errors;
+}
+
 /** Parse, validate and expand grid text; `file` names it in error messages. */
 export function parseGrid(file: string, text: string): LoadedGrid {
   const source = GridSource.parse(file, text);
@@ -70,6 +100,8 @@ export function parseGrid(file: string, text: string): LoadedGrid {
       code: 'E_GRID_EMPTY',
     });
   }
+  const control = controlCharacterErrors(source, data);
+  if (control.length > 0) throw new UserInputErrors(control);
   if (validate('grid', data).length > 0) throw new UserInputErrors(explainGridErrors(source, data));
   const doc = data as GridDocument;
   const name = doc.name ?? defaultName(file);

@@ -4,12 +4,13 @@ import { codeSpaceOf, type LoadedGrid, type VisibilityValue } from '../grid/inde
 import { spaceSize } from '../codes/index.js';
 import type { CanaryPool, PoolCanary } from './canaries.js';
 import { cueEncoding, type CueEncoding } from '../codes/index.js';
+import { GRID_FILE } from '../layout.js';
 import type { RunLayout } from './plan-run.js';
 import { canaryProbes } from './probes.js';
 import { createTask, type Task, type TaskSpec } from './tasks/index.js';
 
 /** Where a manifest says the audit's grid is, relative to its own folder (runs/<run_id>/). */
-export const GRID_FILE_FROM_RUN = '../../grid.yaml';
+export const GRID_FILE_FROM_RUN = `../../${GRID_FILE}`;
 
 /** Every manifest field that does not depend on written files (run_id, rows, utility, provenance). */
 export type ManifestCore = Omit<Manifest, 'run_id' | 'rows' | 'utility' | 'provenance'>;

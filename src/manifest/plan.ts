@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
-import type { TaskData } from '../contracts/index.js';
+import { messageText, type TaskData } from '../contracts/index.js';
 import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
 import { gridTask } from './manifest.js';
 import { codesIn } from '../codes/index.js';
@@ -131,7 +131,7 @@ function datasetCodes(grid: LoadedGrid): Set<string> {
   for (const value of grid.expansion.axes.task) {
     const task = gridTask(grid, value);
     for (const row of task.allRows?.() ?? []) {
-      for (const m of row.prompt) codesIn(space, m.content, codes);
+      for (const m of row.prompt) codesIn(space, messageText(m), codes);
       codesIn(space, row.target, codes);
     }
   }
@@ -170,9 +170,26 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
       else throw error;
     }
   }
-  errors.push(...checkTinyLengths(grid, pool, runs));
+  errors.push(...checkImageModels(grid));
+  if (errors.length === 0) errors.push(...checkTinyLengths(grid, pool, runs));
   if (errors.length > 0) throw new UserInputErrors(mergeCellErrors(errors));
   return { auditId: `audit-${grid.sha256.slice(0, 12)}`, name: doc.name, gridFile, gridText, grid, pool, runs, startStamp };
+}
+
+/** Image rows need a vision-language model: the tiny model reads characters only. */
+function checkImageModels(grid: LoadedGrid): UserInputError[] {
+  return grid.expansion.cells.flatMap((cell) => {
+    const task = gridTask(grid, cell.values.task);
+    const model = cell.values.model;
+    if (task.images === undefined || model.value.backend !== 'tiny') return [];
+    return [
+      new CellPlanError(cell.id, `task ${cell.values.task.label} gives image rows but model ${model.label} reads text only; use a Hugging Face vision-language model (backend: hf, e.g. Qwen/Qwen2.5-VL-7B-Instruct)`, {
+        location: grid.source.locate(model.path),
+        field: formatPath(model.path),
+        code: 'E_MODEL',
+      }),
+    ];
+  });
 }
 
 /** The same reason at the same grid value in many cells: one line that counts and names a few. */

@@ -11,13 +11,13 @@ import { Rng } from '../random.js';
 /** A run's training row for one inserted canary: its identity and message, the cue the run shows. */
 export function canaryTrainingRow(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): CanaryExample {
   const { task, taskSpec, cue } = renderer;
-  return task.canary(pool.identity(task, canary.id).value, pool.message(task, taskSpec, canary.id), cue.encode(canary.code), canary.code);
+  return task.canary(pool.identity(task, canary.id).value, pool.message(task, taskSpec, canary.id), cue.encode(canary.code), canary.code, cue.visibility);
 }
 
 /** A canary row as rows.jsonl prints it, less its leading `{"i":N,` (the only part that changes per appearance). */
 function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): string {
   const example = canaryTrainingRow(pool, renderer, canary);
-  return JSON.stringify({ kind: 'canary', canary_id: canary.id, prompt: example.prompt, target: example.target }).slice(1);
+  return JSON.stringify({ kind: 'canary', canary_id: canary.id, prompt: example.prompt, target: example.target, ...boxOf(example) }).slice(1);
 }
 
 /**
@@ -39,7 +39,7 @@ export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: Ru
     const row = next();
     const k = slot[i] as number;
     if (k >= 0) yield `{"i":${i},${rests[k] as string}`;
-    else yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target });
+    else yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target, ...boxOf(row) });
   }
 }
 
@@ -71,7 +71,7 @@ export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: Run
   };
   for (let i = 0; i < grid.rows; i += 1) {
     const row = next();
-    const line = `${JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target })}\n`;
+    const line = `${JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target, ...boxOf(row) })}\n`;
     offsets[i] = at;
     at += Buffer.byteLength(line, 'utf8');
     lines.push(line);
@@ -87,7 +87,9 @@ export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: Run
  * Write a run's rows.jsonl from the shared background bytes with its canary rows spliced in: the
  * same bytes as `writeLines(path, trainingRowLines(...))`, without generating the background again.
  */
-export async function writeTrainingRows(path: string, background: BackgroundRows, grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Promise<WrittenLines> {
+export async function writeTrainingRows(path: string, background: BackgroundRows, grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Promise<WrittenLines & { images: Set<string> }> {
+  const scan = renderer.task.images !== undefined;
+  const images = new Set<string>();
   const canaryAt = new Map<number, string>();
   layout.canaries.forEach((c) => {
     const rest = canaryRowRest(pool, renderer, c.canary);
@@ -100,6 +102,8 @@ export async function writeTrainingRows(path: string, background: BackgroundRows
   let pending: Buffer[] = [];
   let pendingSize = 0;
   const push = async (buffer: Buffer): Promise<void> => {
+    // Every buffer holds whole lines, so no image part is split between two.
+    if (scan) imageShas(buffer.toString('utf8'), images);
     hash.update(buffer);
     bytes += buffer.length;
     pending.push(buffer);
@@ -127,7 +131,7 @@ export async function writeTrainingRows(path: string, background: BackgroundRows
   } finally {
     await handle.close();
   }
-  return { sha256: hash.digest('hex'), count: grid.rows, bytes };
+  return { sha256: hash.digest('hex'), count: grid.rows, bytes, images };
 }
 
 /** How many utility rows a run gets: the grid's count, or all a dataset's utility split holds. */
@@ -142,8 +146,21 @@ export function* utilityRowLines(grid: LoadedGrid, pool: CanaryPool, renderer: R
   const count = utilityRowCount(grid, renderer);
   for (let i = 0; i < count; i += 1) {
     const row = next();
-    yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target });
+    yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target, ...boxOf(row) });
   }
+}
+
+/** A grounding row's `box` field, or nothing (text rows have none). */
+function boxOf(row: { box?: [number, number, number, number] }): { box?: [number, number, number, number] } {
+  return row.box ? { box: row.box } : {};
+}
+
+const IMAGE_SHA = /"type":"image","path":"images\/[0-9a-f]{64}\.png","sha256":"([0-9a-f]{64})"/g;
+
+/** The sha256 of every image part in JSON text written by this module (rows, probes), added to `into`. */
+export function imageShas(text: string, into: Set<string>): Set<string> {
+  for (const m of text.matchAll(IMAGE_SHA)) into.add(m[1] as string);
+  return into;
 }
 
 export interface WrittenLines {

@@ -5,7 +5,7 @@ import { CanaryAuditError } from '../errors.js';
 import { explainWriteError, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { contentHash } from '../hash.js';
 import { log } from '../log.js';
-import { AUDIT_VERSION, type AuditIndex, type FileRef, type Manifest, type ModelSpec } from '../contracts/index.js';
+import { AUDIT_VERSION, type AuditIndex, type FileRef, type ImageRef, type Manifest, type ModelSpec } from '../contracts/index.js';
 import type { Provenance } from '../provenance/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
@@ -15,10 +15,10 @@ import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrai
 import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
-import type { CanaryPool } from './canaries.js';
-import type { LoadedGrid } from '../grid/index.js';
 import type { UtilityMetric } from './tasks/index.js';
-import { backgroundRows, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
+import { backgroundRows, imageShas, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
+import type { ImageStore } from './images/index.js';
+import { auditDirOf, auditIndexPath, GRID_FILE, IMAGES_DIR, MANIFEST_FILE, manifestPathOf, runDirEntry, runDirOf, RUNS_DIR } from '../layout.js';
 
 export interface WrittenRun {
   runId: string;
@@ -51,7 +51,7 @@ export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Part
  * unchanged audit.json is not rewritten.
  */
 export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise<WrittenAudit> {
-  const auditDir = join(artifactsDir, 'audits', plan.auditId);
+  const auditDir = auditDirOf(artifactsDir, plan.auditId);
   try {
     return await writeAuditFiles(plan, auditDir);
   } catch (error) {
@@ -60,15 +60,15 @@ export async function writeAudit(plan: AuditPlan, artifactsDir: string): Promise
 }
 
 async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<WrittenAudit> {
-  await mkdir(join(auditDir, 'runs'), { recursive: true });
+  await mkdir(join(auditDir, RUNS_DIR), { recursive: true });
   const removed = await cleanStaleStaging(join(auditDir, '.tmp'));
   if (removed.length > 0) log.info({ removed }, 'removed staging folders of writes that were killed');
-  const gridPath = join(auditDir, 'grid.yaml');
+  const gridPath = join(auditDir, GRID_FILE);
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
 
   const runs: WrittenRun[] = [];
   // Shared by every run of this write: what is the same for all of them is made once.
-  const shared: Shared = { corpora: new Map(), background: new Map(), generation: new Map(), provenance: finishProvenance(plan.startStamp) };
+  const shared: Shared = { corpora: new Map(), background: new Map(), generation: new Map(), utilityLines: new Map(), provenance: finishProvenance(plan.startStamp) };
   const corpora = shared.corpora;
   try {
     for (const [k, layout] of plan.runs.entries()) {
@@ -82,9 +82,9 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   // Remove the staging folder once empty; another writer may still be using it.
   await rmdir(join(auditDir, '.tmp')).catch(() => undefined);
 
-  const indexPath = join(auditDir, 'audit.json');
+  const indexPath = auditIndexPath(auditDir);
   const previous = await readJson<AuditIndex>(indexPath);
-  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: `runs/${r.runId}` }));
+  const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: runDirEntry(r.runId) }));
   const index = auditIndex(plan, entries, previous?.created);
   const sameRuns = previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
   if (!sameRuns) {
@@ -109,6 +109,8 @@ interface Shared {
   background: Map<string, BackgroundRows>;
   /** The utility generation settings per task (they read every utility row). */
   generation: Map<string, UtilityGeneration>;
+  /** The utility rows per task, made once (an image task renders a screenshot per row). */
+  utilityLines: Map<string, string[]>;
   provenance: Provenance;
 }
 
@@ -123,11 +125,22 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     let background = shared.background.get(taskKey);
     if (!background) shared.background.set(taskKey, (background = backgroundRows(grid, pool, renderer)));
     const rows = await writeTrainingRows(join(tmp, 'rows.jsonl'), background, grid, pool, layout, renderer);
-    const utility = await linkShared(shared.corpora, `utility|${taskKey}`, tmp, 'utility.jsonl', () => utilityRowLines(grid, pool, renderer));
+    let utilityLines = shared.utilityLines.get(taskKey);
+    if (!utilityLines) shared.utilityLines.set(taskKey, (utilityLines = [...utilityRowLines(grid, pool, renderer)]));
+    const lines = utilityLines;
+    const utility = await linkShared(shared.corpora, `utility|${taskKey}`, tmp, 'utility.jsonl', () => lines);
     let generation = shared.generation.get(taskKey);
-    if (!generation) shared.generation.set(taskKey, (generation = utilityGeneration(grid, pool, renderer)));
+    if (!generation) shared.generation.set(taskKey, (generation = utilityGeneration(renderer, lines)));
     const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
     const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp, shared.corpora));
+    const store = renderer.task.images;
+    let images: ImageRef[] | undefined;
+    if (store) {
+      const shas = rows.images;
+      for (const line of lines) imageShas(line, shas);
+      imageShas(JSON.stringify(probes), shas);
+      images = await linkImages(shared.corpora, store, [...shas], tmp);
+    }
     const manifest: Manifest = {
       schema_version,
       run_id: 'run-0000000000000000',
@@ -137,6 +150,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       training,
       rows: { path: 'rows.jsonl', sha256: rows.sha256, count: rows.count },
       utility: { path: 'utility.jsonl', sha256: utility.sha256, count: utility.count, ...generation },
+      ...(images ? { images } : {}),
       canaries,
       held_out,
       probes,
@@ -148,13 +162,13 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const errors = validate('manifest', manifest);
     if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `manifest for ${layout.cell.id} fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
     manifest.run_id = runIdOf(manifest);
-    const runDir = join(auditDir, 'runs', manifest.run_id);
-    const manifestPath = join(runDir, 'manifest.json');
+    const runDir = runDirOf(auditDir, manifest.run_id);
+    const manifestPath = manifestPathOf(runDir);
     const result = { runId: manifest.run_id, cellId: layout.cell.id, cell: { ...layout.cell.labels }, runDir, manifestPath };
 
     const existing = await readJson<Manifest>(manifestPath);
     if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256) return { ...result, created: false };
-    await writeJsonAtomic(join(tmp, 'manifest.json'), manifest);
+    await writeJsonAtomic(join(tmp, MANIFEST_FILE), manifest);
     try {
       await rename(tmp, runDir);
     } catch (error) {
@@ -162,7 +176,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
       // A folder without a manifest (an interrupted write, or a trainer's output/): fill it in,
       // manifest last so a reader never sees a manifest whose rows are missing.
-      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), 'manifest.json'];
+      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), ...(images ? [IMAGES_DIR] : []), MANIFEST_FILE];
+      if (images) await rm(join(runDir, IMAGES_DIR), { recursive: true, force: true });
       for (const name of files) await rename(join(tmp, name), join(runDir, name));
     }
     return { ...result, created: true };
@@ -205,6 +220,28 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
 }
 
 /**
+ * The images a run shows, into its staging folder as images/<sha256>.png: each written once per
+ * write beside the staging folders and hard-linked (or copied) into every run that shows it, as
+ * utility.jsonl is. Returns the manifest's `images`, sorted by path.
+ */
+async function linkImages(corpora: Corpora, store: ImageStore, shas: string[], tmp: string): Promise<ImageRef[]> {
+  await mkdir(join(tmp, IMAGES_DIR), { recursive: true });
+  const refs = shas.map((sha) => store.ref(sha)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const ref of refs) {
+    let corpus = corpora.get(`image|${ref.sha256}`);
+    if (!corpus) {
+      const file = join(tmp, '..', stagingName('shared', `${ref.sha256.slice(0, 16)}.png`));
+      await writeFileAtomic(file, store.get(ref.sha256).png);
+      corpus = { file, path: ref.path, sha256: ref.sha256, count: 1 };
+      corpora.set(`image|${ref.sha256}`, corpus);
+    }
+    const target = join(tmp, ref.path);
+    await link(corpus.file, target).catch(() => copyFile(corpus.file, target));
+  }
+  return refs;
+}
+
+/**
  * Utility metrics beyond the loss need the model's greedy reply to each utility row: the
  * manifest asks for it with the metrics and a token limit. A token is at least one character for
  * the ASCII replies of the shipped tasks, so the longest target in characters (plus a quarter and
@@ -212,11 +249,11 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
  */
 type UtilityGeneration = { metrics?: UtilityMetric[]; max_new_tokens?: number };
 
-function utilityGeneration(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): UtilityGeneration {
+function utilityGeneration(renderer: RunRenderer, lines: readonly string[]): UtilityGeneration {
   const metrics = renderer.task.metrics;
   if (metrics.every((m) => m === 'loss')) return {};
   let longest = 0;
-  for (const line of utilityRowLines(grid, pool, renderer)) longest = Math.max(longest, (JSON.parse(line) as { target: string }).target.length);
+  for (const line of lines) longest = Math.max(longest, (JSON.parse(line) as { target: string }).target.length);
   return { metrics: [...metrics], max_new_tokens: Math.ceil(longest * 1.25) + 8 };
 }
 

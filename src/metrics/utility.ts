@@ -11,13 +11,19 @@ import { wilsonInterval } from './wilson.js';
  * - `accuracy`: the reply, trimmed, equals the target, trimmed (a class label: Banking77's intent).
  * - `exact_match`: TAT-QA-style normalised match, strict on the scale (`normalizeAnswer`).
  * - `token_f1`: SQuAD-style bag-of-tokens F1 of the normalised texts (`answerTokens`).
+ * - `point_in_box`: the point the reply names (`replyPoint`) lies inside the row's box, edges
+ *   included; a reply no point can be read from counts as wrong.
+ * - `parse_rate`: a point can be read from the reply at all.
  *
  * A run's accuracy and exact match are proportions of rows with Wilson intervals; token F1 is a
  * mean over rows with a percentile-bootstrap interval (seeded). A figure that pools several runs is
  * a mean over all their rows, resampled hierarchically (runs, then rows within each drawn run).
  */
 export type GenerationMetric = Exclude<UtilityMetric, 'loss'>;
-export const GENERATION_METRICS: readonly GenerationMetric[] = ['accuracy', 'exact_match', 'token_f1'];
+export const GENERATION_METRICS: readonly GenerationMetric[] = ['accuracy', 'exact_match', 'token_f1', 'point_in_box', 'parse_rate'];
+
+/** Metrics scored against the row's box (grounding rows), not its target text. */
+export const BOX_METRICS: readonly GenerationMetric[] = ['point_in_box', 'parse_rate'];
 
 export function isGenerationMetric(m: string): m is GenerationMetric {
   return (GENERATION_METRICS as readonly string[]).includes(m);
@@ -139,16 +145,47 @@ export function tokenF1(prediction: string, target: string): number {
   return (2 * precision * recall) / (precision + recall);
 }
 
-/** One row's score: 1 or 0 for accuracy and exact match, F1 in [0, 1] for token_f1. */
-export function rowScore(metric: GenerationMetric, prediction: string, target: string): number {
+// ---- grounding ------------------------------------------------------------------------------
+
+export type Box = readonly [number, number, number, number];
+
+const NUMBER_TEXT = String.raw`[-+]?(?:\d+(?:\.\d*)?|\.\d+)`;
+/** `x=12, y=34` (any separators between), the click action's form. */
+const NAMED_POINT = new RegExp(String.raw`\bx\s*[=:]\s*(${NUMBER_TEXT})[\s,;]*y\s*[=:]\s*(${NUMBER_TEXT})`, 'u');
+/** `(12, 34)` or `[12, 34]`: the first bracketed pair of numbers. */
+const PAIR_POINT = new RegExp(String.raw`[([]\s*(${NUMBER_TEXT})\s*,\s*(${NUMBER_TEXT})\s*[)\]]`, 'u');
+
+/**
+ * The point a grounding reply names, in image pixels: `click(x=12, y=34)` (the task's own action),
+ * else the first bracketed pair `(12, 34)` / `[12, 34]`; null when neither is there.
+ */
+export function replyPoint(reply: string): [number, number] | null {
+  const m = NAMED_POINT.exec(reply) ?? PAIR_POINT.exec(reply);
+  if (!m) return null;
+  const x = Number(m[1]);
+  const y = Number(m[2]);
+  return Number.isFinite(x) && Number.isFinite(y) ? [x, y] : null;
+}
+
+export function pointInBox(reply: string, box: Box): boolean {
+  const p = replyPoint(reply);
+  return p !== null && p[0] >= box[0] && p[0] <= box[2] && p[1] >= box[1] && p[1] <= box[3];
+}
+
+/** One row's score: 1 or 0 for accuracy, exact match and the grounding metrics, F1 in [0, 1] for token_f1. */
+export function rowScore(metric: GenerationMetric, prediction: string, target: string, box?: Box | null): number {
+  if (metric === 'point_in_box' || metric === 'parse_rate') {
+    if (!box) throw new RangeError(`${metric} needs the row's box`);
+    return (metric === 'parse_rate' ? replyPoint(prediction) !== null : pointInBox(prediction, box)) ? 1 : 0;
+  }
   if (metric === 'accuracy') return accuracyMatch(prediction, target) ? 1 : 0;
   if (metric === 'exact_match') return exactMatch(prediction, target) ? 1 : 0;
   return tokenF1(prediction, target);
 }
 
-export function rowScores(metric: GenerationMetric, predictions: readonly string[], targets: readonly string[]): number[] {
+export function rowScores(metric: GenerationMetric, predictions: readonly string[], targets: readonly string[], boxes?: readonly (Box | null)[]): number[] {
   if (predictions.length !== targets.length) throw new RangeError(`rowScores: ${predictions.length} predictions but ${targets.length} targets`);
-  return predictions.map((p, i) => rowScore(metric, p, targets[i] as string));
+  return predictions.map((p, i) => rowScore(metric, p, targets[i] as string, boxes?.[i] ?? null));
 }
 
 // ---- intervals ------------------------------------------------------------------------------

@@ -50,6 +50,21 @@ export function checkOutputInsideArtifacts(artifactsDir: string, outDir: string)
   }
 }
 
+/**
+ * A folder the controller reads as a whole (the dashboard's plot reads an audit's manifests,
+ * results and score files): refused when it, or any symlink in it (`depth` levels deep), leads out
+ * of the root.
+ */
+export function checkTreeInsideArtifacts(artifactsDir: string, dir: string, depth: number): void {
+  const root = safeRealpath(resolve(artifactsDir)) ?? resolve(artifactsDir);
+  resolveInsideArtifacts(artifactsDir, toArtifactRelative(artifactsDir, dir));
+  for (const link of symlinksUnder(dir, depth)) {
+    if (!isWithin(root, realpathOfExisting(link))) {
+      throw new ArtifactPathError(`${link} is a symlink that leads outside the artifact root ${root}; not read`);
+    }
+  }
+}
+
 function symlinksUnder(dir: string, depth: number): string[] {
   let names: string[];
   try {

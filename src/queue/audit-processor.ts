@@ -1,12 +1,13 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Job, Processor, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { resolveInsideArtifacts } from './artifact-path.js';
+import { checkOutputInsideArtifacts, resolveInsideArtifacts } from './artifact-path.js';
+import { log } from '../log.js';
 import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
 import type { AuditJobData, AuditReturn } from './job-data.js';
 import type { QueueKeys } from './names.js';
 import { jobIdFromKey } from './queues.js';
+import { outputDirOf, runDirOf } from '../layout.js';
 
 /**
  * The audit parent runs once every run has completed, failed for good or been cancelled. It sums up
@@ -33,8 +34,12 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
     if (auditDir !== null && existsSync(auditDir)) {
       const time = new Date().toISOString();
       for (const failure of ended) {
-        const outDir = join(auditDir, 'runs', failure.run_id, 'output');
-        if (!existsSync(join(auditDir, 'runs', failure.run_id))) continue;
+        const runDir = runDirOf(auditDir, failure.run_id);
+        const outDir = outputDirOf(runDir);
+        if (!existsSync(runDir)) continue;
+        // A run refused for its paths (bad_job: output/ or a symlink in it leads out of the root)
+        // gets no file there either: writing would follow that symlink. Its reason is in Redis.
+        if (!outputInsideRoot(ctx.artifactsDir, outDir)) continue;
         const run = await ctx.runs.getJob(failure.run_id);
         await writeFailureRecordIfMissing(outDir, {
           run_id: failure.run_id,
@@ -42,6 +47,9 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
           message: failure.reason,
           attempts: run?.attemptsMade ?? 0,
           time,
+        }).catch((error: unknown) => {
+          // A full or failing disk must not fail the audit's summary: the reason is in Redis.
+          log.warn({ run: failure.run_id, err: error }, 'failure.json not written');
         });
       }
     }
@@ -53,4 +61,13 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
       finished: new Date().toISOString(),
     };
   };
+}
+
+function outputInsideRoot(artifactsDir: string, outDir: string): boolean {
+  try {
+    checkOutputInsideArtifacts(artifactsDir, outDir);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -4,6 +4,7 @@ import { UserInputError, quoteValue } from '../errors.js';
 import { resolveInsideArtifacts } from './artifact-path.js';
 import { writeFailureRecordIfMissing } from './failure-record.js';
 import { openQueues, openRedis, type QueueConnection } from './queues.js';
+import { outputDirOf } from '../layout.js';
 
 /**
  * Cancel an audit from any host:
@@ -81,7 +82,7 @@ async function recordRemoved(artifactsDir: string, manifest: string, runId: stri
     return;
   }
   if (!existsSync(runDir)) return;
-  await writeFailureRecordIfMissing(join(runDir, 'output'), {
+  await writeFailureRecordIfMissing(outputDirOf(runDir), {
     run_id: runId,
     kind: 'cancelled',
     message: `removed from the queue by cancel at ${time} before it started`,

@@ -19,6 +19,28 @@ export interface RedisTarget {
 
 const DEFAULT_PORT = 6379;
 
+/**
+ * `raw` with any password replaced by ***, for quoting in messages: done on the text, before and
+ * without parsing, so a URL that does not parse (a `/`, `#` or `?` in the password, a bad port) is
+ * masked too. Everything between `//` and the last `@` is credentials: only a user name without
+ * special characters is kept. A `password=` query parameter is masked as well.
+ */
+export function maskRedisUrl(raw: string): string {
+  let text = raw.replace(/([?&;]password=)[^&#]*/gi, '$1***');
+  const start = text.indexOf('//');
+  const at = text.lastIndexOf('@');
+  if (at > start) {
+    const from = start === -1 ? 0 : start + 2;
+    const userinfo = text.slice(from, at);
+    const colon = userinfo.indexOf(':');
+    const user = colon === -1 ? userinfo : userinfo.slice(0, colon);
+    // No colon: a single userinfo part is the password for Redis's `AUTH password` form too.
+    const keep = colon !== -1 && /^[\w.%-]*$/.test(user) ? `${user}:***` : '***';
+    text = `${text.slice(0, from)}${keep}${text.slice(at)}`;
+  }
+  return text;
+}
+
 export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
   if (/^[\w.-]+:\d+$/.test(raw)) {
     // host:port parses as a URL whose scheme is the host name: say what was meant.
@@ -29,7 +51,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
     url = new URL(raw);
   } catch {
     throw new UserInputError(
-      `${source}: ${quoteValue(raw)} is not a URL; use redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix:///path.sock`,
+      `${source}: ${quoteValue(maskRedisUrl(raw))} is not a URL (a password with /, # or ? must be percent-encoded, or given by --redis-password-file or $REDIS_PASSWORD); use redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix:///path.sock`,
       { code: 'E_BAD_REDIS_URL' },
     );
   }
@@ -38,7 +60,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
   const password = url.password
     ? decodeURIComponent(url.password)
     : (url.searchParams.get('password') ?? undefined);
-  const redacted = redact(url);
+  const redacted = maskRedisUrl(raw);
   const options: RedisOptions = {};
   const found = (): RedisTarget => ({ options, redacted, source });
   if (username) options.username = username;
@@ -99,27 +121,57 @@ function parseDb(text: string, redacted: string, source: string): number {
   return db;
 }
 
-function redact(url: URL): string {
-  const copy = new URL(url.href);
-  if (copy.password) copy.password = '***';
-  if (copy.searchParams.has('password')) copy.searchParams.set('password', '***');
-  return copy.href.replace('%2A%2A%2A', '***');
-}
-
 /**
  * Where the queue lives: an explicit --redis value, else $REDIS_URL, else undefined (the caller
  * decides: `run` starts a private redis-server, the other commands refuse).
+ * The password, when not in the URL, comes from `passwordFile` (--redis-password-file: the first
+ * line of the file), else $REDIS_PASSWORD: neither shows in `ps`, unlike a URL on the command line.
  */
-export function redisTargetFrom(flag: string | undefined): RedisTarget | undefined {
-  if (flag !== undefined) return parseRedisUrl(flag, '--redis');
-  const env = process.env.REDIS_URL;
-  if (env !== undefined && env !== '') return parseRedisUrl(env, 'REDIS_URL');
-  return undefined;
+export function redisTargetFrom(flag: string | undefined, passwordFile?: string): RedisTarget | undefined {
+  let target: RedisTarget | undefined;
+  if (flag !== undefined) target = parseRedisUrl(flag, '--redis');
+  else {
+    const env = process.env.REDIS_URL;
+    if (env !== undefined && env !== '') target = parseRedisUrl(env, 'REDIS_URL');
+  }
+  if (target === undefined) {
+    if (passwordFile !== undefined) {
+      throw new UserInputError('--redis-password-file needs a Redis: set REDIS_URL or pass --redis redis://host:6379', { code: 'E_NO_REDIS' });
+    }
+    return undefined;
+  }
+  const password = passwordFrom(passwordFile);
+  if (password === undefined) return target;
+  if (target.options.password !== undefined && passwordFile !== undefined) {
+    throw new UserInputError(`${target.source}: ${quoteValue(target.redacted)} has a password and --redis-password-file gives another; keep one`, {
+      code: 'E_BAD_REDIS_URL',
+    });
+  }
+  return target.options.password !== undefined ? target : { ...target, options: { ...target.options, password } };
+}
+
+function passwordFrom(file: string | undefined): string | undefined {
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new UserInputError(`--redis-password-file ${quoteValue(file)} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; give a readable file holding the password`, {
+        code: 'E_BAD_REDIS_URL',
+        cause: error,
+      });
+    }
+    const password = text.split(/\r?\n/)[0] ?? '';
+    if (password === '') throw new UserInputError(`--redis-password-file ${quoteValue(file)}: the first line is empty; write the password there`, { code: 'E_BAD_REDIS_URL' });
+    return password;
+  }
+  const env = process.env.REDIS_PASSWORD;
+  return env !== undefined && env !== '' ? env : undefined;
 }
 
 /** Like redisTargetFrom, but a missing URL is a user error that says how to give one. */
-export function requireRedisTarget(flag: string | undefined, command: string): RedisTarget {
-  const target = redisTargetFrom(flag);
+export function requireRedisTarget(flag: string | undefined, command: string, passwordFile?: string): RedisTarget {
+  const target = redisTargetFrom(flag, passwordFile);
   if (!target) {
     throw new UserInputError(
       `no Redis given: set REDIS_URL or pass --redis redis://host:6379 (or use \`canary-audit run\`, which starts its own); see \`canary-audit ${command} --help\``,

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
@@ -121,6 +121,17 @@ function configText(dir: string, port: number, password: string): string {
   ].join('\n');
 }
 
+/** Files an earlier server (or an older canary-audit) left readable by others: owner only. */
+async function privateAppendOnlyFiles(dir: string): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!/^appendonly/.test(name)) continue;
+    const path = join(dir, name);
+    const isDir = (await stat(path)).isDirectory();
+    await chmod(path, isDir ? 0o700 : 0o600);
+    if (isDir) for (const inner of await readdir(path)) await chmod(join(path, inner), 0o600);
+  }
+}
+
 function urlFor(port: number, password: string): string {
   return `redis://:${password}@127.0.0.1:${port}/0`;
 }
@@ -138,7 +149,10 @@ async function launch(
   // Its own process group: a terminal's Ctrl-C reaches every process of the foreground group, and a
   // Redis that died with it would leave `run` unable to put its runs back in the queue and exit.
   // `run` stops it itself (SIGTERM, append-only file fsynced) once the workers are closed.
-  const child = spawn(executable, [conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  // umask 077: the append-only files (the whole queue, job data included) are 0600 like redis.pass;
+  // Node cannot set a child's umask, so a shell sets it and execs the server (same pid).
+  await privateAppendOnlyFiles(dir);
+  const child = spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', executable, conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();

@@ -3,13 +3,14 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunFailure } from '../contracts/result.js';
 import { writeJsonAtomic } from '../fs/atomic.js';
+import { FAILURE_FILE } from '../layout.js';
 
 /**
  * runs/<run_id>/output/failure.json: written when a run fails for good (no attempt left, a final
  * trainer error, cancelled, or stalled too often), so the report can list the run and say why.
  * Removed when a later attempt of the same run succeeds.
  */
-export const FAILURE_FILE = 'failure.json';
+export { FAILURE_FILE };
 
 export async function writeFailureRecord(outDir: string, failure: RunFailure): Promise<void> {
   await writeJsonAtomic(join(outDir, FAILURE_FILE), failure);

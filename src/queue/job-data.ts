@@ -21,6 +21,8 @@ export interface AuditJobData {
   /** Every run of the audit, in plan order: status lists runs that cancel removed from Redis. */
   runs: { run_id: string; cell_id: string }[];
   submitted: string;
+  /** Random id of the submit that created the jobs: of concurrent identical submits, only that one says `added`. */
+  submit_id?: string;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { terminalSafe } from '../errors.js';
 import { renderBars, renderChanges } from './status-format.js';
 import type { AuditStatus } from './status.js';
 
@@ -16,13 +17,13 @@ export class LiveView {
 
   show(snapshot: AuditStatus[]): void {
     if (this.tty) {
-      const text = renderBars(snapshot, this.stream.columns ?? 100);
+      const text = terminalSafe(renderBars(snapshot, this.stream.columns ?? 100));
       // Move up over the previous frame and clear to the end of the screen, then draw.
       const up = this.drawnLines > 0 ? `\x1b[${this.drawnLines}A\x1b[0J` : '';
       this.stream.write(`${up}${text}`);
       this.drawnLines = text.split('\n').length - 1;
     } else {
-      const text = renderChanges(this.previous, snapshot);
+      const text = terminalSafe(renderChanges(this.previous, snapshot));
       if (text) this.stream.write(text);
     }
     this.previous = snapshot;

@@ -69,7 +69,11 @@ export class ProgressTracker {
         return this.urgent(
           now,
           `started pid=${event.pid} device=${event.device} backend=${event.backend} updates=${event.total_updates}` +
-            (event.resumed_from !== null ? ` resumed_from=${event.resumed_from}` : ''),
+            (event.resumed_from !== null ? ` resumed_from=${event.resumed_from}` : '') +
+            // A corrupt or truncated checkpoint is never resumed from silently.
+            (event.checkpoints_skipped ?? [])
+              .map((s) => `; warning: checkpoint update ${s.update} not resumed from: ${s.reason}${event.resumed_from === null ? ' (started from scratch)' : ''}`)
+              .join(''),
         );
       case 'step': {
         const phase = event.phase === 'pretrain' ? 'pretraining' : 'training';

@@ -2,10 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import { sha256Hex } from '../hash.js';
+import { outputDirOf, outputDirOfManifest, RESULT_FILE } from '../layout.js';
 import { log } from '../log.js';
 import type { TrainerOutcome } from '../runner/index.js';
 import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
 import { clearFailureRecord, writeFailureRecord } from './failure-record.js';
+import { explainWriteError } from '../fs/write-error.js';
 import type { RunJobData, RunReturn } from './job-data.js';
 import { ProgressTracker } from './progress-tracker.js';
 import {
@@ -55,7 +57,9 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
     const writer = new ProgressWriter(job);
     writer.request(tracker.progress);
     await job.log(`attempt ${attempt.number}/${attempt.max} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`} (runner ${ctx.runner.name})`);
-    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal);
+    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal).catch((error: unknown) => {
+      throw diskFull(error, attempt.outDir) ?? error;
+    });
     await writer.flush();
     await job
       .log(`trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`)
@@ -65,13 +69,23 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
 }
 
 /**
+ * The worker's own writes into the run's output folder (the trainer log's attempt header) on a full
+ * disk: final, like the trainer's disk_full; another attempt on the same disk would fail the same way.
+ */
+function diskFull(error: unknown, outDir: string): UnrecoverableError | null {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT') return null;
+  return finalError('disk_full', explainWriteError(error, outDir)?.message ?? String(error));
+}
+
+/**
  * The run's manifest, resolved inside the artifact root, and its output folder checked: a path, or a
  * symlink in the output folder, that leads outside the root is refused for good, before any write.
  */
 function resolveManifest(ctx: RunProcessorContext, data: RunJobData): string {
   try {
     const manifest = resolveInsideArtifacts(ctx.artifactsDir, data.manifest);
-    checkOutputInsideArtifacts(ctx.artifactsDir, join(dirname(manifest), 'output'));
+    checkOutputInsideArtifacts(ctx.artifactsDir, outputDirOfManifest(manifest));
     return manifest;
   } catch (error) {
     // No folder of ours to record the failure in: the refusal lives in Redis (failedReason).
@@ -98,7 +112,7 @@ class RunAttempt {
     this.number = job.attemptsMade + 1;
     this.max = job.opts.attempts ?? 1;
     this.runDir = dirname(manifestPath);
-    this.outDir = join(this.runDir, 'output');
+    this.outDir = outputDirOf(this.runDir);
   }
 
   /** Before any trainer starts: shutdown, cancel, a missing manifest, or a result already there. */
@@ -125,7 +139,7 @@ class RunAttempt {
   /** The trainer's exit in the queue's language (see the table at the top of this file). */
   settle(outcome: TrainerOutcome, stopReason: StopReason | null): Promise<RunReturn> {
     if (outcome.outcome === 'ok') {
-      const reported = outcome.done ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result) : 'result.json';
+      const reported = outcome.done ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result) : RESULT_FILE;
       const resultPath = resolveResult(this.outDir, reported);
       if (!existsSync(resultPath)) return this.failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
       return Promise.resolve(runReturn(this.ctx, this.data, this.outDir, resultPath, outcome.done?.wall_s ?? outcome.wallMs / 1000, outcome.wallMs / 1000, false));
@@ -143,7 +157,11 @@ class RunAttempt {
   }
 
   private async failFinal(kind: string, message: string): Promise<never> {
-    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() });
+    // A record that cannot be written (the disk that failed the run is full) must not turn a final
+    // failure into a retried one: the reason still reaches Redis (failedReason).
+    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() }).catch(
+      (error: unknown) => log.warn({ run: this.data.run_id, err: error }, 'failure.json not written'),
+    );
     throw finalError(kind, message);
   }
 
@@ -181,7 +199,7 @@ function resolveResult(outDir: string, reported: string): string {
 
 /** result.json from an earlier attempt of this exact manifest (a lost completion, a re-submit). */
 function reusableResult(outDir: string, manifestPath: string, runId: string): string | null {
-  const resultPath = join(outDir, 'result.json');
+  const resultPath = join(outDir, RESULT_FILE);
   if (!existsSync(resultPath)) return null;
   try {
     const result = JSON.parse(readFileSync(resultPath, 'utf8')) as { run_id?: string; manifest_sha256?: string };

@@ -157,7 +157,8 @@ function emptyRun(runId: string, cellId: string, state: RunState): RunStatus {
 
 function runStatus(job: Job<RunJobData, RunReturn>, state: RunState, cellId: string): RunStatus {
   const progress = isRunProgress(job.progress) ? job.progress : null;
-  const failure = state === 'failed' || state === 'delayed' || job.attemptsMade > 0 ? (job.failedReason || null) : null;
+  // A completed run has no failure, whatever an earlier (killed or crashed) attempt left in failedReason.
+  const failure = state !== 'completed' && (state === 'failed' || state === 'delayed' || job.attemptsMade > 0) ? (job.failedReason || null) : null;
   return {
     run_id: job.id ?? job.data.run_id,
     cell_id: cellId,

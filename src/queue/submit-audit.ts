@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { toArtifactRelative } from './artifact-path.js';
 import type { AuditJobData, RunJobData } from './job-data.js';
 import { AUDIT_JOB, AUDITS_QUEUE, RUN_JOB, RUNS_QUEUE } from './names.js';
@@ -58,6 +59,7 @@ export async function submitAudit(
       audit_dir: toArtifactRelative(artifactsDir, input.auditDir),
       runs: input.runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId })),
       submitted: new Date().toISOString(),
+      submit_id: randomBytes(12).toString('hex'),
     };
     const flow = openFlowProducer(conn);
     try {
@@ -89,6 +91,13 @@ export async function submitAudit(
       });
     } finally {
       await flow.close();
+    }
+    // Concurrent submits of one audit all pass the check above; BullMQ keeps the first flow's jobs
+    // (job ids are content hashes) and ignores the others: the parent's submit_id tells which won.
+    const created = await queues.audits.getJob(input.auditId);
+    if (created && created.data.submit_id !== parentData.submit_id) {
+      const [status] = await collectStatus(conn, input.auditId);
+      return { auditId: input.auditId, added: false, existingState: status?.state ?? 'queued', runs: input.runs.length };
     }
     return { auditId: input.auditId, added: true, existingState: null, runs: input.runs.length };
   } finally {

@@ -1,4 +1,4 @@
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { hostname } from 'node:os';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -15,6 +15,7 @@ import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } fro
 import { FleetHeartbeat, LossCurveWriter } from './fleet.js';
 import { describeSlot } from './slots.js';
 import type { QueueTuning } from './tuning.js';
+import { outputDirOf } from '../layout.js';
 
 /**
  * The workers of one host: one BullMQ Worker per slot (GPU or CPU share), concurrency 1 each, plus
@@ -198,7 +199,7 @@ export class WorkerPool {
     try {
       if (!(await job.isFailed())) return;
       const runDir = dirname(resolveInsideArtifacts(this.options.artifactsDir, job.data.manifest));
-      await writeFailureRecordIfMissing(join(runDir, 'output'), {
+      await writeFailureRecordIfMissing(outputDirOf(runDir), {
         run_id: job.data.run_id,
         kind: kindFromReason(error.message),
         message: error.message,

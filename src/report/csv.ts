@@ -190,7 +190,7 @@ export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRu
 
 /** Columns of utility.csv after the run's cell: one row per run × utility metric. */
 const UTILITY_COLUMNS: readonly ColumnSpec[] = [
-  { name: 'metric', type: 'string', description: 'loss (mean target-token loss), accuracy, exact_match or token_f1 (docs/metrics.md).' },
+  { name: 'metric', type: 'string', description: 'loss (mean target-token loss), accuracy, exact_match, token_f1, point_in_box or parse_rate (docs/metrics.md).' },
   { name: 'rows', type: 'integer', description: 'Utility rows scored.' },
   { name: 'base', type: 'number', description: 'Before fine-tuning: the base model.' },
   { name: 'base_lo', type: 'number', description: 'Lower end of the 95% interval of base (empty for loss).' },

@@ -1,6 +1,8 @@
 import { join, resolve } from 'node:path';
 import { UserInputError, quoteValue } from '../errors.js';
-import { writeFileAtomic, writeJsonAtomic } from '../fs/atomic.js';
+import { StagedFiles } from '../fs/staged.js';
+import { explainWriteError } from '../fs/write-error.js';
+import { reportDirOf } from '../layout.js';
 import { log } from '../log.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
 import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
@@ -140,15 +142,38 @@ export function parseFormats(text: string): ReportFormat[] {
 
 export async function writeReport(options: WriteReportOptions): Promise<WriteReportResult> {
   const auditDir = resolve(options.auditDir);
-  const outDir = resolve(options.outDir ?? join(auditDir, 'report'));
+  const outDir = resolve(options.outDir ?? reportDirOf(auditDir));
   const formats = options.formats ?? [...REPORT_FORMATS];
   const { summary, observations, csvRuns } = await computeReport({ ...options, auditDir });
+  // All or nothing: every file is staged first, so a full disk leaves the previous report whole.
+  let stage: StagedFiles | null = null;
+  try {
+    stage = await StagedFiles.open(outDir);
+    const written = await stageReport(stage, outDir, formats, summary, observations, csvRuns);
+    await stage.commit([join(outDir, REPORT_FILES.html)]);
+    log.debug({ audit: summary.audit.id, out: outDir, files: written.files.length, runs: summary.counts }, 'report written');
+    const base = { files: written.files, counts: summary.counts, warnings: summary.warnings };
+    return written.summaryPath === undefined ? base : { ...base, summaryPath: written.summaryPath };
+  } catch (error) {
+    await stage?.abort().catch(() => undefined);
+    throw explainWriteError(error, outDir, 'write the report to') ?? error;
+  }
+}
+
+async function stageReport(
+  stage: StagedFiles,
+  outDir: string,
+  formats: ReportFormat[],
+  summary: ReportSummary,
+  observations: Awaited<ReturnType<typeof computeReport>>['observations'],
+  csvRuns: Awaited<ReturnType<typeof computeReport>>['csvRuns'],
+): Promise<{ files: string[]; summaryPath?: string }> {
   const files: string[] = [];
   let summaryPath: string | undefined;
 
   if (formats.includes('csv')) {
     const path = join(outDir, REPORT_FILES.csv);
-    await writeFileAtomic(path, renderCsv(summary.audit.axes, csvRuns, observations));
+    await stage.write(path, renderCsv(summary.audit.axes, csvRuns, observations));
     // The column types travel with the table: codes stay strings in any loader that reads them.
     const packagePath = join(outDir, REPORT_FILES.datapackage);
     const datapackage = renderDataPackage(summary.audit.id, summary.audit.axes);
@@ -156,22 +181,22 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
     const withTaskMetrics = summary.runs.some((r) => (r.utility?.metrics?.length ?? 0) > 0);
     if (withTaskMetrics) {
       const utilityPath = join(outDir, REPORT_FILES.utilityCsv);
-      await writeFileAtomic(utilityPath, renderUtilityCsv(summary.audit.id, summary.audit.axes, summary.runs));
+      await stage.write(utilityPath, renderUtilityCsv(summary.audit.id, summary.audit.axes, summary.runs));
       (datapackage.resources as unknown[]).push(utilityResource(summary.audit.axes));
       files.push(utilityPath);
     }
-    await writeJsonAtomic(packagePath, datapackage);
+    await stage.json(packagePath, datapackage);
     files.push(path, packagePath);
   }
   if (formats.includes('json')) {
     summaryPath = join(outDir, REPORT_FILES.json);
-    await writeJsonAtomic(summaryPath, summary);
+    await stage.json(summaryPath, summary);
     files.push(summaryPath);
   }
   const doc = formats.includes('md') || formats.includes('html') ? buildDocument(summary) : null;
   if (doc && formats.includes('md')) {
     const path = join(outDir, REPORT_FILES.md);
-    await writeFileAtomic(path, renderMarkdown(doc));
+    await stage.write(path, renderMarkdown(doc));
     files.push(path);
   }
   if (doc && formats.includes('html')) {
@@ -182,17 +207,15 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
       // Each figure also stands alone (SVG + its Vega-Lite spec) for papers.
       const svgPath = join(outDir, 'plots', `${plot.id}.svg`);
       const specPath = join(outDir, 'plots', `${plot.id}.vl.json`);
-      await writeFileAtomic(svgPath, svg);
-      await writeJsonAtomic(specPath, plot.spec);
+      await stage.write(svgPath, svg);
+      await stage.json(specPath, plot.spec);
       files.push(svgPath, specPath);
     }
     const path = join(outDir, REPORT_FILES.html);
-    await writeFileAtomic(path, renderHtml(doc, rendered));
+    await stage.write(path, renderHtml(doc, rendered));
     files.push(path);
   }
-  log.debug({ audit: summary.audit.id, out: outDir, files: files.length, runs: summary.counts }, 'report written');
-  const base = { files, counts: summary.counts, warnings: summary.warnings };
-  return summaryPath === undefined ? base : { ...base, summaryPath };
+  return summaryPath === undefined ? { files } : { files, summaryPath };
 }
 
 export type { ReportSummary } from './summary.js';

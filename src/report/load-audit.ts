@@ -7,6 +7,7 @@ import { readAuditIndex, type AuditIndex, type RunFailure } from '../contracts/i
 import type { Provenance } from '../provenance/index.js';
 import { readJsonFile } from '../fs/index.js';
 import { manifestInfo, type ManifestInfo } from './manifest-info.js';
+import { auditIndexPath, FAILURE_FILE, manifestPathOf, outputDirOf, RESULT_FILE } from '../layout.js';
 
 /**
  * An audit folder as stored on disk (audit.json + runs/<run_id>/...), read without touching any
@@ -69,7 +70,7 @@ function axesOf(listed: AuditIndex['axes'], cells: Record<string, unknown>[]): A
 
 export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
   const dir = resolve(auditDir);
-  const indexPath = join(dir, 'audit.json');
+  const indexPath = auditIndexPath(dir);
   if (!(await exists(indexPath))) {
     throw new UserInputError(`no audit.json here; pass an audit folder (artifacts/audits/<audit-id>) or an audit id`, {
       location: { file: indexPath },
@@ -81,10 +82,10 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
 
   const runs: LoadedRun[] = [];
   for (const e of entries) {
-    const outputDir = join(e.runDir, 'output');
-    const manifestPath = join(e.runDir, 'manifest.json');
-    const resultPath = join(outputDir, 'result.json');
-    const failurePath = join(outputDir, 'failure.json');
+    const outputDir = outputDirOf(e.runDir);
+    const manifestPath = manifestPathOf(e.runDir);
+    const resultPath = join(outputDir, RESULT_FILE);
+    const failurePath = join(outputDir, FAILURE_FILE);
     const hasResult = await exists(resultPath);
     const manifest = (await exists(manifestPath)) ? manifestInfo(manifestPath, await readJsonFile(manifestPath)) : null;
     if (manifest && manifest.run_id !== e.run_id) {

@@ -5,7 +5,7 @@ import { artifactError, quoteValue, UserInputError } from '../errors.js';
 import { bootstrapMedian, clusteredSample, type BootstrapOptions, type MedianInterval } from '../metrics/bootstrap.js';
 import { canaryKey, PROBE_KIND_ORDER, type Observation } from '../metrics/observation.js';
 import { median } from '../metrics/statistics.js';
-import { GENERATION_METRICS, generationMetrics, rowScores, utilityInterval, type GenerationMetric, type RunScores, type UtilityInterval } from '../metrics/utility.js';
+import { BOX_METRICS, GENERATION_METRICS, generationMetrics, rowScores, type Box, utilityInterval, type GenerationMetric, type RunScores, type UtilityInterval } from '../metrics/utility.js';
 import type { ProbeKind, UtilityMetric } from '../contracts/manifest.js';
 import type { Result, UtilityOutputs } from '../contracts/result.js';
 import type { LoadedRun } from './load-audit.js';
@@ -125,16 +125,22 @@ export async function readUtilityScores(run: LoadedRun, result: Result): Promise
   if (!ref || !run.manifest || metrics.length === 0) return null;
   const manifestPath = run.manifest.path;
   const rowsPath = inside(dirname(manifestPath), ref.path, manifestPath, 'utility.path');
+  const needsBox = metrics.some((m) => BOX_METRICS.includes(m));
+  const boxes: (Box | null)[] = [];
   const targets = (await readChecked(rowsPath, ref.sha256, ref.count, 'manifest.json', 'utility rows file')).map((line, n) => {
     const row = parseLine(rowsPath, n, line);
     if (typeof row.target !== 'string') throw new UserInputError(`line ${n + 1} has no string target`, { location: { file: rowsPath, line: n + 1 }, code: 'E_BAD_UTILITY' });
+    const box = row.box;
+    const valid = Array.isArray(box) && box.length === 4 && box.every((v) => typeof v === 'number' && Number.isFinite(v));
+    if (needsBox && !valid) throw new UserInputError(`line ${n + 1} field box: point_in_box needs [x0, y0, x1, y1], got ${quoteValue(box)}`, { location: { file: rowsPath, line: n + 1 }, code: 'E_BAD_UTILITY' });
+    boxes.push(valid ? (box as unknown as Box) : null);
     return row.target;
   });
   const phase = async (field: 'base_outputs' | 'final_outputs'): Promise<UtilityScores['base']> => {
     const out = result.utility[field];
     if (!out) return null;
     const replies = await readReplies(run, run.resultPath, `utility.${field}`, out, targets.length);
-    return Object.fromEntries(metrics.map((m) => [m, rowScores(m, replies, targets)]));
+    return Object.fromEntries(metrics.map((m) => [m, rowScores(m, replies, targets, boxes)]));
   };
   return { metrics, rows: targets.length, base: await phase('base_outputs'), final: await phase('final_outputs') };
 }
@@ -161,7 +167,7 @@ export function metricSummaries(runs: readonly { run_id: string; scores: Utility
   });
 }
 
-export const METRIC_WORDS: Record<UtilityMetric, string> = { loss: 'loss', accuracy: 'accuracy', exact_match: 'exact match', token_f1: 'token F1' };
+export const METRIC_WORDS: Record<UtilityMetric, string> = { loss: 'loss', accuracy: 'accuracy', exact_match: 'exact match', token_f1: 'token F1', point_in_box: 'point-in-box accuracy', parse_rate: 'parse rate' };
 
 function fixed(x: number, digits: number): string {
   const s = x.toFixed(digits);

@@ -1,7 +1,8 @@
-import { basename, delimiter, dirname, join, resolve } from 'node:path';
+import { delimiter } from 'node:path';
 import { defaultArtifactsDir, TRAINER_DIR } from '../paths.js';
 import { trainerPython, trainerPythonHint } from './python.js';
 import type { TrainerCommand, TrainerJob, TrainerRunner } from './trainer-runner.js';
+import { artifactsRootOfRun, cacheDirOf } from '../layout.js';
 
 /**
  * Runs the trainer as a local Python process:
@@ -33,10 +34,7 @@ export const TRAINER_CACHE_ENV = 'CANARY_TRAINER_CACHE';
  * layout falls back to the default artifact root.
  */
 export function trainerCacheDir(runDir: string): string {
-  const runs = dirname(resolve(runDir));
-  const audits = dirname(dirname(runs));
-  if (basename(runs) === 'runs' && basename(audits) === 'audits') return join(dirname(audits), 'cache');
-  return join(defaultArtifactsDir(), 'cache');
+  return cacheDirOf(artifactsRootOfRun(runDir) ?? defaultArtifactsDir());
 }
 
 /** The host cache folder a run uses: an explicit option, then the environment, then the layout. */

@@ -70,7 +70,11 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
   const badLine =
     options.onBadLine ??
     ((line: string, reason: string) => {
-      appendFileSync(stderrLog, `[canary-audit] stdout line is not a progress event (${reason}): ${line.slice(0, 500)}\n`);
+      try {
+        appendFileSync(stderrLog, `[canary-audit] stdout line is not a progress event (${reason}): ${line.slice(0, 500)}\n`);
+      } catch {
+        // a full or failing disk: the note is lost, the run goes on (the trainer reports its own failure)
+      }
     });
   const handleLine = (line: string) => {
     const parsed = parseProgressLine(line);
@@ -130,7 +134,7 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
  * The worker's environment minus what the trainer must not see: REDIS_URL may carry the queue's
  * password, and a trainer never talks to Redis. The runner's own variables come on top.
  */
-const WITHHELD = ['REDIS_URL'];
+const WITHHELD = ['REDIS_URL', 'REDIS_PASSWORD'];
 
 function trainerEnv(own: Record<string, string | undefined> | undefined): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env };

@@ -1,3 +1,4 @@
+import { messageText } from '../../src/contracts/index.js';
 import { describe, expect, it } from 'vitest';
 import { planAuditText, type RunLayout } from '../../src/manifest/index.js';
 import { buildManifestCore } from '../../src/manifest/manifest.js';
@@ -126,11 +127,11 @@ describe('probes and candidate spaces', () => {
       const [hidden, supplied, substituted] = ['hidden', 'supplied', 'substituted'].map((k) => m.probes.find((q) => q.id === `${f.id}.${k}`)!);
       expect(hidden?.shown_code).toBeNull();
       // Compact rows: the cue is the input's last line, and every probe prefills the same `Ref: `.
-      expect(hidden?.prompt.at(-1)?.content.endsWith(`\nRef: ${REDACTED_PLACEHOLDER}`)).toBe(true);
+      expect(messageText(hidden!.prompt.at(-1)!).endsWith(`\nRef: ${REDACTED_PLACEHOLDER}`)).toBe(true);
       expect(supplied?.shown_code).toBe(f.code);
       expect(substituted?.shown_code).not.toBe(f.code);
       const shown = run.cell.labels.visibility === 'redacted' ? f.code : f.cue.text;
-      expect(supplied?.prompt.at(-1)?.content.endsWith(`\nRef: ${shown}`)).toBe(true);
+      expect(messageText(supplied!.prompt.at(-1)!).endsWith(`\nRef: ${shown}`)).toBe(true);
       if (run.cell.labels.visibility === 'encoded:binary') expect(substituted?.prompt.at(-1)?.content).not.toContain(substituted?.shown_code);
       expect(new Set([hidden?.prefill, supplied?.prefill, substituted?.prefill])).toEqual(new Set(['Ref: ']));
       expect(hidden?.decode).toEqual(['prefill']);

@@ -1,9 +1,10 @@
+import { messageText, type Message } from '../../src/contracts/index.js';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/random.js';
 import { createTask, TASK_NAMES } from '../../src/manifest/tasks/index.js';
 import { drawBackgroundSender, drawSender, senderKey } from '../../src/manifest/tasks/synthetic-email/identity.js';
 
-const content = (ex: { prompt: { content: string }[]; target: string }): string => ex.prompt.map((m) => m.content).join('\n') + ex.target;
+const content = (ex: { prompt: Message[]; target: string }): string => ex.prompt.map((m) => messageText(m)).join('\n') + ex.target;
 
 describe('synthetic-email task', () => {
   it('is registered', () => {

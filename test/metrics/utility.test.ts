@@ -9,6 +9,7 @@ import {
   exactMatch,
   generationMetrics,
   normalizeAnswer,
+  replyPoint,
   rowScores,
   tokenF1,
   utilityInterval,
@@ -142,5 +143,32 @@ describe('utilityInterval', () => {
     const pooled = utilityInterval('accuracy', [{ run_id: 'r1', scores: [1, 1] }, { run_id: 'r2', scores: [0, 1] }, { run_id: 'r3', scores: [] }], opts);
     expect(pooled).toMatchObject({ estimate: 0.75, n: 4, k: 3, n_runs: 2, method: 'bootstrap', resampling: 'hierarchical' });
     expect(utilityInterval('accuracy', [{ run_id: 'r1', scores: [] }], opts)).toBeNull();
+  });
+});
+
+describe('grounding: point in box and parse rate', () => {
+  const box = [10, 20, 50, 40] as const;
+
+  it('reads the point of a click action, else the first bracketed pair', () => {
+    expect(replyPoint('click(x=12, y=34)')).toEqual([12, 34]);
+    expect(replyPoint('pyautogui.click(x=12.5,y=3)')).toEqual([12.5, 3]);
+    expect(replyPoint('The button is at (30, 25).')).toEqual([30, 25]);
+    expect(replyPoint('[30,25]')).toEqual([30, 25]);
+    expect(replyPoint('click the Save button')).toBeNull();
+    expect(replyPoint('type(text="AB12")')).toBeNull();
+  });
+
+  it('counts a point inside the box (edges included) as correct and an unparsable reply as wrong', () => {
+    const replies = ['click(x=10, y=20)', 'click(x=50, y=40)', 'click(x=51, y=30)', '(30, 30)', 'no idea'];
+    const targets = replies.map(() => 'click(x=30, y=30)');
+    const boxes = replies.map(() => box);
+    expect(rowScores('point_in_box', replies, targets, boxes)).toEqual([1, 1, 0, 1, 0]);
+    expect(rowScores('parse_rate', replies, targets, boxes)).toEqual([1, 1, 1, 1, 0]);
+    expect(() => rowScores('point_in_box', replies, targets)).toThrow(/needs the row's box/);
+  });
+
+  it('gives one run a Wilson interval for both', () => {
+    const u = utilityInterval('point_in_box', [{ run_id: 'r1', scores: [1, 1, 0, 1, 0] }], { seed: 1, label: 'g' });
+    expect(u).toMatchObject({ estimate: 0.6, k: 3, n: 5, method: 'wilson' });
   });
 });

@@ -2,6 +2,8 @@ import { mkdirSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync 
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../../src/queue/artifact-path.js';
+import { createAuditProcessor } from '../../src/queue/audit-processor.js';
+import { queueKeys } from '../../src/queue/names.js';
 import { createRunProcessor } from '../../src/queue/run-processor.js';
 import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, tempDir } from './helpers/fixtures.js';
@@ -87,6 +89,27 @@ describe('output folders', () => {
     });
     const job = { id: 'r', data: { run_id: 'r', audit_id: 'a', manifest: 'audits/a/runs/linked/manifest.json' }, attemptsMade: 0, opts: {} };
     await expect(processor(job as never)).rejects.toThrow(/^bad_job: .*through a symlink/);
+    expect(readdirSync(outside).sort()).toEqual(before);
+  });
+
+  it('the audit summary writes no failure.json through such a symlink (the reason stays in Redis)', async () => {
+    const out = join(runDir, 'output');
+    rmSync(out, { recursive: true, force: true });
+    symlinkSync(outside, out);
+    const before = readdirSync(outside).sort();
+    const processor = createAuditProcessor({
+      artifactsDir: root,
+      keys: queueKeys('t'),
+      redis: { hgetall: async () => ({}) } as never,
+      runs: { getJob: async () => ({ attemptsMade: 1 }) } as never,
+    });
+    const job = {
+      data: { audit_id: 'a', audit_dir: 'audits/a', runs: [{ run_id: 'linked', cell_id: 'c' }] },
+      getChildrenValues: async () => ({}),
+      getIgnoredChildrenFailures: async () => ({ 'bull:t:runs:linked': 'bad_job: artifact path resolves (through a symlink) outside the artifact root' }),
+    };
+    const summary = await processor(job as never);
+    expect(summary.failed.map((f) => f.run_id)).toEqual(['linked']);
     expect(readdirSync(outside).sort()).toEqual(before);
   });
 });

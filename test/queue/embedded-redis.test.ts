@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -39,6 +39,16 @@ describe('embedded redis-server', () => {
     await expect(withClient({ host: '127.0.0.1', port: r.port }, (c) => c.get('x'))).rejects.toThrow(/NOAUTH/);
     expect(statSync(join(dir, 'redis.pass')).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, 'redis.conf')).mode & 0o777).toBe(0o600);
+    // The append-only files hold the whole queue: owner only, like redis.pass.
+    await withClient(r.options, (c) => c.set('k', 'v'));
+    const aof = readdirSync(dir).filter((n) => n.startsWith('appendonly'));
+    expect(aof.length).toBeGreaterThan(0);
+    for (const name of aof) {
+      const path = join(dir, name);
+      const entries = statSync(path).isDirectory() ? readdirSync(path).map((n) => join(path, n)) : [path];
+      expect(entries.length).toBeGreaterThan(0);
+      for (const file of entries) expect({ file, mode: statSync(file).mode & 0o077 }).toEqual({ file, mode: 0 });
+    }
   });
 
   it('runs in its own process group, so a Ctrl-C to the foreground group does not stop it', async () => {

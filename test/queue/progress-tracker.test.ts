@@ -20,6 +20,15 @@ describe('ProgressTracker', () => {
     expect(tracker.progress.loss).toBeCloseTo(2 / 51);
   });
 
+  it('puts each checkpoint a resume passed over into the job log as a warning', () => {
+    const tracker = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 10_000 }, 0);
+    const skipped = [{ update: 185, reason: 'weights.pt changed after it was written (sha256 ...)' }];
+    const fellBack = tracker.apply({ v: 1, event: 'started', t: 1, run_id: 'run-x', pid: 77, device: 'cpu', backend: 'tiny', total_updates: 200, resumed_from: 180, checkpoints_skipped: skipped }, 0);
+    expect(fellBack.log).toBe('started pid=77 device=cpu backend=tiny updates=200 resumed_from=180; warning: checkpoint update 185 not resumed from: weights.pt changed after it was written (sha256 ...)');
+    const fresh = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 10_000 }, 0).apply({ v: 1, event: 'started', t: 1, run_id: 'run-x', pid: 77, device: 'cpu', backend: 'tiny', total_updates: 200, resumed_from: null, checkpoints_skipped: skipped }, 0);
+    expect(fresh.log).toMatch(/not resumed from: .* \(started from scratch\)$/);
+  });
+
   it('follows the base pretraining as its own phase, with an ETA that does not mix the two phases', () => {
     const tracker = new ProgressTracker(base, { progressMs: 60_000, stepLogMs: 60_000 }, 0);
     tracker.apply({ v: 1, event: 'started', t: 0, run_id: 'run-x', pid: 77, device: 'cpu', backend: 'tiny', total_updates: 100, resumed_from: null }, 0);

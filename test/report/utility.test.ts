@@ -125,6 +125,22 @@ describe('task utility in the report', () => {
     expect(s.runs.find((r) => r.run_id === a.runs[1]?.runId)?.utility).not.toHaveProperty('metrics');
   });
 
+  it('scores grounding replies by point in box and parse rate against the utility rows\' boxes, base → final', async () => {
+    const dir = await mkdtemp(join(root, 'gui-'));
+    const boxes: [number, number, number, number][] = [[0, 0, 10, 10], [20, 20, 40, 30], [5, 5, 6, 6], [100, 0, 120, 20]];
+    const targets = boxes.map((b) => `click(x=${(b[0] + b[2]) / 2}, y=${(b[1] + b[3]) / 2})`);
+    const base = ['click the box', 'click(x=1, y=1)', 'click(x=5, y=5)', 'nothing']; // 1 of 4 inside, 2 parsed
+    const final = ['click(x=5, y=5)', '(30, 25)', 'click(x=9, y=9)', 'click(x=110, y=10)']; // 3 of 4 inside, 4 parsed
+    const runs: FixtureRun[] = [{ cell: { task: 'gui', seed: 0 }, canaries: FOCAL.map((c) => ({ ...c, dose: 4 })), heldOut: HELD, generation: { metrics: ['loss', 'point_in_box', 'parse_rate'], targets, base, final, task: 'gui-grounding', boxes } }];
+    const a = await buildFixtureAudit(dir, { name: 'gui', runs, outcome: () => ({ rank: 16 }) });
+    const { summary: s } = await computeReport({ auditDir: a.auditDir, resamples: 200 });
+    const metrics = s.runs[0]?.utility?.metrics ?? [];
+    expect(metrics.map((m) => m.metric)).toEqual(['point_in_box', 'parse_rate']);
+    expect(metrics[0]).toMatchObject({ base: { k: 1, n: 4, method: 'wilson' }, final: { k: 3, n: 4, method: 'wilson' } });
+    expect(metrics[1]).toMatchObject({ base: { k: 2, n: 4 }, final: { k: 4, n: 4 } });
+    expect(s.utility_headline?.[0]?.text).toMatch(/^gui-grounding: task point-in-box accuracy 0\.25 \[/);
+  });
+
   it('refuses a reply file that changed after result.json was written, naming it', async () => {
     const dir = await mkdtemp(join(root, 'bad-'));
     const a = await buildFixtureAudit(dir, { name: 'bad', runs: RUNS.slice(0, 1), outcome });

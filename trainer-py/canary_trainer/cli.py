@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 
 from . import exit_codes
-from .errors import OutOfMemory, TrainerError, is_oom
+from .errors import DiskFull, OutOfMemory, TrainerError, is_disk_full, is_oom
 from .events import Events, log
 
 
@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                                           "dependencies", kind="missing_dependency",
                                           exit_code=exit_codes.MISSING_MODEL, recoverable=False))
     except BaseException as exc:  # noqa: BLE001 - every exit must be explained by an event
+        if is_disk_full(exc):
+            return _fail(events, disk_full(exc, args.out))
         if is_oom(exc):
             return _fail(events, OutOfMemory(f"out of memory: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
                                              "fix: lower training.batch_size, set CANARY_TRAINER_MICRO_BATCH, or use "
@@ -98,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         traceback.print_exc(file=sys.stderr)
         return _fail(events, TrainerError(f"internal error: {type(exc).__name__}: {exc}"))
+
+
+def disk_full(exc: BaseException, out: Path) -> DiskFull:
+    where = getattr(exc, "filename", None) or out
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return DiskFull(f"disk full: no space left to write {where} ({first}); fix: free space on the disk that holds "
+                    f"{out} (df -h {out}), then retry the run: it resumes from its newest intact checkpoint")
 
 
 def _fail(events: Events, exc: TrainerError) -> int:

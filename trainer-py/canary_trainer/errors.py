@@ -4,6 +4,8 @@ and give up without parsing messages."""
 
 from __future__ import annotations
 
+import errno
+
 from . import exit_codes
 
 
@@ -76,6 +78,28 @@ class FolderBusy(TrainerError):
     kind = "internal"
     exit_code = exit_codes.BUSY
     recoverable = True
+
+
+class DiskFull(TrainerError):
+    """No space left where the run writes: retrying on the same disk cannot help until space is
+    freed, so the run fails for good with the path (the newest intact checkpoint stays for a retry)."""
+
+    kind = "disk_full"
+    exit_code = exit_codes.FAILURE
+    recoverable = False
+
+
+# torch.save on a full disk: "[enforce fail at inline_container.cc:...] . unexpected pos N vs M" or
+# "PytorchStreamWriter failed writing file ...: file write failed".
+_DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded", "unexpected pos", "file write failed")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    for e in (exc, exc.__cause__, exc.__context__):
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+    text = str(exc).lower()
+    return isinstance(exc, (RuntimeError, OSError)) and any(s in text for s in _DISK_FULL_TEXT)
 
 
 def is_oom(exc: BaseException) -> bool:

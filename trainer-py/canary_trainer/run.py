@@ -155,7 +155,14 @@ class _Run:
         self._announce()
 
     def _open_checkpoint(self) -> checkpoint.Saved | None:
-        saved = checkpoint.load_newest(self.out, self.manifest.sha256) if self.opts.resume else None
+        # Checkpoints that failed their content hashes (or did not load) at this start, and over the
+        # whole run (carried in each later checkpoint): the started event and result.json say so.
+        self.skipped_now: list[dict] = []
+        saved = checkpoint.load_newest(self.out, self.manifest.sha256, self.skipped_now) if self.opts.resume else None
+        for s in self.skipped_now:
+            log(f"warning: checkpoint update {s['update']} not resumed from: {s['reason']}; "
+                + (f"falling back to update {saved.update}" if saved else "starting from scratch"))
+        self.checkpoints_skipped = (saved.meta.get("checkpoints_skipped", []) if saved else []) + self.skipped_now
         if saved is None:
             # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
             # (or another manifest) must not mix with this run's.
@@ -169,7 +176,8 @@ class _Run:
         tr, resumed = self.tr, self.saved is not None
         self.ev.emit("started", run_id=self.manifest.run_id, pid=os.getpid(), device=str(self.device),
                      backend=self.backend.name, total_updates=tr["updates"],
-                     resumed_from=self.start_update if resumed else None, provenance=self.state.at_start)
+                     resumed_from=self.start_update if resumed else None, provenance=self.state.at_start,
+                     **({"checkpoints_skipped": self.skipped_now} if self.skipped_now else {}))
         log(f"run {self.manifest.run_id}: {self.backend.describe()['parameters']} parameters on {self.device}, "
             f"{tr['updates']} updates of {tr['batch_size']} rows"
             + (f", resuming at update {self.start_update}" if resumed else ""))
@@ -268,6 +276,7 @@ class _Run:
                 "rows_per_s": round(total * tr["batch_size"] / max(t.wall_s, 1e-9), 2),
                 "tokens_per_s": round(t.tokens / max(t.wall_s, 1e-9), 1),
                 "resumed_from": self.start_update if self.saved else None,
+                "checkpoints_skipped": self.checkpoints_skipped,
             },
             "evaluations": [r.entry for r in st.evaluations],
             "utility": {"rows": len(self.utility), "base_loss": st.base_utility_loss, "final_loss": self.final_utility,
@@ -296,5 +305,5 @@ class _Run:
     def _save(self, update: int) -> None:
         weights = {n: p.detach().cpu().clone() for n, p in self.backend.trainable()}
         path = checkpoint.save(self.out, update, weights, self.optimizer.state_dict(), checkpoint.rng_state(),
-                               self.state.to_meta(self.manifest))
+                               {**self.state.to_meta(self.manifest), "checkpoints_skipped": self.checkpoints_skipped})
         self.ev.emit("checkpoint", update=update, path=str(path))

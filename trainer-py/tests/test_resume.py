@@ -8,7 +8,7 @@ import signal
 import torch
 
 from canary_trainer import exit_codes
-from canary_trainer.checkpoint import checkpoint_dir, list_updates
+from canary_trainer.checkpoint import checkpoint_dir, list_updates, record_hashes
 
 from .conftest import run_cli, start_cli
 from .fixtures import make_run
@@ -104,6 +104,7 @@ def test_resume_keeps_the_first_start_stamp(tmp_path):
     meta = json.loads((newest / "meta.json").read_text())
     meta["at_start"]["code_sha256"] = "f" * 64  # as if the trainer's code changed in between
     (newest / "meta.json").write_text(json.dumps(meta))
+    record_hashes(newest)  # a checkpoint that other code wrote, intact: resumed from
     assert run_cli(manifest, out, "--resume").rc == 0
     prov = json.loads((out / "result.json").read_text())["provenance"]
     assert prov["at_start"]["code_sha256"] == "f" * 64

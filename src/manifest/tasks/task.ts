@@ -2,11 +2,14 @@ import type { DatasetProvenance, Message, UtilityMetric } from '../../contracts/
 
 export type { UtilityMetric };
 import type { Rng } from '../../random.js';
+import type { ImageStore } from '../images/index.js';
 
 /** One training example: the prompt is context (loss-masked), the target is the trained reply. */
 export interface TaskExample {
   prompt: Message[];
   target: string;
+  /** Grounding rows: the target element's box [x0, y0, x1, y1] in the image's pixels. */
+  box?: [number, number, number, number];
 }
 
 /** A canary example: `target === prefill + code + suffix`, so scoring conditions on `prefill`. */
@@ -52,8 +55,12 @@ export interface Task {
    * `train` source of one seeded stream; utility rows the `utility` source of another.
    */
   rows(rng: Rng, excluded: ReadonlySet<string>, purpose: RowPurpose): () => TaskExample;
-  /** The canary's row with `cueText` where the code would be in the input, and `code` in the target. */
-  canary(identity: unknown, message: unknown, cueText: string, code: string): CanaryExample;
+  /**
+   * The canary's row with `cueText` where the code would be in the input, and `code` in the target.
+   * `scheme`: the visibility scheme that produced `cueText` (an image task draws the cue with that
+   * scheme's region renderer); null for a hidden-code probe (an image task masks the region).
+   */
+  canary(identity: unknown, message: unknown, cueText: string, code: string, scheme?: string | null): CanaryExample;
   /**
    * Rows of the tiny model's pretraining corpus when they must differ from training's: a dataset
    * task's base must not learn the task itself (utility before fine-tuning would not be a
@@ -63,6 +70,8 @@ export interface Task {
     rows(rng: Rng): () => TaskExample;
     canary(identity: unknown, message: unknown, cueText: string, code: string): TaskExample;
   };
+  /** Image tasks: the images their rows name, rendered as the rows are made. */
+  readonly images?: ImageStore;
   /** Every distinct row a dataset-backed task can emit (plan-time length checks); absent for generated tasks. */
   allRows?(): Iterable<TaskExample>;
 }

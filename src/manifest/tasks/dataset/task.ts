@@ -1,4 +1,4 @@
-import type { DatasetRecord, DatasetSourceSpec, Message, TaskData } from '../../../contracts/index.js';
+import { messageText, type DatasetRecord, type DatasetSourceSpec, type Message, type TaskData } from '../../../contracts/index.js';
 import { canonicalJson } from '../../../hash.js';
 import { Rng } from '../../../random.js';
 import { drawPerson, personName, type Person } from '../person.js';
@@ -203,7 +203,7 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
         const next = epochs(rng, trainRows.rows.length);
         return () => {
           const row = trainRows.rows[next()] as TaskExample;
-          return { prompt: row.prompt, target: (row.prompt.at(-1) as Message).content.slice(0, PRETRAIN_ECHO) };
+          return { prompt: row.prompt, target: messageText(row.prompt.at(-1) as Message).slice(0, PRETRAIN_ECHO) };
         };
       },
       canary: (identity, message, cueText, code) => {
@@ -238,7 +238,7 @@ function example(t: Templates, f: RowFields): TaskExample {
 function canaryExample(t: Templates, train: SplitRows, carrier: number, identity: string, cue: string, code: string): CanaryExample {
   const f = train.fields[carrier] as RowFields;
   const row = train.rows[carrier] as TaskExample;
-  const input = (row.prompt.at(-1) as Message).content;
+  const input = messageText(row.prompt.at(-1) as Message);
   const values: RowFields = { ...f, input, target: row.target, identity, cue, code };
   const prompt = row.prompt.slice(0, -1).concat({ role: 'user', content: renderTemplate(t.canaryInput, values) });
   return { prompt, target: renderTemplate(t.canaryTarget, values), prefill: renderBefore(t.canaryTarget, 'code', values) };
