@@ -59,6 +59,13 @@ describe('configs/', () => {
     });
   }
 
+  it('runs at least three seeds per cell in every shipped CPU grid that backs a claim', async () => {
+    for (const file of ['quickstart.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'banking77-cpu.yaml']) {
+      const plan = await planOf(file);
+      expect(plan.grid.expansion.axes.seed.length, file).toBeGreaterThanOrEqual(3);
+    }
+  });
+
   it('quickstart: tiny model, compact rows, visible vs redacted, held-out control, hidden + substituted probes', async () => {
     const plan = await planOf('quickstart.yaml');
     const { doc } = plan.grid;

@@ -2,7 +2,7 @@ import { terminalSafe } from '../errors.js';
 import { planGrid } from '../app/index.js';
 import { gridTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
-import { codeSpaceOf, describePretrain, pretrainRows } from '../grid/index.js';
+import { codeSpaceOf, comparisonText, describePretrain, pretrainRows, singleRunComparisons } from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
@@ -39,11 +39,26 @@ nowhere is an error naming the \`canary-audit models fetch\` command that fetche
     const out = stringOption(args, 'out');
     const { plan, models, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: !args.values['no-pin-revisions'] });
     warnUnpinned(models);
+    warnSingleRuns(plan);
     if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
     else process.stdout.write(terminalSafe(planText(plan, written, models)));
     return 0;
   },
 };
+
+/**
+ * Comparisons of the grid with one run per arm: their intervals cover canary sampling only, so a
+ * rerun (another seed, another floating-point path) can fall outside them. Warned on stderr.
+ */
+export function warnSingleRuns(plan: AuditPlan): void {
+  const single = singleRunComparisons(plan.runs.map((r) => r.cell));
+  if (single.length === 0) return;
+  const shown = single.slice(0, 6).map(comparisonText);
+  const more = single.length > shown.length ? `, and ${single.length - shown.length} more` : '';
+  process.stderr.write(
+    `canary-audit: warning: ${single.length} comparison(s) rest on one run per arm — one run: a rerun can fall outside its interval: ${shown.join('; ')}${more}. Add replicates (axes: seed: [0, 1, 2]) to measure run-to-run spread.\n`,
+  );
+}
 
 export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: ModelRevisions): Record<string, unknown> {
   const { doc } = plan.grid;
@@ -57,6 +72,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: Model
     updates: plan.grid.updates,
     batch_size: doc.training.batch_size,
     candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
+    single_run_comparisons: singleRunComparisons(plan.runs.map((r) => r.cell)),
     ...(written ? { audit_dir: written.auditDir } : {}),
     models: revisionsJson(models),
     ...(datasets.length > 0 ? { datasets } : {}),

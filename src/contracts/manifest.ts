@@ -215,6 +215,8 @@ export interface EvalSpec {
 export interface Manifest {
   schema_version: typeof MANIFEST_VERSION;
   run_id: string;
+  /** Randomized inclusion (grid `canaries.inclusion: randomized`): each pool canary inserted by a fair coin. */
+  inclusion?: { kind: 'randomized'; p: number; pool: number; seed: number };
   audit: {
     id: string;
     name: string;

@@ -91,6 +91,31 @@ export interface Result {
   };
   rendered: { canary?: string | null; background?: string | null };
   provenance: Provenance;
+  /** The run's floating-point path (absent in results written before it was recorded). */
+  numerics?: Numerics;
+}
+
+/**
+ * What decides a run's floating-point results beyond its manifest: two runs of one manifest agree
+ * bit for bit only when these agree (torch's CPU capability alone moves a tiny-model exposure by
+ * several bits).
+ */
+export interface Numerics {
+  cpu_model: string | null;
+  /** torch.backends.cpu.get_cpu_capability(): AVX512, AVX2, DEFAULT, … */
+  cpu_capability: string | null;
+  threads: number;
+  interop_threads: number;
+  device: string;
+  gpu_model: string | null;
+  gpu_count: number;
+  driver_version: string | null;
+  cuda_version: string | null;
+  cudnn_version: string | null;
+  dtype: string;
+  deterministic_algorithms: boolean;
+  cudnn_deterministic: boolean;
+  cudnn_benchmark: boolean;
 }
 
 /**

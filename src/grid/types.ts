@@ -31,7 +31,8 @@ export interface GridDocument {
   zip?: AxisName[][];
   /** The budget is `rows` or `updates` (one implies the other); max_length defaults per model. */
   training: TrainingSettings & { rows?: number; updates?: number; max_length?: number };
-  canaries: { focal: number; held_out: number; code: { alphabet: string; length: number } };
+  /** `inclusion: randomized`: each focal and held-out canary inserted by a fair coin (absent: fixed roles). */
+  canaries: { focal: number; held_out: number; inclusion?: 'fixed' | 'randomized'; code: { alphabet: string; length: number } };
   candidates: { kind: 'exhaustive' | 'sampled'; decoys?: number };
   probes: { kinds: ('hidden' | 'supplied' | 'substituted')[]; decode: ('prefill' | 'free')[]; auxiliary: boolean };
   eval: { base_model: boolean; checkpoints: number[]; max_new_tokens: number; score_batch_size: number };

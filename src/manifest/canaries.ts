@@ -32,6 +32,16 @@ export interface RenderedIdentity {
   text: string;
 }
 
+/**
+ * Randomized inclusion: each of the grid's focal and held-out canaries (in draw order, f000…,
+ * then h000…) is inserted by a fair coin of its own, drawn once per grid from the grid seed. The
+ * one-run privacy bound (Steinke, Nasr & Jagielski 2023) is valid only for such a draw.
+ */
+export function randomizedInclusion(seed: number, focal: number, heldOut: number): boolean[] {
+  const coin = new Rng(seed, 'inclusion');
+  return Array.from({ length: focal + heldOut }, () => coin.int(2) === 1);
+}
+
 export class CanaryPool {
   readonly focal: PoolCanary[];
   readonly heldOut: PoolCanary[];
@@ -41,7 +51,8 @@ export class CanaryPool {
   private readonly messages = new Map<string, unknown>();
 
   /** `avoid`: codes the training data already shows (a dataset's numbers); no canary or substitute gets one. */
-  constructor(seed: number, space: CodeSpace, sizes: PoolSizes, decoys?: number, avoid: ReadonlySet<string> = new Set()) {
+  /** `inclusion`: a coin per focal and held-out canary (`randomizedInclusion`); heads are inserted. */
+  constructor(seed: number, space: CodeSpace, sizes: PoolSizes, decoys?: number, avoid: ReadonlySet<string> = new Set(), inclusion?: readonly boolean[]) {
     this.seed = seed;
     const total = sizes.focal + sizes.heldOut + sizes.aux.reduce((a, b) => a + b, 0);
     const free = spaceSize(space) - avoid.size;
@@ -59,6 +70,11 @@ export class CanaryPool {
     for (const c of this.all()) c.substitute = drawCode(space, substitutes, taken);
     if (decoys !== undefined) {
       for (const c of this.all()) c.candidates = sampledCandidates(space, c.code, decoys, new Rng(seed, 'candidates', c.id));
+    }
+    if (inclusion) {
+      const union = [...this.focal, ...this.heldOut];
+      this.focal = union.filter((_, i) => inclusion[i] === true);
+      this.heldOut = union.filter((_, i) => inclusion[i] !== true);
     }
   }
 

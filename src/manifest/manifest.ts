@@ -119,5 +119,6 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
     probes,
     candidate_space: candidateSpace,
     eval: { base_model: doc.eval.base_model, checkpoints: [...doc.eval.checkpoints], max_new_tokens: doc.eval.max_new_tokens, score_batch_size: doc.eval.score_batch_size },
+    ...(doc.canaries.inclusion === 'randomized' ? { inclusion: { kind: 'randomized' as const, p: 0.5, pool: doc.canaries.focal + doc.canaries.held_out, seed: doc.seed } } : {}),
   };
 }

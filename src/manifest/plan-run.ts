@@ -1,6 +1,6 @@
 import { quoteValue, UserInputError, type SourceLocation } from '../errors.js';
 import { formatPath, type Cell, type LoadedGrid, type PlacementValue, type Window } from '../grid/index.js';
-import type { CanaryPool, PoolCanary } from './canaries.js';
+import { randomizedInclusion, type CanaryPool, type PoolCanary } from './canaries.js';
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from './placement.js';
 import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from './population.js';
 import { Rng } from '../random.js';
@@ -39,7 +39,13 @@ export interface RunLayout {
 
 export function resolveCellPopulation(grid: LoadedGrid, cell: Cell): ResolvedPopulation {
   const doses = grid.expansion.axes.dose.map((v) => v.value);
-  return resolvePopulation(cell.values.population.value, cell.values.dose?.value ?? null, doses, grid.doc.canaries.focal);
+  return resolvePopulation(cell.values.population.value, cell.values.dose?.value ?? null, doses, focalCount(grid));
+}
+
+/** Canaries inserted as focal: the grid's `focal`, or the heads of a randomized-inclusion draw. */
+export function focalCount(grid: LoadedGrid): number {
+  const c = grid.doc.canaries;
+  return c.inclusion === 'randomized' ? randomizedInclusion(grid.doc.seed, c.focal, c.held_out).filter(Boolean).length : c.focal;
 }
 
 /**

@@ -6,7 +6,7 @@ import { gridTask } from './manifest.js';
 import { codesIn } from '../codes/index.js';
 import { taskDataRequest, TaskSpecError, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
-import { CanaryPool } from './canaries.js';
+import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 
@@ -149,7 +149,9 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   }
   let pool: CanaryPool;
   try {
-    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined, datasetCodes(grid));
+    const inclusion = doc.canaries.inclusion === 'randomized' ? randomizedInclusion(doc.seed, doc.canaries.focal, doc.canaries.held_out) : undefined;
+    if (inclusion && (inclusion.every(Boolean) || !inclusion.some(Boolean))) throw new RangeError(`the randomized inclusion draw put all ${inclusion.length} canaries on one side`);
+    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined, datasetCodes(grid), inclusion);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     throw new UserInputError(`${error.message}; use fewer canaries or a longer code`, {

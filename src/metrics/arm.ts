@@ -1,5 +1,6 @@
 import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval, type MedianMethod } from './bootstrap.js';
 import { canaryKey, type Observation } from './observation.js';
+import { median } from './statistics.js';
 import { wilsonInterval, type Proportion } from './wilson.js';
 
 /**
@@ -12,6 +13,8 @@ export interface ArmSummary {
   /** Distinct canaries (id + code). */
   n_canaries: number;
   n_runs: number;
+  /** Per run, the median exposure of the arm's canaries in it: the run-to-run spread. */
+  run_medians: RunMedian[];
   exposure: MedianInterval | null;
   /** Share ranked first (rank 1): ranking first is not the same as greedy recovery. */
   top1: Proportion | null;
@@ -19,6 +22,23 @@ export interface ArmSummary {
   recovery: { prefill: Proportion | null; free: Proportion | null };
   /** Greedy output == shown code (substituted probes only; null otherwise). */
   copy: { prefill: Proportion | null; free: Proportion | null } | null;
+}
+
+export interface RunMedian {
+  run_id: string;
+  median: number;
+  n: number;
+}
+
+/** The median of each run's observations, runs in order of first appearance. */
+export function runMedians(obs: readonly Observation[]): RunMedian[] {
+  const byRun = new Map<string, number[]>();
+  for (const o of obs) {
+    const list = byRun.get(o.run_id);
+    if (list) list.push(o.exposure);
+    else byRun.set(o.run_id, [o.exposure]);
+  }
+  return [...byRun].map(([run_id, xs]) => ({ run_id, median: median(xs), n: xs.length }));
 }
 
 export interface StatOptions {
@@ -34,11 +54,15 @@ function proportion(values: (boolean | null)[], confidence: number | undefined):
   return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
 }
 
-/** Exposures of an arm laid out by run: the bootstrap resamples runs, then canaries within them. */
+/**
+ * Exposures of an arm laid out by run, each with its canary (id + code): the bootstrap reads from
+ * them whether canaries are crossed with runs or nested in them (`sampleDesign`).
+ */
 export function exposuresByRun(obs: readonly Observation[]): ClusteredSample {
   return clusteredSample(
     obs.map((o) => o.exposure),
     obs.map((o) => o.run_id),
+    obs.map(canaryKey),
   );
 }
 
@@ -50,6 +74,7 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
     n_obs: obs.length,
     n_canaries: new Set(obs.map(canaryKey)).size,
     n_runs: new Set(obs.map((o) => o.run_id)).size,
+    run_medians: runMedians(obs),
     exposure: bootstrapMedian(exposures, {
       seed: options.seed,
       label,

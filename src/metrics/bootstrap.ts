@@ -1,15 +1,18 @@
 import { derivedSeed, Rng } from '../random.js';
+import { studentTQuantile } from './distributions.js';
 import { median, quantileSorted, selectMedian } from './statistics.js';
 
 /**
- * Percentile-bootstrap confidence intervals for medians. Resampling is seeded: the same data, seed
- * and label always give the same interval, so a report can be regenerated and diffed.
+ * Bootstrap confidence intervals for medians. Resampling is seeded: the same data, seed and label
+ * always give the same interval, so a report can be regenerated and diffed.
  *
- * Observations that share a run share that run's training, so they are not independent draws.
- * When a sample is given with its clusters (the run of each observation, or the run pair of each
- * paired difference) and holds more than one, each resample is hierarchical: draw the clusters
- * with replacement, then the observations within each drawn cluster with replacement. A sample
- * from a single cluster is resampled flat (canaries only), exactly as an unclustered one.
+ * Observations that share a run share that run's training, so they are not independent draws;
+ * the same canary in several runs shares its code and text, so its observations are not
+ * independent either. A sample is given with its clusters (the run of each observation, or the
+ * run pair of each paired difference) and its units (the canary); its design is read from them
+ * (`sampleDesign`: crossed, nested or flat) and resampled accordingly (see `Design`). A sample
+ * from a single cluster is resampled flat (canaries only, percentile interval), exactly as an
+ * unclustered one.
  */
 export interface BootstrapOptions {
   /** Report seed. */
@@ -32,8 +35,24 @@ export interface BootstrapOptions {
 
 export type MedianMethod = 'count' | 'select' | 'sort';
 
-/** `hierarchical`: clusters (runs, run pairs), then observations within them; `flat`: observations only. */
+/** Utility means: `hierarchical`: clusters (runs), then observations within them; `flat`: observations only. */
 export type Resampling = 'hierarchical' | 'flat';
+
+/**
+ * How a median's sampling design was read and resampled:
+ * - `crossed`: every run holds the same canaries (same ids and codes; seeds of one cell), so
+ *   canaries and runs are two crossed random factors: runs and canaries are resampled
+ *   independently (two-way), and the interval is studentised with a variance-component
+ *   correction (see `crossedVariance`);
+ * - `nested`: each run holds its own canaries: runs, then canaries within each drawn run, with the
+ *   two-stage correction (see `nestedVariance`);
+ * - `flat`: one run (or run pair): canaries only, percentile interval. It covers canary sampling,
+ *   not run-to-run variation.
+ */
+export type Design = 'crossed' | 'nested' | 'flat';
+
+/** `percentile`: quantiles of the resampled medians; `studentized`: estimate ± t(df) · se. */
+export type IntervalMethod = 'percentile' | 'studentized';
 
 export interface MedianInterval {
   /** Median of the sample itself (not of the resamples). */
@@ -43,7 +62,11 @@ export interface MedianInterval {
   n: number;
   /** Clusters (runs, or run pairs) the observations come from; 1 when unclustered. */
   n_clusters: number;
-  resampling: Resampling;
+  resampling: Design;
+  method: IntervalMethod;
+  /** Standard error and degrees of freedom of a studentised interval; null for a percentile one. */
+  se: number | null;
+  df: number | null;
 }
 
 export interface DifferenceInterval {
@@ -55,8 +78,11 @@ export interface DifferenceInterval {
   n_b: number;
   n_clusters_a: number;
   n_clusters_b: number;
-  /** `hierarchical` when either side pooled more than one cluster (each side resampled on its own). */
-  resampling: Resampling;
+  /** `crossed` when either side is crossed, else `nested` when either pools several runs, else `flat`. */
+  resampling: Design;
+  method: IntervalMethod;
+  se: number | null;
+  df: number | null;
 }
 
 export const DEFAULT_RESAMPLES = 2000;
@@ -72,36 +98,90 @@ function settings(options: BootstrapOptions): { resamples: number; alpha: number
 
 /**
  * A sample laid out by cluster: `values[offsets[c] .. offsets[c + 1])` are cluster c's
- * observations, clusters in order of first appearance.
+ * observations, clusters in order of first appearance. `units` (when given) names the unit of
+ * each value — the canary (id + code) — as an index in [0, nUnits): the same canary in two runs
+ * has the same unit, which is how a crossed design is told from a nested one.
  */
 export interface ClusteredSample {
   values: Float64Array;
   offsets: Int32Array;
+  units?: Int32Array;
+  nUnits?: number;
 }
 
-/** Group `values` by `clusters` (one key per value; omitted: one cluster). */
-export function clusteredSample(values: ArrayLike<number>, clusters?: ArrayLike<string>): ClusteredSample {
+/** Group `values` by `clusters` (one key per value; omitted: one cluster), keeping each value's unit. */
+export function clusteredSample(values: ArrayLike<number>, clusters?: ArrayLike<string>, units?: ArrayLike<string>): ClusteredSample {
   const n = values.length;
-  if (!clusters) return { values: Float64Array.from(values), offsets: Int32Array.of(0, n) };
+  if (units && units.length !== n) throw new RangeError(`clusteredSample: ${n} values but ${units.length} unit keys`);
+  const unitIndex = new Map<string, number>();
+  const unitOf = (i: number): number => {
+    const key = (units as ArrayLike<string>)[i] as string;
+    let u = unitIndex.get(key);
+    if (u === undefined) unitIndex.set(key, (u = unitIndex.size));
+    return u;
+  };
+  if (!clusters) {
+    const out: ClusteredSample = { values: Float64Array.from(values), offsets: Int32Array.of(0, n) };
+    if (units) {
+      out.units = Int32Array.from({ length: n }, (_, i) => unitOf(i));
+      out.nUnits = unitIndex.size;
+    }
+    return out;
+  }
   if (clusters.length !== n) throw new RangeError(`clusteredSample: ${n} values but ${clusters.length} cluster keys`);
   const byCluster = new Map<string, number[]>();
   for (let i = 0; i < n; i += 1) {
     const key = clusters[i] as string;
     const list = byCluster.get(key);
-    if (list) list.push(values[i] as number);
-    else byCluster.set(key, [values[i] as number]);
+    if (list) list.push(i);
+    else byCluster.set(key, [i]);
   }
   const out = new Float64Array(n);
+  const unitOut = units ? new Int32Array(n) : null;
   const offsets = new Int32Array(byCluster.size + 1);
   let at = 0;
   let c = 0;
   for (const list of byCluster.values()) {
     offsets[c] = at;
-    for (const v of list) out[at++] = v;
+    for (const i of list) {
+      if (unitOut) unitOut[at] = unitOf(i);
+      out[at++] = values[i] as number;
+    }
     c += 1;
   }
   offsets[c] = at;
-  return { values: out, offsets };
+  const sample: ClusteredSample = { values: out, offsets };
+  if (unitOut) {
+    sample.units = unitOut;
+    sample.nUnits = unitIndex.size;
+  }
+  return sample;
+}
+
+/**
+ * The design of a sample: `flat` for one cluster; `crossed` when there are several clusters, the
+ * units are known, and every cluster holds every unit (the same canaries in every run); `nested`
+ * otherwise (each run its own canaries, or canary sets that only partly overlap).
+ */
+export function sampleDesign(s: ClusteredSample): Design {
+  const k = clusterCount(s);
+  if (k <= 1) return 'flat';
+  const { units, nUnits } = s;
+  if (!units || nUnits === undefined || nUnits < 2) return 'nested';
+  const seen = new Uint8Array(nUnits);
+  for (let c = 0; c < k; c += 1) {
+    seen.fill(0);
+    let distinct = 0;
+    for (let i = s.offsets[c] as number; i < (s.offsets[c + 1] as number); i += 1) {
+      const u = units[i] as number;
+      if (seen[u] === 0) {
+        seen[u] = 1;
+        distinct += 1;
+      }
+    }
+    if (distinct !== nUnits) return 'nested';
+  }
+  return 'crossed';
 }
 
 function clusterCount(s: ClusteredSample): number {
@@ -118,7 +198,8 @@ function scratchSize(s: ClusteredSample): number {
 }
 
 /**
- * Draws resamples of one sample and returns each one's median. The stream of draws is the same
+ * Draws resamples of one sample and returns each one's median (the percentile intervals of
+ * one-run samples; several runs go through `WeightedMedian`). The stream of draws is the same
  * for every method: flat for a single cluster (the draws an unclustered sample uses),
  * hierarchical otherwise (a cluster, then as many observations within it as it holds).
  */
@@ -231,7 +312,223 @@ function asSample(values: ArrayLike<number> | ClusteredSample): ClusteredSample 
   return 'offsets' in values ? values : clusteredSample(values);
 }
 
-/** Median with a percentile-bootstrap interval; null for an empty sample. */
+/**
+ * Medians of weighted resamples: each observation enters a resample as many times as its run and
+ * its canary (or its own draw) were drawn. The sample is ranked once; a resample adds its weights
+ * per rank and reads the type-7 median off the cumulative counts.
+ */
+class WeightedMedian {
+  readonly rankOf: Int32Array;
+  readonly sorted: Float64Array;
+  readonly counts: Float64Array;
+  /** Cluster of each observation. */
+  readonly clusterOf: Int32Array;
+
+  constructor(readonly s: ClusteredSample) {
+    const n = s.values.length;
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (s.values[a] as number) - (s.values[b] as number) || a - b);
+    this.rankOf = new Int32Array(n);
+    this.sorted = new Float64Array(n);
+    order.forEach((i, r) => {
+      this.rankOf[i] = r;
+      this.sorted[r] = s.values[i] as number;
+    });
+    this.counts = new Float64Array(n);
+    this.clusterOf = new Int32Array(n);
+    for (let c = 0; c + 1 < s.offsets.length; c += 1) this.clusterOf.fill(c, s.offsets[c] as number, s.offsets[c + 1] as number);
+  }
+
+  /** Type-7 median of the multiset held in `counts` (total weight m > 0). */
+  read(m: number): number {
+    const counts = this.counts;
+    const sorted = this.sorted;
+    const h = (m - 1) * 0.5;
+    const lo = Math.floor(h);
+    let r = 0;
+    let seen = counts[0] as number;
+    while (seen <= lo) seen += counts[++r] as number;
+    const lower = sorted[r] as number;
+    if (lo + 1 >= m) return lower;
+    while (seen <= lo + 1) seen += counts[++r] as number;
+    return lower + (h - lo) * ((sorted[r] as number) - lower);
+  }
+
+  /** Runs weighted by `runW`, canaries by `unitW` (either may be null: weight 1). */
+  twoWay(runW: Int32Array | null, unitW: Int32Array | null): number {
+    const { rankOf, counts, clusterOf } = this;
+    const units = this.s.units as Int32Array;
+    counts.fill(0);
+    let m = 0;
+    for (let i = 0; i < rankOf.length; i += 1) {
+      const w = (runW ? (runW[clusterOf[i] as number] as number) : 1) * (unitW ? (unitW[units[i] as number] as number) : 1);
+      if (w === 0) continue;
+      const r = rankOf[i] as number;
+      counts[r] = (counts[r] as number) + w;
+      m += w;
+    }
+    return this.read(m);
+  }
+
+  /** Runs drawn with replacement (`drawRuns`) or kept (`false`), then observations within each run. */
+  twoStage(rng: Rng, drawRuns: boolean): number {
+    const { rankOf, counts } = this;
+    const offsets = this.s.offsets;
+    const k = offsets.length - 1;
+    counts.fill(0);
+    let m = 0;
+    for (let c = 0; c < k; c += 1) {
+      const drawn = drawRuns ? rng.scaledInt(k) : c;
+      const start = offsets[drawn] as number;
+      const size = (offsets[drawn + 1] as number) - start;
+      for (let i = 0; i < size; i += 1) {
+        const r = rankOf[start + rng.scaledInt(size)] as number;
+        counts[r] = (counts[r] as number) + 1;
+      }
+      m += size;
+    }
+    return this.read(m);
+  }
+}
+
+function variance(xs: Float64Array): number {
+  const n = xs.length;
+  if (n < 2) return 0;
+  let mean = 0;
+  for (let i = 0; i < n; i += 1) mean += xs[i] as number;
+  mean /= n;
+  let ss = 0;
+  for (let i = 0; i < n; i += 1) ss += ((xs[i] as number) - mean) ** 2;
+  return ss / (n - 1);
+}
+
+/** A median's sampling variance with its (Satterthwaite) degrees of freedom. */
+export interface VarianceEstimate {
+  variance: number;
+  df: number;
+  design: Design;
+}
+
+/**
+ * Crossed design (R runs × C canaries). Three bootstrap variances of the median: runs resampled
+ * with the canaries fixed (V_R), canaries resampled with the runs fixed (V_C), both at once
+ * (V_RC, the two-way "pigeonhole" bootstrap). For a mean these are exactly Σα²/R², Σβ²/C² and
+ * Σα²/R² + Σβ²/C² + Σε²/(RC)² (α, β, ε the run, canary and residual effects of the two-way
+ * ANOVA), so the two-way bootstrap alone counts the residual once too often at each level
+ * (Owen 2007, "The pigeonhole bootstrap") and the one-way ones lose (R−1)/R. The unbiased
+ * estimate (MS_R + MS_C − MS_E)/(RC) of the variance of the mean is the combination
+ *   V = R/(R−1)·V_R + C/(C−1)·V_C − RC/((R−1)(C−1))·(V_RC − V_R − V_C),
+ * which is applied to the medians' bootstrap variances (the variance-component correction of
+ * generalizability theory's bootstrap, Brennan 2001). V is floored at the larger of its first two
+ * terms (the true variance exceeds each); its degrees of freedom are Satterthwaite's.
+ */
+function crossedVariance(s: ClusteredSample, rng: Rng, resamples: number): VarianceEstimate {
+  const k = clusterCount(s);
+  const c = s.nUnits as number;
+  const wm = new WeightedMedian(s);
+  const b = Math.max(2, Math.floor(resamples / 3));
+  const runW = new Int32Array(k);
+  const unitW = new Int32Array(c);
+  const vr = new Float64Array(b);
+  const vc = new Float64Array(b);
+  const vrc = new Float64Array(b);
+  for (let i = 0; i < b; i += 1) {
+    vr[i] = wm.twoWay(multinomial(rng, runW), null);
+    vc[i] = wm.twoWay(null, multinomial(rng, unitW));
+    vrc[i] = wm.twoWay(multinomial(rng, runW), multinomial(rng, unitW));
+  }
+  return combineCrossed(variance(vr), variance(vc), variance(vrc), k, c);
+}
+
+/** The crossed variance-component combination of the three bootstrap variances (see `crossedVariance`). */
+export function combineCrossed(VR: number, VC: number, VRC: number, k: number, c: number): VarianceEstimate {
+  const tR = (k / (k - 1)) * VR;
+  const tC = (c / (c - 1)) * VC;
+  const tE = Math.max(0, ((k * c) / ((k - 1) * (c - 1))) * (VRC - VR - VC));
+  const v = tR + tC - tE;
+  if (v <= Math.max(tR, tC)) return tR >= tC ? { variance: tR, df: k - 1, design: 'crossed' } : { variance: tC, df: c - 1, design: 'crossed' };
+  const df = (v * v) / ((tR * tR) / (k - 1) + (tC * tC) / (c - 1) + (tE * tE) / ((k - 1) * (c - 1)));
+  return { variance: v, df, design: 'crossed' };
+}
+
+/**
+ * Nested design (each run its own canaries). Two bootstrap variances of the median: runs drawn
+ * with replacement, then canaries within each drawn run (V_2, the two-stage bootstrap), and
+ * canaries within each run with the runs kept (V_W). For a mean, V_2 − V_W is exactly
+ * (R−1)/R · s²/R (s² the variance of the run means), so V = R/(R−1)·(V_2 − V_W) is the unbiased
+ * s²/R (the two-stage bootstrap alone adds the within-run variance a second time: Davison &
+ * Hinkley 1997, §3.8). Floored at the within-run part n/(n−R)·V_W; R − 1 degrees of freedom.
+ */
+function nestedVariance(s: ClusteredSample, rng: Rng, resamples: number): VarianceEstimate {
+  const k = clusterCount(s);
+  const n = s.values.length;
+  const wm = new WeightedMedian(s);
+  const b = Math.max(2, Math.floor(resamples / 2));
+  const v2 = new Float64Array(b);
+  const vw = new Float64Array(b);
+  for (let i = 0; i < b; i += 1) {
+    v2[i] = wm.twoStage(rng, true);
+    vw[i] = wm.twoStage(rng, false);
+  }
+  const V2 = variance(v2);
+  const VW = variance(vw);
+  const between = (k / (k - 1)) * (V2 - VW);
+  const within = n > k ? (n / (n - k)) * VW : VW;
+  return between >= within ? { variance: between, df: k - 1, design: 'nested' } : { variance: within, df: Math.max(1, n - k), design: 'nested' };
+}
+
+/** Multinomial counts of `into.length` draws among `into.length` items. */
+function multinomial(rng: Rng, into: Int32Array): Int32Array {
+  into.fill(0);
+  const n = into.length;
+  for (let i = 0; i < n; i += 1) {
+    const j = rng.scaledInt(n);
+    into[j] = (into[j] as number) + 1;
+  }
+  return into;
+}
+
+/** The percentile bootstrap's resampled medians of a one-run sample, sorted. */
+function flatStats(s: ClusteredSample, rng: Rng, resamples: number, method: MedianMethod | undefined): Float64Array {
+  const resampler = new Resampler(s, method);
+  const stats = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b += 1) stats[b] = resampler.median(rng);
+  return stats.sort();
+}
+
+/** The sampling variance of a sample's median under its design (flat: n/(n−1) × the bootstrap variance). */
+export function medianVariance(s: ClusteredSample, rng: Rng, resamples: number, method?: MedianMethod): VarianceEstimate {
+  const design = sampleDesign(s);
+  if (design === 'crossed') return crossedVariance(s, rng, resamples);
+  if (design === 'nested') return nestedVariance(s, rng, resamples);
+  const n = s.values.length;
+  const v = variance(flatStats(s, rng, resamples, method));
+  return { variance: n > 1 ? (n / (n - 1)) * v : v, df: Math.max(1, n - 1), design: 'flat' };
+}
+
+/** estimate ± t(df) · se, kept inside [min, max] (the values the statistic can take on this sample). */
+function studentized(estimate: number, v: VarianceEstimate, alpha: number, min: number, max: number): { lo: number; hi: number; se: number; df: number } {
+  const se = Math.sqrt(Math.max(0, v.variance));
+  const q = studentTQuantile(1 - alpha / 2, v.df);
+  return { lo: Math.max(min, estimate - q * se), hi: Math.min(max, estimate + q * se), se, df: v.df };
+}
+
+function range(xs: Float64Array): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < xs.length; i += 1) {
+    const x = xs[i] as number;
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  return [lo, hi];
+}
+
+/**
+ * Median with a bootstrap interval; null for an empty sample. One run (`flat`): the percentile
+ * interval over canaries. Several runs: the design is read from the units (`sampleDesign`) and
+ * the interval is estimate ± t(df) · se with the design's corrected bootstrap variance
+ * (`crossedVariance`, `nestedVariance`); its coverage is measured in `bench/coverage.ts`.
+ */
 export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, options: BootstrapOptions): MedianInterval | null {
   const s = asSample(sample);
   const n = s.values.length;
@@ -239,17 +536,21 @@ export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, opt
   const { resamples, alpha } = settings(options);
   const estimate = median(s.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
-  const resampler = new Resampler(s, options.median);
-  const stats = new Float64Array(resamples);
-  for (let b = 0; b < resamples; b += 1) stats[b] = resampler.median(rng);
-  stats.sort();
   const k = clusterCount(s);
-  return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: k > 1 ? 'hierarchical' : 'flat' };
+  if (k <= 1) {
+    const stats = flatStats(s, rng, resamples, options.median);
+    return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: 'flat', method: 'percentile', se: null, df: null };
+  }
+  const v = medianVariance(s, rng, resamples, options.median);
+  const [min, max] = range(s.values);
+  return { estimate, ...studentized(estimate, v, alpha, min, max), n, n_clusters: k, resampling: v.design, method: 'studentized' };
 }
 
 /**
- * median(a) − median(b) for two independent samples (focal canaries against a control arm), each
- * resampled on its own (hierarchically when it pools several clusters); null when either is empty.
+ * median(a) − median(b) for two independent samples (focal canaries against a control arm);
+ * null when either is empty. Both from one run: the percentile interval of the differences of
+ * resampled medians. Otherwise each side's variance under its own design, summed, with
+ * Welch–Satterthwaite degrees of freedom.
  */
 export function bootstrapMedianDifference(
   a: ArrayLike<number> | ClusteredSample,
@@ -262,21 +563,24 @@ export function bootstrapMedianDifference(
   const { resamples, alpha } = settings(options);
   const estimate = median(sa.values) - median(sb.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
-  const resampleA = new Resampler(sa, options.median);
-  const resampleB = new Resampler(sb, options.median);
-  const stats = new Float64Array(resamples);
-  for (let i = 0; i < resamples; i += 1) stats[i] = resampleA.median(rng) - resampleB.median(rng);
-  stats.sort();
   const ka = clusterCount(sa);
   const kb = clusterCount(sb);
-  return {
-    estimate,
-    lo: quantileSorted(stats, alpha / 2),
-    hi: quantileSorted(stats, 1 - alpha / 2),
-    n_a: sa.values.length,
-    n_b: sb.values.length,
-    n_clusters_a: ka,
-    n_clusters_b: kb,
-    resampling: ka > 1 || kb > 1 ? 'hierarchical' : 'flat',
-  };
+  const counts = { n_a: sa.values.length, n_b: sb.values.length, n_clusters_a: ka, n_clusters_b: kb };
+  if (ka <= 1 && kb <= 1) {
+    const resampleA = new Resampler(sa, options.median);
+    const resampleB = new Resampler(sb, options.median);
+    const stats = new Float64Array(resamples);
+    for (let i = 0; i < resamples; i += 1) stats[i] = resampleA.median(rng) - resampleB.median(rng);
+    stats.sort();
+    return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), ...counts, resampling: 'flat', method: 'percentile', se: null, df: null };
+  }
+  const va = medianVariance(sa, rng, resamples, options.median);
+  const vb = medianVariance(sb, rng, resamples, options.median);
+  const total = va.variance + vb.variance;
+  const denominator = (va.variance * va.variance) / va.df + (vb.variance * vb.variance) / vb.df;
+  const df = denominator > 0 ? (total * total) / denominator : Math.min(va.df, vb.df);
+  const design: Design = va.design === 'crossed' || vb.design === 'crossed' ? 'crossed' : 'nested';
+  const [minA, maxA] = range(sa.values);
+  const [minB, maxB] = range(sb.values);
+  return { estimate, ...studentized(estimate, { variance: total, df, design }, alpha, minA - maxB, maxA - minB), ...counts, resampling: design, method: 'studentized' };
 }

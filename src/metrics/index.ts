@@ -13,3 +13,5 @@ export * from './space-check.js';
 export * from './aggregate.js';
 export * from './paired.js';
 export * from './utility.js';
+export * from './privacy.js';
+export * from './distributions.js';

@@ -155,8 +155,8 @@ function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: M
     tied: diffs.filter((d) => d === 0).length,
     from_median: median(pairs.map((p) => p.from.exposure)),
     to_median: median(pairs.map((p) => p.to.exposure)),
-    // Run pairs, then canary pairs within them.
-    difference: bootstrapMedian(clusteredSample(diffs, pairs.map((p) => `${p.from.run_id}|${p.to.run_id}`)), {
+    // Run pairs and canaries: crossed when every run pair holds the same canaries, else nested.
+    difference: bootstrapMedian(clusteredSample(diffs, pairs.map((p) => `${p.from.run_id}|${p.to.run_id}`), pairs.map((p) => canaryKey(p.from))), {
       seed: options.seed,
       label: `${key}|paired`,
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),

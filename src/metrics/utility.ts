@@ -1,6 +1,6 @@
 import { derivedSeed, Rng } from '../random.js';
 import type { UtilityMetric } from '../contracts/manifest.js';
-import { clusteredSample, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type BootstrapOptions, type ClusteredSample, type MedianInterval, type Resampling } from './bootstrap.js';
+import { clusteredSample, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type BootstrapOptions, type ClusteredSample, type Resampling } from './bootstrap.js';
 import { quantileSorted } from './statistics.js';
 import { wilsonInterval } from './wilson.js';
 
@@ -190,8 +190,15 @@ export function rowScores(metric: GenerationMetric, predictions: readonly string
 
 // ---- intervals ------------------------------------------------------------------------------
 
-/** A mean's interval has the median's shape (`estimate` is the sample's own mean). */
-export type MeanInterval = MedianInterval;
+/** A mean with its percentile-bootstrap interval (`estimate` is the sample's own mean). */
+export interface MeanInterval {
+  estimate: number;
+  lo: number;
+  hi: number;
+  n: number;
+  n_clusters: number;
+  resampling: Resampling;
+}
 
 /**
  * Mean with a percentile-bootstrap interval, seeded like the median intervals (`Rng.fromSeed` of

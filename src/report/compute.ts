@@ -9,7 +9,7 @@ import type { CsvRunInfo } from './csv.js';
 import type { ReportFormat } from './formats.js';
 import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
-import { buildSummary, type ReportSummary } from './summary.js';
+import { buildSummary, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
 export interface WriteReportOptions {
@@ -93,6 +93,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
       )
     : undefined;
   const summary = buildSummary({
+    privacy: privacyReadouts(audit, observations, settings.confidence),
     audit,
     labelAxes,
     outcomes,

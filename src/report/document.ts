@@ -1,8 +1,8 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, short, signed } from './format.js';
-import type { ReportSummary } from './summary.js';
+import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runMedianList, short, signed } from './format.js';
+import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
 import type { StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
@@ -60,7 +60,7 @@ function overview(s: ReportSummary): Section {
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
       ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
-      `Medians carry percentile-bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n canaries and n runs are printed beside every figure. Canaries of one run share its training, so a median that pools several runs is resampled hierarchically (runs with replacement, then canaries within each drawn run; paired differences: run pairs, then canary pairs); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
+      `Medians carry bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n canaries and n runs are printed beside every figure. Canaries of one run share its training, and the same canary in several runs shares its code, so a median that pools several runs is resampled by the design read from the manifests: crossed (the same canaries in every run: runs and canaries resampled independently, two-way) or nested (each run its own canaries: runs, then canaries within each drawn run), each studentised with a variance-component correction (coverage measured in docs/metrics.md); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
     ],
     ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
     tables: [],
@@ -80,7 +80,7 @@ function exposureVsDose(s: ReportSummary): Section {
     ],
     tables: visibilities.map((v) => ({
       caption: `Visibility: ${v}`,
-      columns: ['Cell', 'Probe', 'Dose', 'Exposure median [95% CI]', 'Ceiling', 'n', 'Held-out control', 'Δ vs held-out [95% CI]', 'Recovered (prefill)'],
+      columns: ['Cell', 'Probe', 'Dose', 'Exposure median [95% CI]', 'Per-run medians', 'Ceiling', 'n', 'Held-out control', 'Δ vs held-out [95% CI]', 'Recovered (prefill)'],
       rows: groups
         .filter((g) => (g.visibility ?? DASH) === v)
         .map((g) => [
@@ -88,6 +88,7 @@ function exposureVsDose(s: ReportSummary): Section {
           g.probe_kind,
           String(g.dose ?? DASH),
           medianCi(g.inserted.exposure),
+          runMedianList(g.inserted),
           num(g.space.ceiling),
           countsAndResampling(g.inserted),
           armCell(g.controls.held_out),
@@ -331,7 +332,7 @@ function notFinished(s: ReportSummary): Section {
 function provenance(s: ReportSummary): Section {
   const p = s.provenance;
   const w = p.at_write;
-  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions'].includes(x.kind));
+  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions', 'mixed_numerics'].includes(x.kind));
   return {
     id: 'provenance',
     title: 'Provenance',
@@ -342,7 +343,9 @@ function provenance(s: ReportSummary): Section {
         const files = d.files.map((f) => `${f.split}: ${f.path} (sha256 ${f.sha256.slice(0, 12)}, ${f.bytes.toLocaleString('en-US')} bytes)`).join('; ');
         return `Rows of task ${d.task} (${d.runs.length} run(s)): ${where}; ${files}.`;
       }),
-      flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run.' : 'Code-version warnings:',
+      ...(s.numerics ?? []).map((n) => `Numerics (${n.runs.length} run${n.runs.length === 1 ? '' : 's'}): ${numericsLabel(n)}.`),
+      ...(s.numerics ? [] : ['Numerics: not recorded by these runs\' trainer (CPU capability, threads, GPU and dtype unknown).']),
+      flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run, on one floating-point path.' : 'Code-version and numerics warnings:',
     ],
     ...(flagged.length > 0 ? { list: flagged.map((x) => `**${x.kind}**: ${x.message} Runs: ${x.runs.join(', ')}`) } : {}),
     tables: [
@@ -419,8 +422,35 @@ export function compactTable(t: Table): Table {
 // The summary box states each of their comparisons in a sentence; the full tables and plots are a click away.
 const FOLDED = new Set(['recovery', 'paired', 'auxiliary', 'overview', 'checkpoints', 'utility', 'failed-missing', 'provenance']);
 
+/** Membership and ε readouts per run, only for an audit whose manifests randomize inclusion. */
+function privacy(s: ReportSummary): Section | null {
+  if (!s.privacy || s.privacy.length === 0) return null;
+  const ci = (i: { estimate: number; lo: number; hi: number } | null): string => (i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH);
+  const first = s.privacy[0] as NonNullable<ReportSummary['privacy']>[number];
+  return {
+    id: 'privacy',
+    title: 'Privacy readouts',
+    paragraphs: [
+      `Membership inference from the same canaries: each canary's exposure is its membership score; inserted canaries are members, held-out ones are not (final phase, ${first.probe_kind} probes). AUC with DeLong's ${Math.round(first.epsilon.confidence * 100)}% interval; TPR at a target FPR with a Clopper–Pearson interval (the threshold lets at most ⌊FPR·n_out⌋ held-out canaries through, so an FPR below 1/n_out is read as 0 false positives). ε lower bounds at δ = ${first.epsilon.delta} and ${Math.round(first.epsilon.confidence * 100)}% confidence: Clopper–Pearson over every threshold (Bonferroni-corrected), and the one-run bound of Steinke, Nasr & Jagielski (2023), which holds only when each canary's inclusion was a fair coin and is refused otherwise. One row per run: a rerun can fall outside these intervals.`,
+    ],
+    tables: [
+      {
+        columns: ['Run', 'Cell', 'Inclusion', 'n in · out', 'AUC [95% CI]', 'TPR @ 1% FPR', 'TPR @ 0.1% FPR', 'ε ≥ (Clopper–Pearson)', 'ε ≥ (one run)'],
+        rows: s.privacy.map((p) => {
+          const tpr = (f: number): string => {
+            const t = p.tpr_at_fpr.find((x) => x.fpr === f);
+            return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})` : DASH;
+          };
+          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
+          return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one];
+        }),
+      },
+    ],
+  };
+}
+
 export function buildDocument(s: ReportSummary): ReportDocument {
-  const sections = [summaryBox(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), utility(s), notFinished(s), overview(s), provenance(s)];
+  const sections = [summaryBox(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), privacy(s), utility(s), notFinished(s), overview(s), provenance(s)];
   return {
     title: `canary-audit report: ${s.audit.name}`,
     sections: sections

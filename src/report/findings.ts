@@ -26,7 +26,7 @@ function mainKind(groups: GroupSummary[]): string | null {
 }
 
 function n(a: ArmSummary): string {
-  return `n = ${counts(a)}${a.exposure?.resampling === 'hierarchical' ? '' : ', one run: the interval covers canary sampling only'}`;
+  return `n = ${counts(a)}${a.exposure?.resampling !== undefined && a.exposure.resampling !== 'flat' ? '' : ', one run: a rerun can fall outside this interval'}`;
 }
 
 /** `cell (dose 16, hidden probes)`, naming only what the label does not already say. */

@@ -30,6 +30,15 @@ export function differenceCi(d: DifferenceInterval | MedianInterval | null): str
   return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]` : DASH;
 }
 
+/** Beside every interval that rests on one run per arm. */
+export const ONE_RUN = 'one run: a rerun can fall outside this interval';
+
+/** `7.70, 9.12, 11.63`: an arm's per-run medians (the run-to-run spread); a dash for a single run. */
+export function runMedianList(a: { run_medians: { median: number }[] } | null): string {
+  if (!a || a.run_medians.length < 2) return DASH;
+  return a.run_medians.map((r) => num(r.median)).join(', ');
+}
+
 /**
  * Which resampling an interval used, in words: runs then canaries (run pairs then canary pairs
  * for a paired difference) when it pools several, canary sampling only when a single run (per
@@ -37,9 +46,10 @@ export function differenceCi(d: DifferenceInterval | MedianInterval | null): str
  */
 export function resampling(i: Pick<MedianInterval, 'resampling'> | Pick<DifferenceInterval, 'resampling'> | null, what: 'arm' | 'difference' | 'paired'): string {
   if (!i) return DASH;
-  if (i.resampling === 'hierarchical') return what === 'paired' ? 'run pairs → canary pairs' : 'runs → canaries';
-  if (what === 'paired') return 'single run pair: canary pairs only';
-  return what === 'difference' ? 'single run per arm: canaries only' : 'single run: canaries only';
+  if (i.resampling === 'crossed') return what === 'paired' ? 'crossed: run pairs × canaries, two-way' : 'crossed: runs × canaries, two-way';
+  if (i.resampling === 'nested') return what === 'paired' ? 'nested: run pairs → canary pairs' : 'nested: runs → canaries';
+  if (what === 'paired') return `single run pair: canary pairs only; ${ONE_RUN}`;
+  return what === 'difference' ? `single run per arm: canaries only; ${ONE_RUN}` : `single run: canaries only; ${ONE_RUN}`;
 }
 
 /** A difference with its interval and the resampling behind it. */

@@ -46,6 +46,8 @@ export interface ManifestInfo {
   utility: UtilityRef | null;
   /** Where a dataset-backed task's rows came from (manifest `task.dataset`). */
   dataset: DatasetProvenance | null;
+  /** `randomized`: each pool canary was inserted by a fair coin (manifest `inclusion`); else `fixed`. */
+  inclusion: 'randomized' | 'fixed';
 }
 
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
@@ -100,5 +102,5 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
       shownIndex: shown === null ? -1 : candidateIndex(space, shown, lists.get(p.canary_id)),
     });
   });
-  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null };
+  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null, inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed' };
 }

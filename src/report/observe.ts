@@ -7,6 +7,7 @@ import type { GreedyObservation, Observation } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { Greedy, Result } from '../contracts/result.js';
 import type { Provenance } from '../provenance/index.js';
+import type { Numerics } from '../contracts/result.js';
 import { readJsonFile } from '../fs/index.js';
 import type { LoadedRun } from './load-audit.js';
 import type { ManifestInfo } from './manifest-info.js';
@@ -25,6 +26,8 @@ export interface RunOutcome {
   /** Per-row scores of the utility replies, when the manifest asks for generation metrics. */
   utilityScores: UtilityScores | null;
   provenance: Provenance;
+  /** The run's floating-point path (null in results written before it was recorded). */
+  numerics: Numerics | null;
   scoreFiles: number;
 }
 
@@ -128,6 +131,7 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
     utility: { rows: result.utility.rows ?? null, base_loss: result.utility.base_loss ?? null, final_loss: result.utility.final_loss ?? null },
     utilityScores: await readUtilityScores(run, result),
     provenance: result.provenance,
+    numerics: result.numerics ?? null,
     scoreFiles,
   };
 }

@@ -149,10 +149,17 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   const ceiling = Math.max(...rows.map((r) => r.ceiling));
   const y = { type: 'quantitative', title: 'median exposure (bits)', scale: { domain: [0, Math.ceil(ceiling)] } };
   const labels = [...new Set(groups.filter((g) => g.dose !== null && g.inserted.exposure).map((g) => ceilingLabel(g.space)))];
+  // The run-to-run spread: each run's own median as an open point (rows of their own: the other
+  // layers skip them, their fields being null).
+  const runRows = groups
+    .filter((g) => g.dose !== null && g.inserted.exposure && g.inserted.run_medians.length > 1)
+    .flatMap((g) => g.inserted.run_medians.map((r) => ({ series: g.label, visibility: g.visibility ?? '—', dose: g.dose, run_median: r.median, ceiling: g.space.ceiling, ceiling_label: `${CEILING_LABEL} = ${g.space.ceiling.toFixed(2)}` })));
+  const series = seriesOrder(rows);
+  const strip = { mark: { type: 'point', filled: false, size: 30, opacity: 0.8 }, encoding: { x, y: { field: 'run_median', ...y }, color: { field: 'series', type: 'nominal', title: 'cell', sort: series } } } as Layer;
   return {
     id: 'exposure-vs-dose',
-    title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI; grey: held-out control median and 95% CI; dashed: ${labels.join('; ')})`,
-    spec: byVisibility(rows, [...controlLayers(x, y), ceilingLayer(y), ceilingText(y), ...estimateLayers(x, y, 'median', seriesOrder(rows))], `Exposure vs dose · ${kind} probes · focal canaries`),
+    title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI${runRows.length > 0 ? '; open points: each run’s own median' : ''}; grey: held-out control median and 95% CI; dashed: ${labels.join('; ')})`,
+    spec: byVisibility([...rows, ...runRows], [...controlLayers(x, y), ceilingLayer(y), ceilingText(y), ...estimateLayers(x, y, 'median', series), ...(runRows.length > 0 ? [strip] : [])], `Exposure vs dose · ${kind} probes · focal canaries`),
   };
 }
 

@@ -2,13 +2,15 @@ import { canonicalJson } from '../hash.js';
 import type { DatasetProvenance } from '../contracts/dataset.js';
 import { CanaryAuditError } from '../errors.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
-import { cellLabel, compareCells, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
+import { cellLabel, compareCells, formatValue, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
 import type { PairedSummary } from '../metrics/paired.js';
+import type { Observation } from '../metrics/observation.js';
 import type { SpaceSummary } from '../metrics/space-check.js';
 import { median } from '../metrics/statistics.js';
+import { clopperPearsonEpsilon, membershipAuc, oneRunBound, tprAtFpr, type EpsilonBound, type Interval, type OneRunBound, type TprAtFpr } from '../metrics/privacy.js';
 import { exposureCeiling } from '../metrics/exposure.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
-import type { RunFailure } from '../contracts/result.js';
+import type { Numerics, RunFailure } from '../contracts/result.js';
 import type { Provenance } from '../provenance/index.js';
 import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
@@ -35,6 +37,13 @@ export interface RunReport {
   /** `metrics`: the generation metrics (accuracy, exact match, token F1) of a run whose manifest asks for them. */
   utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null; metrics?: UtilityMetricSummary[] } | null;
   provenance: { controller: StampBrief | null; trainer: StampBrief | null };
+  /** The run's floating-point path, from result.json (null: not recorded). */
+  numerics: Numerics | null;
+}
+
+/** One floating-point path among the audit's runs, and the runs that took it. */
+export interface NumericsPath extends Numerics {
+  runs: string[];
 }
 
 export interface UtilityGroup {
@@ -72,6 +81,10 @@ export interface ReportSummary {
   utility_headline?: UtilityHeadline[];
   /** Only when some manifest records a dataset: where the rows of each dataset-backed task came from. */
   datasets?: DatasetSource[];
+  /** Only when some manifest randomizes inclusion: membership and ε readouts per run. */
+  privacy?: PrivacyReadout[];
+  /** Only when some result records its numerics: each distinct floating-point path and its runs. */
+  numerics?: NumericsPath[];
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -86,6 +99,8 @@ export interface SummaryInput {
   paired: PairedSummary[];
   settings: ReportSettings;
   provenance: Provenance;
+  /** Membership and ε readouts (`privacyReadouts`); absent or empty: none. */
+  privacy?: PrivacyReadout[];
   /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
   utilityHeadline?: UtilityHeadline[];
 }
@@ -103,6 +118,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence };
   const runs = runReports(audit, outcomes, stat);
   const datasets = datasetSources(audit);
+  const numerics = numericsPaths(runs);
+  const privacy = input.privacy ?? [];
   const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
@@ -129,7 +146,9 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     utility: utilityGroups(runs, outcomes, roles, audit.axes, input.labelAxes, stat),
     ...(input.utilityHeadline ? { utility_headline: input.utilityHeadline } : {}),
     ...(datasets.length > 0 ? { datasets } : {}),
-    warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets)],
+    ...(numerics.length > 0 ? { numerics } : {}),
+    ...(privacy.length > 0 ? { privacy } : {}),
+    warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };
   // The summary is a contract: check it against its own schema before anyone reads it.
@@ -165,6 +184,7 @@ function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome
           }
         : null,
       provenance: { controller: brief(run.manifest?.provenance ?? null), trainer: brief(outcome?.provenance ?? null) },
+      numerics: outcome?.numerics ?? null,
     };
   });
 }
@@ -243,6 +263,114 @@ function datasetSources(audit: LoadedAudit): DatasetSource[] {
   return [...byKey.values()];
 }
 
+/** Settings of the privacy readouts. */
+export const PRIVACY_DELTA = 1e-5;
+export const PRIVACY_FPRS = [0.01, 0.001] as const;
+
+/** Membership readouts of one run: inserted (members) vs held-out canaries, scored by exposure. */
+export interface PrivacyReadout {
+  run_id: string;
+  cell_id: string;
+  probe_kind: string;
+  inclusion: 'randomized' | 'fixed';
+  n_in: number;
+  n_out: number;
+  auc: Interval | null;
+  tpr_at_fpr: TprAtFpr[];
+  epsilon: {
+    delta: number;
+    confidence: number;
+    clopper_pearson: EpsilonBound | null;
+    one_run: OneRunBound | null;
+    /** Why the one-run bound is not given (inclusion not randomized); null when it is. */
+    one_run_refused: string | null;
+  };
+}
+
+/**
+ * Per finished run with inserted and held-out canaries: AUC, TPR at low FPR, ε lower bounds (final
+ * phase). Only for an audit whose manifests randomize inclusion (empty otherwise).
+ */
+export function privacyReadouts(audit: LoadedAudit, observations: readonly Observation[], confidence: number): PrivacyReadout[] {
+  if (!audit.runs.some((r) => r.manifest?.inclusion === 'randomized')) return [];
+  const byRun = new Map<string, Observation[]>();
+  for (const x of observations) {
+    if (x.phase !== 'final' || (x.role !== 'focal' && x.role !== 'held_out')) continue;
+    const list = byRun.get(x.run_id);
+    if (list) list.push(x);
+    else byRun.set(x.run_id, [x]);
+  }
+  const out: PrivacyReadout[] = [];
+  for (const run of audit.runs) {
+    const final = byRun.get(run.run_id);
+    if (!final || !run.manifest) continue;
+    const kinds = [...new Set(final.map((x) => x.probe_kind))];
+    const kind = kinds.includes('hidden') ? 'hidden' : kinds[0];
+    if (kind === undefined) continue;
+    const scored = final.filter((x) => x.probe_kind === kind).map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
+    const nIn = scored.filter((x) => x.member).length;
+    if (nIn === 0 || nIn === scored.length) continue;
+    const randomized = run.manifest.inclusion === 'randomized';
+    out.push({
+      run_id: run.run_id,
+      cell_id: run.cell_id,
+      probe_kind: kind,
+      inclusion: run.manifest.inclusion,
+      n_in: nIn,
+      n_out: scored.length - nIn,
+      auc: membershipAuc(scored, confidence),
+      tpr_at_fpr: PRIVACY_FPRS.flatMap((f) => tprAtFpr(scored, f, confidence) ?? []),
+      epsilon: {
+        delta: PRIVACY_DELTA,
+        confidence,
+        clopper_pearson: clopperPearsonEpsilon(scored, PRIVACY_DELTA, confidence),
+        one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence) : null,
+        one_run_refused: randomized ? null : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
+      },
+    });
+  }
+  return out;
+}
+
+/** The distinct floating-point paths of the audit's finished runs, most runs first. */
+function numericsPaths(runs: RunReport[]): NumericsPath[] {
+  const byKey = new Map<string, NumericsPath>();
+  for (const r of runs) {
+    if (!r.numerics) continue;
+    const key = canonicalJson(r.numerics);
+    const entry = byKey.get(key);
+    if (entry) entry.runs.push(r.run_id);
+    else byKey.set(key, { ...structuredClone(r.numerics), runs: [r.run_id] });
+  }
+  return [...byKey.values()].sort((a, b) => b.runs.length - a.runs.length);
+}
+
+/** `Intel Xeon …, AVX512, 1 thread, cpu, float32` */
+export function numericsLabel(n: Numerics): string {
+  const gpu = n.gpu_count > 0 ? `, ${n.gpu_count}× ${n.gpu_model ?? 'GPU'} (driver ${n.driver_version ?? '?'}, CUDA ${n.cuda_version ?? '?'}, cuDNN ${n.cudnn_version ?? '?'})` : '';
+  const det = n.deterministic_algorithms ? ', deterministic algorithms' : '';
+  return `${n.cpu_model ?? 'unknown CPU'}, capability ${n.cpu_capability ?? '?'}, ${n.threads} thread${n.threads === 1 ? '' : 's'}, ${n.device}${gpu}, ${n.dtype}${det}`;
+}
+
+/**
+ * Runs that took different floating-point paths: every figure of the report compares runs across
+ * the audit's cells (the exposure-vs-dose plot, the paired comparisons), so a second path means
+ * some figure compares runs whose numbers would differ even under the same manifest.
+ */
+function numericsWarnings(paths: NumericsPath[], runs: RunReport[]): ReportWarning[] {
+  const unknown = runs.filter((r) => r.status === 'finished' && !r.numerics).map((r) => r.run_id);
+  if (paths.length < 2 && (paths.length === 0 || unknown.length === 0)) return [];
+  const parts = paths.map((p) => `${numericsLabel(p)} (${p.runs.length} run${p.runs.length === 1 ? '' : 's'})`);
+  if (unknown.length > 0) parts.push(`not recorded (${unknown.length} run${unknown.length === 1 ? '' : 's'})`);
+  return [
+    {
+      kind: 'mixed_numerics',
+      message: `runs compared in this report's figures took ${parts.length} floating-point paths: ${parts.join('; ')}. The same manifest gives different exposures on different paths; a difference between such runs may be numerics, not the axis.`,
+      runs: [...paths.flatMap((p) => p.runs), ...unknown],
+    },
+  ];
+}
+
 /** One task whose runs read different rows (the dataset moved between plans, or another file). */
 function datasetWarnings(datasets: DatasetSource[]): ReportWarning[] {
   const tasks = [...new Set(datasets.map((d) => d.task))];
@@ -277,6 +405,19 @@ function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRole
       kind: 'no_control',
       message: `${alone.length} group(s) have no control arm (no held-out canaries, no base evaluation, no no-canary run): their exposure cannot be told apart from the prior.`,
       runs: [...new Set(alone.flatMap((g) => runs.filter((r) => valueKey(groupCell(r.cell, roles)) === valueKey(g.cell)).map((r) => r.run_id)))],
+    });
+  }
+  const oneRunGroups = input.groups.filter((g) => g.phase === 'final' && g.cohort === 'focal' && g.inserted.n_runs === 1);
+  const oneRunPairs = input.paired.filter((p) => p.phase === 'final' && p.cohort !== 'held_out' && p.n_run_pairs === 1);
+  if (oneRunGroups.length > 0 || oneRunPairs.length > 0) {
+    const parts = [
+      oneRunGroups.length > 0 ? `${oneRunGroups.length} focal figure(s)` : null,
+      oneRunPairs.length > 0 ? `${oneRunPairs.length} paired comparison(s) (${oneRunPairs.slice(0, 4).map((p) => `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${p.label && p.label !== '(all runs)' ? ` at ${p.label}` : ''}`).join('; ')}${oneRunPairs.length > 4 ? '; …' : ''})` : null,
+    ].filter(Boolean);
+    warnings.push({
+      kind: 'single_run',
+      message: `${parts.join(' and ')} rest on one run per arm — one run: a rerun can fall outside this interval. Their intervals cover canary sampling only; another seed or another floating-point path can move them (add seeds to measure it).`,
+      runs: [...new Set(oneRunGroups.flatMap((g) => g.inserted.run_medians.map((r) => r.run_id)))],
     });
   }
   warnings.push(

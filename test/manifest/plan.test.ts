@@ -158,3 +158,32 @@ describe('probes and candidate spaces', () => {
     }
   });
 });
+
+describe('randomized inclusion', () => {
+  const text = (inclusion: string) => `
+seed: 3
+axes:
+  visibility: [redacted]
+  dose: [2]
+training: {batch_size: 8, updates: 100, lr: 0.001}
+canaries: {focal: 10, held_out: 10${inclusion}}
+`;
+
+  it('inserts each pool canary by its own coin, the same draw in every run, and records it in the manifest', () => {
+    const fixed = plan(text(''));
+    const p = plan(text(', inclusion: randomized'));
+    const ids = (xs: { id: string }[]) => xs.map((x) => x.id).sort();
+    const all = ids([...fixed.pool.focal, ...fixed.pool.heldOut]);
+    // Same 20 canaries (ids and codes), split differently.
+    expect(ids([...p.pool.focal, ...p.pool.heldOut])).toEqual(all);
+    expect(ids(p.pool.focal)).not.toEqual(ids(fixed.pool.focal));
+    expect(p.pool.focal.some((c) => c.id.startsWith('h')) || p.pool.heldOut.some((c) => c.id.startsWith('f'))).toBe(true);
+    const run = p.runs[0] as RunLayout;
+    expect(run.canaries.map((c) => c.canary.id).sort()).toEqual(ids(p.pool.focal));
+    const core = buildManifestCore(p.grid, p.auditId, p.pool, run);
+    expect(core.inclusion).toEqual({ kind: 'randomized', p: 0.5, pool: 20, seed: 3 });
+    expect(buildManifestCore(fixed.grid, fixed.auditId, fixed.pool, fixed.runs[0] as RunLayout).inclusion).toBeUndefined();
+    // Reproducible from the grid seed.
+    expect(ids(plan(text(', inclusion: randomized')).pool.focal)).toEqual(ids(p.pool.focal));
+  });
+});

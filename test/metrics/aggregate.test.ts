@@ -156,16 +156,18 @@ describe('run-aware intervals', () => {
       o.map((x) => x.exposure),
       { seed: 1, label: 'canaries only', resamples: 500 },
     );
-    expect(g.inserted.exposure).toMatchObject({ resampling: 'hierarchical', n_clusters: 6, n: 120 });
+    expect(g.inserted.exposure).toMatchObject({ resampling: 'crossed', method: 'studentized', n_clusters: 6, n: 120 });
     expect(flat?.resampling).toBe('flat');
     expect(width(g.inserted.exposure)).toBeGreaterThan(2 * width(flat));
   });
 
-  it('gives about the canary-only interval when runs are identical', () => {
+  it('gives about the one-run interval of the 20 canaries when runs are identical', () => {
+    // Crossed: six identical runs hold the same 20 canaries, so there are 20 independent values,
+    // not 120.
     const { rs, o } = audit((_, c) => 1 + ((c * 37) % 97) * 50);
     const g = aggregateGroups(rs, o, opts)[0]!;
     const flat = bootstrapMedian(
-      o.map((x) => x.exposure),
+      o.filter((x) => x.run_id === 'r0').map((x) => x.exposure),
       { seed: 1, label: 'canaries only', resamples: 500 },
     );
     const ratio = width(g.inserted.exposure) / width(flat);
@@ -184,14 +186,14 @@ describe('run-aware intervals', () => {
     expect(g.inserted.exposure?.resampling).toBe('flat');
   });
 
-  it('resamples paired differences by run pair, then canary pair', () => {
+  it('resamples paired differences by run pair and canary (crossed: the same canaries in every pair)', () => {
     const rs = Array.from({ length: 4 }, (_, s) => [run(`e${s}`, { placement: 'early', seed: s }), run(`l${s}`, { placement: 'late', seed: s })]).flat();
     // Seed s moves every canary by 4^s in the late run: the run pairs disagree, canaries do not.
     const o = Array.from({ length: 4 }, (_, s) =>
       Array.from({ length: 15 }, (_, c) => [obs(`e${s}`, `f${c}`, 4000 + c), obs(`l${s}`, `f${c}`, Math.max(1, Math.round((4000 + c) / 4 ** (s + 1))))]).flat(),
     ).flat();
     const p = pairedComparisons(rs, o, { ...opts, axes: [{ name: 'placement', values: ['early', 'late'] }] })[0]!;
-    expect(p.difference).toMatchObject({ resampling: 'hierarchical', n_clusters: 4, n: 60 });
+    expect(p.difference).toMatchObject({ resampling: 'crossed', n_clusters: 4, n: 60 });
     const flat = bootstrapMedian(
       o.filter((x) => x.run_id.startsWith('l')).map((x, i) => x.exposure - (o.filter((y) => y.run_id.startsWith('e'))[i] as Observation).exposure),
       { seed: 1, label: 'pairs only', resamples: 500 },

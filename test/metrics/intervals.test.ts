@@ -98,7 +98,7 @@ describe('seeded bootstrap', () => {
   });
 
   it('degenerates honestly: one value gives a point interval, no value gives null', () => {
-    expect(bootstrapMedian([4.2], { seed: 1, label: 'x' })).toEqual({ estimate: 4.2, lo: 4.2, hi: 4.2, n: 1, n_clusters: 1, resampling: 'flat' });
+    expect(bootstrapMedian([4.2], { seed: 1, label: 'x' })).toEqual({ estimate: 4.2, lo: 4.2, hi: 4.2, n: 1, n_clusters: 1, resampling: 'flat', method: 'percentile', se: null, df: null });
     expect(bootstrapMedian([], { seed: 1, label: 'x' })).toBeNull();
   });
 

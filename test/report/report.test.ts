@@ -92,7 +92,7 @@ describe('writeReport on the study fixture', () => {
     expect(g?.dose).toBe(8);
     expect(g?.space.ceiling).toBeCloseTo(13.2877, 4);
     expect(g?.inserted).toMatchObject({ n_obs: 6, n_canaries: 3, n_runs: 2 });
-    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'hierarchical' });
+    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'crossed', method: 'studentized' });
     expect(g?.inserted.exposure?.estimate).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(median(EXPECTED.lateExposures)).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(g?.inserted.exposure?.lo).toBeLessThanOrEqual(EXPECTED.lateMedian);
@@ -247,10 +247,10 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | 8 | ${EXPECTED.lateMedian.toFixed(2)} [`);
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
-    expect(md).toMatch(/\| 3 canaries · 2 runs; runs → canaries \|/);
-    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only \|/);
-    expect(md).toMatch(/\| 6 \| 3 · 2 \|[^\n]*\(run pairs → canary pairs\) \|/);
-    expect(md).toContain('(single run pair: canary pairs only)');
+    expect(md).toMatch(/\| 3 canaries · 2 runs; crossed: runs × canaries, two-way \|/);
+    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval \|/);
+    expect(md).toMatch(/\| 6 \| 3 · 2 \|[^\n]*\(crossed: run pairs × canaries, two-way\) \|/);
+    expect(md).toContain('(single run pair: canary pairs only; one run: a rerun can fall outside this interval)');
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
@@ -263,7 +263,7 @@ describe('writeReport on the study fixture', () => {
     expect(JSON.parse(JSON.stringify(again.summary.groups))).toEqual(summary.groups);
     expect(JSON.parse(JSON.stringify(again.summary.paired))).toEqual(summary.paired);
     const other = await computeReport({ auditDir: audit.auditDir, seed: 4, resamples: 400 });
-    const ci = (s: ReportSummary) => s.groups.map((g) => [g.inserted.exposure?.lo, g.inserted.exposure?.hi]);
+    const ci = (s: ReportSummary) => s.groups.map((g) => [g.inserted.exposure?.lo, g.inserted.exposure?.hi, g.inserted.exposure?.se]);
     expect(ci(JSON.parse(JSON.stringify(other.summary)) as ReportSummary)).not.toEqual(ci(summary));
     expect(other.summary.groups.map((g) => g.inserted.exposure?.estimate)).toEqual(summary.groups.map((g) => g.inserted.exposure?.estimate));
   });

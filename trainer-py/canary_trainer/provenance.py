@@ -78,6 +78,56 @@ def stamp(extra_versions: dict[str, str] | None = None) -> dict:
     }
 
 
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def numerics(device: str, dtype: str) -> dict:
+    """The floating-point path a run took (result.json `numerics`): two runs of the same manifest
+    agree bit for bit only when these agree. CPU model and torch's CPU capability (the vector
+    instruction set its kernels dispatch to; ATEN_CPU_CAPABILITY overrides it), threads, GPU
+    model and count, driver/CUDA/cuDNN versions, compute dtype, deterministic-algorithm flags."""
+    import torch
+
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except (AttributeError, RuntimeError):
+        capability = None
+    cuda = torch.cuda.is_available()
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
+    driver = None
+    if cuda:
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10)
+            driver = out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+        except (OSError, subprocess.SubprocessError, IndexError):
+            driver = None
+    cudnn = torch.backends.cudnn.version() if cuda and torch.backends.cudnn.is_available() else None
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_capability": capability,
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "device": device,
+        "gpu_model": gpus[0] if gpus else None,
+        "gpu_count": len(gpus),
+        "driver_version": driver,
+        "cuda_version": torch.version.cuda if cuda else None,
+        "cudnn_version": str(cudnn) if cudnn is not None else None,
+        "dtype": dtype,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+    }
+
+
 def differ(a: dict, b: dict) -> bool:
     """True when two stamps describe different code (time and host are ignored)."""
     return any(a[k] != b[k] for k in ("git_commit", "git_dirty", "code_sha256", "versions"))

@@ -327,6 +327,7 @@ class _Run:
                         **self._utility_outputs()},
             "rendered": self.rendered,
             "provenance": provenance.finish(st.at_start, self.versions),
+            "numerics": provenance.numerics(str(self.device), self.backend.dtype_name),
         }
         write_result(self.out / "result.json", result)
         return result

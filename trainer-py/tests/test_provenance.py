@@ -38,3 +38,23 @@ def test_differ_ignores_time_and_host():
     assert not provenance.differ(a, b)
     assert provenance.differ(a, {**a, "git_dirty": not a["git_dirty"]})  # whatever the checkout state
     assert provenance.differ(a, {**a, "versions": {**a["versions"], "torch": "0.0"}})
+
+
+def test_numerics_name_the_floating_point_path(monkeypatch):
+    import torch
+
+    schema = schemas.load_schema("result")["properties"]["numerics"]
+    n = provenance.numerics("cpu", "float32")
+    Draft202012Validator(schema).validate(n)
+    assert n["threads"] == torch.get_num_threads() and n["device"] == "cpu" and n["dtype"] == "float32"
+    assert n["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert n["deterministic_algorithms"] == torch.are_deterministic_algorithms_enabled()
+    if not torch.cuda.is_available():
+        assert n["gpu_count"] == 0 and n["gpu_model"] is None and n["cuda_version"] is None
+    # The thread count it records is the one torch computes with.
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert provenance.numerics("cpu", "float32")["threads"] == 1
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,181 @@
+import { betaIncomplete, clopperPearson, logGamma } from './distributions.js';
+import { normalQuantile } from './wilson.js';
+
+/**
+ * Privacy readouts from the same canaries the exposure figures use: the membership score of a
+ * canary is its exposure (higher: more likely trained on); inserted canaries are members,
+ * held-out ones are not.
+ *
+ * - AUC (Mann–Whitney, ties count ½) with DeLong's variance and a normal interval;
+ * - TPR at a target FPR: the threshold lets at most ⌊FPR·n_out⌋ non-members through; the TPR at
+ *   it with a Clopper–Pearson interval (conditional on the threshold);
+ * - an empirical ε lower bound at δ: for every threshold, Clopper–Pearson bounds on its FPR and
+ *   TPR, ε ≥ max(ln((TPR_lo − δ)/FPR_hi), ln((1 − FPR_hi − δ)/(1 − TPR_lo))) (the hypothesis-test
+ *   view of (ε, δ)-DP, Kairouz et al. 2015; used for auditing by Jagielski et al. 2020 and Nasr et
+ *   al. 2021), the confidence split over every threshold searched (Bonferroni);
+ * - the one-run bound of Steinke, Nasr & Jagielski (2023, "Privacy Auditing with One (1) Training
+ *   Run", Appendix D): valid only when each canary's inclusion was a fair coin.
+ */
+export interface ScoredCanary {
+  score: number;
+  member: boolean;
+}
+
+export interface Interval {
+  estimate: number;
+  lo: number;
+  hi: number;
+}
+
+/** AUC of members over non-members with DeLong's variance; null without both kinds. */
+export function membershipAuc(canaries: readonly ScoredCanary[], confidence = 0.95): Interval | null {
+  const xs = canaries.filter((c) => c.member).map((c) => c.score);
+  const ys = canaries.filter((c) => !c.member).map((c) => c.score);
+  const m = xs.length;
+  const n = ys.length;
+  if (m === 0 || n === 0) return null;
+  const psi = (x: number, y: number): number => (x > y ? 1 : x === y ? 0.5 : 0);
+  const v10 = xs.map((x) => ys.reduce((a, y) => a + psi(x, y), 0) / n);
+  const v01 = ys.map((y) => xs.reduce((a, x) => a + psi(x, y), 0) / m);
+  const auc = v10.reduce((a, b) => a + b, 0) / m;
+  const s10 = m > 1 ? v10.reduce((a, v) => a + (v - auc) ** 2, 0) / (m - 1) : 0;
+  const s01 = n > 1 ? v01.reduce((a, v) => a + (v - auc) ** 2, 0) / (n - 1) : 0;
+  const se = Math.sqrt(s10 / m + s01 / n);
+  const z = normalQuantile(1 - (1 - confidence) / 2);
+  return { estimate: auc, lo: Math.max(0, auc - z * se), hi: Math.min(1, auc + z * se) };
+}
+
+export interface TprAtFpr {
+  /** The FPR asked for. */
+  fpr: number;
+  /** The FPR the threshold reached on these non-members (≤ the target). */
+  achieved_fpr: number;
+  /** Smallest FPR these non-members can resolve: 1 / n_out. */
+  resolution: number;
+  k: number;
+  n: number;
+  tpr: number;
+  lo: number;
+  hi: number;
+}
+
+/** TPR at the loosest threshold whose FPR on the non-members stays at or below `fpr`. */
+export function tprAtFpr(canaries: readonly ScoredCanary[], fpr: number, confidence = 0.95): TprAtFpr | null {
+  const members = canaries.filter((c) => c.member).map((c) => c.score);
+  const others = canaries.filter((c) => !c.member).map((c) => c.score).sort((a, b) => b - a);
+  if (members.length === 0 || others.length === 0) return null;
+  const allowed = Math.floor(fpr * others.length + 1e-9);
+  // Scores strictly above the (allowed + 1)-th highest non-member pass: at most `allowed` do.
+  const bar = allowed < others.length ? (others[allowed] as number) : -Infinity;
+  const passedOthers = others.filter((s) => s > bar).length;
+  const k = members.filter((s) => s > bar).length;
+  const ci = clopperPearson(k, members.length, confidence);
+  return { fpr, achieved_fpr: passedOthers / others.length, resolution: 1 / others.length, k, n: members.length, tpr: k / members.length, lo: ci.lo, hi: ci.hi };
+}
+
+export interface EpsilonBound {
+  /** Lower bound on ε (0 when the data cannot exclude ε = 0). */
+  epsilon: number;
+  delta: number;
+  confidence: number;
+  /** Thresholds searched (the Bonferroni factor of the Clopper–Pearson bound). */
+  thresholds: number;
+}
+
+/** The Clopper–Pearson ε lower bound over every threshold, Bonferroni-corrected. */
+export function clopperPearsonEpsilon(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): EpsilonBound | null {
+  const members = canaries.filter((c) => c.member).map((c) => c.score);
+  const others = canaries.filter((c) => !c.member).map((c) => c.score);
+  if (members.length === 0 || others.length === 0) return null;
+  const thresholds = [...new Set([...members, ...others])].sort((a, b) => a - b);
+  // Two bounds per threshold, each one-sided at (1 − confidence)/(2T): a two-sided interval at 1 − (1 − confidence)/T.
+  const each = 1 - (1 - confidence) / thresholds.length;
+  let best = 0;
+  for (const t of thresholds) {
+    const tp = members.filter((s) => s >= t).length;
+    const fp = others.filter((s) => s >= t).length;
+    const tpr = clopperPearson(tp, members.length, each);
+    const fprB = clopperPearson(fp, others.length, each);
+    const a = tpr.lo - delta > 0 && fprB.hi > 0 ? Math.log((tpr.lo - delta) / fprB.hi) : 0;
+    // FNR = 1 − TPR: its upper bound is 1 − TPR_lo.
+    const b = 1 - fprB.hi - delta > 0 && 1 - tpr.lo > 0 ? Math.log((1 - fprB.hi - delta) / (1 - tpr.lo)) : 0;
+    best = Math.max(best, a, b);
+  }
+  return { epsilon: best, delta, confidence, thresholds: thresholds.length };
+}
+
+function logBinomialPmf(k: number, n: number, q: number): number {
+  if (q <= 0) return k === 0 ? 0 : -Infinity;
+  if (q >= 1) return k === n ? 0 : -Infinity;
+  return logGamma(n + 1) - logGamma(k + 1) - logGamma(n - k + 1) + k * Math.log(q) + (n - k) * Math.log1p(-q);
+}
+
+/** P[Binomial(n, q) ≥ k]. */
+function binomialUpperTail(k: number, n: number, q: number): number {
+  if (k <= 0) return 1;
+  if (k > n) return 0;
+  return betaIncomplete(q, k, n - k + 1);
+}
+
+/**
+ * p-value of ≥ v correct guesses out of r (m canaries, each included by a fair coin) under the
+ * null hypothesis that training is (ε, δ)-DP: Steinke, Nasr & Jagielski (2023), Appendix D,
+ * `p_value_DP_audit`.
+ */
+export function oneRunPValue(m: number, r: number, v: number, eps: number, delta: number): number {
+  if (!(0 <= v && v <= r && r <= m)) throw new RangeError(`oneRunPValue: need 0 <= v <= r <= m, got v=${v}, r=${r}, m=${m}`);
+  const q = 1 / (1 + Math.exp(-eps));
+  const beta = binomialUpperTail(v, r, q);
+  if (delta === 0) return Math.min(beta, 1);
+  let alpha = 0;
+  let sum = 0;
+  for (let i = 1; i <= v; i += 1) {
+    sum += Math.exp(logBinomialPmf(v - i, r, q));
+    if (sum > i * alpha) alpha = sum / i;
+  }
+  return Math.min(beta + alpha * delta * 2 * m, 1);
+}
+
+/** The largest ε the one-run audit rejects at level p = 1 − confidence (bisection, as `get_eps_audit`). */
+export function oneRunEpsilon(m: number, r: number, v: number, delta: number, p: number): number {
+  if (!(p > 0 && p < 1)) throw new RangeError(`oneRunEpsilon: p must be in (0, 1), got ${p}`);
+  let lo = 0;
+  if (oneRunPValue(m, r, v, 0, delta) >= p) return 0;
+  let hi = 1;
+  while (oneRunPValue(m, r, v, hi, delta) < p && hi < 1e3) hi *= 2;
+  for (let i = 0; i < 60; i += 1) {
+    const mid = 0.5 * (lo + hi);
+    if (oneRunPValue(m, r, v, mid, delta) < p) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export interface OneRunBound extends EpsilonBound {
+  /** Canaries in the randomized pool. */
+  m: number;
+  /** Guesses made (top half of them "in", bottom half "out") and how many were right. */
+  guesses: number;
+  correct: number;
+}
+
+/**
+ * The one-run bound with the auditor guessing "in" for the r/2 highest scores and "out" for the
+ * r/2 lowest. r is chosen among m/8, m/4, m/2 and m (rounded down to even, at least 2) and the
+ * level split over those choices (Bonferroni), so choosing the best after looking stays valid.
+ */
+export function oneRunBound(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): OneRunBound | null {
+  const m = canaries.length;
+  if (m < 2 || !canaries.some((c) => c.member) || canaries.every((c) => c.member)) return null;
+  const sorted = [...canaries].sort((a, b) => b.score - a.score);
+  const choices = [...new Set([m / 8, m / 4, m / 2, m].map((x) => Math.max(2, 2 * Math.floor(x / 2))).filter((r) => r <= m))];
+  const p = (1 - confidence) / choices.length;
+  let best: OneRunBound = { epsilon: 0, delta, confidence, thresholds: choices.length, m, guesses: 0, correct: 0 };
+  for (const r of choices) {
+    const half = r / 2;
+    const correct = sorted.slice(0, half).filter((c) => c.member).length + sorted.slice(m - half).filter((c) => !c.member).length;
+    const eps = oneRunEpsilon(m, r, correct, delta, p);
+    if (eps > best.epsilon || best.guesses === 0) best = { epsilon: eps, delta, confidence, thresholds: choices.length, m, guesses: r, correct };
+  }
+  return best;
+}
