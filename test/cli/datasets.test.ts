@@ -124,7 +124,7 @@ describe('canary-audit datasets fetch', () => {
     const local = await inProcess(['datasets', 'fetch', './data/rows.jsonl']);
     expect([local.code, local.err]).toEqual([2, 'canary-audit: "./data/rows.jsonl" is not a Hub dataset id (org/name); a local file or folder needs no fetch: name it in the task\'s source.path\n']);
     const other = await inProcess(['datasets', 'list', 'x']);
-    expect(other.err).toBe('canary-audit: unknown action "list"; usage: canary-audit datasets fetch GRID|REPO\n');
+    expect(other.err).toBe('canary-audit: datasets has no action "list"; its one action is fetch (download datasets into the local Hugging Face cache); usage: canary-audit datasets fetch GRID|REPO; see `canary-audit help datasets`\n');
   });
 
   it('GRID: fetches every Hub dataset the grid\'s tasks read, with the splits each task reads', async () => {

@@ -104,7 +104,7 @@ describe('canary-audit models fetch', () => {
     expect(gridRev.code).toBe(2);
     expect(gridRev.err).toMatch(/^canary-audit: --revision: applies to a single MODEL; .* is a grid/);
     const other = await inProcess(['models', 'list', 'x']);
-    expect(other.err).toMatch(/^canary-audit: unknown action "list"; usage: canary-audit models fetch GRID\|MODEL\n$/);
+    expect(other.err).toMatch(/^canary-audit: models has no action "list"; its one action is fetch \(.*\); usage: canary-audit models fetch GRID\|MODEL; see `canary-audit help models`\n$/);
     const gated = await cli(['models', 'fetch', 'org/gated-model'], { HF_HUB_CACHE: join(root, 'cache-none') });
     expect(gated.exitCode).toBe(2);
     const errors = gated.stderr.split('\n').filter((l) => l.startsWith('canary-audit:'));

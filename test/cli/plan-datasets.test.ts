@@ -76,6 +76,6 @@ describe('canary-audit plan with dataset-backed tasks', () => {
     writeFileSync(file, Array.from({ length: 20 }, (_, k) => JSON.stringify({ q: `${'word '.repeat(k === 7 ? 80 : 5)}?`, a: 'ok' })).join('\n'));
     const r = await plan(grid(`{name: dataset, source: {path: ${file}}, input: q, target: a}`));
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/task dataset\/long.jsonl with redacted cues renders rows of up to \d+ tokens, but model tiny-small reads at most 256; shorten the rows/);
+    expect(r.stderr).toMatch(/task dataset\/long.jsonl with redacted cues renders rows of up to \d+ tokens, but model tiny-small reads at most 256; use shorter rows/);
   });
 });

@@ -116,6 +116,6 @@ describe('canary-audit plan', () => {
     expect(out).toContain('Usage: canary-audit plan GRID [--json] [--out DIR]');
     expect(out).toContain('--out DIR');
     expect(await main(['plan'])).toBe(2);
-    expect(err).toContain('expected 1 argument(s), got 0');
+    expect(err).toContain('canary-audit: plan needs GRID; usage: canary-audit plan GRID');
   });
 });

@@ -28,6 +28,7 @@ function stubSource(auditDir = 'audits/audit-000000000001'): StatusSource {
       audits: { getJob: async (id: string) => (id === parent.id ? parent : undefined) },
     },
     current: async () => ({ audits: [{ audit_id: parent.id, completed: 1 }] }),
+    diskAuditDir: () => null,
   } as unknown as StatusSource;
 }
 

@@ -1,3 +1,4 @@
+// tier: slow (redis-server, Python stand-in trainer)
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
