@@ -67,6 +67,8 @@ class TrainableModel(Protocol):
     name: str
     model: torch.nn.Module
     device: torch.device
+    # The dtype the model computes in ("float32", "bfloat16"): the numerics result.json records.
+    dtype_name: str
 
     @property
     def pad_id(self) -> int: ...
