@@ -388,7 +388,10 @@ export class StatusSource {
     await withTimeout<unknown>(this.polling ?? Promise.resolve(), 5_000).catch(() => undefined);
     this.client.disconnect();
     // A clean close waits for Redis; when Redis is gone, drop the connections instead.
-    await withTimeout(this.queues.close(), 2_000).catch(() => Promise.all([this.queues.runs.disconnect(), this.queues.audits.disconnect()]));
+    // BullMQ's disconnect waits for an answer too: bounded as well, so close never hangs.
+    await withTimeout(this.queues.close(), 2_000).catch(() =>
+      withTimeout(Promise.all([this.queues.runs.disconnect(), this.queues.audits.disconnect()]), 1_000).catch(() => undefined),
+    );
   }
 }
 

@@ -69,7 +69,7 @@ function pairedSentence(p: PairedSummary, varying: ReadonlySet<string>): Finding
   return {
     kind: 'paired',
     weight: 0,
-    text: `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${context ? ` (${context}, ${p.probe_kind} probes)` : ` (${p.probe_kind} probes)`}: paired difference ${differenceCi(p.difference)} bits, higher in ${p.rose} and lower in ${p.fell} of ${p.n_pairs} canary pairs (${p.n_canaries} canaries × ${p.n_run_pairs} run pair(s)); ${resampling(p.difference, 'paired')}.`,
+    text: `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${context ? ` (${context}, ${p.probe_kind} probes)` : ` (${p.probe_kind} probes)`}: paired difference ${differenceCi(p.difference)} bits, higher in ${p.rose} and lower in ${p.fell}; n = ${p.n_pairs} canary pairs (${p.n_canaries} canaries × ${p.n_run_pairs} run pair(s)); ${resampling(p.difference, 'paired')}.`,
   };
 }
 

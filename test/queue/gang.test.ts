@@ -135,7 +135,7 @@ describe('runs over several slots', () => {
       await expect(submitAudit(conn, artifacts, tooBig, tuning)).rejects.toThrow(
         new RegExp(`^training.gpus: runs need 4 GPUs of one host \\(training.gpus\\), but the largest worker in the fleet, ${pool.host} \\(.+\\), has 3 GPU slots; `),
       );
-      await expect(collectStatus(conn, tooBig.auditId)).rejects.toThrow(/no audit .* in the queue/);
+      await expect(collectStatus(conn, tooBig.auditId)).rejects.toThrow(/no audit .* on this Redis/);
     } finally {
       await pool.shutdown();
     }

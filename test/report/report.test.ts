@@ -244,13 +244,16 @@ describe('writeReport on the study fixture', () => {
       expect(md).toContain(heading);
     }
     expect(md).toContain('**Visibility: redacted**');
-    expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | 8 | ${EXPECTED.lateMedian.toFixed(2)} [`);
+    // Columns constant in every row (here: dose 8, the ceiling, n) are said once, under the table.
+    expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | ${EXPECTED.lateMedian.toFixed(2)} [`);
+    expect(md).toContain('_Dose: 8 in every row. Ceiling: 13.29 in every row.');
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
-    expect(md).toMatch(/\| 3 canaries · 2 runs; crossed: runs × canaries, two-way \|/);
-    expect(md).toMatch(/visibility=visible \| hidden \| 8 \| [^\n]*\| 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval \|/);
-    expect(md).toMatch(/\| 6 \| 3 · 2 \|[^\n]*\(crossed: run pairs × canaries, two-way\) \|/);
-    expect(md).toContain('(single run pair: canary pairs only; one run: a rerun can fall outside this interval)');
+    expect(md).toContain('n: 3 canaries · 2 runs; crossed: runs × canaries, two-way in every row.');
+    expect(md).toContain('n: 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval in every row.');
+    expect(md).toMatch(/\| 8 \| 6 \| 3 · 2 \| 6 \| 0 \| [^\n]*\|/);
+    expect(md).toContain('Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way in every row.');
+    expect(md).toContain('Median paired Δ [95% CI]: single run pair: canary pairs only; one run: a rerun can fall outside this interval in every row.');
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
