@@ -189,6 +189,11 @@ class HfBackend(HfText, ModelBackend):
         hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
         return self.base_model.get_output_embeddings()(hidden[:, :-1][keep]), labels[:, 1:][keep]
 
+    def project_every_position(self) -> None:
+        """Turn off the gather before the output projection: a sharded (FSDP2) model unshards its
+        root parameters in the root module's forward only, which the decoder-only call skips."""
+        self._gather_ok = False
+
     @torch.no_grad()
     def _gather_matches(self, ids) -> bool:
         was_training = self.model.training
