@@ -289,18 +289,22 @@ class Resampler {
         m += size;
       }
     }
-    // Order statistics k and k + 1 (type 7 median) from the cumulative counts.
-    const h = (m - 1) * 0.5;
-    const lo = Math.floor(h);
-    let r = 0;
-    let seen = counts[0] as number;
-    while (seen <= lo) seen += counts[++r] as number;
-    const lower = sorted[r] as number;
-    if (lo + 1 >= m) return lower;
-    while (seen <= lo + 1) seen += counts[++r] as number;
-    const upper = sorted[r] as number;
-    return lower + (h - lo) * (upper - lower);
+    return medianOfCounts(counts, sorted, m);
   }
+}
+
+/** Type-7 median of a multiset given as counts per rank of `sorted` (total weight m > 0): order
+ * statistics k and k + 1 read off the cumulative counts. */
+function medianOfCounts(counts: Int32Array | Float64Array, sorted: Float64Array, m: number): number {
+  const h = (m - 1) * 0.5;
+  const lo = Math.floor(h);
+  let r = 0;
+  let seen = counts[0] as number;
+  while (seen <= lo) seen += counts[++r] as number;
+  const lower = sorted[r] as number;
+  if (lo + 1 >= m) return lower;
+  while (seen <= lo + 1) seen += counts[++r] as number;
+  return lower + (h - lo) * ((sorted[r] as number) - lower);
 }
 
 /** The reference: sort the first n values and interpolate (type 7). */
@@ -340,17 +344,7 @@ class WeightedMedian {
 
   /** Type-7 median of the multiset held in `counts` (total weight m > 0). */
   read(m: number): number {
-    const counts = this.counts;
-    const sorted = this.sorted;
-    const h = (m - 1) * 0.5;
-    const lo = Math.floor(h);
-    let r = 0;
-    let seen = counts[0] as number;
-    while (seen <= lo) seen += counts[++r] as number;
-    const lower = sorted[r] as number;
-    if (lo + 1 >= m) return lower;
-    while (seen <= lo + 1) seen += counts[++r] as number;
-    return lower + (h - lo) * ((sorted[r] as number) - lower);
+    return medianOfCounts(this.counts, this.sorted, m);
   }
 
   /** Runs weighted by `runW`, canaries by `unitW` (either may be null: weight 1). */
