@@ -153,6 +153,7 @@ export function aggregateGroups(
           {
             seed: options.seed,
             label: `${key}|${name}|difference`,
+            bounds: [-first.exposure_ceiling, first.exposure_ceiling],
             ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
             ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
             ...(options.median !== undefined ? { median: options.median } : {}),

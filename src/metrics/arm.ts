@@ -78,6 +78,8 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
     exposure: bootstrapMedian(exposures, {
       seed: options.seed,
       label,
+      // Exposure lies in [0, log2|C|] (a group shares one candidate space).
+      ...(obs[0] ? { bounds: [0, obs[0].exposure_ceiling] as const } : {}),
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
       ...(c !== undefined ? { confidence: c } : {}),
       ...(options.median !== undefined ? { median: options.median } : {}),

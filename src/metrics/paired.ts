@@ -159,6 +159,7 @@ function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: M
     difference: bootstrapMedian(clusteredSample(diffs, pairs.map((p) => `${p.from.run_id}|${p.to.run_id}`), pairs.map((p) => canaryKey(p.from))), {
       seed: options.seed,
       label: `${key}|paired`,
+      bounds: [-space.ceiling, space.ceiling],
       ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
       ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
       ...(options.median !== undefined ? { median: options.median } : {}),

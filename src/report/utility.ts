@@ -227,7 +227,7 @@ export function utilityHeadlines(runs: readonly HeadlineRun[], observations: rea
                 best.sample.map((o) => o.exposure),
                 best.sample.map((o) => o.run_id),
               ),
-              { ...stat, label: `utility-headline|${task}|exposure` },
+              { ...stat, label: `utility-headline|${task}|exposure`, bounds: [0, best.sample[0]?.exposure_ceiling ?? Infinity] },
             ) as MedianInterval,
             ceiling: best.sample[0]?.exposure_ceiling ?? 0,
             n_canaries: new Set(best.sample.map((o) => canaryKey(o))).size,

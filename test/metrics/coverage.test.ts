@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMedian, bootstrapMedianDifference, clusteredSample, combineCrossed, sampleDesign } from '../../src/metrics/bootstrap.js';
+import { bootstrapMedian, bootstrapMedianDifference, clusteredSample, combineCrossed, sampleDesign, studentizedInterval } from '../../src/metrics/bootstrap.js';
 import { median } from '../../src/metrics/statistics.js';
 import { Rng } from '../../src/random.js';
 import { coverage, syntheticArm, syntheticPaired } from '../fixtures/synthetic-audit.js';
@@ -73,6 +73,30 @@ describe('design-aware intervals', () => {
     expect(d).toMatchObject({ resampling: 'crossed', method: 'studentized', n_clusters_a: 3, n_clusters_b: 1 });
     const flat = bootstrapMedianDifference([1, 2, 3], [0, 1], { seed: 0, label: 'd' });
     expect(flat).toMatchObject({ resampling: 'flat', method: 'percentile' });
+  });
+
+  it('keeps a studentised interval inside the parameter space, not inside the sample', () => {
+    // Worked by hand: median 7.7, variance 4 (se 2), 2 df, 95%: t(2) = 4.3027, so 7.7 ∓ 8.6054.
+    const free = studentizedInterval(7.7, { variance: 4, df: 2 }, 0.05);
+    expect(free.se).toBe(2);
+    expect(free.lo).toBeCloseTo(7.7 - 8.6054, 3);
+    expect(free.hi).toBeCloseTo(7.7 + 8.6054, 3);
+    // Exposure of four-digit codes lies in [0, 13.29]: clipped there.
+    const clipped = studentizedInterval(7.7, { variance: 4, df: 2 }, 0.05, [0, 13.29]);
+    expect([clipped.lo, clipped.hi]).toEqual([0, 13.29]);
+    // Three runs all above the truth 0 (run levels 5, 6, 7; canaries ±0.5): the truth is below
+    // every observed value, and the interval must still be free to reach it.
+    const values = [4.5, 5, 5.5, 5.5, 6, 6.5, 6.5, 7, 7.5];
+    const runs = ['a', 'a', 'a', 'b', 'b', 'b', 'c', 'c', 'c'];
+    const units = ['x', 'y', 'z', 'x', 'y', 'z', 'x', 'y', 'z'];
+    const i = bootstrapMedian(clusteredSample(values, runs, units), { seed: 1, label: 'all-above' });
+    expect(i).toMatchObject({ resampling: 'crossed', method: 'studentized', estimate: 6 });
+    const t = studentizedInterval(6, { variance: (i?.se as number) ** 2, df: i?.df as number }, 0.05);
+    expect(i?.lo).toBeCloseTo(t.lo, 12);
+    expect(i?.lo).toBeLessThan(4.5);
+    expect(i?.hi).toBeGreaterThan(7.5);
+    const bounded = bootstrapMedian(clusteredSample(values, runs, units), { seed: 1, label: 'all-above', bounds: [4, 8] });
+    expect([bounded?.lo, bounded?.hi]).toEqual([4, 8]);
   });
 
   it('covers the true value near 95% on a small simulation (the full table: bench/coverage.ts)', () => {
