@@ -510,7 +510,8 @@ export function medianVariance(s: ClusteredSample, rng: Rng, resamples: number, 
  * estimate ± t(df) · se, kept inside `bounds` (the parameter space; unbounded by default). Clipping
  * to the parameter space cannot lose coverage; clipping to the sample's range can: with R runs the
  * population median lies outside the range of the sample whenever every run sits on one side of
- * it by more than its canaries spread (with 3 run-dominated runs, about one audit in a hundred).
+ * it by more than its canaries spread (11 crossed 3-run audits in 1,000 in the run-dominated
+ * simulation of docs/metrics.md).
  */
 export function studentizedInterval(
   estimate: number,
