@@ -200,7 +200,7 @@ function paired(s: ReportSummary): Section {
     paragraphs: [
       finals.length === 0
         ? 'No two finished runs differ in exactly one axis while sharing canaries.'
-        : 'Runs whose cells differ in exactly one axis, paired canary by canary (same id and code), pooled over seeds. Δ = exposure(later value) − exposure(earlier value), values in order (numbers numerically, placements early → middle → late). Held-out rows pair never-inserted canaries: their shift is the comparison’s null. Intervals resample run pairs, then canary pairs within them; a comparison with a single run pair (one run per arm) covers canary sampling only and says so.',
+        : 'Runs whose cells differ in exactly one axis, paired canary by canary (same id and code), pooled over seeds. Δ = exposure(later value) − exposure(earlier value), values in order (numbers numerically, placements early → middle → late). Held-out rows pair never-inserted canaries: their shift is the comparison’s null. Intervals follow the comparison’s design, named under each table (crossed, the same canaries in every run pair: run pairs and canaries resampled independently; nested: run pairs, then canary pairs within them); a comparison with a single run pair (one run per arm) covers canary sampling only and says so.',
     ],
     tables: titles.map((title) => ({
       caption: title,
