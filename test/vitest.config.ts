@@ -15,6 +15,8 @@ export default defineConfig({
     // Tests that start redis-server or the Python trainer need more than the default 5 s.
     testTimeout: 120_000,
     hookTimeout: 60_000,
+    // Child processes run the built CLI; this rebuilds dist/ when src/ is newer.
+    globalSetup: ['test/global-setup.ts'],
     // Two cores: one test file per core; files that train models are heavy.
     pool: 'forks',
     maxWorkers: 2,
