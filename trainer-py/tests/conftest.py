@@ -44,6 +44,19 @@ def start_cli(manifest: Path, out: Path, *args: str, env: dict | None = None) ->
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or trainer_env())
 
 
+@pytest.fixture(scope="session")
+def resume_reference(tmp_path_factory) -> tuple[Path, Path]:
+    """The interruption tests' manifest (test_resume._manifest) and its uninterrupted run, run once
+    per session: test_resume and test_checkpoint_integrity compare their resumed runs to it."""
+    from .test_resume import _manifest
+
+    root = tmp_path_factory.mktemp("resume-reference")
+    manifest = _manifest(root)
+    res = run_cli(manifest, root / "straight")
+    assert res.rc == 0, res.stderr
+    return manifest, root / "straight"
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     import torch
