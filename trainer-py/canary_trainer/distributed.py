@@ -41,6 +41,7 @@ import torch
 
 from .batches import IGNORE, Encoded, batch_rows, collate
 from .errors import BadManifest, Diverged
+from .manifest_types import Training
 from .memory import micro_size
 from .schedule import lr_at
 
@@ -88,11 +89,11 @@ class Dist:
         return box[0]
 
 
-def ranks_of(training: dict) -> int:
+def ranks_of(training: Training) -> int:
     return int(training.get("gpus", 1))
 
 
-def start(training: dict, device_kind: str) -> Dist | None:
+def start(training: Training, device_kind: str) -> Dist | None:
     """Join the run's process group when the manifest asks for several ranks (None: one process).
     The manifest's rank count and the launcher's must agree."""
     want = ranks_of(training)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import torch
 
@@ -197,7 +198,7 @@ def refusal(parts: dict[str, int], device_bytes: int, device: str, alternatives:
             f"({_gib(device_bytes)} GiB); fix: {options}, or a device with more memory")
 
 
-def plan(shape: Shape, manifest_model: dict, training: dict, score_nodes: int, on_gpu: bool, micro_batch: int,
+def plan(shape: Shape, manifest_model: Mapping[str, Any], training: Mapping[str, Any], score_nodes: int, on_gpu: bool, micro_batch: int,
          checkpointing: bool, device_bytes: int | None = None) -> tuple[dict, dict[str, dict]]:
     """This run's estimate (per GPU of training.gpus) and the alternatives a refusal offers; with
     the device's size, the fewest GPUs of that size this run fits on sharded."""

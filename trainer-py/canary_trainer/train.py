@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +27,7 @@ from .memory import micro_batch_size
 from .schedule import lr_at
 
 
-def make_optimizer(backend: TrainableModel, training: dict) -> torch.optim.Optimizer:
+def make_optimizer(backend: TrainableModel, training: Mapping[str, Any]) -> torch.optim.Optimizer:
     params = [p for _, p in backend.trainable()]
     betas = tuple(training["betas"])
     return torch.optim.AdamW(params, lr=training["lr"], betas=betas, weight_decay=training["weight_decay"])
@@ -96,7 +96,7 @@ class Totals:
 
 
 def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-                 training: dict, on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
+                 training: Mapping[str, Any], on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
     """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
     infinite or exploding loss, before the optimizer touches the weights."""
     t0 = time.perf_counter()
@@ -131,7 +131,7 @@ def _no_hook(done: int) -> None:
     return None
 
 
-def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
+def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: Mapping[str, Any],
                   totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
                   start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
                   on_batch: Callable[[int, range], None] | None = None,

@@ -8,6 +8,7 @@ import importlib
 import torch
 
 from ..errors import MissingDependency
+from ..manifest_types import ModelSpec
 from .base import Backend, PrefixState
 
 _REGISTRY = {
@@ -25,7 +26,7 @@ def pick_device(wanted: str) -> torch.device:
     return torch.device("cuda", 0)
 
 
-def load_backend(model_spec: dict, device: torch.device) -> Backend:
+def load_backend(model_spec: ModelSpec, device: torch.device) -> Backend:
     module_name, class_name = _REGISTRY[model_spec["backend"]]
     module = importlib.import_module(module_name)
     return getattr(module, class_name)(model_spec, device)
