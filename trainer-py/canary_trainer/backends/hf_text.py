@@ -70,3 +70,23 @@ class HfText:
 
     def decode(self, ids):
         return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def reply_lengths(spec: dict, rows: list[dict]) -> list[int]:
+    """Each row's reply tokens under the model's tokenizer and chat template, read without the
+    weights: the rendered prompt + target's tokens minus the rendered prompt's. Training's targets
+    are these up to the end of turn (batches.encode_row), so this bounds them; the memory estimate
+    sizes the logits of a micro-batch by it."""
+    from .hf_load import import_transformers, load_tokenizer_and_config
+
+    hf = spec["hf"]
+    load_kw = {"revision": spec.get("revision"), "local_files_only": True,
+               "trust_remote_code": hf.get("trust_remote_code", False)}
+    text = HfText()
+    text.tokenizer, _ = load_tokenizer_and_config(import_transformers(), spec, load_kw)
+    text.template_kwargs = dict(hf.get("chat_template_kwargs") or {})
+    if not rows:
+        return []
+    prompts = text.tokenize_batch([text.render(r["prompt"]) for r in rows])
+    full = text.tokenize_batch([text.render(r["prompt"], r["target"]) for r in rows])
+    return [max(0, len(f) - len(p)) for p, f in zip(prompts, full)]
