@@ -14,20 +14,39 @@ ratio wrapper / direct. Exit 1 when the two splits differ.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainer-py"))
+from _common import each_family, setup_hf, spread, timed
 
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer.trie import code_token_lists  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
-from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
+
+
+def bench_family(family: str, repeats: int) -> dict:
+    from tests.test_hf_backend import backend
+
+    codes = exhaustive_codes("0123456789", 4)
+    b = backend(family)
+    ident = "Ada Lovelace #0"
+    ctx = b.render(canary_prompt(ident, "[redacted]")) + canary_prefill(ident)
+    ids = b.tokenize(ctx)
+    direct = b._rust_for()
+    assert direct is not None, f"{family}: no Rust tokenizer"
+    times: dict[str, list[float]] = {"direct": [], "wrapper": []}
+    splits = {}
+    for r in range(repeats):
+        for name in (("direct", "wrapper") if r % 2 == 0 else ("wrapper", "direct")):
+            b._rust = (b.tokenizer, direct if name == "direct" else None)  # None: the wrapper
+            splits[name], _, cpu = timed(lambda: code_token_lists(b, ctx, ids, codes))  # no cache: afresh
+            times[name].append(cpu)
+    b._rust = (b.tokenizer, direct)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"family": family, "repeats": repeats, "same_split": splits["direct"] == splits["wrapper"],
+            "direct_cpu_s": round(med["direct"], 3), "direct_spread": spread(times["direct"]),
+            "wrapper_cpu_s": round(med["wrapper"], 3), "wrapper_spread": spread(times["wrapper"]),
+            "ratio": round(med["wrapper"] / med["direct"], 2)}
 
 
 def main() -> int:
@@ -35,40 +54,8 @@ def main() -> int:
     ap.add_argument("--families", nargs="+", default=["qwen3", "llama3"])
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    import torch
-
-    torch.set_num_threads(int(os.environ.get("CANARY_TRAINER_THREADS", "1")))
-    use_hub(build_hub())
-    from tests.test_hf_backend import backend
-
-    ok = True
-    codes = exhaustive_codes("0123456789", 4)
-    for family in args.families:
-        b = backend(family)
-        ident = "Ada Lovelace #0"
-        ctx = b.render(canary_prompt(ident, "[redacted]")) + canary_prefill(ident)
-        ids = b.tokenize(ctx)
-        direct = b._rust_for()
-        assert direct is not None, f"{family}: no Rust tokenizer"
-        times: dict[str, list[float]] = {"direct": [], "wrapper": []}
-        splits = {}
-        for r in range(args.repeats):
-            for name in (("direct", "wrapper") if r % 2 == 0 else ("wrapper", "direct")):
-                b._rust = (b.tokenizer, direct if name == "direct" else None)  # None: the wrapper
-                c0 = time.process_time()
-                splits[name] = code_token_lists(b, ctx, ids, codes)  # no cache: tokenized afresh
-                times[name].append(time.process_time() - c0)
-        b._rust = (b.tokenizer, direct)
-        same = splits["direct"] == splits["wrapper"]
-        ok &= same
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(json.dumps({"family": family, "repeats": args.repeats, "same_split": same,
-                          "direct_cpu_s": round(med["direct"], 3),
-                          "direct_spread": [round(min(times["direct"]), 3), round(max(times["direct"]), 3)],
-                          "wrapper_cpu_s": round(med["wrapper"], 3),
-                          "wrapper_spread": [round(min(times["wrapper"]), 3), round(max(times["wrapper"]), 3)],
-                          "ratio": round(med["wrapper"] / med["direct"], 2)}), flush=True)
-    return 0 if ok else 1
+    setup_hf()
+    return each_family(args.families, lambda family: bench_family(family, args.repeats), lambda row: row["same_split"])
 
 
 if __name__ == "__main__":
