@@ -4,7 +4,7 @@ count exactly the same tokens."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 
 def rust_tokenizer(tok) -> Any | None:
@@ -72,7 +72,7 @@ class HfText:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
 
-def reply_lengths(spec: dict, rows: list[dict]) -> list[int]:
+def reply_lengths(spec: Mapping[str, Any], rows: list[dict]) -> list[int]:
     """Each row's reply tokens under the model's tokenizer and chat template, read without the
     weights: the rendered prompt + target's tokens minus the rendered prompt's. Training's targets
     are these up to the end of turn (batches.encode_row), so this bounds them; the memory estimate
