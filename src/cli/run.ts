@@ -152,7 +152,8 @@ class ProgressLog {
         const key = `${run.state}|${p?.phase ?? ''}|${p?.eval?.phase ?? ''}`;
         if (this.seen.get(run.run_id) === key) continue;
         this.seen.set(run.run_id, key);
-        this.records.info({ audit: audit.audit_id, run: run.run_id, cell: run.cell_id, state: run.state, phase: p?.phase ?? null, update: p?.update ?? null, total: p?.total ?? null, failure: run.failure }, 'run state');
+        // waiting_for: the run building the base this one waits for (phase waiting_base).
+        this.records.info({ audit: audit.audit_id, run: run.run_id, cell: run.cell_id, state: run.state, phase: p?.phase ?? null, update: p?.update ?? null, total: p?.total ?? null, ...(p?.waiting ? { waiting_for: p.waiting.run_id } : {}), failure: run.failure }, 'run state');
       }
     }
   }

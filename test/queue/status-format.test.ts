@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { versioned } from '../../src/cli/json-output.js';
+import { expectOutput } from '../helpers/output-schema.js';
 import type { RunProgress } from '../../src/queue/job-data.js';
 import { formatDuration, progressBar, renderBars, renderChanges, renderPlain, runDetail } from '../../src/queue/status-format.js';
 import type { AuditStatus, RunStatus } from '../../src/queue/status.js';
@@ -43,6 +45,29 @@ describe('status formatting', () => {
     expect(runDetail(run({ state: 'active', progress: progress() }))).toMatch(/^120\/400 .* ETA 3m12s/);
     const bars = renderBars([audit([run({ state: 'active', progress: pretraining })])], 120);
     expect(bars).toContain('pretrain 120/1000');
+  });
+
+  it("says a run waits for the base another run builds, with that base's ETA, in every view", () => {
+    const builder = run({ run_id: 'run-aaaaaaaaaaaaaaaa', cell_id: 'dose=1,seed=0', state: 'active', progress: progress({ phase: 'pretraining', update: 300, total: 1000, eta_s: 65 }) });
+    const waiting = run({
+      state: 'active',
+      progress: progress({ phase: 'training', update: 0, total: 192, loss: null, rows_per_s: null, eta_s: null, updated: 40_000 }),
+    });
+    waiting.progress = { ...waiting.progress!, phase: 'waiting_base', waiting: { on: 'base_model', run_id: 'run-aaaaaaaaaaaaaaaa', pid: 77, since: 10_000 } };
+    expect(runDetail(waiting, 40_000, [builder, waiting])).toBe(
+      'waiting for base, built by run run-aaaaaaaaaaaaaaaa (pid 77)  waited 30s  base ETA 1m05s  node7 gpu3  attempt 1/3',
+    );
+    // The builder out of view (another audit not listed): the wait is still said, its ETA unknown.
+    expect(runDetail(waiting, 40_000)).toMatch(/^waiting for base, built by run run-aaaaaaaaaaaaaaaa \(pid 77\) {2}waited 30s {2}base ETA - /);
+    const snapshot = [audit([builder, waiting])];
+    expect(renderPlain(snapshot)).toContain('active     waiting for base, built by run run-aaaaaaaaaaaaaaaa (pid 77)');
+    expect(renderPlain(snapshot)).toContain('base ETA 1m05s');
+    expect(renderPlain(snapshot)).not.toMatch(/0\/192/);
+    expect(renderBars(snapshot, 200)).toContain('waiting for base, built by run run-aaaaaaaaaaaaaaaa');
+    expect(renderChanges(null, snapshot, new Date(40_000))).toContain('waiting for base, built by run run-aaaaaaaaaaaaaaaa (pid 77)  waited 30s  base ETA 1m05s');
+    // status --json carries the phase and whom it waits for, as its schema documents them.
+    const json = expectOutput<{ audits: AuditStatus[] }>('status-output', JSON.stringify(versioned('status', { audits: snapshot })));
+    expect(json.audits[0]!.runs[1]!.progress).toMatchObject({ phase: 'waiting_base', waiting: { run_id: 'run-aaaaaaaaaaaaaaaa', pid: 77 } });
   });
 
   it('shows eval progress, and the reason of a failed or delayed run', () => {
