@@ -67,6 +67,11 @@ export interface RunProgress {
   eval: { phase: string; done: number; total: number } | null;
   /** Set while the phase is `waiting_base`; absent in records written before it existed. */
   waiting?: RunWait | null;
+  /**
+   * Wall seconds this attempt spent in each phase, up to `updated` (the audit ETA tells a run's own
+   * work from waiting for or building a shared base). Absent in records written before it existed.
+   */
+  phase_s?: Partial<Record<RunPhase, number>>;
   /** Unix milliseconds of the last update. */
   updated: number;
 }

@@ -31,9 +31,11 @@ export class ProgressTracker {
   private rateStart: { phase: RunProgress['phase']; update: number; t: number } | null = null;
   /** First eval event of the current eval phase (wall ms), for the ETA while evaluating. */
   private evalStart: { phase: string; done: number; t: number } | null = null;
+  /** Wall ms up to which `progress.phase_s` counts. */
+  private clock: number;
 
   constructor(
-    base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'waiting' | 'updated' | 'device' | 'trainer_pid'>,
+    base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'waiting' | 'phase_s' | 'updated' | 'device' | 'trainer_pid'>,
     private readonly limits: TrackerLimits,
     now: number = Date.now(),
   ) {
@@ -51,12 +53,26 @@ export class ProgressTracker {
       last_checkpoint: null,
       eval: null,
       waiting: null,
+      phase_s: {},
       updated: now,
     };
+    this.clock = now;
+  }
+
+  /** Charge the wall time since the last event to the phase the run was in (the audit ETA reads it). */
+  private tick(now: number): void {
+    const p = this.progress;
+    const dt = Math.max(0, now - this.clock) / 1000;
+    if (dt > 0) {
+      const spent = (p.phase_s ??= {});
+      spent[p.phase] = Math.round(((spent[p.phase] ?? 0) + dt) * 1000) / 1000;
+    }
+    this.clock = Math.max(this.clock, now);
   }
 
   apply(event: ProgressEvent, now: number = Date.now()): TrackerOutput {
     const p = this.progress;
+    this.tick(now);
     p.updated = now;
     switch (event.event) {
       case 'started':
@@ -142,6 +158,7 @@ export class ProgressTracker {
 
   /** Mark a phase change the worker itself causes (e.g. stopping). */
   setPhase(phase: RunProgress['phase'], now: number = Date.now()): void {
+    this.tick(now);
     this.progress.phase = phase;
     this.progress.updated = now;
   }

@@ -79,7 +79,8 @@ describe('status formatting', () => {
   });
 
   it('renders one plain line per run under an audit headline', () => {
-    const text = renderPlain([audit([run({ state: 'active', progress: progress() }), run({ run_id: 'run-1111111111111111', state: 'completed', attempts_made: 1 })])]);
+    // Progress written just now: the audit ETA counts from the tracker's last write.
+    const text = renderPlain([audit([run({ state: 'active', progress: progress({ updated: Date.now() }) }), run({ run_id: 'run-1111111111111111', state: 'completed', attempts_made: 1 })])]);
     const lines = text.trimEnd().split('\n');
     expect(lines[0]).toBe('audit-abcdefabcdef  email  running  2 runs: 1 active, 1 completed  audit ETA 3m12s');
     expect(lines[1]).toMatch(/^ {2}run-0123456789abcdef {2}dose=8,seed=0 {2}active {5}120\/400/);
