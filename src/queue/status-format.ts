@@ -27,11 +27,12 @@ export function progressBar(fraction: number, width: number): string {
 
 const ORDER: RunState[] = ['active', 'waiting', 'delayed', 'completed', 'failed', 'cancelled', 'unknown'];
 
-export function auditHeadline(audit: AuditStatus): string {
+/** `slots`: the worker slots running this audit, when known (else the active runs count as them). */
+export function auditHeadline(audit: AuditStatus, slots?: number): string {
   const counts = ORDER.filter((s) => (audit.counts[s] ?? 0) > 0).map((s) => `${audit.counts[s]} ${s}`);
   const total = audit.runs.length;
   const cancelled = audit.cancelled_at ? ` (cancelled ${audit.cancelled_at})` : '';
-  const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit) : null;
+  const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null;
   const etaText = eta !== null && eta > 0 ? `  audit ETA ${formatDuration(eta)}` : '';
   return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${etaText}`;
 }
@@ -102,12 +103,12 @@ export function runDetail(run: RunStatus, now = Date.now(), peers: readonly RunS
   return parts.join('  ');
 }
 
-export function renderPlain(audits: AuditStatus[]): string {
+export function renderPlain(audits: AuditStatus[], slots?: number): string {
   if (audits.length === 0) return 'no audits in the queue\n';
   const lines: string[] = [];
   const peers = audits.flatMap((a) => a.runs);
   for (const audit of audits) {
-    lines.push(auditHeadline(audit));
+    lines.push(auditHeadline(audit, slots));
     // The cell id is what tells runs apart: printed in full, never shortened.
     const cellWidth = Math.max(4, ...audit.runs.map((r) => r.cell_id.length));
     for (const run of audit.runs) {
@@ -118,7 +119,7 @@ export function renderPlain(audits: AuditStatus[]): string {
 }
 
 /** Terminal view: a bar per run (training progress; full when completed). */
-export function renderBars(audits: AuditStatus[], columns = 100): string {
+export function renderBars(audits: AuditStatus[], columns = 100, slots?: number): string {
   if (audits.length === 0) return 'no audits in the queue\n';
   // A pseudo-terminal may report 0 columns: fall back to a common width.
   const width = columns > 0 ? columns : 100;
@@ -128,7 +129,7 @@ export function renderBars(audits: AuditStatus[], columns = 100): string {
   for (const audit of audits) {
     const done = (audit.counts.completed ?? 0) + (audit.counts.failed ?? 0) + (audit.counts.cancelled ?? 0);
     // Every line fits the width: a wrapped line would throw off the in-place redraw.
-    lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit)}`, Math.max(40, width - 1)));
+    lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit, slots)}`, Math.max(40, width - 1)));
     // The varying axes as columns, in full, before anything a narrow terminal may clip.
     const columns = cellColumns(audit.runs.map((r) => r.cell_id));
     lines.push(clip(`  ${' '.repeat(barWidth + 2)} ${'run'.padEnd(12)} ${columns.header} ${'state'.padEnd(9)}`.trimEnd(), Math.max(40, width - 1)));
@@ -148,7 +149,7 @@ export function renderBars(audits: AuditStatus[], columns = 100): string {
  * For `status --watch` without a terminal: one line per run whose state or progress changed since
  * the previous snapshot, so a log shows each transition once.
  */
-export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date()): string {
+export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date(), slots?: number): string {
   const before = new Map<string, string>();
   // Keyed at the run's own last heartbeat, so a growing "ago" alone is not a change.
   const key = (run: RunStatus) => `${run.state}|${runDetail(run, run.progress?.updated ?? 0)}`;
@@ -158,7 +159,7 @@ export function renderChanges(previous: AuditStatus[] | null, current: AuditStat
   const peers = current.flatMap((a) => a.runs);
   for (const audit of current) {
     const prevAudit = previous?.find((a) => a.audit_id === audit.audit_id);
-    if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit)}`);
+    if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit, slots)}`);
     for (const run of audit.runs) {
       if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.cell_id}  ${run.state.padEnd(9)}  ${runDetail(run, now.getTime(), peers)}`.trimEnd());
     }

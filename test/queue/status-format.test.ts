@@ -88,6 +88,17 @@ describe('status formatting', () => {
     expect(renderPlain([])).toBe('no audits in the queue\n');
   });
 
+  it('spreads the audit ETA over the worker slots when they are known', () => {
+    const now = Date.now();
+    const finished = run({ run_id: 'run-f', state: 'completed', started: new Date(now - 200_000).toISOString(), finished: new Date(now - 100_000).toISOString() });
+    const active = run({ state: 'active', progress: progress({ eta_s: 50, updated: now, phase_s: { training: 50 } }) });
+    const snapshot = audit([finished, active, run({ run_id: 'run-q1' }), run({ run_id: 'run-q2' })]);
+    // 100 s per run: with 2 slots the queued runs end at 100 and 150 s; counting only the active run as a worker, at 250 s.
+    expect(renderPlain([snapshot], 2).split('\n')[0]).toMatch(/audit ETA 2m30s$/);
+    expect(renderPlain([snapshot]).split('\n')[0]).toMatch(/audit ETA 4m10s$/);
+    expect(renderBars([snapshot], 200, 2).split('\n')[0]).toMatch(/audit ETA 2m30s$/);
+  });
+
   it('draws bars within the terminal width', () => {
     const text = renderBars([audit([run({ state: 'active', progress: progress() }), run({ state: 'completed' })])], 90);
     const lines = text.trimEnd().split('\n');
