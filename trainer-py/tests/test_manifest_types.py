@@ -17,8 +17,6 @@ from canary_trainer.manifest_types import ManifestData
 from .fixtures import make_run
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "manifest.schema.json").read_text())
-# Objects typed loosely on purpose: another schema's stamps, passed through untouched.
-LOOSE = {"provenance"}
 
 
 def _local(ref: str) -> dict:
@@ -64,9 +62,7 @@ def _check(schema: dict, td, where: str, seen: list[str]) -> None:
         values = sub.get("enum", [sub["const"]] if "const" in sub else None)
         if values is not None:
             assert typing.get_origin(ann) is typing.Literal and set(typing.get_args(ann)) == set(values), path
-        if "properties" in sub:
-            if key in LOOSE:
-                continue
+        if "properties" in sub:  # (provenance refers to another schema: typed as a plain dict)
             assert _is_typeddict(ann), f"{path}: the schema gives it properties; type it with a TypedDict, not {ann}"
             _check(sub, ann, path, seen)
         elif sub.get("type") == "array" and isinstance(sub.get("items"), dict):
