@@ -45,6 +45,41 @@ describe('slot book', () => {
     expect(book.take(1, 3, 'b')).toEqual([0, 1, 2]);
     expect(book.free()).toBe(0);
   });
+
+  it('holds the host for a run over several slots that found too few free, until it has them or the hold lapses', () => {
+    const book = new SlotBook(3);
+    expect(book.take(0, 1, 'a', 0)).toEqual([0]);
+    expect(book.take(1, 1, 'b', 0)).toEqual([1]);
+    // g needs 3: refused, it reserves; a one-slot run may no longer take the free slot.
+    expect(book.take(2, 3, 'g', 0)).toBeNull();
+    book.reserve('g', 3, 1_000, 0);
+    expect(book.reservedBy(10)).toBe('g');
+    expect(book.take(2, 1, 'c', 10)).toBeNull();
+    // A second gang does not take the reservation over, and is refused too.
+    book.reserve('h', 2, 1_000, 10);
+    expect(book.reservedBy(10)).toBe('g');
+    expect(book.take(2, 2, 'h', 10)).toBeNull();
+    // One-slot runs do not reserve; larger-than-host runs do not either.
+    book.reserve('c', 1, 1_000, 10);
+    book.reserve('x', 4, 1_000, 10);
+    expect(book.reservedBy(10)).toBe('g');
+    book.release([0]);
+    book.release([1]);
+    // g takes all three and the reservation ends with it.
+    expect(book.take(1, 3, 'g', 20)).toEqual([0, 1, 2]);
+    expect(book.reservedBy(20)).toBeNull();
+    book.release([0, 1, 2]);
+
+    // A reservation that is not renewed lapses: the slots are anyone's again.
+    expect(book.take(0, 1, 'a', 100)).toEqual([0]);
+    book.reserve('g', 3, 1_000, 100);
+    expect(book.take(1, 1, 'b', 1_099)).toBeNull();
+    // Renewed by g asking again.
+    book.reserve('g', 3, 1_000, 1_000);
+    expect(book.take(1, 1, 'b', 1_999)).toBeNull();
+    expect(book.take(1, 1, 'b', 2_000)).toEqual([1]);
+    expect(book.reservedBy(2_000)).toBeNull();
+  });
 });
 
 interface Attempt {
@@ -144,6 +179,53 @@ describe('runs over several slots', () => {
       await pool.shutdown();
     }
   }, 300_000);
+});
+
+describe('gang priority', () => {
+  it('a run over several slots that found too few free starts before one-slot runs queued after it', async () => {
+    const conn = isolatedConnection(redis);
+    const artifacts = join(root, 'priority');
+    const tuning = fastTuning({ lockMs: 4_000 });
+    const pool = await WorkerPool.start({
+      conn,
+      artifactsDir: artifacts,
+      runner: localRunner({ trainerPath: standInEnv().CANARY_AUDIT_TRAINER_PATH, module: 'stand_in_trainer' }),
+      slots: ['0', '1'].map((gpu) => ({ gpu, threads: null })),
+      tuning,
+      gangRetryMs: 300,
+    });
+    try {
+      // Both slots busy, one for longer than the other: the short one frees a slot first.
+      const busy = writeFixtureAudit(artifacts, 'busy', [{ updates: 15, knobs: { step_s: 0.1 } }, { updates: 40, knobs: { step_s: 0.1 } }]);
+      await submitAudit(conn, artifacts, busy, tuning);
+      await waitFor('both slots busy', async () => {
+        const [s] = await collectStatus(conn, busy.auditId);
+        return s?.runs.length === 2 && s.runs.every((r) => r.state === 'active' && (r.progress?.update ?? 0) >= 1) ? s : undefined;
+      }, 60_000, 100);
+      // Then a 2-slot run, then one-slot runs that could each take the slot the short run frees.
+      const gang = writeFixtureAudit(artifacts, 'gang-first', [{ updates: 4, gpus: 2, knobs: { step_s: 0.1 } }]);
+      await submitAudit(conn, artifacts, gang, tuning);
+      const singles = writeFixtureAudit(artifacts, 'singles', [0, 1, 2, 3].map((i) => ({ updates: 5 + i, knobs: { step_s: 0.1 } })));
+      await submitAudit(conn, artifacts, singles, tuning);
+      for (const audit of [busy, gang, singles]) {
+        await waitFor(`${audit.name} to finish`, async () => {
+          const [s] = await collectStatus(conn, audit.auditId);
+          return s?.state === 'finished' ? s : undefined;
+        }, 120_000, 250);
+      }
+      const done = (a: typeof busy) => a.runs.map((r) => attempts(join(r.manifestPath, '..', 'output'), r.runId).find((x) => x.how === 'done')!);
+      const [g] = done(gang);
+      const [short, long] = done(busy);
+      // The gang waited for the long run (it could not start beside it) ...
+      expect(g!.start).toBeGreaterThanOrEqual(long!.end - 0.05);
+      expect(g!.world).toBe(2);
+      // ... and no one-slot run queued after it took the slot the short run freed meanwhile.
+      for (const s of done(singles)) expect(s.start, 'a one-slot run started before the gang run').toBeGreaterThan(g!.start);
+      expect(short!.end).toBeLessThan(long!.end);
+    } finally {
+      await pool.shutdown();
+    }
+  }, 240_000);
 });
 
 /** Live processes (zombies aside) whose command line names `arg`: a run's launcher and its ranks. */
