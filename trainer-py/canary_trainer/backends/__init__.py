@@ -31,4 +31,18 @@ def load_backend(model_spec: dict, device: torch.device) -> Backend:
     return getattr(module, class_name)(model_spec, device)
 
 
-__all__ = ["Backend", "PrefixState", "load_backend", "pick_device"]
+def reply_tokens(model_spec: dict, rows: list[dict]) -> list[int] | None:
+    """A bound of each training row's target tokens, read with the tokenizer alone before any weight
+    is loaded (the memory estimate counts the logits there); None for a backend other than hf, or
+    when the tokenizer cannot be read here (loading the backend then reports why)."""
+    if model_spec["backend"] != "hf":
+        return None
+    from .hf_text import reply_lengths
+
+    try:
+        return reply_lengths(model_spec, rows)
+    except Exception:  # noqa: BLE001  the estimate then counts every position
+        return None
+
+
+__all__ = ["Backend", "PrefixState", "load_backend", "pick_device", "reply_tokens"]
