@@ -64,7 +64,7 @@ def _load(folder: Path, key: str) -> dict | None:
 def _fill(ev, folder: Path, probes: list[dict], keys: list[str], found: dict) -> None:
     """Evaluate the probes not in `found` into the shared folder, under its lock."""
     lock = FileLock(folder / ".lock", None, "the shared base evaluation")
-    lock.acquire(on_wait=lambda pid: log(f"base evaluation: pid {pid} is writing {folder}; waiting"), stop=ev.stop)
+    lock.acquire(on_wait=lambda h: log(f"base evaluation: pid {h.pid} is writing {folder}; waiting"), stop=ev.stop)
     try:
         found.update({k: i for k in keys if k not in found and (i := _load(folder, k)) is not None})
         todo = [(p, k) for p, k in zip(probes, keys) if k not in found]

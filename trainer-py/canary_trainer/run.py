@@ -57,7 +57,7 @@ def run(opts: RunOptions) -> dict:
     lock = FolderLock(out) if dist is None or dist.main else None
     try:
         if lock is not None:
-            lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)
+            lock.acquire(on_wait=lambda h: log(f"waiting for the lock on {out} held by pid {h.pid}"), stop=opts.stop)
         return _run_locked(opts, manifest, wall0, dist)
     finally:
         if lock is not None:
