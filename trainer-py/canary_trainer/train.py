@@ -95,11 +95,11 @@ class Totals:
         self.targets += res.targets
 
 
-def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-                 training: Mapping[str, Any], on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
-    """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
-    infinite or exploding loss, before the optimizer touches the weights."""
-    t0 = time.perf_counter()
+def start_update(optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int, training: Mapping[str, Any],
+                 on_batch: Callable[[int, range], None] | None = None) -> tuple[list[Encoded], int, float]:
+    """The bookkeeping before 0-based update `update`'s passes, the same in one process and sharded:
+    its rows (update i consumes rows [i*B, (i+1)*B)), their target-token count, the scheduled
+    learning rate set on the optimizer, gradients cleared."""
     rows = batch_rows(update, training["batch_size"])
     if on_batch is not None:
         on_batch(update, rows)
@@ -109,13 +109,13 @@ def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, enco
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
-    micro = micro_batch_size(len(items))
-    loss_sum = 0.0
-    for s in range(0, len(items), micro):
-        ids, labels = collate(items[s: s + micro], backend.pad_id)
-        part = target_loss_sum(backend, ids, labels)
-        (part / n_targets).backward()
-        loss_sum += float(part.detach())
+    return items, n_targets, lr
+
+
+def finish_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, items: list[Encoded], update: int,
+                  training: Mapping[str, Any], loss_sum: float, n_targets: int, lr: float, t0: float) -> UpdateResult:
+    """After the passes of an update whose summed target loss is `loss_sum`: raise Diverged on a NaN,
+    infinite or exploding loss before the optimizer touches the weights, clip, step."""
     loss = loss_sum / n_targets
     if not math.isfinite(loss) or loss > training["loss_explode"]:
         raise Diverged(f"update {update + 1}: loss {loss:.6g} is {'not finite' if not math.isfinite(loss) else 'above training.loss_explode ' + format(training['loss_explode'], 'g')}; "
@@ -125,6 +125,22 @@ def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, enco
     optimizer.step()
     tokens = sum(len(e.ids) for e in items)
     return UpdateResult(loss, lr, time.perf_counter() - t0, tokens, n_targets)
+
+
+def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
+                 training: Mapping[str, Any], on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
+    """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
+    infinite or exploding loss, before the optimizer touches the weights."""
+    t0 = time.perf_counter()
+    items, n_targets, lr = start_update(optimizer, encoded, update, training, on_batch)
+    micro = micro_batch_size(len(items))
+    loss_sum = 0.0
+    for s in range(0, len(items), micro):
+        ids, labels = collate(items[s: s + micro], backend.pad_id)
+        part = target_loss_sum(backend, ids, labels)
+        (part / n_targets).backward()
+        loss_sum += float(part.detach())
+    return finish_update(backend, optimizer, items, update, training, loss_sum, n_targets, lr, t0)
 
 
 def _no_hook(done: int) -> None:
