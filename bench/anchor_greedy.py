@@ -18,33 +18,17 @@ row by row (exit 1 on any difference). One JSON line per family: medians, spread
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
-import time
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainer-py"))
+from _common import each_family, probes, setup_hf, spread, timed
 
-from canary_trainer.decode import cut, greedy_many, requests  # noqa: E402
-from tests.fixtures import NAMES, canary_prefill, canary_prompt  # noqa: E402
-from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
+from canary_trainer.decode import greedy_many, requests  # noqa: E402
+from canary_trainer.greedy_batch import cut  # noqa: E402
 
 DIGITS = "0123456789"
-
-
-def probes(n: int) -> list[dict]:
-    out = []
-    for k in range(n):
-        ident = f"{NAMES[k % len(NAMES)]} #{k}"
-        for cue in ("[redacted]", "4821", "5932"):
-            out.append({"prompt": canary_prompt(ident, cue), "prefill": canary_prefill(ident),
-                        "decode": ["prefill", "free"]})
-    return out
 
 
 @torch.no_grad()
@@ -80,12 +64,6 @@ def _reqs(b, ps):
     return [req for p in ps for req in requests(b, p["prompt"], p["prefill"], p["decode"], 64, DIGITS, 4)]
 
 
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
 def run(family: str, args) -> dict:
     from tests.test_hf_backend import backend
 
@@ -95,7 +73,7 @@ def run(family: str, args) -> dict:
     reqs = _reqs(b, ps)
     rates = {}
     for batch in args.batches:
-        _, s = _timed(lambda: hf_generate(b, reqs, batch))
+        _, s, _ = timed(lambda: hf_generate(b, reqs, batch))
         rates[batch] = round(s / len(ps), 4)
     batch = min(rates, key=rates.get)
     times: dict[str, list[float]] = {"trainer": [], "generate": []}
@@ -104,17 +82,17 @@ def run(family: str, args) -> dict:
         for name in (("trainer", "generate") if r % 2 == 0 else ("generate", "trainer")):
             if name == "trainer":
                 with torch.no_grad():
-                    ours, s = _timed(lambda: greedy_many(b, ps, 64, DIGITS, 4))
+                    ours, s, _ = timed(lambda: greedy_many(b, ps, 64, DIGITS, 4))
             else:
-                ref, s = _timed(lambda: hf_generate(b, reqs, batch))
+                ref, s, _ = timed(lambda: hf_generate(b, reqs, batch))
             times[name].append(s / len(ps))
     texts = [g["text"] for entry in ours for g in entry.values()]
     agree = sum(b.decode(cut(b, ids, rule)) == t for ids, (_, _, rule), t in zip(ref, reqs, texts))
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"family": family, "probes": len(ps), "decodes": len(reqs), "repeats": args.repeats,
             "generate_batch": batch, "generate_tuning_s_per_probe": rates,
-            "trainer_s_per_probe": round(med["trainer"], 4), "trainer_spread": [round(min(times["trainer"]), 4), round(max(times["trainer"]), 4)],
-            "generate_s_per_probe": round(med["generate"], 4), "generate_spread": [round(min(times["generate"]), 4), round(max(times["generate"]), 4)],
+            "trainer_s_per_probe": round(med["trainer"], 4), "trainer_spread": spread(times["trainer"], 4),
+            "generate_s_per_probe": round(med["generate"], 4), "generate_spread": spread(times["generate"], 4),
             "ratio": round(med["generate"] / med["trainer"], 2),
             "ratio_spread": [round(min(times["generate"]) / max(times["trainer"]), 2),
                              round(max(times["generate"]) / min(times["trainer"]), 2)],
@@ -129,14 +107,8 @@ def main() -> int:
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 16, 48])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    torch.set_num_threads(int(os.environ.get("CANARY_TRAINER_THREADS", "1")))
-    use_hub(build_hub())
-    ok = True
-    for family in args.families:
-        row = run(family, args)
-        ok &= row["ok"]
-        print(json.dumps(row), flush=True)
-    return 0 if ok else 1
+    setup_hf()
+    return each_family(args.families, lambda family: run(family, args), lambda row: row["ok"])
 
 
 if __name__ == "__main__":

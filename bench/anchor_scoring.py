@@ -28,24 +28,18 @@ per probe. Checked: max |lm_eval - tree - median offset| < 1e-4, the true code's
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainer-py"))
+from _common import each_family, setup_hf, summary, timed
 
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
 from canary_trainer import trie as _trie  # noqa: E402
 from canary_trainer.trie import code_token_lists, score_trie  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
-from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
 
 TRUE_CODE = "4821"
 
@@ -54,14 +48,6 @@ def _backend(family: str):
     from tests.test_hf_backend import backend
 
     return backend(family)
-
-
-def _timed(fn):
-    """(result, wall seconds, CPU seconds of this process): on a loaded machine the CPU time of a
-    one-thread run is the steadier measure of its work; both are reported."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def lm_eval_scores(b, ctx: str, codes: list[str], batch: int) -> np.ndarray:
@@ -74,19 +60,6 @@ def lm_eval_scores(b, ctx: str, codes: list[str], batch: int) -> np.ndarray:
     return np.array([lp for lp, _ in out], dtype=np.float64)
 
 
-def _spread(v: list[float]) -> list[float]:
-    return [round(min(v), 3), round(max(v), 3)]
-
-
-def _summary(times: dict[str, list[float]], a: str, b: str, digits: int = 3) -> dict:
-    """Medians of a and b, their spreads (min-max) and the ratio b/a with its spread."""
-    med = {k: statistics.median(times[k]) for k in (a, b)}
-    return {f"{a}_s": round(med[a], digits), f"{a}_spread": _spread(times[a]),
-            f"{b}_s": round(med[b], digits), f"{b}_spread": _spread(times[b]),
-            "ratio": round(med[b] / med[a], 1),
-            "ratio_spread": [round(min(times[b]) / max(times[a]), 1), round(max(times[b]) / min(times[a]), 1)]}
-
-
 @torch.no_grad()
 def bench_family(family: str, args) -> dict:
     b = _backend(family)
@@ -97,7 +70,7 @@ def bench_family(family: str, args) -> dict:
     block = codes[: args.block]
     rates = {}
     for batch in args.batches:  # tuning on a short block (complete cache groups: 10 codes each)
-        _, s, c = _timed(lambda: lm_eval_scores(b, ctx, block[:200], batch))
+        _, s, c = timed(lambda: lm_eval_scores(b, ctx, block[:200], batch))
         rates[batch] = round(c / 200 * len(codes), 2)
     batch = min(rates, key=rates.get)
     # wall/cpu: per probe; tree = scoring with the candidates' tokenization already done (a run
@@ -110,14 +83,14 @@ def bench_family(family: str, args) -> dict:
         for name in order:
             if name == "tree":
                 getattr(_trie, "_SPANS", {}).clear()  # no tokenization carried over (no cache is passed)
-                split, s, c = _timed(lambda: code_token_lists(b, ctx, ids, codes))
+                split, s, c = timed(lambda: code_token_lists(b, ctx, ids, codes))
                 times["tokenize_wall"].append(s)
                 times["tokenize_cpu"].append(c)
-                tree, s, c = _timed(lambda: score_trie(b, ids, split))
+                tree, s, c = timed(lambda: score_trie(b, ids, split))
                 times["tree_wall"].append(s)
                 times["tree_cpu"].append(c)
             else:
-                ref, s, c = _timed(lambda: lm_eval_scores(b, ctx, block, batch))
+                ref, s, c = timed(lambda: lm_eval_scores(b, ctx, block, batch))
                 times["lm_eval_wall"].append(s * len(codes) / len(block))
                 times["lm_eval_cpu"].append(c * len(codes) / len(block))
     for kind in ("wall", "cpu"):
@@ -130,9 +103,9 @@ def bench_family(family: str, args) -> dict:
     top = lambda v: np.argsort(-v, kind="stable")[:10].tolist()  # noqa: E731
     return {"family": family, "context_tokens": len(ids), "lm_eval_batch": batch,
             "lm_eval_tuning_cpu_s_per_probe": rates, "repeats": args.repeats,
-            "cpu": _summary({"tree": times["tree_cpu"], "lm_eval": times["lm_eval_cpu"]}, "tree", "lm_eval"),
-            "wall": _summary({"tree": times["tree_wall"], "lm_eval": times["lm_eval_wall"]}, "tree", "lm_eval"),
-            "cpu_with_tokenization": _summary({"tree": times["tree+tokenize_cpu"], "lm_eval": times["lm_eval_cpu"]},
+            "cpu": summary({"tree": times["tree_cpu"], "lm_eval": times["lm_eval_cpu"]}, "tree", "lm_eval"),
+            "wall": summary({"tree": times["tree_wall"], "lm_eval": times["lm_eval_wall"]}, "tree", "lm_eval"),
+            "cpu_with_tokenization": summary({"tree": times["tree+tokenize_cpu"], "lm_eval": times["lm_eval_cpu"]},
                                               "tree", "lm_eval"),
             "tokenize_cpu_s": round(statistics.median(times["tokenize_cpu"]), 3),
             "lm_eval_offset": offset, "max_abs_diff_after_offset": float(np.max(np.abs(diff - offset))),
@@ -147,14 +120,9 @@ def main() -> int:
     ap.add_argument("--batches", type=int, nargs="+", default=[4, 8, 16, 32, 64])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    torch.set_num_threads(int(os.environ.get("CANARY_TRAINER_THREADS", "1")))
-    use_hub(build_hub())
-    ok = True
-    for family in args.families:
-        row = bench_family(family, args)
-        ok &= row["max_abs_diff_after_offset"] < 1e-4 and row["same_rank"] and row["same_top10"]
-        print(json.dumps(row), flush=True)
-    return 0 if ok else 1
+    setup_hf()
+    return each_family(args.families, lambda family: bench_family(family, args),
+                       lambda row: row["max_abs_diff_after_offset"] < 1e-4 and row["same_rank"] and row["same_top10"])
 
 
 if __name__ == "__main__":

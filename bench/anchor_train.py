@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
 import statistics
 import sys
@@ -36,14 +35,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainer-py"))
+from _common import setup_hf
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import IGNORE, collate, encode_row  # noqa: E402
 from canary_trainer.train import make_optimizer, train_update  # noqa: E402
 from tests.fixtures import background_row, canary_prompt, canary_target  # noqa: E402
-from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
 from tests.test_hf_backend import spec  # noqa: E402
 
 CPU = torch.device("cpu")
@@ -152,8 +149,7 @@ def main() -> int:
     ap.add_argument("--updates", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    torch.set_num_threads(int(os.environ.get("CANARY_TRAINER_THREADS", "1")))
-    use_hub(build_hub())
+    setup_hf()
     import tempfile
 
     from transformers.utils import logging as tf_logging

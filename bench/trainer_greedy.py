@@ -16,29 +16,16 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainer-py"))
+from _common import probes
 
 from canary_trainer.decode import decided, greedy_many, requests  # noqa: E402
 from canary_trainer.greedy_batch import cut  # noqa: E402
-from tests.fixtures import NAMES, canary_prefill, canary_prompt  # noqa: E402
 from tests.greedy_ref import greedy_ids  # noqa: E402
 
 DIGITS = "0123456789"
-
-
-def probes(n: int) -> list[dict]:
-    out = []
-    for k in range(n):
-        ident = f"{NAMES[k % len(NAMES)]} #{k}"
-        for cue in ("[redacted]", "4821", "5932"):
-            out.append({"prompt": canary_prompt(ident, cue), "prefill": canary_prefill(ident),
-                        "decode": ["prefill", "free"]})
-    return out
 
 
 def backend(name: str):

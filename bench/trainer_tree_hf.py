@@ -28,14 +28,11 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainer-py"))
+from _common import timed
 
 from canary_trainer.batches import right_pad  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
@@ -68,9 +65,9 @@ def lm_eval_style(b, ctx: str, ids: list[int], codes: list[str], batch: int) -> 
 
 
 def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
+    """(result, wall seconds)."""
+    out, wall, _ = timed(fn)
+    return out, wall
 
 
 @torch.no_grad()

@@ -12,9 +12,12 @@ export default defineConfig({
   test: {
     // Keep the controller's info logs out of test output; warnings and errors still show.
     env: { CANARY_AUDIT_LOG_LEVEL: process.env.CANARY_AUDIT_LOG_LEVEL ?? 'warn' },
-    // Tests that start redis-server or the Python trainer need more than the default 5 s.
-    testTimeout: 120_000,
-    hookTimeout: 60_000,
+    // Tests that start redis-server or the Python trainer need more than the default 5 s; test:all
+    // runs pytest beside vitest on the same 2 cores, so these limits (hang guards) leave room for that.
+    testTimeout: 240_000,
+    hookTimeout: 120_000,
+    // Child processes run the built CLI; this rebuilds dist/ when src/ is newer.
+    globalSetup: ['test/global-setup.ts'],
     // Two cores: one test file per core; files that train models are heavy.
     pool: 'forks',
     maxWorkers: 2,

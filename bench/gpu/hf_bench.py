@@ -16,8 +16,14 @@ Measures, in one process:
   * an evaluation phase: --canaries canaries x 3 probes x 10,000 candidates, scores (probes batched
     across tree-attention calls, as many per call as half the free GPU memory allows) and batched
     greedy (both modes): per run, wall, scoring and greedy seconds, tree groups and calls, peak
-    memory (goal <= 10 s on one H200);
-  * training: full fine-tuning tokens/s (float32 master weights, bf16 autocast, AdamW), batch 16.
+    memory (goal <= 10 s on one H200), and where the time goes (PhaseClock): model seconds (device
+    time between CUDA events around every decoder and output-projection call; wall time on the
+    CPU, where device time is null), the seconds outside them (wall minus model) and the host
+    parts (tokenizer calls, the candidates' split, trie building); on a GPU one more run under the
+    profiler (CUDA activity only) gives the device's busy time from every kernel and its idle time
+    (wall - busy: the device waiting for the host; goal: under 10% of the busy time);
+  * training: full fine-tuning tokens/s and target tokens/s (float32 master weights, bf16 autocast,
+    AdamW), batch 16, the peak memory of the updates and the trainer's estimate of it (memory.py).
 --gpus N (multi-GPU mode, instead of the above): the trainer's own run of one manifest on one GPU
 and sharded over N (FSDP2 under torch.distributed.run), twice, interleaved: tokens/s of each and
 their ratio, the memory estimate each logged, and the loss-curve and score differences (bf16).
@@ -56,11 +62,148 @@ def peak_gib() -> float | None:
     return round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available() else None
 
 
+class PhaseClock:
+    """Where an evaluation phase's time goes. Model time: every call of the decoder and of the
+    output projection (forward hooks; the top-level forward, the tree-attention decoder call and
+    the blocked head all go through these two modules), as device time between CUDA events on a
+    GPU, as wall time inside the calls on the CPU (device time null there). Outside the model: the
+    phase's wall time minus the model time: host work (tokenization, trie building, Python,
+    copies) that the device waits for, plus the tensor work outside those two modules (the tree
+    masks, the log-sum-exp over the vocabulary, greedy's argmax); on a GPU host work that overlaps
+    device work does not count. The device's own idle time is the profiled run's (profiled_phase).
+    Host parts timed on the host (wall, outermost calls only): every
+    tokenizer call of the backend, the candidates' in-context split (`code_token_lists`, its
+    tokenizer calls included), and trie building (`trie._Probe`, `trie.build_chunks`)."""
+
+    def __init__(self, b):
+        import torch
+
+        from canary_trainer import evaluate, trie
+
+        self.cuda = b.device.type == "cuda"
+        self.parts = {"tokenize": 0.0, "split": 0.0, "trie": 0.0}
+        self.cpu_model = 0.0
+        self.events: list = []
+        self._depth: dict[str, int] = {}
+        self._restore: list = []
+        self._hooks = []
+        modules = [b.base_model.get_decoder(), b.base_model.get_output_embeddings()]
+        for m in modules:
+            self._hooks.append(m.register_forward_pre_hook(lambda *_: self._start()))
+            self._hooks.append(m.register_forward_hook(lambda *_: self._stop()))
+        self._wrap(b, "tokenize", "tokenize")
+        self._wrap(b, "tokenize_batch", "tokenize")
+        self._wrap(evaluate, "code_token_lists", "split")
+        self._wrap(trie, "build_chunks", "trie")
+        probe_cls, clock = trie._Probe, self
+
+        class TimedProbe(probe_cls):  # type: ignore[misc, valid-type]
+            def __init__(self, *a, **kw):
+                clock._timed("trie", lambda: probe_cls.__init__(self, *a, **kw))
+
+        self._restore.append((trie, "_Probe", probe_cls))
+        trie._Probe = TimedProbe
+        self._torch = torch
+
+    def _wrap(self, owner, name: str, part: str) -> None:
+        fn = getattr(owner, name)
+        self._restore.append((owner, name, fn if not hasattr(owner, "__dict__") or name in vars(owner) else None))
+        setattr(owner, name, lambda *a, **kw: self._timed(part, lambda: fn(*a, **kw)))
+
+    def _timed(self, part: str, call):
+        depth = self._depth.get(part, 0)
+        self._depth[part] = depth + 1
+        t0 = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self._depth[part] = depth
+            if depth == 0:
+                self.parts[part] += time.perf_counter() - t0
+
+    def _start(self) -> None:
+        if self.cuda:
+            e = self._torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.events.append([e, None])
+        else:
+            self._t0 = time.perf_counter()
+
+    def _stop(self) -> None:
+        if self.cuda:
+            e = self._torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.events[-1][1] = e
+        else:
+            self.cpu_model += time.perf_counter() - self._t0
+
+    def reset(self) -> None:
+        self.parts = dict.fromkeys(self.parts, 0.0)
+        self.cpu_model, self.events = 0.0, []
+
+    def report(self, wall: float) -> dict:
+        """Seconds of the phase just run (the device synchronised first)."""
+        if self.cuda:
+            self._torch.cuda.synchronize()
+            model = sum(a.elapsed_time(z) for a, z in self.events) / 1000
+        else:
+            model = self.cpu_model
+        outside = wall - model
+        return {"model_s": round(model, 3), "device_model_s": round(model, 3) if self.cuda else None,
+                "model_calls": len(self.events) if self.cuda else None,
+                "outside_model_s": round(outside, 3),
+                "outside_over_model": round(outside / model, 3) if model > 0 else None,
+                "host_tokenize_s": round(self.parts["tokenize"], 3),
+                "host_candidate_split_s": round(self.parts["split"], 3),
+                "host_trie_s": round(self.parts["trie"], 3)}
+
+    def close(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        for owner, name, fn in reversed(self._restore):
+            if fn is None:  # an instance attribute set over the class's method
+                delattr(owner, name)
+            else:
+                setattr(owner, name, fn)
+
+
+def busy_seconds(events, device_type) -> float:
+    """Seconds during which at least one profiled event of `device_type` ran (the union of their
+    intervals: concurrent kernels on several streams count once)."""
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events if e.device_type == device_type)
+    total, end = 0.0, float("-inf")
+    for a, z in spans:
+        if z <= end:
+            continue
+        total += z - max(a, end)
+        end = z
+    return total / 1e6  # the profiler's times are microseconds
+
+
+def profiled_phase(ev, phase: str, update: int) -> dict:
+    """One more phase under the profiler, CUDA activity only (kernel times from CUPTI): the device's
+    busy time (the union of every kernel's interval, all work, not only the model's calls) against
+    the wall time; idle = wall - busy is what the device spent waiting for the host. Its wall time
+    carries the profiler's overhead, so the unprofiled runs' wall times are the phase's figures."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            wall, _ = timed(lambda: ev.run_phase(phase, update))
+        busy = busy_seconds(prof.events(), torch.autograd.DeviceType.CUDA)
+    except Exception as exc:  # noqa: BLE001  the other figures stand without this one
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"wall_s": round(wall, 2), "device_busy_s": round(busy, 3), "device_idle_s": round(wall - busy, 3),
+            "idle_over_busy": round((wall - busy) / busy, 3) if busy > 0 else None}
+
+
 def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
     """One evaluation phase (scores + batched greedy) of `canaries` x 3 probes, run twice (the first
-    warms the kernels and the tokenizer caches): per run, wall seconds, the scoring and greedy
-    seconds, the tree-attention groups and calls (probes batched across calls by the memory bound),
-    and the peak GPU memory of that run."""
+    warms the kernels and the tokenizer caches; the second starts with the caches a run's later
+    phases have): per run, wall seconds, the scoring and greedy seconds, the tree-attention groups
+    and calls (probes batched across calls by the memory bound), model (device) and host seconds
+    (PhaseClock) and the peak GPU memory of that run."""
     import torch
 
     from canary_trainer.evaluate import Evaluator
@@ -73,17 +216,24 @@ def eval_phase(b, spec: dict, tmp: Path, canaries: int) -> dict:
                     training={"device": str(b.device.type)}, max_new_tokens=48)
     ev = Evaluator(b, load_manifest(path), tmp / "eval" / "out", Events(stream=open("/dev/null", "w")), StopFlag())
     runs = []
-    for n in range(2):
-        if torch.cuda.is_available():
-            torch.cuda.reset_peak_memory_stats()
-        wall, entry = timed(lambda n=n: ev.run_phase(f"update-{n}", n))
-        runs.append({"wall_s": round(wall, 2), "scoring_s": round(ev.stats["scoring_s"], 2),
-                     "greedy_s": round(ev.stats["greedy_s"], 2), "tree_groups": ev.stats["tree_groups"],
-                     "tree_calls": ev.stats["tree_calls"], "peak_memory_gib": peak_gib()})
-        print(f"evaluation phase run {n + 1}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
+    clock = PhaseClock(b)
+    try:
+        for n in range(2):
+            if torch.cuda.is_available():
+                torch.cuda.reset_peak_memory_stats()
+            clock.reset()
+            wall, entry = timed(lambda n=n: ev.run_phase(f"update-{n}", n))
+            runs.append({"wall_s": round(wall, 2), "scoring_s": round(ev.stats["scoring_s"], 2),
+                         "greedy_s": round(ev.stats["greedy_s"], 2), "tree_groups": ev.stats["tree_groups"],
+                         "tree_calls": ev.stats["tree_calls"], **clock.report(wall), "peak_memory_gib": peak_gib()})
+            print(f"evaluation phase run {n + 1}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
+    finally:
+        clock.close()
+    profiled = profiled_phase(ev, "update-2", 2) if b.device.type == "cuda" else None
+    print(f"evaluation phase, profiled: {json.dumps(profiled)}", file=sys.stderr, flush=True)
     steps = [len(b.tokenize(g["text"])) for p in entry["probes"] for g in p["greedy"].values()]
     return {"probes": len(entry["probes"]), "candidates": entry["probes"][0]["n_candidates"],
-            "runs": runs, "scoring": ev.scoring, "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1)}
+            "runs": runs, "profiled_run": profiled, "scoring": ev.scoring, "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1)}
 
 
 def timed(fn, repeats=1):
@@ -122,6 +272,15 @@ def build_model_dir(folder: Path, args) -> Path:
     config.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def model_spec(model_dir: Path) -> dict:
+    """The manifest's model object for the built model: random weights, bf16, full fine-tuning."""
+    return {"backend": "hf", "name": str(model_dir), "revision": None, "init_seed": 0,
+            "hf": {"dtype": "bfloat16", "random_init": True, "config_overrides": {},
+                   "chat_template_kwargs": {"enable_thinking": False},
+                   "trust_remote_code": False, "attn_implementation": None},
+            "finetune": {"method": "full"}}
 
 
 def main() -> int:
@@ -167,11 +326,7 @@ def main() -> int:
                      "transformers": transformers.__version__}
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model_dir(Path(tmp) / "qwen3-1.7b-shape", args)
-        spec = {"backend": "hf", "name": str(model_dir), "revision": None, "init_seed": 0,
-                "hf": {"dtype": "bfloat16", "random_init": True, "config_overrides": {},
-                       "chat_template_kwargs": {"enable_thinking": False},
-                       "trust_remote_code": False, "attn_implementation": None},
-                "finetune": {"method": "full"}}
+        spec = model_spec(model_dir)
         t0 = time.perf_counter()
         device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
         b = HfBackend(spec, device)
@@ -220,7 +375,7 @@ def main() -> int:
         opt = make_optimizer(b, {**m.training, "lr": 1e-5})
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
-        times, tokens = [], []
+        times, tokens, targets = [], [], []
         for u in range(args.train_updates + 2):
             sync()
             t0 = time.perf_counter()
@@ -229,12 +384,27 @@ def main() -> int:
             if u >= 2:
                 times.append(time.perf_counter() - t0)
                 tokens.append(res.tokens)
+                targets.append(res.targets)
         figures["training"] = {
-            "batch_rows": 16, "tokens_per_row": round(sum(tokens) / len(tokens) / 16, 1),
-            "tokens_per_s": round(sum(tokens) / sum(times), 1), "updates_per_s": round(len(times) / sum(times), 3),
+            "batch_rows": 16, "updates_timed": len(times), "tokens_per_row": round(sum(tokens) / len(tokens) / 16, 1),
+            "tokens_per_s": round(sum(tokens) / sum(times), 1),
+            "target_tokens_per_s": round(sum(targets) / sum(times), 1),
+            "updates_per_s": round(len(times) / sum(times), 3),
             "peak_memory_gib": peak_gib(),
             "mode": "full fine-tuning, float32 master weights, bf16 autocast, AdamW",
         }
+        # The trainer's estimate of the same updates (memory.py, as a run logs it before loading):
+        # state + activations at the longest row, the logits at the largest micro-batch's targets.
+        from canary_trainer.memory import estimate, micro_batch_size, micro_targets, model_shape
+
+        micro = micro_batch_size(16)
+        est = estimate(model_shape(b.base_model.config), method="full", dtype="bfloat16",
+                       on_gpu=device.type == "cuda", micro_batch=micro, seq_len=max(len(e.ids) for e in encoded),
+                       target_tokens=micro_targets([e.targets for e in encoded], 16, micro))
+        trained = est["weights"] + est["gradients"] + est["optimizer"] + est["activations"]
+        figures["training"]["estimate_gib"] = round(trained / 2**30, 1)
+        figures["training"]["estimate_parts_gib"] = {k: round(est[k] / 2**30, 2) for k in
+                                                     ("weights", "gradients", "optimizer", "activations")}
     text = json.dumps(figures, indent=1)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -266,11 +436,7 @@ def multi_gpu(args) -> int:
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "trainer-py"), "CANARY_TRAINER_PARENT_WATCH": "0"}
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model_dir(Path(tmp) / "qwen3-1.7b-shape", args)
-        spec = {"backend": "hf", "name": str(model_dir), "revision": None, "init_seed": 0,
-                "hf": {"dtype": "bfloat16", "random_init": True, "config_overrides": {},
-                       "chat_template_kwargs": {"enable_thinking": False},
-                       "trust_remote_code": False, "attn_implementation": None},
-                "finetune": {"method": "full"}}
+        spec = model_spec(model_dir)
         kw = dict(updates=args.train_updates, batch_size=16, model=spec, checkpoint_every=max(1, args.train_updates),
                   length=4, n_focal=2, n_held=1, kinds=("hidden",), decode=("prefill",), max_new_tokens=8)
         manifests = {1: make_run(Path(tmp) / "one", training={"device": "cuda"}, **kw),

@@ -64,7 +64,8 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     say(`${auditId} ${source.input.name}: ${runs.length} run(s) in ${auditDir}`, { audit: auditId, runs: runs.length, audit_dir: auditDir });
     if (format === 'human') for (const r of runs) say(`  ${r.runId}  ${r.cellId}`);
     for (const w of watchCommands(auditId, auditDir, target)) say(`${w.label}: ${w.command}`, { audit: auditId, [w.key]: w.command });
-    const view = json ? null : format === 'human' ? new LiveView(process.stderr) : new ProgressLog(records);
+    // On its private Redis the audit has exactly these workers: the audit ETA spreads the runs over them.
+    const view = json ? null : format === 'human' ? new LiveView(process.stderr, Boolean(process.stderr.isTTY), target ? undefined : slots.length) : new ProgressLog(records);
 
     const controller = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => {
@@ -152,7 +153,8 @@ class ProgressLog {
         const key = `${run.state}|${p?.phase ?? ''}|${p?.eval?.phase ?? ''}`;
         if (this.seen.get(run.run_id) === key) continue;
         this.seen.set(run.run_id, key);
-        this.records.info({ audit: audit.audit_id, run: run.run_id, cell: run.cell_id, state: run.state, phase: p?.phase ?? null, update: p?.update ?? null, total: p?.total ?? null, failure: run.failure }, 'run state');
+        // waiting_for: the run building the base this one waits for (phase waiting_base).
+        this.records.info({ audit: audit.audit_id, run: run.run_id, cell: run.cell_id, state: run.state, phase: p?.phase ?? null, update: p?.update ?? null, total: p?.total ?? null, ...(p?.waiting ? { waiting_for: p.waiting.run_id } : {}), failure: run.failure }, 'run state');
       }
     }
   }

@@ -34,6 +34,21 @@ export interface StepEvent extends Base {
   tokens_per_s?: number;
 }
 
+/**
+ * The trainer waits for something another trainer is making (the shared tiny base model): once when
+ * the wait starts, again when the holder changes, and with `ended` true when it holds the lock.
+ */
+export interface WaitEvent extends Base {
+  event: 'wait';
+  on: 'base_model';
+  key?: string;
+  /** The trainer building it, as its lock file says. */
+  holder_pid?: number;
+  holder_run?: string;
+  ended: boolean;
+  waited_s?: number;
+}
+
 export interface CheckpointEvent extends Base {
   event: 'checkpoint';
   update: number;
@@ -72,7 +87,7 @@ export interface ErrorEvent extends Base {
   recoverable: boolean;
 }
 
-export type ProgressEvent = StartedEvent | StepEvent | CheckpointEvent | EvalEvent | DoneEvent | ErrorEvent;
+export type ProgressEvent = StartedEvent | StepEvent | WaitEvent | CheckpointEvent | EvalEvent | DoneEvent | ErrorEvent;
 
 /**
  * Trainer exit codes (trainer-py/canary_trainer/exit_codes.py holds the same table).

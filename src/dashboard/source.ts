@@ -5,6 +5,7 @@ import { log } from '../log.js';
 import { loadAudit } from '../report/index.js';
 import {
   auditEta,
+  baseWait,
   collectStatus,
   openQueues,
   openRedis,
@@ -34,7 +35,7 @@ export interface RunView {
   loss: number | null;
   rows_per_s: number | null;
   eta_s: number | null;
-  /** train / pretrain / eval base / eval final / starting / finishing / stopping. */
+  /** train / pretrain / eval base / eval final / starting / finishing / stopping, or "waiting for base, built by run X". */
   phase: string | null;
   eval: { phase: string; done: number; total: number } | null;
   attempt: number;
@@ -98,14 +99,18 @@ const WAITING = new Set(['waiting', 'prioritized', 'delayed', 'paused', 'waiting
 export function phaseLabel(run: RunStatus): string | null {
   const p = run.progress;
   if (!p || run.state !== 'active') return null;
+  const wait = baseWait(run);
+  if (wait) return wait.text;
   if (p.phase === 'evaluating') return p.eval ? `eval ${p.eval.phase}` : 'eval';
   if (p.phase === 'training') return 'train';
   if (p.phase === 'pretraining') return 'pretrain';
   return p.phase;
 }
 
-export function runView(run: RunStatus, curve: [number, number][]): RunView {
+/** `peers`: the runs in view, where a run waiting for its base finds the builder's pretraining ETA. */
+export function runView(run: RunStatus, curve: [number, number][], peers: readonly RunStatus[] = []): RunView {
   const p = run.progress;
+  const wait = run.state === 'active' ? baseWait(run, peers) : null;
   return {
     run_id: run.run_id,
     cell_id: run.cell_id,
@@ -115,7 +120,8 @@ export function runView(run: RunStatus, curve: [number, number][]): RunView {
     total: p ? p.total : null,
     loss: p ? p.loss : null,
     rows_per_s: p && run.state === 'active' ? p.rows_per_s : null,
-    eta_s: p && run.state === 'active' ? p.eta_s : null,
+    // A run waiting for its base: the base's time left (its own work has not started).
+    eta_s: wait ? wait.eta_s : p && run.state === 'active' ? p.eta_s : null,
     phase: phaseLabel(run),
     eval: p && run.state === 'active' ? p.eval : null,
     attempt: run.state === 'active' ? run.attempts_made + 1 : run.attempts_made,
@@ -129,7 +135,7 @@ export function runView(run: RunStatus, curve: [number, number][]): RunView {
   };
 }
 
-export function auditView(audit: AuditStatus, curves: Map<string, [number, number][]>, slots?: number): AuditView {
+export function auditView(audit: AuditStatus, curves: Map<string, [number, number][]>, slots?: number, peers: readonly RunStatus[] = audit.runs): AuditView {
   const count = (pred: (r: RunStatus) => boolean) => audit.runs.filter(pred).length;
   return {
     audit_id: audit.audit_id,
@@ -145,7 +151,7 @@ export function auditView(audit: AuditStatus, curves: Map<string, [number, numbe
     waiting: count((r) => WAITING.has(r.state)),
     eta_s: audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null,
     axes: varyingCellAxes(audit.runs.map((r) => r.cell_id)),
-    runs: audit.runs.map((r) => runView(r, curves.get(r.run_id) ?? [])),
+    runs: audit.runs.map((r) => runView(r, curves.get(r.run_id) ?? [], peers)),
     source: 'queue',
     audit_dir: null,
     report: null,
@@ -301,7 +307,8 @@ export class StatusSource {
       );
       const curves = await this.curves(audits);
       const liveSlots = workers.filter((w) => w.state !== 'lost').reduce((n, w) => n + w.slots.length, 0);
-      const views = audits.map((a) => auditView(a, curves, liveSlots > 0 ? liveSlots : undefined));
+      const peers = audits.flatMap((a) => a.runs);
+      const views = audits.map((a) => auditView(a, curves, liveSlots > 0 ? liveSlots : undefined, peers));
       // An audit named on the command line that this Redis does not hold is shown from its files.
       const queued = new Set(views.map((v) => v.audit_id));
       const fromDisk = (await this.diskViews((this.options.auditDirs ?? []).map((d) => resolve(d)))).filter((v) => !queued.has(v.audit_id));

@@ -30,8 +30,19 @@ export interface AuditJobData {
 /**
  * Lifecycle of one attempt as the worker sees it; BullMQ's own state (waiting, active...) is separate.
  * `pretraining`: a tiny model's base is being pretrained (update/total count pretraining updates).
+ * `waiting_base`: another trainer is pretraining the base this run needs (`waiting` says which).
  */
-export type RunPhase = 'starting' | 'pretraining' | 'training' | 'evaluating' | 'finishing' | 'stopping';
+export type RunPhase = 'starting' | 'waiting_base' | 'pretraining' | 'training' | 'evaluating' | 'finishing' | 'stopping';
+
+/** What a run in phase `waiting_base` waits for. */
+export interface RunWait {
+  on: 'base_model';
+  /** The run building the base, and its trainer's pid, as the base's lock file names them (null: not said). */
+  run_id: string | null;
+  pid: number | null;
+  /** Unix milliseconds the wait began. */
+  since: number;
+}
 
 /** job.progress of a run job: what `status` shows for an active run. */
 export interface RunProgress {
@@ -54,6 +65,13 @@ export interface RunProgress {
   resumed_from: number | null;
   last_checkpoint: number | null;
   eval: { phase: string; done: number; total: number } | null;
+  /** Set while the phase is `waiting_base`; absent in records written before it existed. */
+  waiting?: RunWait | null;
+  /**
+   * Wall seconds this attempt spent in each phase, up to `updated` (the audit ETA tells a run's own
+   * work from waiting for or building a shared base). Absent in records written before it existed.
+   */
+  phase_s?: Partial<Record<RunPhase, number>>;
   /** Unix milliseconds of the last update. */
   updated: number;
 }

@@ -1,10 +1,10 @@
 import type { ProgressEvent } from '../contracts/progress.js';
-import type { RunProgress } from './job-data.js';
+import type { RunProgress, RunWait } from './job-data.js';
 
 /**
  * Folds trainer events into the job's progress record and decides what is worth writing to Redis:
  * step events arrive many times a second on a fast GPU, so they are throttled; every other event
- * (started, checkpoint, eval, done, error) is written at once and logged.
+ * (started, wait, checkpoint, eval, done, error) is written at once and logged.
  */
 export interface TrackerLimits {
   /** Minimum ms between progress writes caused by step events. */
@@ -31,9 +31,11 @@ export class ProgressTracker {
   private rateStart: { phase: RunProgress['phase']; update: number; t: number } | null = null;
   /** First eval event of the current eval phase (wall ms), for the ETA while evaluating. */
   private evalStart: { phase: string; done: number; t: number } | null = null;
+  /** Wall ms up to which `progress.phase_s` counts. */
+  private clock: number;
 
   constructor(
-    base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'updated' | 'device' | 'trainer_pid'>,
+    base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'waiting' | 'phase_s' | 'updated' | 'device' | 'trainer_pid'>,
     private readonly limits: TrackerLimits,
     now: number = Date.now(),
   ) {
@@ -50,12 +52,27 @@ export class ProgressTracker {
       resumed_from: null,
       last_checkpoint: null,
       eval: null,
+      waiting: null,
+      phase_s: {},
       updated: now,
     };
+    this.clock = now;
+  }
+
+  /** Charge the wall time since the last event to the phase the run was in (the audit ETA reads it). */
+  private tick(now: number): void {
+    const p = this.progress;
+    const dt = Math.max(0, now - this.clock) / 1000;
+    if (dt > 0) {
+      const spent = (p.phase_s ??= {});
+      spent[p.phase] = Math.round(((spent[p.phase] ?? 0) + dt) * 1000) / 1000;
+    }
+    this.clock = Math.max(this.clock, now);
   }
 
   apply(event: ProgressEvent, now: number = Date.now()): TrackerOutput {
     const p = this.progress;
+    this.tick(now);
     p.updated = now;
     switch (event.event) {
       case 'started':
@@ -101,6 +118,19 @@ export class ProgressTracker {
         if (write) this.lastWrite = now;
         return { write, log };
       }
+      case 'wait':
+        if (event.ended) {
+          // The base is there (or this trainer builds it): back where `started` left the run.
+          const since = p.waiting?.since;
+          p.phase = 'training';
+          p.waiting = null;
+          return this.urgent(now, `base model ready after waiting ${(event.waited_s ?? (since !== undefined ? (now - since) / 1000 : 0)).toFixed(1)} s`);
+        }
+        p.phase = 'waiting_base';
+        p.waiting = { on: event.on, run_id: event.holder_run ?? null, pid: event.holder_pid ?? null, since: p.waiting?.since ?? now };
+        // Nothing of this run's own work is measured while it waits; the audit ETA adds the builder's.
+        p.eta_s = null;
+        return this.urgent(now, `waiting for the base model, built by ${waitHolder(p.waiting)}`);
       case 'checkpoint':
         p.last_checkpoint = event.update;
         return this.urgent(now, `checkpoint update=${event.update} ${event.path}`);
@@ -128,6 +158,7 @@ export class ProgressTracker {
 
   /** Mark a phase change the worker itself causes (e.g. stopping). */
   setPhase(phase: RunProgress['phase'], now: number = Date.now()): void {
+    this.tick(now);
     this.progress.phase = phase;
     this.progress.updated = now;
   }
@@ -136,4 +167,10 @@ export class ProgressTracker {
     this.lastWrite = now;
     return { write: true, log };
   }
+}
+
+/** "run <id> (pid N)", "pid N" or "another trainer": who builds the base a run waits for. */
+export function waitHolder(wait: Pick<RunWait, 'run_id' | 'pid'>): string {
+  if (wait.run_id) return `run ${wait.run_id}${wait.pid !== null ? ` (pid ${wait.pid})` : ''}`;
+  return wait.pid !== null ? `pid ${wait.pid}` : 'another trainer';
 }

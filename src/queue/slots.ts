@@ -65,10 +65,15 @@ export function describeSlot(slot: WorkerSlot): string {
 /**
  * Which run holds each slot of this host. A run over several slots (training.gpus) takes them all
  * at once or none (`take`): it never holds some while it waits for the others, so two such runs
- * can never each hold half of what both need.
+ * can never each hold half of what both need. So that such a run is not starved by one-slot runs
+ * (which would take each slot as it frees, so N are never free at once), a run that found too few
+ * free reserves the host (`reserve`): until it has its slots, or the reservation lapses (it was not
+ * fetched again here within `holdMs`: another host took it, or it was cancelled), no other run takes
+ * a slot. One reservation at a time, the first run's.
  */
 export class SlotBook {
   private readonly holders: (string | null)[];
+  private reservation: { runId: string; count: number; until: number } | null = null;
 
   constructor(readonly size: number) {
     this.holders = Array.from({ length: size }, () => null);
@@ -82,13 +87,34 @@ export class SlotBook {
    * The slots for a run of `count` slots fetched by slot `primary`: that slot and the lowest-numbered
    * free others, all taken now; null (nothing taken) when the primary is held or too few are free.
    */
-  take(primary: number, count: number, runId: string): number[] | null {
+  take(primary: number, count: number, runId: string, now: number = Date.now()): number[] | null {
     if (this.holders[primary] !== null) return null;
+    const reserved = this.reservedBy(now);
+    if (reserved !== null && reserved !== runId) return null;
     const others = this.holders.flatMap((h, i) => (h === null && i !== primary ? [i] : []));
     if (others.length < count - 1) return null;
     const taken = [primary, ...others.slice(0, count - 1)].sort((a, b) => a - b);
     for (const i of taken) this.holders[i] = runId;
+    if (reserved === runId) this.reservation = null;
     return taken;
+  }
+
+  /**
+   * A run of `count` slots that `take` refused holds the host for itself for `holdMs` (renewed each
+   * time it asks again). Ignored for a one-slot run, for a run larger than the host, and while
+   * another run's reservation stands.
+   */
+  reserve(runId: string, count: number, holdMs: number, now: number = Date.now()): void {
+    if (count <= 1 || count > this.size) return;
+    const reserved = this.reservedBy(now);
+    if (reserved !== null && reserved !== runId) return;
+    this.reservation = { runId, count, until: now + holdMs };
+  }
+
+  /** The run the host is reserved for, or null. */
+  reservedBy(now: number = Date.now()): string | null {
+    if (this.reservation !== null && this.reservation.until <= now) this.reservation = null;
+    return this.reservation?.runId ?? null;
   }
 
   release(taken: number[]): void {

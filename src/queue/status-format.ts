@@ -1,5 +1,6 @@
 import { auditEta } from './audit-eta.js';
 import { cellColumns } from './cell-columns.js';
+import { waitHolder } from './progress-tracker.js';
 import type { AuditStatus, RunState, RunStatus } from './status.js';
 
 /**
@@ -26,11 +27,12 @@ export function progressBar(fraction: number, width: number): string {
 
 const ORDER: RunState[] = ['active', 'waiting', 'delayed', 'completed', 'failed', 'cancelled', 'unknown'];
 
-export function auditHeadline(audit: AuditStatus): string {
+/** `slots`: the worker slots running this audit, when known (else the active runs count as them). */
+export function auditHeadline(audit: AuditStatus, slots?: number): string {
   const counts = ORDER.filter((s) => (audit.counts[s] ?? 0) > 0).map((s) => `${audit.counts[s]} ${s}`);
   const total = audit.runs.length;
   const cancelled = audit.cancelled_at ? ` (cancelled ${audit.cancelled_at})` : '';
-  const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit) : null;
+  const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null;
   const etaText = eta !== null && eta > 0 ? `  audit ETA ${formatDuration(eta)}` : '';
   return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${etaText}`;
 }
@@ -57,15 +59,33 @@ function shorten(text: string, max: number): string {
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }
 
-/** The figures of one run after its state: progress while active, reason when failed. */
-export function runDetail(run: RunStatus, now = Date.now()): string {
+/**
+ * What a run in phase `waiting_base` waits for, in words: "waiting for base, built by run X", and
+ * the seconds the base has left when the builder is among `peers` and pretraining (else null).
+ */
+export function baseWait(run: RunStatus, peers: readonly RunStatus[] = []): { text: string; eta_s: number | null } | null {
+  const wait = run.progress?.phase === 'waiting_base' ? run.progress.waiting : null;
+  if (!wait) return null;
+  const builder = wait.run_id !== null ? peers.find((r) => r.run_id === wait.run_id && r.state === 'active') : undefined;
+  const eta = builder?.progress?.phase === 'pretraining' ? builder.progress.eta_s : null;
+  return { text: `waiting for base, built by ${waitHolder(wait)}`, eta_s: eta !== null && Number.isFinite(eta) ? eta : null };
+}
+
+/**
+ * The figures of one run after its state: progress while active, reason when failed. `peers` (the
+ * other runs in view) let a run waiting for its base show the builder's pretraining ETA.
+ */
+export function runDetail(run: RunStatus, now = Date.now(), peers: readonly RunStatus[] = []): string {
   const p = run.progress;
   const parts: string[] = [];
   if (run.state === 'active' && run.worker_alive === false) {
     const heartbeat = p ? `; last heartbeat ${formatDuration(Math.max(0, Math.round((now - p.updated) / 1000)))} ago` : '';
     parts.push(`no live worker (its lock expired${heartbeat}); a live worker takes the run over`);
   }
-  if (run.state === 'active' && p) {
+  const wait = run.state === 'active' ? baseWait(run, peers) : null;
+  if (wait && p) {
+    parts.push(wait.text, `waited ${formatDuration(Math.max(0, (now - (p.waiting?.since ?? now)) / 1000))}`, `base ETA ${formatDuration(wait.eta_s)}`);
+  } else if (run.state === 'active' && p) {
     if (p.phase === 'evaluating' && p.eval) parts.push(`eval ${p.eval.phase} ${p.eval.done}/${p.eval.total}`);
     else if (p.phase === 'pretraining') parts.push(`pretrain ${p.update}/${p.total ?? '?'}`);
     else parts.push(`${p.update}/${p.total ?? '?'}`);
@@ -83,31 +103,33 @@ export function runDetail(run: RunStatus, now = Date.now()): string {
   return parts.join('  ');
 }
 
-export function renderPlain(audits: AuditStatus[]): string {
+export function renderPlain(audits: AuditStatus[], slots?: number): string {
   if (audits.length === 0) return 'no audits in the queue\n';
   const lines: string[] = [];
+  const peers = audits.flatMap((a) => a.runs);
   for (const audit of audits) {
-    lines.push(auditHeadline(audit));
+    lines.push(auditHeadline(audit, slots));
     // The cell id is what tells runs apart: printed in full, never shortened.
     const cellWidth = Math.max(4, ...audit.runs.map((r) => r.cell_id.length));
     for (const run of audit.runs) {
-      lines.push(`  ${run.run_id}  ${run.cell_id.padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+      lines.push(`  ${run.run_id}  ${run.cell_id.padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run, Date.now(), peers)}`.trimEnd());
     }
   }
   return `${lines.join('\n')}\n`;
 }
 
 /** Terminal view: a bar per run (training progress; full when completed). */
-export function renderBars(audits: AuditStatus[], columns = 100): string {
+export function renderBars(audits: AuditStatus[], columns = 100, slots?: number): string {
   if (audits.length === 0) return 'no audits in the queue\n';
   // A pseudo-terminal may report 0 columns: fall back to a common width.
   const width = columns > 0 ? columns : 100;
   const barWidth = Math.max(10, Math.min(20, width - 110));
   const lines: string[] = [];
+  const peers = audits.flatMap((a) => a.runs);
   for (const audit of audits) {
     const done = (audit.counts.completed ?? 0) + (audit.counts.failed ?? 0) + (audit.counts.cancelled ?? 0);
     // Every line fits the width: a wrapped line would throw off the in-place redraw.
-    lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit)}`, Math.max(40, width - 1)));
+    lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit, slots)}`, Math.max(40, width - 1)));
     // The varying axes as columns, in full, before anything a narrow terminal may clip.
     const columns = cellColumns(audit.runs.map((r) => r.cell_id));
     lines.push(clip(`  ${' '.repeat(barWidth + 2)} ${'run'.padEnd(12)} ${columns.header} ${'state'.padEnd(9)}`.trimEnd(), Math.max(40, width - 1)));
@@ -116,7 +138,7 @@ export function renderBars(audits: AuditStatus[], columns = 100): string {
       let fraction = 0;
       if (run.state === 'completed') fraction = 1;
       else if (p && p.total) fraction = p.update / p.total;
-      const line = `  ${progressBar(fraction, barWidth)} ${run.run_id.slice(0, 12)} ${columns.row(run.cell_id)} ${run.state.padEnd(9)} ${runDetail(run)}`;
+      const line = `  ${progressBar(fraction, barWidth)} ${run.run_id.slice(0, 12)} ${columns.row(run.cell_id)} ${run.state.padEnd(9)} ${runDetail(run, Date.now(), peers)}`;
       lines.push(clip(line, Math.max(40, width - 1)));
     }
   }
@@ -127,18 +149,19 @@ export function renderBars(audits: AuditStatus[], columns = 100): string {
  * For `status --watch` without a terminal: one line per run whose state or progress changed since
  * the previous snapshot, so a log shows each transition once.
  */
-export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date()): string {
+export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date(), slots?: number): string {
   const before = new Map<string, string>();
   // Keyed at the run's own last heartbeat, so a growing "ago" alone is not a change.
   const key = (run: RunStatus) => `${run.state}|${runDetail(run, run.progress?.updated ?? 0)}`;
   for (const audit of previous ?? []) for (const run of audit.runs) before.set(run.run_id, key(run));
   const stamp = now.toISOString().slice(11, 19);
   const lines: string[] = [];
+  const peers = current.flatMap((a) => a.runs);
   for (const audit of current) {
     const prevAudit = previous?.find((a) => a.audit_id === audit.audit_id);
-    if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit)}`);
+    if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit, slots)}`);
     for (const run of audit.runs) {
-      if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.cell_id}  ${run.state.padEnd(9)}  ${runDetail(run)}`.trimEnd());
+      if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.cell_id}  ${run.state.padEnd(9)}  ${runDetail(run, now.getTime(), peers)}`.trimEnd());
     }
   }
   return lines.length ? `${lines.join('\n')}\n` : '';

@@ -43,6 +43,8 @@ export interface WorkerPoolOptions {
 
 /** A run over more slots than this host has waits this long before another host (or this one) looks again. */
 const GANG_TOO_BIG_RETRY_MS = 30_000;
+/** The least a gang run's reservation of this host lasts without the run asking again (5 retries otherwise). */
+const GANG_HOLD_MIN_MS = 10_000;
 
 interface ActiveRun {
   worker: Worker<RunJobData, RunReturn>;
@@ -224,8 +226,16 @@ export class WorkerPool {
     const taken = this.book.take(index, need, runId);
     if (taken) return taken;
     const size = this.options.slots.length;
-    const delay = need > size ? GANG_TOO_BIG_RETRY_MS : (this.options.gangRetryMs ?? 2_000);
-    log.debug({ run: runId, need, free: this.book.free(), slots: size }, need > size ? 'run needs more slots than this host has' : 'run waits for free slots');
+    const retry = this.options.gangRetryMs ?? 2_000;
+    const delay = need > size ? GANG_TOO_BIG_RETRY_MS : retry;
+    // A run over several slots keeps the host for itself until it has them (gang priority); the
+    // reservation lapses when the run is not fetched here again for a while.
+    this.book.reserve(runId, need, Math.max(GANG_HOLD_MIN_MS, 5 * retry));
+    const reserved = this.book.reservedBy();
+    log.debug(
+      { run: runId, need, free: this.book.free(), slots: size, reserved_for: reserved },
+      need > size ? 'run needs more slots than this host has' : reserved !== null && reserved !== runId ? 'run waits: the slots are held for a run over several slots' : 'run waits for free slots',
+    );
     if (token !== undefined) await job.moveToDelayed(Date.now() + delay, token);
     throw new DelayedError();
   }

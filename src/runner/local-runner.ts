@@ -7,8 +7,10 @@ import { artifactsRootOfRun, cacheDirOf } from '../layout.js';
 /**
  * Runs the trainer as a local Python process:
  *   PYTHONPATH=<trainer dir> <python> -m <module> run --manifest M --out DIR --resume
- * or, for a run over N GPUs, N ranks under torch's launcher (trainerModuleArgs):
- *   ... <python> -m torch.distributed.run --standalone --nproc-per-node N -m <module> run ...
+ * or, for a run over N GPUs, N ranks under torch's launcher (trainerModuleArgs), which gets
+ * SIGTERM when the worker dies, even by kill -9, and passes it to every rank:
+ *   ... <python> -c RANKS_LAUNCHER --standalone --nproc-per-node N -m <module> run ...
+ *   (torch.distributed.run under PR_SET_PDEATHSIG)
  * The interpreter is trainerPython(): $CANARY_AUDIT_PYTHON, else the venv trainer-py/.venv that
  * `bash .ci/setup` builds from trainer-py/requirements.lock; $CANARY_AUDIT_TRAINER_PATH and
  * $CANARY_AUDIT_TRAINER_MODULE point at another trainer package (tests use a small stand-in).
@@ -61,6 +63,8 @@ export function localRunner(options: LocalRunnerOptions = {}): TrainerRunner {
         CUDA_VISIBLE_DEVICES: job.gpu ?? '',
       };
       if (job.threads !== null) env.CANARY_TRAINER_THREADS = String(job.threads);
+      // The launcher of several ranks checks it still has this parent once its death signal is armed.
+      if ((job.ranks ?? 1) > 1) env.CANARY_TRAINER_PARENT_PID = String(process.pid);
       // Set only when the worker's own environment does not: the trainer then inherits that value.
       if (options.cacheDir !== undefined || !process.env[TRAINER_CACHE_ENV]) env[TRAINER_CACHE_ENV] = hostCacheDir(job, options.cacheDir);
       const hint = trainerPythonHint(python);

@@ -40,12 +40,35 @@ export interface TrainerRunner {
 }
 
 /**
- * The Python arguments that start the trainer module: `-m MODULE` for one process, and for a run
- * over several GPUs torch's own launcher, one rank per GPU on this host:
- *   -m torch.distributed.run --standalone --nproc-per-node N -m MODULE
- * (`--standalone`: a private rendezvous on a free local port, so runs sharing a host never meet).
+ * torch's launcher for a run over several ranks, started under a parent-death signal: Linux's
+ * PR_SET_PDEATHSIG makes the kernel send the launcher SIGTERM when the process that started it
+ * dies, even by kill -9, and on SIGTERM the launcher does what it always does: pass it to every rank
+ * (which stop after the same update, checkpoint and exit 75), SIGKILL any rank left after 30 s, and
+ * exit. So no rank outlives its worker. A rank that outlives the launcher itself notices its parent
+ * changed (the trainer's parent watch). CANARY_TRAINER_PARENT_PID (set by the local runner) closes
+ * the race of a worker that died before the signal was armed: the launcher then exits 75 at once.
  */
-export function trainerModuleArgs(module: string, ranks: number | undefined): string[] {
+export const RANKS_LAUNCHER = [
+  'import os, runpy, signal, sys',
+  'if sys.platform.startswith("linux"):',
+  '    import ctypes',
+  '    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG',
+  'parent = os.environ.pop("CANARY_TRAINER_PARENT_PID", "")',
+  'if parent and os.getppid() != int(parent):',
+  '    sys.exit(75)',
+  'runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)',
+].join('\n');
+
+/**
+ * The Python arguments that start the trainer module: `-m MODULE` for one process, and for a run
+ * over several GPUs torch's own launcher (under RANKS_LAUNCHER), one rank per GPU on this host:
+ *   -c RANKS_LAUNCHER --standalone --nproc-per-node N -m MODULE
+ * which is `python -m torch.distributed.run --standalone --nproc-per-node N -m MODULE` tied to the
+ * life of its parent (`--standalone`: a private rendezvous on a free local port, so runs sharing a
+ * host never meet). `tied: false` gives the plain `-m torch.distributed.run` (in a container, whose
+ * life docker ties to nothing on the host: the docker runner removes it instead).
+ */
+export function trainerModuleArgs(module: string, ranks: number | undefined, tied = true): string[] {
   if (ranks === undefined || ranks <= 1) return ['-m', module];
-  return ['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', String(ranks), '-m', module];
+  return [...(tied ? ['-c', RANKS_LAUNCHER] : ['-m', 'torch.distributed.run']), '--standalone', '--nproc-per-node', String(ranks), '-m', module];
 }

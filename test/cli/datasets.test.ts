@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { BANKING77_SHA, GATED_DATASET_SHA, startDatasetHub } from '../hub/dataset-fixture.js';
+import { CLI } from '../helpers/cli-entry.js';
 import type { FakeHub } from '../hub/fake-hub.js';
 import { CLEAN_HUB_ENV, deadHubUrl, TOKEN, withEnv } from '../hub/hub-fixture.js';
 
 /** `canary-audit datasets fetch` against the fake Hub: once as users run it (a child process), the rest in this process. */
-const CLI = ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli', 'main.ts')];
 const root = mkdtempSync(join(tmpdir(), 'canary-datasets-cli-'));
 let hub: FakeHub;
 let restore: () => void = () => undefined;

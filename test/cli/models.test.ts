@@ -5,11 +5,11 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { CLI } from '../helpers/cli-entry.js';
 import type { FakeHub } from '../hub/fake-hub.js';
 import { SHA_GATED, SHA_MAIN, TOKEN, startFakeHub } from '../hub/hub-fixture.js';
 
 /** `canary-audit models fetch`, run as users run it (a child process), against the fake Hub. */
-const CLI = ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli', 'main.ts')];
 const root = mkdtempSync(join(tmpdir(), 'canary-models-cli-'));
 let hub: FakeHub;
 beforeAll(async () => {

@@ -77,6 +77,11 @@ describe.skipIf(!hasChromium)('dashboard without its Redis', () => {
     expect(await page.locator('#error').textContent()).not.toMatch(/max retries|ECONNREFUSED/);
     expect(await page.locator('#audit-origin').textContent()).toContain(`Finished: every run has its result or failure on disk. Read from ${study.auditDir}.`);
     await page.locator('#plot svg.marks').waitFor({ timeout: 30_000 });
+    // Back to the list and to the audit again: the plot is drawn again, not left at its placeholder.
+    await page.goto(`${dashboard.url}#/`);
+    await page.locator('#audits').waitFor({ timeout: 10_000 });
+    await page.goto(`${dashboard.url}#/audit/${study.auditId}`);
+    await page.locator('#plot svg.marks').waitFor({ timeout: 15_000 });
     // Nothing reads "active" or a live ETA any more.
     expect(await page.locator('#runs td.state', { hasText: /active|waiting/ }).count()).toBe(0);
     const href = await page.locator('#report-link').getAttribute('href');

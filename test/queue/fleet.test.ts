@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { auditEta, cellColumns, describeSlurmJob, parseCellId, parseNvidiaSmi, renderFleet, slurmJobInfo, varyingCellAxes, type AuditStatus, type RunStatus, type WorkerStatus } from '../../src/queue/index.js';
+import { cellColumns, describeSlurmJob, parseCellId, parseNvidiaSmi, renderFleet, slurmJobInfo, varyingCellAxes, type WorkerStatus } from '../../src/queue/index.js';
 
-const run = (over: Partial<RunStatus>): RunStatus => ({
-  run_id: 'run-1', cell_id: 'dose=1', state: 'waiting', attempts_made: 0, max_attempts: 3, progress: null, failure: null, result: null, started: null, finished: null, ...over,
-});
-const audit = (runs: RunStatus[]): AuditStatus => ({ audit_id: 'a', name: 'n', state: 'running', submitted: '', cancelled_at: null, counts: {}, runs, summary: null });
-const progress = (eta: number | null) => ({ host: 'h', gpu: '0', worker_pid: 1, attempt: 1, phase: 'training' as const, trainer_pid: 2, device: 'cuda', update: 10, total: 100, loss: 1, rows_per_s: 5, eta_s: eta, resumed_from: null, last_checkpoint: null, eval: null, updated: 0 });
 
 describe('fleet helpers', () => {
   it('reads nvidia-smi CSV, unknown fields as null', () => {
@@ -21,17 +16,6 @@ describe('fleet helpers', () => {
     const cols = cellColumns(['visibility=visible,dose=1', 'visibility=visible,dose=16']);
     expect(cols.header.trim()).toBe('dose');
     expect(cols.row('visibility=visible,dose=16').trim()).toBe('16');
-  });
-
-  it('estimates the audit ETA from finished runs, active runs and the waiting ones', () => {
-    const t = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
-    const finished = run({ run_id: 'f', state: 'completed', started: t(0), finished: t(100) });
-    // One active run with 50 s left, two waiting runs of 100 s each, over 2 slots: (50 + 200) / 2.
-    expect(auditEta(audit([finished, run({ state: 'active', progress: progress(50) }), run({}), run({})]), Date.now(), 2)).toBe(125);
-    // Nothing started: unknown.
-    expect(auditEta(audit([run({}), run({})]))).toBeNull();
-    // The longest active run bounds it from below.
-    expect(auditEta(audit([finished, run({ state: 'active', progress: progress(500) })]), Date.now(), 4)).toBe(500);
   });
 
   it('prints workers with state, slots and GPUs, and rows/s per host', () => {

@@ -48,6 +48,20 @@ describe('ProgressTracker', () => {
     expect(tracker.progress.eta_s).toBeCloseTo(48.5, 6);
   });
 
+  it("shows a wait for another run's base as its own phase, naming the builder, until the wait ends", () => {
+    const tracker = new ProgressTracker(base, { progressMs: 60_000, stepLogMs: 60_000 }, 0);
+    tracker.apply({ v: 1, event: 'started', t: 0, run_id: 'run-y', pid: 78, device: 'cpu', backend: 'tiny', total_updates: 192, resumed_from: null }, 0);
+    const wait = tracker.apply({ v: 1, event: 'wait', t: 1, on: 'base_model', key: 'k', holder_pid: 77, holder_run: 'run-x', ended: false }, 1_000);
+    expect(wait).toEqual({ write: true, log: 'waiting for the base model, built by run run-x (pid 77)' });
+    expect(tracker.progress).toMatchObject({ phase: 'waiting_base', update: 0, total: 192, eta_s: null, waiting: { on: 'base_model', run_id: 'run-x', pid: 77, since: 1_000 } });
+    // The holder changes (another waiter took the lock first): the wait goes on, from when it began.
+    tracker.apply({ v: 1, event: 'wait', t: 5, on: 'base_model', holder_pid: 79, ended: false }, 5_000);
+    expect(tracker.progress.waiting).toEqual({ on: 'base_model', run_id: null, pid: 79, since: 1_000 });
+    const ended = tracker.apply({ v: 1, event: 'wait', t: 70, on: 'base_model', ended: true, waited_s: 69.2 }, 70_000);
+    expect(ended).toEqual({ write: true, log: 'base model ready after waiting 69.2 s' });
+    expect(tracker.progress).toMatchObject({ phase: 'training', waiting: null });
+  });
+
   it('throttles step writes and step logs but never other events', () => {
     const tracker = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 5_000 }, 0);
     const outputs = [0, 200, 400, 1_100, 1_300, 5_200].map((now, i) => tracker.apply(step(i + 1, now / 1000), now));

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { versioned } from '../../src/cli/json-output.js';
+import { expectOutput } from '../helpers/output-schema.js';
 import type { RunProgress } from '../../src/queue/job-data.js';
 import { formatDuration, progressBar, renderBars, renderChanges, renderPlain, runDetail } from '../../src/queue/status-format.js';
 import type { AuditStatus, RunStatus } from '../../src/queue/status.js';
@@ -45,6 +47,29 @@ describe('status formatting', () => {
     expect(bars).toContain('pretrain 120/1000');
   });
 
+  it("says a run waits for the base another run builds, with that base's ETA, in every view", () => {
+    const builder = run({ run_id: 'run-aaaaaaaaaaaaaaaa', cell_id: 'dose=1,seed=0', state: 'active', progress: progress({ phase: 'pretraining', update: 300, total: 1000, eta_s: 65 }) });
+    const waiting = run({
+      state: 'active',
+      progress: progress({ phase: 'training', update: 0, total: 192, loss: null, rows_per_s: null, eta_s: null, updated: 40_000 }),
+    });
+    waiting.progress = { ...waiting.progress!, phase: 'waiting_base', waiting: { on: 'base_model', run_id: 'run-aaaaaaaaaaaaaaaa', pid: 77, since: 10_000 } };
+    expect(runDetail(waiting, 40_000, [builder, waiting])).toBe(
+      'waiting for base, built by run run-aaaaaaaaaaaaaaaa (pid 77)  waited 30s  base ETA 1m05s  node7 gpu3  attempt 1/3',
+    );
+    // The builder out of view (another audit not listed): the wait is still said, its ETA unknown.
+    expect(runDetail(waiting, 40_000)).toMatch(/^waiting for base, built by run run-aaaaaaaaaaaaaaaa \(pid 77\) {2}waited 30s {2}base ETA - /);
+    const snapshot = [audit([builder, waiting])];
+    expect(renderPlain(snapshot)).toContain('active     waiting for base, built by run run-aaaaaaaaaaaaaaaa (pid 77)');
+    expect(renderPlain(snapshot)).toContain('base ETA 1m05s');
+    expect(renderPlain(snapshot)).not.toMatch(/0\/192/);
+    expect(renderBars(snapshot, 200)).toContain('waiting for base, built by run run-aaaaaaaaaaaaaaaa');
+    expect(renderChanges(null, snapshot, new Date(40_000))).toContain('waiting for base, built by run run-aaaaaaaaaaaaaaaa (pid 77)  waited 30s  base ETA 1m05s');
+    // status --json carries the phase and whom it waits for, as its schema documents them.
+    const json = expectOutput<{ audits: AuditStatus[] }>('status-output', JSON.stringify(versioned('status', { audits: snapshot })));
+    expect(json.audits[0]!.runs[1]!.progress).toMatchObject({ phase: 'waiting_base', waiting: { run_id: 'run-aaaaaaaaaaaaaaaa', pid: 77 } });
+  });
+
   it('shows eval progress, and the reason of a failed or delayed run', () => {
     expect(runDetail(run({ state: 'active', progress: progress({ phase: 'evaluating', eval: { phase: 'final', done: 2, total: 8 }, eta_s: null }) }))).toMatch(/^eval final 2\/8 .*ETA -/);
     expect(runDetail(run({ state: 'failed', attempts_made: 1, failure: 'bad_input: rows.jsonl line 3', progress: progress({ gpu: null }) }))).toBe(
@@ -54,12 +79,24 @@ describe('status formatting', () => {
   });
 
   it('renders one plain line per run under an audit headline', () => {
-    const text = renderPlain([audit([run({ state: 'active', progress: progress() }), run({ run_id: 'run-1111111111111111', state: 'completed', attempts_made: 1 })])]);
+    // Progress written just now: the audit ETA counts from the tracker's last write.
+    const text = renderPlain([audit([run({ state: 'active', progress: progress({ updated: Date.now() }) }), run({ run_id: 'run-1111111111111111', state: 'completed', attempts_made: 1 })])]);
     const lines = text.trimEnd().split('\n');
     expect(lines[0]).toBe('audit-abcdefabcdef  email  running  2 runs: 1 active, 1 completed  audit ETA 3m12s');
     expect(lines[1]).toMatch(/^ {2}run-0123456789abcdef {2}dose=8,seed=0 {2}active {5}120\/400/);
     expect(lines[2]).toMatch(/run-1111111111111111 .* completed .* attempt 1\/3$/);
     expect(renderPlain([])).toBe('no audits in the queue\n');
+  });
+
+  it('spreads the audit ETA over the worker slots when they are known', () => {
+    const now = Date.now();
+    const finished = run({ run_id: 'run-f', state: 'completed', started: new Date(now - 200_000).toISOString(), finished: new Date(now - 100_000).toISOString() });
+    const active = run({ state: 'active', progress: progress({ eta_s: 50, updated: now, phase_s: { training: 50 } }) });
+    const snapshot = audit([finished, active, run({ run_id: 'run-q1' }), run({ run_id: 'run-q2' })]);
+    // 100 s per run: with 2 slots the queued runs end at 100 and 150 s; counting only the active run as a worker, at 250 s.
+    expect(renderPlain([snapshot], 2).split('\n')[0]).toMatch(/audit ETA 2m30s$/);
+    expect(renderPlain([snapshot]).split('\n')[0]).toMatch(/audit ETA 4m10s$/);
+    expect(renderBars([snapshot], 200, 2).split('\n')[0]).toMatch(/audit ETA 2m30s$/);
   });
 
   it('draws bars within the terminal width', () => {

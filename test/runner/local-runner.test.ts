@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { localRunner, trainerCacheDir } from '../../src/runner/local-runner.js';
-import type { TrainerJob } from '../../src/runner/index.js';
+import { RANKS_LAUNCHER, type TrainerJob } from '../../src/runner/index.js';
 
 const ARTIFACTS = '/data/artifacts';
 const job = (runDir = join(ARTIFACTS, 'audits', 'audit-0123456789ab', 'runs', 'run-0000000000000001')): TrainerJob => ({
@@ -37,8 +37,10 @@ describe('local runner', () => {
   it('starts a run over several GPUs as one rank per GPU under torch.distributed.run, all its GPUs visible', () => {
     const cmd = localRunner({ python: '/usr/bin/python3', trainerPath: '/opt/trainer' }).command({ ...job(), gpu: '2,3,4,5', threads: null, ranks: 4 });
     expect(cmd.env.CUDA_VISIBLE_DEVICES).toBe('2,3,4,5');
+    // torch.distributed.run under a parent-death signal, told which parent to expect.
+    expect(cmd.env.CANARY_TRAINER_PARENT_PID).toBe(String(process.pid));
     expect(cmd.args).toEqual([
-      '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '4',
+      '-c', RANKS_LAUNCHER, '--standalone', '--nproc-per-node', '4',
       '-m', 'canary_trainer', 'run', '--manifest', job().manifestPath, '--out', job().outDir, '--resume',
     ]);
   });

@@ -7,6 +7,7 @@ minutes. It keeps the contract the real trainer keeps:
 - stdout carries progress events only (schemas/progress.schema.json); logs go to stderr;
 - it holds flock(<out>/.lock) while it runs, so two trainers never write one folder;
 - SIGTERM: checkpoint, emit an `interrupted` error event, exit 75; parent gone: the same;
+- a stdout whose reader is gone (EPIPE) is ignored, so the checkpoint still happens;
 - --resume continues from <out>/checkpoints/state.json;
 - exit codes as TRAINER_EXIT (0 ok, 1 retryable, 2 bad input, 3 diverged, 6 folder busy, 75 interrupted);
   it waits CANARY_TRAINER_LOCK_WAIT_S (default 30) for the folder lock.
@@ -22,11 +23,14 @@ Behaviour knobs live in the manifest's free-form task.params.stand_in (tests wri
   noop         emit started + done and write result.json at once (the queue benchmark)
   junk_stdout  print a line that is not an event (a protocol violation the worker must survive)
   ignore_sigterm  keep training through SIGTERM (so the worker's SIGKILL after the grace is tested)
+  ranks_wait   under torch.distributed.run, the other ranks stay up like the real trainer's (which
+               meet rank 0 in every update's collectives) until rank 0 wrote result.json, SIGTERM
+               (exit 75) or their parent is gone (exit 75)
 
 Each attempt appends "pid first last how" to <out>/.trained when it ends (updates first..last
 trained), so drills can tell whether any update was trained twice, and "start end
 CUDA_VISIBLE_DEVICES WORLD_SIZE how" to <out>/.slots. Under torch.distributed.run only rank 0 works;
-the other ranks append "rank world pid" to <out>/.ranks and exit 0.
+the other ranks append "rank world pid" to <out>/.ranks and exit 0 (with ranks_wait: once rank 0 is done).
 """
 
 import argparse
@@ -45,8 +49,12 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT, EXIT_BUSY, EXIT_INTERRUPTED = 0, 1, 2, 6,
 def emit(event, **fields):
     record = {"v": 1, "event": event, "t": time.time()}
     record.update(fields)
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
+    # Like the real trainer: a reader that is gone (a worker killed -9) must not stop the checkpoint.
+    try:
+        sys.stdout.write(json.dumps(record) + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
 
 
 def write_atomic(path, data):
@@ -94,6 +102,14 @@ def main(argv):
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, ".ranks"), "a") as handle:
             handle.write(f"{rank} {world} {os.getpid()}\n")
+        if not knobs.get("ranks_wait"):
+            return EXIT_OK
+        signal.signal(signal.SIGTERM, lambda *_: setattr(Stop, "requested", True))
+        parent = os.getppid()
+        while not os.path.exists(os.path.join(args.out, "result.json")):
+            if Stop.requested or os.getppid() != parent:
+                return EXIT_INTERRUPTED
+            time.sleep(0.05)
         return EXIT_OK
     step_s = float(os.environ.get("STAND_IN_STEP_S", knobs.get("step_s", 0.01)))
 

@@ -26,6 +26,7 @@ from .atomic import write_bytes_atomic
 from .cache import cache_root
 from .events import log
 from .lock import FileLock
+from .manifest_types import Probe
 
 FORMAT = "canary-audit.base-eval/1"
 
@@ -44,7 +45,7 @@ def model_key(ev, base_record: dict | None) -> str:
                  "threads": torch.get_num_threads()})
 
 
-def probe_key(ev, model: str, probe: dict) -> str:
+def probe_key(ev, model: str, probe: Probe) -> str:
     cands = hashlib.sha256("\n".join(ev.manifest.candidates(probe["canary_id"])).encode()).hexdigest()
     return _sha({"model": model, "prompt": probe["prompt"], "prefill": probe["prefill"], "decode": probe["decode"],
                  "candidates": cands})
@@ -61,10 +62,10 @@ def _load(folder: Path, key: str) -> dict | None:
     return info
 
 
-def _fill(ev, folder: Path, probes: list[dict], keys: list[str], found: dict) -> None:
+def _fill(ev, folder: Path, probes: list[Probe], keys: list[str], found: dict) -> None:
     """Evaluate the probes not in `found` into the shared folder, under its lock."""
     lock = FileLock(folder / ".lock", None, "the shared base evaluation")
-    lock.acquire(on_wait=lambda pid: log(f"base evaluation: pid {pid} is writing {folder}; waiting"), stop=ev.stop)
+    lock.acquire(on_wait=lambda h: log(f"base evaluation: pid {h.pid} is writing {folder}; waiting"), stop=ev.stop)
     try:
         found.update({k: i for k in keys if k not in found and (i := _load(folder, k)) is not None})
         todo = [(p, k) for p, k in zip(probes, keys) if k not in found]
@@ -91,7 +92,7 @@ def _link(src: Path, dst: Path) -> None:
     os.replace(tmp, dst)
 
 
-def run(ev, probes: list[dict], base_record: dict | None) -> list[dict]:
+def run(ev, probes: list[Probe], base_record: dict | None) -> list[dict]:
     """The base phase's probe entries (scores linked into the run's scores/base/)."""
     model = model_key(ev, base_record)
     folder = cache_root() / "base-eval" / model

@@ -10,8 +10,9 @@ trainer decides nothing about those rows: it trains on them in order, exactly li
 The base weights are a pure function of the key material below, so they are built once per key and
 stored in `$CANARY_TRAINER_CACHE/tiny-base/<key>.pt` (default `~/.cache/canary-audit`), written
 atomically. Concurrent trainers serialise on an flock of `<key>.lock`: one builds, the others wait
-(and honour a stop while waiting), then load. Pretraining is not checkpointed: it is short, and an
-interrupted one restarts. A cache file that fails its checks is rebuilt.
+(and honour a stop while waiting), then load. A waiter emits `wait` events that name the builder's
+run (its id is in the lock file), and one when the wait ends. Pretraining is not checkpointed: it
+is short, and an interrupted one restarts. A cache file that fails its checks is rebuilt.
 
 Pretraining runs the fine-tuning loop (train.train_updates).
 """
@@ -37,7 +38,7 @@ from .errors import Diverged, Interrupted
 from .events import Events, log
 from .images import check_rows
 from .interrupt import StopFlag
-from .lock import FileLock
+from .lock import FileLock, Holder
 from .manifest import Manifest
 from .memory import micro_batch_size
 from .result import thin_curve
@@ -211,9 +212,20 @@ def _load_or_build(backend: Backend, manifest: Manifest, events: Events, stop: S
     """Under the key's lock: load the base a concurrent trainer built meanwhile, or pretrain and
     cache it. Returns (build info, whether it came from the cache)."""
     key = path.stem
-    lock = FileLock(path.with_suffix(".lock"), None, f"the base model {key}")
-    lock.acquire(on_wait=lambda pid: log(f"base model {key[:12]}: pid {pid} is building it; waiting for {path}"),
-                 stop=stop)
+    lock = FileLock(path.with_suffix(".lock"), None, f"the base model {key}", label=manifest.run_id)
+    t0 = time.monotonic()
+
+    def waiting(holder: Holder) -> None:
+        # The controller shows the wait as a phase of its own ("waiting for base, built by run X"):
+        # without this event a waiting run looks like fine-tuning stuck at update 0.
+        log(f"base model {key[:12]}: pid {holder.pid}" + (f" (run {holder.label})" if holder.label else "") +
+            f" is building it; waiting for {path}")
+        events.emit("wait", on="base_model", key=key, ended=False,
+                    holder_pid=int(holder.pid) if holder.pid.isdigit() else None, holder_run=holder.label)
+
+    lock.acquire(on_wait=waiting, stop=stop)
+    if lock.waited:
+        events.emit("wait", on="base_model", key=key, ended=True, waited_s=round(time.monotonic() - t0, 3))
     try:
         info = load_cached(path, key, backend.model)  # built while this trainer waited
         if info is not None:

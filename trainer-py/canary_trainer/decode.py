@@ -11,9 +11,11 @@ the same rule (the tests hold that one-at-a-time reference).
 from __future__ import annotations
 
 import re
+from typing import Any, Mapping, Sequence
 
 from .backends.base import Backend, TextModel
 from .greedy_batch import run_batched
+from .manifest_types import Probe
 
 FREE_MARGIN = 16  # tokens past prefill + code that free mode may still use
 
@@ -61,7 +63,7 @@ def free_limit(backend: TextModel, prefill: str, length: int, max_new_tokens: in
     return max(max_new_tokens, len(backend.tokenize(prefill)) + length + FREE_MARGIN)
 
 
-def requests(backend: TextModel, messages: list[dict], prefill: str, modes: list[str], max_new_tokens: int,
+def requests(backend: TextModel, messages: Sequence[Mapping[str, Any]], prefill: str, modes: Sequence[str], max_new_tokens: int,
              alphabet: str, length: int) -> list[tuple]:
     """(context ids, limit, stop rule) for each decode mode of one probe."""
     out = []
@@ -74,7 +76,7 @@ def requests(backend: TextModel, messages: list[dict], prefill: str, modes: list
     return out
 
 
-def greedy_many(backend: Backend, probes: list[dict], max_new_tokens: int, alphabet: str, length: int,
+def greedy_many(backend: Backend, probes: list[Probe], max_new_tokens: int, alphabet: str, length: int,
                 stop=None) -> list[dict]:
     """{mode: {"text", "code"}} for each probe (its "prompt", "prefill", "decode" modes), decoded in
     batches across probes."""

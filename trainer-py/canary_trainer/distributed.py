@@ -39,10 +39,10 @@ from pathlib import Path
 
 import torch
 
-from .batches import IGNORE, Encoded, batch_rows, collate
-from .errors import BadManifest, Diverged
+from .batches import IGNORE, Encoded, collate
+from .errors import BadManifest
+from .manifest_types import Training
 from .memory import micro_size
-from .schedule import lr_at
 
 # Rank 0 may evaluate for a long time while the others wait in a collective.
 TIMEOUT = _dt.timedelta(hours=12)
@@ -88,11 +88,11 @@ class Dist:
         return box[0]
 
 
-def ranks_of(training: dict) -> int:
+def ranks_of(training: Training) -> int:
     return int(training.get("gpus", 1))
 
 
-def start(training: dict, device_kind: str) -> Dist | None:
+def start(training: Training, device_kind: str) -> Dist | None:
     """Join the run's process group when the manifest asks for several ranks (None: one process).
     The manifest's rank count and the launcher's must agree."""
     want = ranks_of(training)
@@ -157,19 +157,13 @@ def shard(backend, dist: Dist) -> None:
 
 def update(backend, optimizer, encoded: list[Encoded], update_index: int, training: dict, dist: Dist,
            loss_sum_fn, on_batch=None):
-    """One optimizer update of a sharded run (see the module docstring); returns train.UpdateResult."""
-    from .train import UpdateResult
+    """One optimizer update of a sharded run (see the module docstring); returns train.UpdateResult.
+    The bookkeeping around the passes is the single-process update's (train.start_update,
+    train.finish_update); only the passes and the loss's sum over ranks are this module's."""
+    from .train import finish_update, start_update
 
     t0 = time.perf_counter()
-    rows = batch_rows(update_index, training["batch_size"])
-    if on_batch is not None and dist.main:
-        on_batch(update_index, rows)
-    items = [encoded[i] for i in rows]
-    n_targets = sum(e.targets for e in items)
-    lr = lr_at(update_index, training["lr"], training["schedule"], training["updates"])
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    optimizer.zero_grad(set_to_none=True)
+    items, n_targets, lr = start_update(optimizer, encoded, update_index, training, on_batch if dist.main else None)
     micro = micro_size(len(items), dist.world)
     chunks = [items[s: s + micro] for s in range(0, len(items), micro)]
     mine = chunks[dist.rank::dist.world]
@@ -184,16 +178,7 @@ def update(backend, optimizer, encoded: list[Encoded], update_index: int, traini
         part = loss_sum_fn(backend, ids, labels)
         (part * (dist.world / n_targets)).backward()
         local += float(part.detach())
-    loss = dist.sum(local) / n_targets
-    if not math.isfinite(loss) or loss > training["loss_explode"]:
-        raise Diverged(f"update {update_index + 1}: loss {loss:.6g} is "
-                       f"{'not finite' if not math.isfinite(loss) else 'above training.loss_explode ' + format(training['loss_explode'], 'g')}; "
-                       "fix: lower training.lr, add warmup or keep training.grad_clip on")
-    if training["grad_clip"] > 0:
-        torch.nn.utils.clip_grad_norm_([p for _, p in backend.trainable()], training["grad_clip"])
-    optimizer.step()
-    tokens = sum(len(e.ids) for e in items)
-    return UpdateResult(loss, lr, time.perf_counter() - t0, tokens, n_targets)
+    return finish_update(backend, optimizer, items, update_index, training, dist.sum(local), n_targets, lr, t0)
 
 
 # ---- checkpoints --------------------------------------------------------------------------------

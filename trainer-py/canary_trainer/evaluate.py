@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -19,6 +19,7 @@ from .errors import BadManifest, Interrupted
 from .events import Events
 from .interrupt import StopFlag
 from .manifest import Manifest
+from .manifest_types import Probe
 from .score import TokenCheck, score_per_candidate, score_tree
 from .trie import SpanCache, TreeBatcher, code_token_lists, score_trie
 
@@ -63,7 +64,7 @@ class Evaluator:
                 return score_trie(self.tree, ctx_ids, split)
         return self._scores_without_tree(ctx_text, ctx_ids, candidates)
 
-    def _context(self, messages: list[dict], prefill: str, candidates: list[str]):
+    def _context(self, messages: Sequence[Mapping[str, Any]], prefill: str, candidates: list[str]):
         """(context text, its tokens, the token-level tree split or None when there is no tree)."""
         b = self.backend
         ctx_text = b.render(messages) + prefill
@@ -104,7 +105,7 @@ class Evaluator:
         results = [{k: e[k] for k in ENTRY_KEYS} for e in results]
         return {"phase": phase, "update": update, "wall_s": round(time.monotonic() - started, 3), "probes": results}
 
-    def evaluate(self, probes: list[dict], phase: str, folder: Path, names: list[str]) -> list[dict]:
+    def evaluate(self, probes: list[Probe], phase: str, folder: Path, names: list[str]) -> list[dict]:
         """Scores (written to folder/<name>.f32) and greedy decodes of `probes`: result.json entries
         without scores_file (the name under `_name`), plus `_scoring`."""
         m = self.manifest
@@ -135,7 +136,7 @@ class Evaluator:
             raise Interrupted(f"stopped during evaluation phase {phase} ({self.stop.reason}); "
                               "the run's next attempt continues from the newest checkpoint")
 
-    def _score_probes(self, probes: list[dict], phase: str, folder: Path,
+    def _score_probes(self, probes: list[Probe], phase: str, folder: Path,
                       names: list[str]) -> Iterator[tuple[int, dict]]:
         """Score every probe and write its file; yields (index, entry) as probes finish. Probes
         with a token-level tree are scored several at a time (trie.TreeBatcher: consecutive
@@ -174,7 +175,7 @@ class Evaluator:
         for i, values in done:
             yield i, self._entry(probes[i], folder, names[i], values, "prefix-tree", seconds / len(done))
 
-    def _entry(self, probe: dict, folder: Path, name: str, values: np.ndarray, mode: str, seconds: float) -> dict:
+    def _entry(self, probe: Probe, folder: Path, name: str, values: np.ndarray, mode: str, seconds: float) -> dict:
         data = values.astype("<f4").tobytes()
         write_bytes_atomic(folder / f"{name}.f32", data)
         return {"probe_id": probe["id"], "canary_id": probe["canary_id"], "arm": self.manifest.arms[probe["canary_id"]],

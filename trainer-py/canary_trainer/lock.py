@@ -4,7 +4,9 @@
   a retry must not start a second trainer writing the same checkpoints and scores.
 * The base-model cache locks `<key>.lock` so that concurrent trainers build one base once.
 
-The kernel drops an flock when its holder dies, so a lock is never stale.
+The kernel drops an flock when its holder dies, so a lock is never stale. The lock file holds the
+holder's pid on its first line and, when the holder gave one, a label (its run id) on the second:
+a waiting trainer can say whom it waits for.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .errors import FolderBusy, Interrupted
 
@@ -21,51 +23,72 @@ DEFAULT_WAIT_S = 60.0
 POLL_S = 0.2
 
 
+class Holder(NamedTuple):
+    """Who holds a lock, as its lock file says: `pid` ("unknown" when unreadable) and `label`."""
+
+    pid: str
+    label: str | None
+
+
 class FileLock:
     """`wait_s` None waits as long as the holder holds (the holder is making progress); a number
-    gives up after that many seconds with FolderBusy."""
+    gives up after that many seconds with FolderBusy. `label` (a run id) is written beside the pid."""
 
-    def __init__(self, path: Path, wait_s: float | None, what: str):
+    def __init__(self, path: Path, wait_s: float | None, what: str, label: str | None = None):
         self.path = path
         self.wait_s = wait_s
         self.what = what  # "this output folder", for messages
+        self.label = label
         self.fd: int | None = None
+        self.waited = False  # whether the last acquire had to wait for another holder
 
-    def acquire(self, on_wait: Callable[[str], None] | None = None, stop=None) -> None:
-        """Take the lock. `on_wait(holder_pid)` is called once if another process holds it; `stop`
-        (a StopFlag) ends the wait early with Interrupted: nothing was done, so nothing is lost."""
+    def acquire(self, on_wait: Callable[[Holder], None] | None = None, stop=None) -> None:
+        """Take the lock. `on_wait(holder)` is called when another process holds it, and again each
+        time the holder changes (another waiter took it first); `stop` (a StopFlag) ends the wait
+        early with Interrupted: nothing was done, so nothing is lost."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = None if self.wait_s is None else time.monotonic() + self.wait_s
-        announced = False
+        announced: Holder | None = None
+        self.waited = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if not announced and on_wait is not None:
-                    on_wait(self._holder(fd))
-                    announced = True
+                self.waited = True
+                holder = self._holder_record(fd)
+                # A holder between its truncate and its write reads as unknown: not a new holder.
+                if on_wait is not None and (announced is None or (holder != announced and holder.pid != "unknown")):
+                    on_wait(holder)
+                    announced = holder
                 if stop:
                     os.close(fd)
                     raise Interrupted(f"{self.path}: stopped ({stop.reason}) while waiting for the lock; nothing "
                                       "was done; rerun or resume later") from None
                 if deadline is not None and time.monotonic() >= deadline:
-                    holder = self._holder(fd)
+                    pid = self._holder(fd)
                     os.close(fd)
-                    raise FolderBusy(f"{self.path}: another trainer (pid {holder}) holds {self.what}; "
+                    raise FolderBusy(f"{self.path}: another trainer (pid {pid}) holds {self.what}; "
                                      f"waited {self.wait_s:g} s; fix: stop that trainer or wait for it, then retry") from None
                 time.sleep(POLL_S)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, (f"{os.getpid()}\n" + (f"{self.label}\n" if self.label else "")).encode(), 0)
         self.fd = fd
 
     @staticmethod
     def _holder(fd: int) -> str:
+        return FileLock._holder_record(fd).pid
+
+    @staticmethod
+    def _holder_record(fd: int) -> Holder:
         try:
-            return os.pread(fd, 32, 0).decode().strip() or "unknown"
+            lines = os.pread(fd, 512, 0).decode(errors="replace").splitlines()
         except OSError:
-            return "unknown"
+            return Holder("unknown", None)
+        pid = lines[0].strip() if lines else ""
+        label = lines[1].strip() if len(lines) > 1 else ""
+        return Holder(pid or "unknown", label or None)
 
     def release(self) -> None:
         if self.fd is not None:

@@ -8,17 +8,19 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from . import schemas
 from .errors import BadManifest
 from .images import check_images, check_parts
+from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain, Training
 
 
 @dataclass
 class Manifest:
     path: Path
     sha256: str
-    data: dict
+    data: ManifestData
     # probe canary id -> "inserted" | "held_out"
     arms: dict[str, str] = field(default_factory=dict)
     # (width, height) of each listed image, by path, when the model reads images
@@ -33,24 +35,24 @@ class Manifest:
         return self.data["run_id"]
 
     @property
-    def model(self) -> dict:
+    def model(self) -> ModelSpec:
         return self.data["model"]
 
     @property
-    def pretrain(self) -> dict | None:
+    def pretrain(self) -> Pretrain | None:
         """model.tiny.pretrain (defaults applied), or None: fine-tune the random initialisation."""
         return self.model.get("tiny", {}).get("pretrain") if self.model["backend"] == "tiny" else None
 
     @property
-    def training(self) -> dict:
+    def training(self) -> Training:
         return self.data["training"]
 
     @property
-    def eval(self) -> dict:
+    def eval(self) -> Eval:
         return self.data["eval"]
 
     @property
-    def space(self) -> dict:
+    def space(self) -> CandidateSpace:
         return self.data["candidate_space"]
 
     @property
@@ -74,13 +76,13 @@ class Manifest:
                               "fix: give a path relative to the folder holding manifest.json")
         return target
 
-    def canary(self, canary_id: str) -> dict:
+    def canary(self, canary_id: str) -> Canary | HeldOut:
         for c in self.data["canaries"]:
             if c["id"] == canary_id:
                 return c
-        for c in self.data["held_out"]:
-            if c["id"] == canary_id:
-                return c
+        for h in self.data["held_out"]:
+            if h["id"] == canary_id:
+                return h
         raise KeyError(canary_id)
 
     def candidates(self, canary_id: str) -> list[str]:
@@ -212,7 +214,8 @@ def load_manifest(path: str | Path) -> Manifest:
         raise BadManifest(f"{path}: {problem}; fix: make the manifest satisfy schemas/manifest.schema.json")
     schemas.apply_defaults(schemas.load_schema("manifest"), data)
     arms = _check_rules(path, data)
-    m = Manifest(path=path, sha256=hashlib.sha256(raw).hexdigest(), data=data, arms=arms)
+    # Schema-valid with its defaults applied: the shape manifest_types describes.
+    m = Manifest(path=path, sha256=hashlib.sha256(raw).hexdigest(), data=cast(ManifestData, data), arms=arms)
     m.resolve(data["rows"]["path"], "rows.path")
     if "utility" in data:
         m.resolve(data["utility"]["path"], "utility.path")

@@ -9,7 +9,14 @@ Bytes per parameter P (A: LoRA adapter parameters, c: compute dtype size, 2 for 
 Activations kept for backward, per token and layer: about 10 hidden + 2 key/value + 4 MLP-width
 values in the compute dtype (norm, projection and MLP inputs and outputs); with gradient
 checkpointing only each layer's input (plus one layer recomputed). The logits add
-tokens x vocabulary x (c + 8) bytes (float32 copy and its gradient). Scoring (`tree_call_bytes`,
+positions x vocabulary x (c + 8) bytes (float32 copy and its gradient), where positions are the
+micro-batch's target positions: training gathers the decoder's hidden states there before the
+output projection (backends/hf.py `target_logits`). Every position instead when the run is
+sharded (FSDP2 unshards the output matrix only in the root module's forward, which the gather
+skips), when the model's head does more than the output projection (soft-capping, logit scaling),
+or when the rows' target lengths are not known (`row_targets` not given). The rows' bound is each
+row's reply tokens (rendered prompt + target minus the rendered prompt; the loss stops at the end
+of turn, so the targets are at most that), summed over each micro-batch, the largest taken. Scoring (`tree_call_bytes`,
 the same formula that sizes the scoring groups of backends/hf_tree.py) keeps each probe's prompt
 cache once, one layer's keys/values of prompt + tree nodes at a time, per-node working values,
 masks (and attention scores under eager attention), and a block of HEAD_ROWS vocabulary rows; the
@@ -23,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import torch
 
@@ -50,6 +58,16 @@ class Shape:
     q_dim: int = 0  # attention heads x head dim
     mask_kinds: int = 1  # attention masks of a scoring call: 2 when some layers have a sliding window
     eager: bool = True  # attention scores materialised (eager attention; False: SDPA kernels)
+    plain_head: bool = True  # logits = output projection of the last hidden state (no soft-capping or scaling)
+
+
+def plain_head(text_config) -> bool:
+    """False when the config names a head that does more than project (Gemma 2's final-logit
+    soft-capping, Cohere's logit_scale, Granite's logits_scaling): training then projects every
+    position (backends/hf.py checks the head itself once the weights are loaded)."""
+    if getattr(text_config, "final_logit_softcapping", None):
+        return False
+    return all(getattr(text_config, name, None) in (None, 1, 1.0) for name in ("logit_scale", "logits_scaling"))
 
 
 def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
@@ -64,7 +82,7 @@ def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
     return Shape(params=params, vocab=text.vocab_size, hidden=text.hidden_size, layers=text.num_hidden_layers,
                  mlp_width=experts * width, kv_dim=(getattr(text, "num_key_value_heads", None) or heads) * head_dim,
                  lora_io=lora_io, heads=heads, q_dim=heads * head_dim, mask_kinds=len(kinds),
-                 eager=getattr(config, "_attn_implementation", None) != "sdpa")
+                 eager=getattr(config, "_attn_implementation", None) != "sdpa", plain_head=plain_head(text))
 
 
 def model_shape(config, target_modules: list[str] | None = None, attn_implementation: str | None = None) -> Shape:
@@ -114,8 +132,11 @@ def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c
 
 
 def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch: int, seq_len: int,
-             lora_r: int = 16, checkpointing: bool = False, score_nodes: int = 1024, ranks: int = 1) -> dict[str, int]:
-    """Bytes per component and their sum ("peak"), on each of `ranks` devices.
+             lora_r: int = 16, checkpointing: bool = False, score_nodes: int = 1024, ranks: int = 1,
+             target_tokens: int | None = None) -> dict[str, int]:
+    """Bytes per component and their sum ("peak"), on each of `ranks` devices. `target_tokens`: the
+    target positions of the largest micro-batch (None: unknown); the vocabulary is projected there
+    only on one rank with a plain head, else at every position (the module docstring says why).
 
     ranks > 1 (FSDP2, training.gpus): parameters, gradients and optimizer state are sharded, 1/ranks
     on each device (full fine-tuning: float32 master weights, gradients and AdamW moments; LoRA: the
@@ -143,7 +164,10 @@ def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch
     tokens = micro_batch * seq_len
     per_layer = 10 * shape.hidden + 2 * shape.kv_dim + 4 * shape.mlp_width
     kept = shape.layers * shape.hidden + per_layer if checkpointing else shape.layers * per_layer
-    logits = tokens * shape.vocab * (c + 8)
+    positions = tokens
+    if target_tokens is not None and ranks == 1 and shape.plain_head:
+        positions = min(tokens, target_tokens)
+    logits = positions * shape.vocab * (c + 8)
     parts["activations"] = tokens * kept * c + logits
     # Scoring groups grow to the memory bound at run time; what must fit is one probe's prompt and
     # a tree chunk of score_nodes nodes.
@@ -197,14 +221,31 @@ def refusal(parts: dict[str, int], device_bytes: int, device: str, alternatives:
             f"({_gib(device_bytes)} GiB); fix: {options}, or a device with more memory")
 
 
-def plan(shape: Shape, manifest_model: dict, training: dict, score_nodes: int, on_gpu: bool, micro_batch: int,
-         checkpointing: bool, device_bytes: int | None = None) -> tuple[dict, dict[str, dict]]:
+def micro_targets(row_targets: list[int] | None, batch_size: int, micro: int) -> int | None:
+    """The most target tokens of one micro-batch: rows in order, `batch_size` per update, each
+    update's rows cut into micro-batches of `micro` (train.train_update); None when not known."""
+    if row_targets is None:
+        return None
+    most = 0
+    for u in range(0, len(row_targets), batch_size):
+        update = row_targets[u: u + batch_size]
+        for s in range(0, len(update), micro):
+            most = max(most, sum(update[s: s + micro]))
+    return most
+
+
+def plan(shape: Shape, manifest_model: Mapping[str, Any], training: Mapping[str, Any], score_nodes: int, on_gpu: bool, micro_batch: int,
+         checkpointing: bool, device_bytes: int | None = None,
+         row_targets: list[int] | None = None) -> tuple[dict, dict[str, dict]]:
     """This run's estimate (per GPU of training.gpus) and the alternatives a refusal offers; with
-    the device's size, the fewest GPUs of that size this run fits on sharded."""
+    the device's size, the fewest GPUs of that size this run fits on sharded. `row_targets`: a bound
+    of each row's target tokens, in row order (None: the logits are counted at every position)."""
     ft = manifest_model["finetune"]
     ranks = int(training.get("gpus", 1))
+    batch = int(training["batch_size"])
     kw = dict(dtype=manifest_model["hf"]["dtype"], on_gpu=on_gpu, seq_len=training["max_length"],
-              lora_r=ft.get("r", 16), score_nodes=score_nodes)
+              lora_r=ft.get("r", 16), score_nodes=score_nodes,
+              target_tokens=micro_targets(row_targets, batch, micro_batch))
     mine = estimate(shape, method=ft["method"], micro_batch=micro_batch, checkpointing=checkpointing, ranks=ranks, **kw)
     alts: dict[str, dict] = {}
     if device_bytes is not None and mine["peak"] > device_bytes * USABLE:
@@ -221,8 +262,9 @@ def plan(shape: Shape, manifest_model: dict, training: dict, score_nodes: int, o
         alts["CANARY_TRAINER_GRADIENT_CHECKPOINTING=1"] = estimate(shape, method=ft["method"],
                                                                    micro_batch=micro_batch, checkpointing=True, **kw)
     if micro_batch > 1:
-        alts["CANARY_TRAINER_MICRO_BATCH=1"] = estimate(shape, method=ft["method"], micro_batch=1,
-                                                        checkpointing=checkpointing, **kw)
+        alts["CANARY_TRAINER_MICRO_BATCH=1"] = estimate(
+            shape, method=ft["method"], micro_batch=1, checkpointing=checkpointing,
+            **{**kw, "target_tokens": micro_targets(row_targets, batch, 1)})
     return mine, alts
 
 
@@ -237,8 +279,9 @@ def device_memory(device: torch.device) -> int | None:
     return None
 
 
-def check_fits(manifest: Manifest, device: torch.device) -> dict[str, int] | None:
-    """Log the estimate of an hf run and refuse it (OutOfMemory) when it cannot fit the device."""
+def check_fits(manifest: Manifest, device: torch.device, row_targets: list[int] | None = None) -> dict[str, int] | None:
+    """Log the estimate of an hf run and refuse it (OutOfMemory) when it cannot fit the device.
+    `row_targets`: a bound of each training row's target tokens (backends.reply_tokens)."""
     model = manifest.model
     if model["backend"] != "hf":
         return None
@@ -262,7 +305,8 @@ def check_fits(manifest: Manifest, device: torch.device) -> dict[str, int] | Non
         micro = micro_batch_size(manifest.training["batch_size"])
     mine, alts = plan(shape, model, manifest.training, manifest.eval["score_batch_size"],
                       on_gpu=device.type == "cuda" or total is not None,
-                      micro_batch=micro, checkpointing=gradient_checkpointing(), device_bytes=total)
+                      micro_batch=micro, checkpointing=gradient_checkpointing(), device_bytes=total,
+                      row_targets=row_targets)
     log(f"memory estimate: {describe(mine, ranks)}" + (f" of {_gib(total)} GiB on {device}" if total else ""))
     problem = refusal(mine, total, str(device), alts, ranks) if total else None
     if problem:
@@ -307,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--score-nodes", type=int, default=1024, help="eval.score_batch_size")
     ap.add_argument("--checkpointing", action="store_true", help="activation checkpointing")
+    ap.add_argument("--target-tokens", type=int, default=None,
+                    help="target tokens per row (the loss positions; default: the logits at every position)")
     args = ap.parse_args(argv)
     data = json.loads(open(args.config).read())
     config = tf.AutoConfig.for_model(**data)
@@ -314,8 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     device_bytes = int(args.device_gib * GIB)
     model = {"hf": {"dtype": args.dtype}, "finetune": {"method": args.method, "r": args.lora_r}}
     training = {"max_length": args.max_length, "batch_size": args.micro_batch, "gpus": args.gpus}
+    targets = None if args.target_tokens is None else [args.target_tokens] * args.micro_batch
     mine, alts = plan(shape, model, training, args.score_nodes, on_gpu=True, micro_batch=args.micro_batch,
-                      checkpointing=args.checkpointing, device_bytes=device_bytes)
+                      checkpointing=args.checkpointing, device_bytes=device_bytes, row_targets=targets)
     print(f"{shape.params:,} parameters; memory estimate: {describe(mine, args.gpus)} of {_gib(device_bytes)} GiB")
     problem = refusal(mine, device_bytes, f"one {args.device_gib:g} GiB GPU", alts, args.gpus)
     print(f"refused: {problem}" if problem else "fits")

@@ -16,7 +16,7 @@ import torch
 
 from . import checkpoint, distributed, provenance, utility
 from .atomic import write_text_atomic
-from .backends import load_backend, pick_device
+from .backends import load_backend, pick_device, reply_tokens
 from .backends.base import Backend
 from .base_model import prepare_base
 from .batches import encode_rows
@@ -58,7 +58,7 @@ def run(opts: RunOptions) -> dict:
     lock = FolderLock(out) if dist is None or dist.main else None
     try:
         if lock is not None:
-            lock.acquire(on_wait=lambda pid: log(f"waiting for the lock on {out} held by pid {pid}"), stop=opts.stop)
+            lock.acquire(on_wait=lambda h: log(f"waiting for the lock on {out} held by pid {h.pid}"), stop=opts.stop)
         return _run_locked(opts, manifest, wall0, dist)
     finally:
         if lock is not None:
@@ -153,7 +153,8 @@ class _Run:
         self.saved = self._open_checkpoint()
         inputs = _read_inputs(manifest)
         self.device = dist.device if dist else pick_device(self.tr["device"])
-        check_fits(manifest, self.device)  # hf: refuse a run its device cannot hold, before loading weights
+        # hf: refuse a run its device cannot hold, before loading weights
+        check_fits(manifest, self.device, reply_tokens(manifest.model, inputs.rows))
         self.backend = _load(manifest, self.device)
         # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
         self.eval_backend = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +27,7 @@ from .memory import micro_batch_size
 from .schedule import lr_at
 
 
-def make_optimizer(backend: TrainableModel, training: dict) -> torch.optim.Optimizer:
+def make_optimizer(backend: TrainableModel, training: Mapping[str, Any]) -> torch.optim.Optimizer:
     params = [p for _, p in backend.trainable()]
     betas = tuple(training["betas"])
     return torch.optim.AdamW(params, lr=training["lr"], betas=betas, weight_decay=training["weight_decay"])
@@ -95,11 +95,11 @@ class Totals:
         self.targets += res.targets
 
 
-def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-                 training: dict, on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
-    """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
-    infinite or exploding loss, before the optimizer touches the weights."""
-    t0 = time.perf_counter()
+def start_update(optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int, training: Mapping[str, Any],
+                 on_batch: Callable[[int, range], None] | None = None) -> tuple[list[Encoded], int, float]:
+    """The bookkeeping before 0-based update `update`'s passes, the same in one process and sharded:
+    its rows (update i consumes rows [i*B, (i+1)*B)), their target-token count, the scheduled
+    learning rate set on the optimizer, gradients cleared."""
     rows = batch_rows(update, training["batch_size"])
     if on_batch is not None:
         on_batch(update, rows)
@@ -109,13 +109,13 @@ def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, enco
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
-    micro = micro_batch_size(len(items))
-    loss_sum = 0.0
-    for s in range(0, len(items), micro):
-        ids, labels = collate(items[s: s + micro], backend.pad_id)
-        part = target_loss_sum(backend, ids, labels)
-        (part / n_targets).backward()
-        loss_sum += float(part.detach())
+    return items, n_targets, lr
+
+
+def finish_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, items: list[Encoded], update: int,
+                  training: Mapping[str, Any], loss_sum: float, n_targets: int, lr: float, t0: float) -> UpdateResult:
+    """After the passes of an update whose summed target loss is `loss_sum`: raise Diverged on a NaN,
+    infinite or exploding loss before the optimizer touches the weights, clip, step."""
     loss = loss_sum / n_targets
     if not math.isfinite(loss) or loss > training["loss_explode"]:
         raise Diverged(f"update {update + 1}: loss {loss:.6g} is {'not finite' if not math.isfinite(loss) else 'above training.loss_explode ' + format(training['loss_explode'], 'g')}; "
@@ -127,11 +127,27 @@ def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, enco
     return UpdateResult(loss, lr, time.perf_counter() - t0, tokens, n_targets)
 
 
+def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
+                 training: Mapping[str, Any], on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
+    """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
+    infinite or exploding loss, before the optimizer touches the weights."""
+    t0 = time.perf_counter()
+    items, n_targets, lr = start_update(optimizer, encoded, update, training, on_batch)
+    micro = micro_batch_size(len(items))
+    loss_sum = 0.0
+    for s in range(0, len(items), micro):
+        ids, labels = collate(items[s: s + micro], backend.pad_id)
+        part = target_loss_sum(backend, ids, labels)
+        (part / n_targets).backward()
+        loss_sum += float(part.detach())
+    return finish_update(backend, optimizer, items, update, training, loss_sum, n_targets, lr, t0)
+
+
 def _no_hook(done: int) -> None:
     return None
 
 
-def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: dict,
+def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: Mapping[str, Any],
                   totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
                   start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
                   on_batch: Callable[[int, range], None] | None = None,

@@ -99,7 +99,7 @@ def base_texts(ev, rows: list[dict], max_new_tokens: int, base_record: dict | No
     texts = _load(path, len(rows))
     if texts is None:
         lock = FileLock(folder / ".lock", None, "the shared base evaluation")
-        lock.acquire(on_wait=lambda pid: log(f"utility: pid {pid} is writing {folder}; waiting"), stop=ev.stop)
+        lock.acquire(on_wait=lambda h: log(f"utility: pid {h.pid} is writing {folder}; waiting"), stop=ev.stop)
         try:
             texts = _load(path, len(rows))
             if texts is None:

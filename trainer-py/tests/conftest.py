@@ -44,6 +44,32 @@ def start_cli(manifest: Path, out: Path, *args: str, env: dict | None = None) ->
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or trainer_env())
 
 
+# Files that share a session fixture run on one pytest-xdist worker (`npm run test:py` runs two);
+# every other file is a group of its own, so a module's fixtures are built once, on one worker.
+SHARED_GROUPS = {"test_resume": "resume", "test_checkpoint_integrity": "resume"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.module.__name__.rpartition(".")[2]
+            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(module, module)))
+
+
+@pytest.fixture(scope="session")
+def resume_reference(tmp_path_factory) -> tuple[Path, Path]:
+    """The interruption tests' manifest (test_resume._manifest) and its uninterrupted run, run once
+    per session: test_resume and test_checkpoint_integrity compare their resumed runs to it."""
+    from .test_resume import _manifest
+
+    root = tmp_path_factory.mktemp("resume-reference")
+    manifest = _manifest(root)
+    res = run_cli(manifest, root / "straight")
+    assert res.rc == 0, res.stderr
+    return manifest, root / "straight"
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     import torch

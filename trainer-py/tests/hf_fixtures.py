@@ -10,6 +10,7 @@ the tokenizer packages and the library versions; the snapshot sha is that key.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -115,11 +116,16 @@ def _build_unknown(folder: Path) -> None:
 
 
 def build_hub() -> Path:
-    """Build (or reuse) every test model; returns the HF_HUB_CACHE folder."""
+    """Build (or reuse) every test model; returns the HF_HUB_CACHE folder. One process builds at a
+    time (the pytest workers and the TypeScript suite's hf test may start together): the others
+    wait for it and reuse what it built."""
     key = _key()
-    for family in FAMILIES:
-        _snapshot(model_id(family), key, lambda folder, f=family: _build_family(f, folder))
-    _snapshot(f"{ORG}/{UNKNOWN}", key, _build_unknown)
+    HUB.parent.mkdir(parents=True, exist_ok=True)
+    with open(HUB.parent / "hf-hub.lock", "w") as lock:  # beside the cache, which holds models only
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for family in FAMILIES:
+            _snapshot(model_id(family), key, lambda folder, f=family: _build_family(f, folder))
+        _snapshot(f"{ORG}/{UNKNOWN}", key, _build_unknown)
     return HUB
 
 

@@ -115,14 +115,14 @@ def _start_logged(manifest, out, env, log):
                             stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env)
 
 
-def _held_base_lock(tmp_path):
+def _held_base_lock(tmp_path, label=None):
     """A manifest, the trainer env for a fresh cache, the base's cache file, and that base's lock,
-    acquired: trainers started now queue behind it."""
+    acquired (with `label` as its holder's run id): trainers started now queue behind it."""
     manifest = _manifest(tmp_path)
     cache = tmp_path / "cache"
     env = trainer_env(CANARY_TRAINER_CACHE=str(cache))
     key, cached = _cache_file(manifest, cache)
-    gate = FileLock(cache / "tiny-base" / f"{key}.lock", 0, "test")
+    gate = FileLock(cache / "tiny-base" / f"{key}.lock", 0, "test", label=label)
     gate.acquire()
     return manifest, env, cached, gate
 
@@ -147,6 +147,32 @@ def test_racing_trainers_build_the_base_once(tmp_path):
     assert sorted(b["from_cache"] for b in bases) == [False, True]
     assert _scores(tmp_path / "a") == _scores(tmp_path / "b")
     assert cached.exists()
+
+
+def test_a_waiting_trainer_says_whose_base_it_waits_for(tmp_path):
+    # The lock is held as a building trainer holds it (its pid, then its run id): the waiter's
+    # progress events name that run while it waits, and say when the wait ended.
+    manifest, env, cached, gate = _held_base_lock(tmp_path, label="run-builder0001")
+    try:
+        proc = _start_logged(manifest, tmp_path / "out", env, tmp_path / "log")
+        _wait_for(tmp_path / "log", f"pid {os.getpid()} (run run-builder0001) is building it; waiting")
+        time.sleep(0.5)
+    finally:
+        gate.release()
+    stdout, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    events = [json.loads(x) for x in stdout.splitlines()]
+    for event in events:
+        assert schemas.first_error("progress", event) is None, event
+    waits = [e for e in events if e["event"] == "wait"]
+    key, _ = _cache_file(manifest, tmp_path / "cache")
+    assert [e["ended"] for e in waits] == [False, True]
+    assert waits[0] == {**waits[0], "on": "base_model", "key": key, "holder_pid": os.getpid(), "holder_run": "run-builder0001"}
+    assert waits[1]["waited_s"] >= 0.5 and "holder_run" not in waits[1]
+    kinds = [e["event"] for e in events]
+    # started, then the wait, and only then pretraining (the gate built nothing, so this trainer builds)
+    assert kinds.index("started") < kinds.index("wait") and kinds.index("step") > len(kinds) - kinds[::-1].index("wait") - 1
+    assert len(_pretrain_steps(events)) == 12 and cached.exists()
 
 
 def test_stop_while_waiting_for_the_base_exits_75(tmp_path):

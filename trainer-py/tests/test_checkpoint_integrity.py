@@ -4,6 +4,7 @@ back to the previous intact checkpoint (or starts again), says so in its started
 and in result.json, and ends with the numbers of a run that was never interrupted."""
 
 import json
+import shutil
 import signal
 
 import pytest
@@ -13,7 +14,7 @@ from canary_trainer import checkpoint
 from canary_trainer.checkpoint import checkpoint_dir, list_updates
 
 from .conftest import run_cli
-from .test_resume import UPDATES, _manifest, _same_outputs, _stop_at_checkpoint
+from .test_resume import UPDATES, _same_outputs, _stop_at_checkpoint
 
 
 def _flip_middle(path, n=16):
@@ -54,22 +55,30 @@ def test_missing_hashes_is_not_resumed_from(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """One manifest and its uninterrupted run, shared by the tests below."""
-    root = tmp_path_factory.mktemp("integrity")
-    manifest = _manifest(root)
-    assert run_cli(manifest, root / "straight").rc == 0
-    return manifest, root / "straight"
+def reference(resume_reference):
+    """One manifest and its uninterrupted run (conftest), shared by the tests below."""
+    return resume_reference
 
 
-def _interrupted(reference, tmp_path, name):
+@pytest.fixture(scope="module")
+def killed(reference, tmp_path_factory):
+    """The reference manifest's run killed (SIGKILL) after its checkpoint at update 20, run once;
+    each test damages and resumes its own copy of the folder."""
     manifest, _ = reference
-    out = tmp_path / name
+    out = tmp_path_factory.mktemp("killed") / "out"
     rc, _ = _stop_at_checkpoint(manifest, out, signal.SIGKILL, 20)
     assert rc == -signal.SIGKILL
     updates = list_updates(out)
     assert len(updates) == 2 and updates[1] < UPDATES
-    return manifest, out, updates
+    return out, updates
+
+
+def _interrupted(reference, killed, tmp_path, name):
+    manifest, _ = reference
+    out = tmp_path / name
+    shutil.copytree(killed[0], out)
+    assert list_updates(out) == killed[1]
+    return manifest, out, killed[1]
 
 
 def _check_fallback(reference, manifest, out, newest, damage, expect_from):
@@ -87,18 +96,18 @@ def _check_fallback(reference, manifest, out, newest, damage, expect_from):
     return rb
 
 
-def test_flipped_newest_weights_fall_back_to_the_previous_checkpoint(reference, tmp_path):
-    manifest, out, (previous, newest) = _interrupted(reference, tmp_path, "flipped")
+def test_flipped_newest_weights_fall_back_to_the_previous_checkpoint(reference, killed, tmp_path):
+    manifest, out, (previous, newest) = _interrupted(reference, killed, tmp_path, "flipped")
     _check_fallback(reference, manifest, out, newest, _flip_middle, previous)
 
 
-def test_truncated_newest_weights_fall_back_with_a_warning(reference, tmp_path):
-    manifest, out, (previous, newest) = _interrupted(reference, tmp_path, "cut")
+def test_truncated_newest_weights_fall_back_with_a_warning(reference, killed, tmp_path):
+    manifest, out, (previous, newest) = _interrupted(reference, killed, tmp_path, "cut")
     _check_fallback(reference, manifest, out, newest, _truncate, previous)
 
 
-def test_every_checkpoint_damaged_starts_again_and_says_so(reference, tmp_path):
-    manifest, out, (previous, newest) = _interrupted(reference, tmp_path, "both")
+def test_every_checkpoint_damaged_starts_again_and_says_so(reference, killed, tmp_path):
+    manifest, out, (previous, newest) = _interrupted(reference, killed, tmp_path, "both")
     _flip_middle(checkpoint_dir(out, previous) / "optimizer.pt")
     rb = _check_fallback(reference, manifest, out, newest, _flip_middle, None)
     assert [s["update"] for s in rb["training"]["checkpoints_skipped"]] == [newest, previous]

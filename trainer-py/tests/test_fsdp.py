@@ -76,32 +76,47 @@ def test_micro_batches_split_the_update_in_order():
     assert sum((c for r in range(2) for c in chunks[r::2]), []) == rows
 
 
+@pytest.fixture(scope="module")
+def straight(hub_env, tmp_path_factory):
+    """`straight(family)`: the family's two manifests, and the output folder and events of its
+    uninterrupted sharded run, run once per module (the kill -9 test resumes to the Qwen3 one)."""
+    done: dict[str, tuple[Path, Path, Path, list[dict]]] = {}
+
+    def get(family: str) -> tuple[Path, Path, Path, list[dict]]:
+        if family not in done:
+            root = tmp_path_factory.mktemp(f"straight-{family}")
+            sharded, single = _manifests(root, family)
+            done[family] = (sharded, single, root / "out2", _sharded(sharded, root / "out2"))
+        return done[family]
+
+    return get
+
+
 @pytest.mark.parametrize("family", ["qwen3", "llama3"])
-def test_two_ranks_equal_one_process(hub_env, tmp_path, family):
-    sharded, single = _manifests(tmp_path, family)
-    events = _sharded(sharded, tmp_path / "out2")
+def test_two_ranks_equal_one_process(straight, tmp_path, family):
+    sharded, single, out2, events = straight(family)
     # Progress from rank 0 only: one started, one step per update, one done.
     assert [e["event"] for e in events].count("started") == 1
     assert [e["update"] for e in events if e["event"] == "step"] == list(range(1, 7))
     assert [e["event"] for e in events].count("done") == 1
     one = run_cli(single, tmp_path / "out1")
     assert one.rc == 0, one.stderr
-    r2, r1 = _result(tmp_path / "out2"), _result(tmp_path / "out1")
+    r2, r1 = _result(out2), _result(tmp_path / "out1")
     assert r2["training"]["rows"] == r1["training"]["rows"] == 24
     assert r2["training"]["tokens"] == r1["training"]["tokens"]  # the same target tokens, so the same rows
     c2, c1 = (np.array([p[1] for p in r["training"]["loss_curve"]]) for r in (r2, r1))
     assert len(c2) == len(c1) == 6
     assert np.max(np.abs(c2 - c1)) < LOSS_TOL, (c2, c1)
     assert abs(r2["utility"]["final_loss"] - r1["utility"]["final_loss"]) < LOSS_TOL
-    s2, s1 = _scores(tmp_path / "out2", r2), _scores(tmp_path / "out1", r1)
+    s2, s1 = _scores(out2, r2), _scores(tmp_path / "out1", r1)
     assert s2.keys() == s1.keys() and s2
     for k in s1:
         assert np.max(np.abs(s2[k] - s1[k])) < SCORE_TOL, k
     # Scores written once: one file per probe and phase, listed once in result.json.
-    files = sorted(p.relative_to(tmp_path / "out2").as_posix() for p in (tmp_path / "out2" / "scores").rglob("*.f32"))
+    files = sorted(p.relative_to(out2).as_posix() for p in (out2 / "scores").rglob("*.f32"))
     assert files == sorted(p["scores_file"] for e in r2["evaluations"] for p in e["probes"])
     # The checkpoints are sharded: a torch.distributed.checkpoint folder and each rank's RNG.
-    newest = sorted((tmp_path / "out2" / "checkpoints").iterdir())[-1]
+    newest = sorted((out2 / "checkpoints").iterdir())[-1]
     assert (newest / "dcp" / ".metadata").is_file() and (newest / "rng-1.pt").is_file()
     assert json.loads((newest / "meta.json").read_text())["ranks"] == 2
 
@@ -114,10 +129,9 @@ def _children(pid: int) -> list[int]:
     return [int(x) for x in text.split()]
 
 
-def test_kill_9_of_one_rank_resumes_to_the_uninterrupted_sharded_run(hub_env, tmp_path):
-    sharded, _ = _manifests(tmp_path, "qwen3")
-    straight, broken = tmp_path / "straight", tmp_path / "broken"
-    _sharded(sharded, straight)
+def test_kill_9_of_one_rank_resumes_to_the_uninterrupted_sharded_run(straight, tmp_path):
+    sharded, _, uninterrupted, _ = straight("qwen3")
+    broken = tmp_path / "broken"
     proc = _torchrun(sharded, broken)
     rank0 = None
     for line in proc.stdout:
@@ -133,11 +147,11 @@ def test_kill_9_of_one_rank_resumes_to_the_uninterrupted_sharded_run(hub_env, tm
     assert proc.returncode != 0
     events = _sharded(sharded, broken, "--resume")
     assert next(e for e in events if e["event"] == "started")["resumed_from"] == 2
-    a, b = _result(straight), _result(broken)
+    a, b = _result(uninterrupted), _result(broken)
     assert a["training"]["loss_curve"] == b["training"]["loss_curve"]
     assert b["training"]["resumed_from"] == 2
     for pa, pb in zip(a["evaluations"][-1]["probes"], b["evaluations"][-1]["probes"], strict=True):
-        assert (straight / pa["scores_file"]).read_bytes() == (broken / pb["scores_file"]).read_bytes()
+        assert (uninterrupted / pa["scores_file"]).read_bytes() == (broken / pb["scores_file"]).read_bytes()
         assert pa["greedy"] == pb["greedy"]
 
 

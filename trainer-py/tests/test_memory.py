@@ -8,7 +8,9 @@ import pytest
 pytest.importorskip("transformers")
 
 from canary_trainer import exit_codes  # noqa: E402
-from canary_trainer.memory import config_shape, estimate, model_shape, plan, refusal, tree_call_bytes  # noqa: E402
+from canary_trainer.memory import (  # noqa: E402
+    config_shape, estimate, micro_targets, model_shape, plan, refusal, tree_call_bytes,
+)
 
 from .conftest import run_cli, trainer_env  # noqa: E402
 from .fixtures import make_run  # noqa: E402
@@ -230,3 +232,94 @@ def test_sharding_over_eight_h200_accepts_full_fine_tuning_of_qwen3_14b_and_a_re
     two = {**one, "gpus": 2}
     mine2, alts2 = plan(q14, model, two, 1024, on_gpu=True, micro_batch=1, checkpointing=False, device_bytes=H200)
     assert "training.gpus: 3 (" in (refusal(mine2, H200, "cuda:0", alts2, 2) or "")
+
+
+def test_training_projects_the_vocabulary_at_target_positions_only(qwen3_8b):
+    kw = dict(method="full", dtype="bfloat16", on_gpu=True, micro_batch=4, seq_len=256)
+    tokens, per_layer = 4 * 256, 10 * 4096 + 2 * 1024 + 4 * 12288
+    kept = tokens * 36 * per_layer * 2
+    assert estimate(qwen3_8b, **kw)["activations"] == kept + tokens * 151936 * (2 + 8)
+    assert estimate(qwen3_8b, **kw, target_tokens=80)["activations"] == kept + 80 * 151936 * (2 + 8)
+    assert estimate(qwen3_8b, **kw, target_tokens=5000)["activations"] == kept + tokens * 151936 * (2 + 8)
+    # A sharded run projects every position (FSDP2 unshards the output matrix in the root's forward only).
+    sharded = estimate(qwen3_8b, **kw, ranks=8, target_tokens=80)
+    assert sharded["activations"] == estimate(qwen3_8b, **kw, ranks=8)["activations"] == \
+        kept + tokens * 151936 * (2 + 8)
+
+
+def test_a_head_that_does_more_than_project_counts_every_position(qwen3_8b):
+    from transformers import Gemma2Config
+
+    gemma2 = config_shape(Gemma2Config(vocab_size=256000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                       num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+                                       final_logit_softcapping=30.0))
+    assert qwen3_8b.plain_head and not gemma2.plain_head
+    kw = dict(method="full", dtype="bfloat16", on_gpu=True, micro_batch=2, seq_len=128)
+    assert estimate(gemma2, **kw, target_tokens=10)["activations"] == estimate(gemma2, **kw)["activations"]
+    assert estimate(qwen3_8b, **kw, target_tokens=10)["activations"] < estimate(qwen3_8b, **kw)["activations"]
+
+
+def test_the_largest_micro_batch_of_targets_sizes_the_logits(qwen3_8b):
+    targets = [3, 5, 2, 7, 1, 1]  # two updates of 3 rows: micro-batches [3, 5] [2] | [7, 1] [1]
+    assert micro_targets(targets, 3, 2) == 8 and micro_targets(targets, 3, 1) == 7
+    assert micro_targets(targets, 3, 3) == 10 and micro_targets(None, 3, 2) is None
+    model = {"hf": {"dtype": "bfloat16"}, "finetune": {"method": "full"}}
+    training = {"max_length": 256, "batch_size": 3}
+    kw = dict(method="full", dtype="bfloat16", on_gpu=True, seq_len=256, score_nodes=1024)
+    mine, alts = plan(qwen3_8b, model, training, 1024, on_gpu=True, micro_batch=2, checkpointing=False,
+                      row_targets=targets)
+    assert mine == estimate(qwen3_8b, micro_batch=2, target_tokens=8, **kw)
+    assert alts["CANARY_TRAINER_MICRO_BATCH=1"] == estimate(qwen3_8b, micro_batch=1, target_tokens=7, **kw)
+    every, _ = plan(qwen3_8b, model, training, 1024, on_gpu=True, micro_batch=2, checkpointing=False)
+    assert every["activations"] - mine["activations"] == (2 * 256 - 8) * 151936 * (2 + 8)
+
+
+@pytest.mark.parametrize("family", ["qwen3", "llama3"])
+def test_reply_tokens_bound_the_trained_targets(hub_env, family):
+    from canary_trainer.backends import reply_tokens
+    from canary_trainer.batches import encode_row
+
+    from .test_check_rows import rows
+    from .test_hf_backend import backend
+
+    got = reply_tokens(spec(family), rows())
+    encoded = [encode_row(backend(family), {"i": 0, **r}, 100_000, "row") for r in rows()]
+    assert got is not None and len(got) == len(encoded)
+    # Past the end of turn the template adds Qwen3's newline, Llama 3's next assistant header (4 tokens).
+    after = {"qwen3": 1, "llama3": 4}[family]
+    assert [e.targets + after for e in encoded] == got
+    assert all(bound < len(e.ids) for bound, e in zip(got, encoded))
+    assert reply_tokens({"backend": "tiny"}, rows()) is None
+    assert reply_tokens({**spec(family), "name": "canary-test/not-in-the-cache"}, rows()) is None
+
+
+def test_the_logits_term_bounds_a_measured_target_only_update(hub_env):
+    """The Qwen3 test model (vocabulary 151,936, hidden 32: the logits dominate): the tensor memory of
+    one micro-batch's forward and backward stays within the estimate's activations plus the
+    gradients, and under what projecting every position would need."""
+    import torch
+
+    from canary_trainer.backends.hf import HfBackend
+    from canary_trainer.batches import collate, encode_row
+    from canary_trainer.train import target_loss_sum
+
+    from .test_check_rows import rows
+    from .test_hf_backend import CPU
+
+    b = HfBackend(spec("qwen3"), CPU)
+    batch = [encode_row(b, {"i": 0, **r}, 100_000, "row") for r in rows()[:1] + rows()[2:]] * 2
+    ids, labels = collate(batch, b.pad_id)
+    target_loss_sum(b, ids, labels).backward()  # warm-up (lazy initialisation, gradients allocated)
+
+    def step():
+        b.model.zero_grad(set_to_none=False)
+        target_loss_sum(b, ids, labels).backward()
+
+    measured = _measured_peak(step)
+    shape = model_shape(b.base_model.config)
+    kw = dict(method="full", dtype="float32", on_gpu=False, micro_batch=ids.shape[0], seq_len=ids.shape[1])
+    est = estimate(shape, **kw, target_tokens=sum(e.targets for e in batch))
+    every = estimate(shape, **kw)
+    assert measured <= est["activations"] + est["gradients"], (measured, est)
+    assert measured < every["activations"] - est["activations"], (measured, every, est)
+    assert torch.get_default_dtype() == torch.float32

@@ -51,11 +51,8 @@ def _same_outputs(a, b):
     return ra, rb
 
 
-def test_kill_9_then_resume_equals_uninterrupted(tmp_path):
-    manifest = _manifest(tmp_path)
-    straight = tmp_path / "straight"
-    assert run_cli(manifest, straight).rc == 0
-
+def test_kill_9_then_resume_equals_uninterrupted(resume_reference, tmp_path):
+    manifest, straight = resume_reference
     broken = tmp_path / "broken"
     rc, events = _stop_at_checkpoint(manifest, broken, signal.SIGKILL, 10)
     assert rc == -signal.SIGKILL
@@ -74,11 +71,8 @@ def test_kill_9_then_resume_equals_uninterrupted(tmp_path):
     assert len(list_updates(broken)) == 2  # only the newest two checkpoints are kept
 
 
-def test_sigterm_checkpoints_and_exits_75_then_resumes(tmp_path):
-    manifest = _manifest(tmp_path)
-    straight = tmp_path / "straight"
-    assert run_cli(manifest, straight).rc == 0
-
+def test_sigterm_checkpoints_and_exits_75_then_resumes(resume_reference, tmp_path):
+    manifest, straight = resume_reference
     stopped = tmp_path / "stopped"
     rc, events = _stop_at_checkpoint(manifest, stopped, signal.SIGTERM, 5)
     assert rc == exit_codes.INTERRUPTED

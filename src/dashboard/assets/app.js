@@ -268,9 +268,12 @@
       else filter.firstChild.addEventListener('input', (e) => { state.filter = e.target.value; render(); });
       content.insertBefore(filter, content.querySelector('#runs'));
     }
-    // Keep a drawn plot across redraws; it is replaced only when the finished runs change.
+    // Keep a drawn plot across redraws; it is replaced only when the finished runs change. A fresh
+    // box (the page came back to this audit from another view) is drawn again: without this, it kept
+    // its placeholder until another run finished (the server caches the plot, so this costs little).
     const newPlot = content.querySelector('#plot');
     if (newPlot && keepPlot && state.plotKey && state.plotKey.startsWith(r.id + '|')) newPlot.replaceWith(keepPlot);
+    else if (newPlot) state.plotKey = null;
     const focus = document.activeElement && document.activeElement.id === 'filter';
     view.replaceChildren(content);
     if (focus) document.getElementById('filter').focus();

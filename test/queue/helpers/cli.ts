@@ -1,13 +1,13 @@
-import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
+import { CLI } from '../../helpers/cli-entry.js';
 import { standInEnv, waitFor } from './fixtures.js';
 
 /**
- * The canary-audit CLI as users run it, in a child process (from src/ through tsx, so tests need no
- * build). Worker processes are started with test timings (2 s locks, 1 s stalled checks).
+ * The canary-audit CLI as users run it, in a child process (the built CLI, test/helpers/cli-entry.ts).
+ * Worker processes are started with test timings (2 s locks, 1 s stalled checks).
  */
-export const CLI = ['--import', 'tsx', join(PACKAGE_ROOT, 'src', 'cli', 'main.ts')];
+export { CLI };
 
 export const FAST_ENV: Record<string, string> = {
   CANARY_AUDIT_LOCK_MS: '2000',

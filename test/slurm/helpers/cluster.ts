@@ -77,8 +77,9 @@ SlurmdUser=root
 SlurmctldPort=${ctldPort}
 SlurmdPort=${dPort}
 AuthType=auth/munge
-# cred_expire also sets how long a requeued job waits before it may start again (default 120 s).
-AuthInfo=socket=${socket},cred_expire=10
+# cred_expire also sets how long a requeued job waits before it may start again (default 120 s;
+# 5 is the least Slurm takes).
+AuthInfo=socket=${socket},cred_expire=5
 CredType=cred/munge
 StateSaveLocation=${join(dir, 'state')}
 SlurmdSpoolDir=${join(dir, 'spool')}
@@ -87,7 +88,7 @@ SlurmdPidFile=${join(dir, 'slurmd.pid')}
 SlurmctldLogFile=${join(dir, 'slurmctld.log')}
 SlurmdLogFile=${join(dir, 'slurmd.log')}
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -98,7 +99,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 KillWait=30
 SlurmdParameters=config_overrides
-NodeName=${node} NodeAddr=127.0.0.1 CPUs=${availableParallelism()} State=UNKNOWN
+NodeName=${node} NodeAddr=127.0.0.1 CPUs=${Math.max(2, availableParallelism())} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 `,
   );
@@ -151,16 +152,18 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
     await stop();
     return { skip: `slurmctld/slurmd did not start: ${tail(join(dir, 'slurmctld.log'))} ${tail(join(dir, 'slurmd.log'))}` };
   }
-  for (let i = 0; i < 60; i += 1) {
+  // Up when the controller answers a ping and the node has registered idle (polled, never a fixed wait).
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
     try {
+      execFileSync('scontrol', ['ping'], { env: { ...process.env, ...env }, stdio: 'ignore', timeout: 10_000 });
       const state = execFileSync('sinfo', ['-h', '-N', '-o', '%T'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 10_000 }).trim();
       if (state === 'idle') return { cluster: { dir, conf, node, env, stop } };
     } catch {
       // not up yet
     }
-    await sleep(500);
+    await sleep(200);
   }
-  const why = `the node did not become idle within 30 s: ${tail(join(dir, 'slurmctld.log'))} ${tail(join(dir, 'slurmd.log'))}`;
+  const why = `the node did not become idle within 30 s (scontrol ping, sinfo): ${tail(join(dir, 'slurmctld.log'))} ${tail(join(dir, 'slurmd.log'))}`;
   await stop();
   return { skip: why };
 }

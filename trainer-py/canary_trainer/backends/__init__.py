@@ -8,6 +8,7 @@ import importlib
 import torch
 
 from ..errors import MissingDependency
+from ..manifest_types import ModelSpec
 from .base import Backend, PrefixState
 
 _REGISTRY = {
@@ -25,10 +26,24 @@ def pick_device(wanted: str) -> torch.device:
     return torch.device("cuda", 0)
 
 
-def load_backend(model_spec: dict, device: torch.device) -> Backend:
+def load_backend(model_spec: ModelSpec, device: torch.device) -> Backend:
     module_name, class_name = _REGISTRY[model_spec["backend"]]
     module = importlib.import_module(module_name)
     return getattr(module, class_name)(model_spec, device)
 
 
-__all__ = ["Backend", "PrefixState", "load_backend", "pick_device"]
+def reply_tokens(model_spec: ModelSpec, rows: list[dict]) -> list[int] | None:
+    """A bound of each training row's target tokens, read with the tokenizer alone before any weight
+    is loaded (the memory estimate counts the logits there); None for a backend other than hf, or
+    when the tokenizer cannot be read here (loading the backend then reports why)."""
+    if model_spec["backend"] != "hf":
+        return None
+    from .hf_text import reply_lengths
+
+    try:
+        return reply_lengths(model_spec, rows)
+    except Exception:  # noqa: BLE001  the estimate then counts every position
+        return None
+
+
+__all__ = ["Backend", "PrefixState", "load_backend", "pick_device", "reply_tokens"]

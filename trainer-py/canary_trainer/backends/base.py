@@ -17,7 +17,7 @@ model (random, pretrained, loaded) is put in place by `base_model.prepare_base`,
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import torch
 
@@ -35,7 +35,7 @@ class PrefixState:
 
 
 class TextModel(Protocol):
-    def render(self, messages: list[dict], target: str | None = None) -> str:
+    def render(self, messages: Sequence[Mapping[str, Any]], target: str | None = None) -> str:
         """The exact text the model sees: the prompt messages followed by the assistant turn's
         opening (target None), or the whole conversation with `target` as the assistant reply."""
         ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Mapping
 
 import torch
 
@@ -65,7 +66,7 @@ def check_architecture(tf, name: str, revision: str | None, trust_remote_code: b
                                 "choose another model")
 
 
-def load_tokenizer_and_config(tf, spec: dict, load_kw: dict):
+def load_tokenizer_and_config(tf, spec: Mapping[str, Any], load_kw: dict):
     name = spec["name"]
     check_architecture(tf, name, spec.get("revision"), spec["hf"]["trust_remote_code"])
     try:

@@ -4,7 +4,27 @@ count exactly the same tokens."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
+
+
+def rust_tokenizer(tok) -> Any | None:
+    """A private copy of a fast tokenizer's Rust `tokenizers.Tokenizer`, set up as the transformers
+    wrapper sets it for `tok(text, add_special_tokens=False)`: no padding, no truncation, special
+    tokens in the text matched unless the wrapper splits them. Calling it directly skips the
+    wrapper's per-text Python (validation, a dict per encoding, then merging the dicts), which is
+    most of the cost of tokenizing 10,000 candidates; the ids are the same (the wrapper calls this
+    very `encode_batch`). A copy, so a padded call through the wrapper elsewhere cannot leave state
+    behind that changes these ids. None for a tokenizer without a Rust backend (the wrapper then)."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    from tokenizers import Tokenizer
+
+    rust = Tokenizer.from_str(backend.to_str())
+    rust.no_padding()
+    rust.no_truncation()
+    rust.encode_special_tokens = bool(getattr(tok, "split_special_tokens", False))
+    return rust
 
 
 class HfText:
@@ -13,6 +33,12 @@ class HfText:
 
     tokenizer: Any = None
     template_kwargs: dict = {}
+    _rust: tuple[Any, Any] | None = None  # (the tokenizer it was made from, its Rust copy or None)
+
+    def _rust_for(self):
+        if self._rust is None or self._rust[0] is not self.tokenizer:
+            self._rust = (self.tokenizer, rust_tokenizer(self.tokenizer))
+        return self._rust[1]
 
     def render(self, messages, target=None):
         tok = self.tokenizer
@@ -30,10 +56,37 @@ class HfText:
         return text
 
     def tokenize(self, text):
+        rust = self._rust_for()
+        if rust is not None:
+            return rust.encode(text, add_special_tokens=False).ids
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def tokenize_batch(self, texts):
+        rust = self._rust_for()
+        if rust is not None:
+            # encode_batch_fast: the same ids without the character offsets (not read here).
+            return [e.ids for e in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
         return [list(x) for x in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def decode(self, ids):
         return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def reply_lengths(spec: Mapping[str, Any], rows: list[dict]) -> list[int]:
+    """Each row's reply tokens under the model's tokenizer and chat template, read without the
+    weights: the rendered prompt + target's tokens minus the rendered prompt's. Training's targets
+    are these up to the end of turn (batches.encode_row), so this bounds them; the memory estimate
+    sizes the logits of a micro-batch by it."""
+    from .hf_load import import_transformers, load_tokenizer_and_config
+
+    hf = spec["hf"]
+    load_kw = {"revision": spec.get("revision"), "local_files_only": True,
+               "trust_remote_code": hf.get("trust_remote_code", False)}
+    text = HfText()
+    text.tokenizer, _ = load_tokenizer_and_config(import_transformers(), spec, load_kw)
+    text.template_kwargs = dict(hf.get("chat_template_kwargs") or {})
+    if not rows:
+        return []
+    prompts = text.tokenize_batch([text.render(r["prompt"]) for r in rows])
+    full = text.tokenize_batch([text.render(r["prompt"], r["target"]) for r in rows])
+    return [max(0, len(f) - len(p)) for p, f in zip(prompts, full)]
