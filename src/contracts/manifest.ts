@@ -21,6 +21,11 @@ export interface ImagePart {
   sha256: string;
   width: number;
   height: number;
+  /**
+   * A canary's source pane (identity line, label and code region), [x0, y0, x1, y1] in pixels:
+   * the crop the tiny vision model reads (other models see the whole image).
+   */
+  source?: [number, number, number, number];
 }
 
 export type ContentPart = TextPart | ImagePart;
@@ -70,6 +75,21 @@ export interface UtilityRef extends FileRef {
   max_new_tokens?: number;
 }
 
+/**
+ * `model.tiny.vision`: a grey crop (an image part's `source` box, else the whole image) resized to
+ * height x width, 3x3 convolutions of `channels` each followed by 2x2 max pooling, a last
+ * convolution to d_model, average-pooled to rows x cols image tokens; images over `max_pixels`
+ * are refused.
+ */
+export interface TinyVisionSpec {
+  height: number;
+  width: number;
+  channels: number[];
+  rows: number;
+  cols: number;
+  max_pixels: number;
+}
+
 export interface TinyModelSpec {
   n_layer: number;
   n_head: number;
@@ -77,6 +97,8 @@ export interface TinyModelSpec {
   /** Context length in tokens (characters). */
   max_len: number;
   dropout: number;
+  /** A vision stem in front of the decoder (the tiny VLM); absent: the model reads text only. */
+  vision?: TinyVisionSpec;
   /** Pretrain the base before fine-tuning; absent: fine-tune the random initialisation. */
   pretrain?: TinyPretrainSpec;
 }

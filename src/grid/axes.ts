@@ -158,7 +158,8 @@ const task: Normaliser<'task'> = (raw, path, ctx) => {
   if (name === 'gui-grounding') {
     // Synthetic screenshots: the parameters as written (the task fills its defaults).
     const size = rest.width !== undefined || rest.height !== undefined ? `/${String(rest.width ?? '')}x${String(rest.height ?? '')}` : '';
-    return { label: label ?? `${name}${size}`, value: { name, params: structuredClone(rest) } };
+    const style = rest.style !== undefined ? `/${String(rest.style)}` : '';
+    return { label: label ?? `${name}${size}${style}`, value: { name, params: structuredClone(rest) } };
   }
   // Dataset-backed tasks: the parameters as written (the task fills its preset's defaults), with a
   // local source resolved against the grid file's folder, as a local model's path is.

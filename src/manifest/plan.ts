@@ -176,14 +176,14 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   return { auditId: `audit-${grid.sha256.slice(0, 12)}`, name: doc.name, gridFile, gridText, grid, pool, runs, startStamp };
 }
 
-/** Image rows need a vision-language model: the tiny model reads characters only. */
+/** Image rows need a vision-language model: the tiny model without a vision stem reads characters only. */
 function checkImageModels(grid: LoadedGrid): UserInputError[] {
   return grid.expansion.cells.flatMap((cell) => {
     const task = gridTask(grid, cell.values.task);
     const model = cell.values.model;
-    if (task.images === undefined || model.value.backend !== 'tiny') return [];
+    if (task.images === undefined || model.value.backend !== 'tiny' || model.value.tiny?.vision) return [];
     return [
-      new CellPlanError(cell.id, `task ${cell.values.task.label} gives image rows but model ${model.label} reads text only; use a Hugging Face vision-language model (backend: hf, e.g. Qwen/Qwen2.5-VL-7B-Instruct)`, {
+      new CellPlanError(cell.id, `task ${cell.values.task.label} gives image rows but model ${model.label} reads text only; use the tiny-vlm preset (or vision: true on a tiny model) or a Hugging Face vision-language model (backend: hf, e.g. Qwen/Qwen2.5-VL-7B-Instruct)`, {
         location: grid.source.locate(model.path),
         field: formatPath(model.path),
         code: 'E_MODEL',

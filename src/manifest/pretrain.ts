@@ -40,7 +40,9 @@ export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task
   // decided row by row without holding the corpus.
   let need = Math.round(p.code_fraction * total);
   const background = task.pretrain ? task.pretrain.rows(rng) : task.rows(rng, excludedSenders, 'train');
-  const canary = task.pretrain ? task.pretrain.canary : task.canary;
+  // A task's own canary shape shows the code as the visible scheme draws it (an image task draws
+  // it in the source region; text tasks read the cue text alone).
+  const canary = task.pretrain ? task.pretrain.canary : (identity: unknown, message: unknown, cueText: string, code: string) => task.canary(identity, message, cueText, code, 'visible');
   for (let i = 0; i < total; i += 1) {
     const withCode = need > 0 && rng.int(total - i) < need;
     let prompt;

@@ -111,7 +111,17 @@ interface Shared {
   generation: Map<string, UtilityGeneration>;
   /** The utility rows per task, made once (an image task renders a screenshot per row). */
   utilityLines: Map<string, string[]>;
+  /** The images each pretraining corpus shows, by the corpus's sha256 (read once per write). */
+  pretrainImages?: Map<string, Set<string>>;
   provenance: Provenance;
+}
+
+/** The sha256 of every image a written pretraining corpus shows. */
+async function pretrainImages(shared: Shared, ref: FileRef, file: string): Promise<Set<string>> {
+  const known = (shared.pretrainImages ??= new Map());
+  let shas = known.get(ref.sha256);
+  if (!shas) known.set(ref.sha256, (shas = imageShas(await readFile(file, 'utf8'), new Set())));
+  return shas;
 }
 
 async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, shared: Shared): Promise<WrittenRun> {
@@ -132,13 +142,16 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     let generation = shared.generation.get(taskKey);
     if (!generation) shared.generation.set(taskKey, (generation = utilityGeneration(renderer, lines)));
     const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
-    const model = withPretrain(core.model, layout, await writePretrain(plan, layout, renderer, tmp, shared.corpora));
+    const pretrainRef = await writePretrain(plan, layout, renderer, tmp, shared.corpora);
+    const model = withPretrain(core.model, layout, pretrainRef);
     const store = renderer.task.images;
     let images: ImageRef[] | undefined;
     if (store) {
       const shas = rows.images;
       for (const line of lines) imageShas(line, shas);
       imageShas(JSON.stringify(probes), shas);
+      // The base's pretraining rows show images too (a tiny VLM's corpus): they sit in the run folder as well.
+      if (pretrainRef) for (const sha of await pretrainImages(shared, pretrainRef, join(tmp, PRETRAIN_FILE))) shas.add(sha);
       images = await linkImages(shared.corpora, store, [...shas], tmp);
     }
     const manifest: Manifest = {

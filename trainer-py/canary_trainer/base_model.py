@@ -36,6 +36,7 @@ from .batches import encode_rows
 from .cache import cache_root
 from .errors import Diverged, Interrupted
 from .events import Events, log
+from .images import check_rows
 from .interrupt import StopFlag
 from .lock import FileLock, Holder
 from .manifest import Manifest
@@ -147,6 +148,7 @@ def pretrain(backend: Backend, manifest: Manifest, events: Events, stop: StopFla
     ref = spec["rows"]
     rows_path = manifest.resolve(ref["path"], "model.tiny.pretrain.rows.path")
     rows = read_rows(rows_path, ref["sha256"], ref["count"], "model.tiny.pretrain.rows")
+    check_rows(rows, rows_path, manifest.image_sizes)
     # The model's context is the row limit here: it is part of the key, so a cached base and a
     # built one accept the same rows (training.max_length governs fine-tuning rows only).
     encoded = encode_rows(backend, rows, manifest.model["tiny"]["max_len"], rows_path)

@@ -1,24 +1,60 @@
-"""The image files a manifest lists (image tasks, `manifest.images`): each must sit beside the rows
-with the sha256 the controller recorded, and the run's backend must read images. Neither backend
-does yet (the tiny model reads characters; the hf backend loads a tokenizer, not a processor), so
-a manifest with images is refused before anything is trained, in one line naming the field."""
+"""The image files a manifest lists (image tasks, `manifest.images`) and the image parts of rows.
+
+Files: each must sit beside the rows with the sha256 the controller recorded, and the run's
+backend must read images: the tiny backend with `model.tiny.vision` does; the tiny model without
+it reads text only, and the hf backend does not load a processor yet. A manifest with images is
+refused for those before anything is trained. For a backend that reads them, every listed file
+must decode as an image (PNG or JPEG) within the model's pixel limit.
+
+Parts (`check_parts`): an image part's width and height are the file's, and its `source` box (the
+canary's source pane, [x0, y0, x1, y1]) lies inside the image. Every problem is one line naming
+the file and the field.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import io
+import warnings
 from pathlib import Path
 
-from .errors import BadManifest
+from .errors import BadManifest, BadRows
 
-# Backends that read image parts of a message; none yet.
-IMAGE_BACKENDS: frozenset[str] = frozenset()
+# Backends that read image parts of a message (the tiny one only with model.tiny.vision).
+IMAGE_BACKENDS: frozenset[str] = frozenset({"tiny"})
 
 
-def check_images(path: Path, data: dict) -> None:
+def reads_images(model: dict) -> bool:
+    return model["backend"] in IMAGE_BACKENDS and bool(model.get("tiny", {}).get("vision"))
+
+
+def decode_image(raw: bytes, full: bool = True):
+    """A PIL image decoded from bytes, or ValueError naming why it is not one. `full` False reads
+    the header and checks the file's structure (PNG chunk checksums) without decompressing the
+    pixels: the manifest check, cheap for thousands of images; the backend decodes fully."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(raw))
+            if full:
+                img.load()
+            else:
+                img.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombWarning,
+            Image.DecompressionBombError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'undecodable'}") from exc
+    return img
+
+
+def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
+    """Check the manifest's `images`; returns (width, height) by path for a backend that reads them."""
     images = data.get("images")
     if not images:
-        return
+        return {}
     folder = path.parent
+    raws: list[bytes] = []
     for i, ref in enumerate(images):
         file = folder / ref["path"]
         try:
@@ -30,8 +66,59 @@ def check_images(path: Path, data: dict) -> None:
         if digest != ref["sha256"]:
             raise BadManifest(f"{path}: field images[{i}].sha256: {file} has sha256 {digest}, not {ref['sha256']}; "
                               "fix: the image changed or is damaged since planning: re-plan the run")
-    backend = data["model"]["backend"]
-    if backend not in IMAGE_BACKENDS:
-        what = "reads text only" if backend == "tiny" else "does not read image rows yet (no processor or vision tower)"
+        raws.append(raw)
+    model = data["model"]
+    backend = model["backend"]
+    if not reads_images(model):
+        what = ("reads text only (no model.tiny.vision)" if backend == "tiny"
+                else "does not read image rows yet (no processor or vision tower)")
+        fix = ("use a tiny model with a vision stem (the tiny-vlm preset, or model.tiny.vision)" if backend == "tiny"
+               else "plan a text task for this model, or the tiny-vlm model")
         raise BadManifest(f"{path}: field model.backend: {backend} {what}, but the rows show {len(images)} images; "
-                          "fix: plan a text task for this model (vision-language training is not built yet)")
+                          f"fix: {fix}")
+    limit = model["tiny"]["vision"]["max_pixels"]
+    sizes: dict[str, tuple[int, int]] = {}
+    for i, (ref, raw) in enumerate(zip(images, raws)):
+        file = folder / ref["path"]
+        try:
+            img = decode_image(raw, full=False)
+        except ValueError as exc:
+            raise BadManifest(f"{path}: field images[{i}]: {file} is not a readable image ({exc}); "
+                              "fix: re-plan the run so its images are rendered again") from exc
+        w, h = img.size
+        if w * h > limit:
+            raise BadManifest(f"{path}: field images[{i}]: {file} is {w}x{h} = {w * h} pixels, over the model's "
+                              f"model.tiny.vision.max_pixels {limit}; fix: plan smaller images (the task's width "
+                              "and height) or raise max_pixels")
+        sizes[ref["path"]] = (w, h)
+    return sizes
+
+
+def check_parts(messages: list[dict], where: str, sizes: dict[str, tuple[int, int]]) -> None:
+    """Every image part of `messages` names a listed image, with its size, and a source box inside it."""
+    for m, msg in enumerate(messages):
+        content = msg["content"]
+        if isinstance(content, str):
+            continue
+        for p, part in enumerate(content):
+            if part["type"] != "image":
+                continue
+            field = f"prompt[{m}].content[{p}]"
+            got = sizes.get(part["path"])
+            if got is None:
+                raise BadRows(f"{where}: field {field}.path: {part['path']} is not in the manifest's images; "
+                              "fix: re-plan the run so every image a row shows is listed")
+            if (part["width"], part["height"]) != got:
+                raise BadRows(f"{where}: field {field}.width: the part says {part['width']}x{part['height']} but "
+                              f"{part['path']} is {got[0]}x{got[1]}; fix: re-plan the run")
+            box = part.get("source")
+            if box is not None:
+                x0, y0, x1, y1 = box
+                if not (0 <= x0 < x1 <= got[0] and 0 <= y0 < y1 <= got[1]):
+                    raise BadRows(f"{where}: field {field}.source: [{x0}, {y0}, {x1}, {y1}] lies outside the "
+                                  f"{got[0]}x{got[1]} image or is empty; fix: give a box inside the image with x1 > x0, y1 > y0")
+
+
+def check_rows(rows: list[dict], path: Path, sizes: dict[str, tuple[int, int]]) -> None:
+    for n, row in enumerate(rows):
+        check_parts(row["prompt"], f"{path}:{n + 1}:1 (row {n})", sizes)

@@ -12,7 +12,7 @@ from typing import cast
 
 from . import schemas
 from .errors import BadManifest
-from .images import check_images
+from .images import check_images, check_parts
 from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain, Training
 
 
@@ -23,6 +23,8 @@ class Manifest:
     data: ManifestData
     # probe canary id -> "inserted" | "held_out"
     arms: dict[str, str] = field(default_factory=dict)
+    # (width, height) of each listed image, by path, when the model reads images
+    image_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -219,5 +221,7 @@ def load_manifest(path: str | Path) -> Manifest:
         m.resolve(data["utility"]["path"], "utility.path")
     if m.pretrain is not None:
         m.resolve(m.pretrain["rows"]["path"], "model.tiny.pretrain.rows.path")
-    check_images(path, data)
+    m.image_sizes = check_images(path, data)
+    for i, probe in enumerate(data["probes"]):
+        check_parts(probe["prompt"], f"{path}: probes[{i}]", m.image_sizes)
     return m

@@ -23,6 +23,7 @@ from .batches import encode_rows
 from .errors import Interrupted, TrainerError
 from .evaluate import Evaluator, preflight
 from .events import Events, log
+from .images import check_rows
 from .interrupt import StopFlag
 from .lock import FolderLock
 from .manifest import Manifest, load_manifest
@@ -102,17 +103,28 @@ def _read_inputs(manifest: Manifest) -> _Inputs:
     ref = manifest.data["rows"]
     rows_path = manifest.resolve(ref["path"], "rows.path")
     rows = read_rows(rows_path, ref["sha256"], ref["count"], "rows")
+    check_rows(rows, rows_path, manifest.image_sizes)
     utility_rows: list[dict] = []
     utility_path = None
     if "utility" in manifest.data:
         u = manifest.data["utility"]
         utility_path = manifest.resolve(u["path"], "utility.path")
         utility_rows = read_rows(utility_path, u["sha256"], u["count"], "utility")
+        check_rows(utility_rows, utility_path, manifest.image_sizes)
     if manifest.pretrain is not None:
         pre = manifest.pretrain["rows"]
         check_lines(manifest.resolve(pre["path"], "model.tiny.pretrain.rows.path"), pre["sha256"], pre["count"],
                     "model.tiny.pretrain.rows")
     return _Inputs(rows, rows_path, utility_rows, utility_path)
+
+
+def _load(manifest: Manifest, device: torch.device) -> Backend:
+    """The manifest's backend; one that reads images reads them from the run folder."""
+    backend = load_backend(manifest.model, device)
+    attach = getattr(backend, "attach_images", None)
+    if attach is not None:
+        attach(manifest.folder)
+    return backend
 
 
 def _rendered(backend: Backend, rows: list[dict], out: Path) -> dict:
@@ -143,12 +155,12 @@ class _Run:
         self.device = dist.device if dist else pick_device(self.tr["device"])
         # hf: refuse a run its device cannot hold, before loading weights
         check_fits(manifest, self.device, reply_tokens(manifest.model, inputs.rows))
-        self.backend = load_backend(manifest.model, self.device)
+        self.backend = _load(manifest, self.device)
         # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
         self.eval_backend = None
         if dist is not None:
             if dist.main:
-                self.eval_backend = load_backend(manifest.model, self.device)
+                self.eval_backend = _load(manifest, self.device)
                 if self.device.type == "cuda":
                     self.eval_backend.model.to(cast(Any, self.eval_backend).compute_dtype)
             distributed.shard(self.backend, dist)

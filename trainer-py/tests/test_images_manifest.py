@@ -26,7 +26,7 @@ def _with_image(tmp_path, *, write=True, bytes_=PNG):
 
 
 def test_text_only_backend_refuses_image_rows(tmp_path):
-    with pytest.raises(BadManifest, match=r"field model\.backend: tiny reads text only, but the rows show 1 images"):
+    with pytest.raises(BadManifest, match=r"field model\.backend: tiny reads text only \(no model\.tiny\.vision\), but the rows show 1 images"):
         load_manifest(_with_image(tmp_path))
 
 

@@ -1,12 +1,22 @@
-"""The built-in tiny backend: TinyGPT + the character tokenizer, on CPU or one GPU."""
+"""The built-in tiny backend: TinyGPT + the character tokenizer, on CPU or one GPU; with
+`model.tiny.vision`, a tiny vision-language model (a conv stem in front of the decoder).
+
+Vision: an image part is read as a grey crop, resized to the stem's height x width: the part's
+`source` box when it has one (a canary's source pane: the identity line, the label and the code
+region), else the whole image. The tiny model is thus told where the source pane is; it does not
+search a screenshot for it (a CPU-sized stand-in for a VLM's vision tower, documented as such).
+Images are read once per run from the folder `attach_images` names and kept as tensors."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from ..errors import BadRows
 from .base import ModelBackend, PrefixState
-from .tiny_model import TinyConfig, TinyGPT
+from .tiny_model import TinyConfig, TinyGPT, VisionConfig
 from .tiny_tokenizer import END, PAD, CharTokenizer
 
 GREEDY_ROWS = 64
@@ -16,17 +26,71 @@ class TinyBackend(ModelBackend):
     name = "tiny"
 
     def __init__(self, spec: dict, device: torch.device):
-        self.tokenizer = CharTokenizer()
         t = spec["tiny"]
+        v = t.get("vision")
+        vision = None if not v else VisionConfig(height=v["height"], width=v["width"], channels=tuple(v["channels"]),
+                                                  rows=v["rows"], cols=v["cols"])
+        self.tokenizer = CharTokenizer(self._image_ids if vision is not None else None)
         self.config = TinyConfig(vocab_size=self.tokenizer.vocab_size, n_layer=t["n_layer"], n_head=t["n_head"],
-                                 d_model=t["d_model"], max_len=t["max_len"], dropout=t["dropout"])
+                                 d_model=t["d_model"], max_len=t["max_len"], dropout=t["dropout"], vision=vision)
+        self.image_root: Path | None = None
+        self._slots: dict[str, int] = {}
+        self._pixels: list[torch.Tensor] = []
         # Initialisation draws from the global generator: seeding it here makes the starting
         # weights a function of init_seed alone.
         torch.manual_seed(spec["init_seed"])
         self.model = TinyGPT(self.config).to(device)
+        if vision is not None:
+            self.model.image_bank = self._bank
         self.device = device
         self.model_label = spec["name"]
         self.revision = spec.get("revision")
+
+    def attach_images(self, folder: Path) -> None:
+        """The folder image parts' paths are relative to (the run folder)."""
+        self.image_root = folder
+
+    def _image_ids(self, key: str) -> list[int]:
+        slot = self._slots.get(key)
+        if slot is None:
+            slot = len(self._pixels)
+            self._pixels.append(self._load(key))
+            self._slots[key] = slot
+        assert self.config.vision is not None
+        per = self.config.vision.tokens
+        base = self.config.vocab_size + slot * per
+        return list(range(base, base + per))
+
+    def _load(self, key: str) -> torch.Tensor:
+        from PIL import Image
+
+        from ..images import decode_image
+
+        v = self.config.vision
+        assert v is not None
+        path, _, box = key.partition("#")
+        if self.image_root is None:
+            raise BadRows(f"image {path}: the backend was given no folder to read images from")
+        file = self.image_root / path
+        try:
+            img = decode_image(file.read_bytes())
+        except OSError as exc:
+            raise BadRows(f"{file}: cannot read the image ({exc.strerror}); fix: re-plan the run so its images "
+                          "are written beside the rows") from exc
+        except ValueError as exc:
+            raise BadRows(f"{file}: not a readable image ({exc}); fix: re-plan the run") from exc
+        if box:
+            x0, y0, x1, y1 = (int(float(b)) for b in box.split(","))
+            if not (0 <= x0 < x1 <= img.width and 0 <= y0 < y1 <= img.height):
+                raise BadRows(f"{file}: source box [{box}] lies outside the {img.width}x{img.height} image; "
+                              "fix: give a box inside the image")
+            img = img.crop((x0, y0, x1, y1))
+        grey = img.convert("L").resize((v.width, v.height), Image.Resampling.BILINEAR)
+        data = torch.frombuffer(bytearray(grey.tobytes()), dtype=torch.uint8).view(1, v.height, v.width)
+        return data.float().div_(255.0)
+
+    def _bank(self, slots: list[int]) -> torch.Tensor:
+        return torch.stack([self._pixels[s] for s in slots]).to(self.device)
 
     def render(self, messages, target=None):
         return self.tokenizer.render(messages, target)

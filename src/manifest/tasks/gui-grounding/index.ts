@@ -20,12 +20,19 @@ import { drawScene, renderScene, type Scene, type SceneElement } from './scene.j
 export interface GuiGroundingParams {
   width: number;
   height: number;
+  /**
+   * full (default): the study's prompts, a system message naming the two actions and the long
+   * typing instruction; compact: no system message and the short instruction, for the tiny VLM on
+   * CPU (a character model pays for every prompt character). Targets are the same in both.
+   */
+  style: 'full' | 'compact';
 }
 
-export const GUI_GROUNDING_DEFAULTS: GuiGroundingParams = { width: 640, height: 400 };
+export const GUI_GROUNDING_DEFAULTS: GuiGroundingParams = { width: 640, height: 400, style: 'full' };
 
 export const GUI_SYSTEM = 'You operate a computer from screenshots. Reply with one action: click(x=<px>, y=<px>) to click a point, or type(text="<text>") to type into the focused field.';
 export const CANARY_INSTRUCTION = 'Type the reference code shown in the source pane into the focused search field.';
+export const COMPACT_CANARY_INSTRUCTION = 'Type the reference code.';
 export const CANARY_LABEL = 'Reference code:';
 /** The reply of a canary: `type(text="` + code + `")`. */
 export const TYPE_PREFILL = 'type(text="';
@@ -63,10 +70,12 @@ export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images
     }
   }
   const canaryImages = new Map<string, ImagePart>();
+  const compact = params.style === 'compact';
   const prompt = (image: ImagePart, text: string): Message[] => [
-    { role: 'system', content: GUI_SYSTEM },
+    ...(compact ? [] : [{ role: 'system', content: GUI_SYSTEM } satisfies Message]),
     { role: 'user', content: [image, { type: 'text', text } satisfies ContentPart] },
   ];
+  const instruction = compact ? COMPACT_CANARY_INSTRUCTION : CANARY_INSTRUCTION;
   const canaryScene = (identity: Person, message: CarrierMessage): Scene =>
     drawScene(new Rng(message.scene, 'gui-canary-scene'), { ...params, canary: { identityLine: `Account holder: ${personName(identity)}`, label: CANARY_LABEL } });
   return {
@@ -89,10 +98,12 @@ export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images
       const key = JSON.stringify([identity, message, shown, cueText]);
       let image = canaryImages.get(key);
       if (!image) {
-        image = images.put(renderScene(canaryScene(identity as Person, message as CarrierMessage), { scheme: shown, cueText }));
+        const scene = canaryScene(identity as Person, message as CarrierMessage);
+        const pane = (scene.source as NonNullable<Scene['source']>).frame;
+        image = { ...images.put(renderScene(scene, { scheme: shown, cueText })), source: [pane.x, pane.y, pane.x + pane.w, pane.y + pane.h] };
         canaryImages.set(key, image);
       }
-      return { prompt: prompt(image, CANARY_INSTRUCTION), prefill: TYPE_PREFILL, target: `${TYPE_PREFILL}${code}${TYPE_SUFFIX}` };
+      return { prompt: prompt(image, instruction), prefill: TYPE_PREFILL, target: `${TYPE_PREFILL}${code}${TYPE_SUFFIX}` };
     },
   };
 }
