@@ -84,6 +84,15 @@ class Pretrain(TypedDict):
     seed: int
 
 
+class TinyVision(TypedDict):
+    height: int
+    width: int
+    channels: list[int]
+    rows: int
+    cols: int
+    max_pixels: int
+
+
 class TinySpec(TypedDict):
     n_layer: int
     n_head: int
@@ -91,6 +100,7 @@ class TinySpec(TypedDict):
     max_len: int
     dropout: float
     pretrain: NotRequired[Pretrain]
+    vision: NotRequired[TinyVision]
 
 
 class HfSpec(TypedDict):
