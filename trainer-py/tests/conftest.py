@@ -49,12 +49,25 @@ def start_cli(manifest: Path, out: Path, *args: str, env: dict | None = None) ->
 SHARED_GROUPS = {"test_resume": "resume", "test_checkpoint_integrity": "resume"}
 
 
+# The longest files first (CPU seconds of one session each, README's suite table), so that the two
+# workers do not end on one long file while the other sits idle; `npm run test:py` passes
+# --no-loadscope-reorder so that pytest-xdist hands out groups in this order rather than by test count.
+LONGEST_FIRST = ("test_fsdp", "test_hf_training", "test_utility", "test_resume", "test_checkpoint_integrity",
+                 "test_trie", "test_base_model", "test_hf_backend")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             module = item.module.__name__.rpartition(".")[2]
             item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(module, module)))
+
+    def rank(item) -> int:
+        module = item.module.__name__.rpartition(".")[2]
+        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its own order
 
 
 @pytest.fixture(scope="session")
