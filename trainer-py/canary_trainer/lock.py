@@ -67,7 +67,7 @@ class FileLock:
                     raise Interrupted(f"{self.path}: stopped ({stop.reason}) while waiting for the lock; nothing "
                                       "was done; rerun or resume later") from None
                 if deadline is not None and time.monotonic() >= deadline:
-                    pid = self._holder(fd)
+                    pid = self._holder_record(fd).pid
                     os.close(fd)
                     raise FolderBusy(f"{self.path}: another trainer (pid {pid}) holds {self.what}; "
                                      f"waited {self.wait_s:g} s; fix: stop that trainer or wait for it, then retry") from None
@@ -75,10 +75,6 @@ class FileLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, (f"{os.getpid()}\n" + (f"{self.label}\n" if self.label else "")).encode(), 0)
         self.fd = fd
-
-    @staticmethod
-    def _holder(fd: int) -> str:
-        return FileLock._holder_record(fd).pid
 
     @staticmethod
     def _holder_record(fd: int) -> Holder:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -279,9 +279,12 @@ def device_memory(device: torch.device) -> int | None:
     return None
 
 
-def check_fits(manifest: Manifest, device: torch.device, row_targets: list[int] | None = None) -> dict[str, int] | None:
+def check_fits(manifest: Manifest, device: torch.device,
+               row_targets: Callable[[], list[int] | None] | None = None) -> dict[str, int] | None:
     """Log the estimate of an hf run and refuse it (OutOfMemory) when it cannot fit the device.
-    `row_targets`: a bound of each training row's target tokens (backends.reply_tokens)."""
+    `row_targets`: reads a bound of each training row's target tokens (backends.reply_tokens); called
+    only where the estimate counts the logits at the targets (one rank, a plain head), since reading
+    it renders and tokenizes every row."""
     model = manifest.model
     if model["backend"] != "hf":
         return None
@@ -306,7 +309,7 @@ def check_fits(manifest: Manifest, device: torch.device, row_targets: list[int] 
     mine, alts = plan(shape, model, manifest.training, manifest.eval["score_batch_size"],
                       on_gpu=device.type == "cuda" or total is not None,
                       micro_batch=micro, checkpointing=gradient_checkpointing(), device_bytes=total,
-                      row_targets=row_targets)
+                      row_targets=row_targets() if row_targets is not None and ranks == 1 and shape.plain_head else None)
     log(f"memory estimate: {describe(mine, ranks)}" + (f" of {_gib(total)} GiB on {device}" if total else ""))
     problem = refusal(mine, total, str(device), alts, ranks) if total else None
     if problem:

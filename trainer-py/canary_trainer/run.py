@@ -154,7 +154,7 @@ class _Run:
         inputs = _read_inputs(manifest)
         self.device = dist.device if dist else pick_device(self.tr["device"])
         # hf: refuse a run its device cannot hold, before loading weights
-        check_fits(manifest, self.device, reply_tokens(manifest.model, inputs.rows))
+        check_fits(manifest, self.device, lambda: reply_tokens(manifest.model, inputs.rows))
         self.backend = _load(manifest, self.device)
         # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
         self.eval_backend = None
