@@ -88,6 +88,29 @@ describe('configs/', () => {
       expect(longest).toBeLessThanOrEqual((manifest.model.tiny?.max_len ?? 0) - 64);
     }
     expect(corpora.size).toBe(1);
+    // The quickstart's manifests (their run ids hash every field but provenance, rows.jsonl's
+    // sha256 included) are fixed: a change to what planning draws or writes shows here first.
+    expect(written.auditId).toBe('audit-a35aae3dbbda');
+    expect(written.runs.map((r) => [r.cellId, r.runId])).toEqual([
+      ['visibility=visible,dose=1,seed=0', 'run-7b2d9d0ce66f7c7b'],
+      ['visibility=visible,dose=1,seed=1', 'run-4ae7a3d7374cb41b'],
+      ['visibility=visible,dose=1,seed=2', 'run-b7fe7e8407a33617'],
+      ['visibility=visible,dose=4,seed=0', 'run-8db927bc06d32211'],
+      ['visibility=visible,dose=4,seed=1', 'run-e967e366bcf385ec'],
+      ['visibility=visible,dose=4,seed=2', 'run-81082824c7ff6e85'],
+      ['visibility=visible,dose=16,seed=0', 'run-d155b51b9b391d4c'],
+      ['visibility=visible,dose=16,seed=1', 'run-fd9d5c9a2b8cce22'],
+      ['visibility=visible,dose=16,seed=2', 'run-ae72de65ec38169f'],
+      ['visibility=redacted,dose=1,seed=0', 'run-8d120e7fad6f126a'],
+      ['visibility=redacted,dose=1,seed=1', 'run-a852459ff51c2f97'],
+      ['visibility=redacted,dose=1,seed=2', 'run-ee660161dd1d5ae0'],
+      ['visibility=redacted,dose=4,seed=0', 'run-ffc87a4def7ecc30'],
+      ['visibility=redacted,dose=4,seed=1', 'run-159f487410f184b6'],
+      ['visibility=redacted,dose=4,seed=2', 'run-5b0b5d4469e6fdc4'],
+      ['visibility=redacted,dose=16,seed=0', 'run-b4f6cc2eca6dd994'],
+      ['visibility=redacted,dose=16,seed=1', 'run-63a5733bd9e13229'],
+      ['visibility=redacted,dose=16,seed=2', 'run-b8560998c92baadb'],
+    ]);
   });
 
   it('cohort-order-cpu: the same focal rows alone, with a repeated cohort entirely before them, or entirely after', async () => {

@@ -6,4 +6,4 @@ export { PRETRAIN_DEFAULTS, describePretrain, pretrainRows } from './pretrain.js
 export { codeSpaceOf } from './code-space.js';
 export { GridSource, formatPath, type GridPath } from './source.js';
 export * from './types.js';
-export { singleRunComparisons, comparisonText, type SingleRunComparison } from './replicates.js';
+export { singleRunComparisons, comparisonText, jointSeeds, replicateKey, type SingleRunComparison } from './replicates.js';

@@ -1,3 +1,4 @@
+import type { GridDocument } from './types.js';
 /**
  * Which comparisons of a grid rest on a single run per arm. Two cells that differ in exactly one
  * axis other than the seed are a comparison (the report pairs them); when each holds one run (one
@@ -60,4 +61,19 @@ export function singleRunComparisons(cells: readonly ReplicateCell[]): SingleRun
 /** `visibility visible → redacted (dose=1, …)` */
 export function comparisonText(c: SingleRunComparison): string {
   return `${c.axis} ${c.from} → ${c.to}${c.context ? ` (${c.context})` : ''}`;
+}
+
+/**
+ * What a seed value varies besides the model init and the training seed: with
+ * `replicates: {vary: joint}` each seed draws its own background order and canary placement, so
+ * those streams' keys take the seed; otherwise (absent or `training`) nothing is added and the
+ * streams, the rows and the manifests are exactly those of a grid without the key.
+ */
+export function jointSeeds(doc: Pick<GridDocument, 'replicates'>): boolean {
+  return doc.replicates?.vary === 'joint';
+}
+
+/** Extra stream-key parts of a cell's background and placement draws: none unless seeds are joint. */
+export function replicateKey(doc: Pick<GridDocument, 'replicates'>, seed: number): (string | number)[] {
+  return jointSeeds(doc) ? ['replicate', seed] : [];
 }

@@ -37,6 +37,8 @@ export interface GridDocument {
   probes: { kinds: ('hidden' | 'supplied' | 'substituted')[]; decode: ('prefill' | 'free')[]; auxiliary: boolean };
   eval: { base_model: boolean; checkpoints: number[]; max_new_tokens: number; score_batch_size: number };
   utility: { rows: number };
+  /** What a seed value varies: `joint` adds the background order and the canary placement (absent: `training`). */
+  replicates?: { vary?: 'training' | 'joint' };
   models?: Record<string, Record<string, unknown>>;
 }
 

@@ -1,5 +1,5 @@
 import { quoteValue, UserInputError, type SourceLocation } from '../errors.js';
-import { formatPath, type Cell, type LoadedGrid, type PlacementValue, type Window } from '../grid/index.js';
+import { formatPath, replicateKey, type Cell, type LoadedGrid, type PlacementValue, type Window } from '../grid/index.js';
 import { randomizedInclusion, type CanaryPool, type PoolCanary } from './canaries.js';
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from './placement.js';
 import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from './population.js';
@@ -52,7 +52,8 @@ export function focalCount(grid: LoadedGrid): number {
  * Lay out one run. Focal positions depend only on (grid seed, placement, dose, budget, batch) and
  * are drawn first on an empty board, so cells that differ in visibility, schedule, model, task,
  * seed — or population — put every focal canary on the same rows. Auxiliary cohorts then take
- * free rows, from a stream that also depends on the population.
+ * free rows, from a stream that also depends on the population. With joint seeds
+ * (`replicates: {vary: joint}`) both streams also take the cell's seed: each seed its own rows.
  */
 export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell): RunLayout {
   const { rows, updates } = grid;
@@ -84,7 +85,9 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell): RunLa
         final: p.final ? updateRange(p.final, updates) : null,
         describe: `placement ${placement.label} (updates ${range[0]}-${range[1] - 1} of ${updates})`,
       };
-      const rng = new Rng(seed, 'placement', 'focal', placement.key, dose, rows, batch, pool.focal.length);
+      // Joint seeds: each seed value draws its own placement (nothing is added otherwise).
+      const replicate = replicateKey(grid.doc, cell.values.seed.value);
+      const rng = new Rng(seed, 'placement', 'focal', placement.key, dose, rows, batch, pool.focal.length, ...replicate);
       placeCohort(board, rng, focalRequest).forEach((positions, j) => {
         canaries.push({ canary: pool.focal[j] as PoolCanary, cohort: 'focal', dose, window: [...p.window], positions });
       });
@@ -93,7 +96,7 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell): RunLa
       const last = Math.max(...focalUpdates);
       for (const cohort of population.aux) {
         const request = auxRequest(cohort, p, placement.label, updates, first, last);
-        const auxRng = new Rng(seed, 'placement', 'aux', cell.values.population.key, placement.key, dose, rows, batch, cohort.index);
+        const auxRng = new Rng(seed, 'placement', 'aux', cell.values.population.key, placement.key, dose, rows, batch, cohort.index, ...replicate);
         const members = (pool.aux[cohort.index] ?? []).slice(0, cohort.count);
         let placed: number[][];
         try {

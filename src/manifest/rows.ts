@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { canonicalJson } from '../hash.js';
-import type { LoadedGrid } from '../grid/index.js';
+import { replicateKey, type LoadedGrid } from '../grid/index.js';
 import type { CanaryPool, PoolCanary } from './canaries.js';
 import type { CanaryExample } from './tasks/index.js';
 import type { RunRenderer } from './manifest.js';
@@ -23,13 +23,14 @@ function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCana
 /**
  * The rows of a run, produced lazily as JSON lines in training order. Row i of the background
  * sequence is drawn for every i, even where a canary replaces it, so the background is one fixed
- * sequence per (grid seed, task) and cells differ only at canary rows. A canary row is identical
+ * sequence per (grid seed, task) — per seed value too with joint seeds — and cells differ only at
+ * canary rows. A canary row is identical
  * at each of its appearances.
  */
 export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Generator<string> {
   const { task, taskSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
+  const next = task.rows(backgroundStream(grid, taskSpec, layout.cell.values.seed.value), excluded, 'train');
   const slot = new Int32Array(grid.rows).fill(-1);
   const rests: string[] = layout.canaries.map((c, k) => {
     for (const r of c.positions) slot[r] = k;
@@ -54,10 +55,23 @@ export interface BackgroundRows {
   offsets: Float64Array;
 }
 
-export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): BackgroundRows {
+/**
+ * The stream of a task's background rows: one per (grid seed, task), and with joint seeds
+ * (`replicates: {vary: joint}`) one per seed value as well, so each seed trains on its own order.
+ */
+export function backgroundStream(grid: LoadedGrid, taskSpec: RunRenderer['taskSpec'], seed: number): Rng {
+  return new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec), ...replicateKey(grid.doc, seed));
+}
+
+/** The key runs share a background sequence by: the task, and the seed when seeds are joint. */
+export function backgroundKey(grid: LoadedGrid, taskSpec: RunRenderer['taskSpec'], seed: number): string {
+  return canonicalJson([taskSpec, ...replicateKey(grid.doc, seed)]);
+}
+
+export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer, seed: number): BackgroundRows {
   const { task, taskSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
+  const next = task.rows(backgroundStream(grid, taskSpec, seed), excluded, 'train');
   const offsets = new Float64Array(grid.rows + 1);
   const chunks: Buffer[] = [];
   let lines: string[] = [];

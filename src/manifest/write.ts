@@ -16,7 +16,7 @@ import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
 import type { UtilityMetric } from './tasks/index.js';
-import { backgroundRows, imageShas, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
+import { backgroundKey, backgroundRows, imageShas, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
 import type { ImageStore } from './images/index.js';
 import { auditDirOf, auditIndexPath, GRID_FILE, IMAGES_DIR, MANIFEST_FILE, manifestPathOf, runDirEntry, runDirOf, RUNS_DIR } from '../layout.js';
 
@@ -95,6 +95,9 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   return { auditId: plan.auditId, auditDir, name: plan.name, runs };
 }
 
+/** Background sequences held at once (each about 40 MB for a paper-size run of 66,176 rows). */
+const BACKGROUND_CACHE = 8;
+
 /** Pretraining corpora generated so far in this write, by content key: one file, linked into each run. */
 type Corpora = Map<string, FileRef & { file: string }>;
 
@@ -132,8 +135,15 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
   await mkdir(tmp, { recursive: true });
   try {
     const taskKey = contentHash(renderer.taskSpec);
-    let background = shared.background.get(taskKey);
-    if (!background) shared.background.set(taskKey, (background = backgroundRows(grid, pool, renderer)));
+    const seed = layout.cell.values.seed.value;
+    const orderKey = backgroundKey(grid, renderer.taskSpec, seed);
+    let background = shared.background.get(orderKey);
+    if (!background) {
+      // Joint seeds: one sequence per (task, seed). Runs come seed-fastest, so a task's seeds
+      // interleave: keep the last few sequences made, the oldest dropped first.
+      if (shared.background.size >= BACKGROUND_CACHE) shared.background.delete(shared.background.keys().next().value as string);
+      shared.background.set(orderKey, (background = backgroundRows(grid, pool, renderer, seed)));
+    }
     const rows = await writeTrainingRows(join(tmp, 'rows.jsonl'), background, grid, pool, layout, renderer);
     let utilityLines = shared.utilityLines.get(taskKey);
     if (!utilityLines) shared.utilityLines.set(taskKey, (utilityLines = [...utilityRowLines(grid, pool, renderer)]));

@@ -1,0 +1,128 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UserInputErrors } from '../../src/errors.js';
+import { buildManifestCore, planAuditText, runRenderer, trainingRowLines, type AuditPlan, type RunLayout } from '../../src/manifest/index.js';
+import { computeReport } from '../../src/report/index.js';
+import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
+
+const STAMP = { component: 'controller', git_commit: null, git_dirty: null, code_sha256: '0'.repeat(64), versions: {}, host: 'test', time: '2020-01-01T00:00:00.000Z' } as const;
+const plan = (text: string): AuditPlan => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
+
+const grid = (replicates: string): string => `
+seed: 5
+axes:
+  visibility: [redacted]
+  dose: [2]
+  placement: [uniform, late]
+  population: [single-dose, {kind: mixed-dose, doses: [3]}]
+  seed: [0, 1, 2]
+training: {batch_size: 8, updates: 60, lr: 0.001}
+canaries: {focal: 6, held_out: 4}
+${replicates}`;
+
+const JOINT = 'replicates: {vary: joint}';
+const cellOf = (p: AuditPlan, id: string): RunLayout => {
+  const run = p.runs.find((r) => r.cell.id === id);
+  if (!run) throw new Error(`no cell ${id}; cells: ${p.runs.map((r) => r.cell.id).join(' | ')}`);
+  return run;
+};
+const positions = (run: RunLayout): string => JSON.stringify(run.canaries.map((c) => [c.canary.id, c.cohort, c.positions]));
+const rows = (p: AuditPlan, run: RunLayout): string[] => [...trainingRowLines(p.grid, p.pool, run, runRenderer(p.grid, run))];
+/** The background rows of a run (canary rows left out), by index. */
+const background = (p: AuditPlan, run: RunLayout): Map<number, string> =>
+  new Map(rows(p, run).flatMap((line) => {
+    const row = JSON.parse(line) as { i: number; kind: string; prompt: unknown; target: string };
+    return row.kind === 'background' ? [[row.i, JSON.stringify([row.prompt, row.target])] as const] : [];
+  }));
+const canaries = (p: AuditPlan, run: RunLayout): string =>
+  JSON.stringify(
+    (({ canaries: c, held_out: h }) => [c.map((x) => [x.id, x.identity, x.code]), h.map((x) => [x.id, x.identity, x.code])])(buildManifestCore(p.grid, p.auditId, p.pool, run)),
+  );
+
+describe('joint seeds (replicates: {vary: joint})', () => {
+  const joint = plan(grid(JOINT));
+  const cell = 'placement=uniform,population=single-dose';
+
+  it('gives two seeds of one cell different placements and background orders, the same canaries', () => {
+    const [s0, s1] = [0, 1].map((s) => cellOf(joint, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
+    expect(positions(s0)).not.toBe(positions(s1));
+    // Every focal canary moves (or at least most do): not one shared row set.
+    const moved = s0.canaries.filter((c, j) => JSON.stringify(c.positions) !== JSON.stringify(s1.canaries[j]?.positions)).length;
+    expect(moved).toBeGreaterThanOrEqual(s0.canaries.length - 1);
+    const [b0, b1] = [background(joint, s0), background(joint, s1)];
+    const shared = [...b0.keys()].filter((i) => b1.has(i));
+    expect(shared.length).toBeGreaterThan(400);
+    expect(shared.filter((i) => b0.get(i) === b1.get(i)).length).toBeLessThan(shared.length / 4);
+    // Ids, identities and codes stay: the canaries are crossed with the seeds.
+    expect(canaries(joint, s0)).toBe(canaries(joint, s1));
+  });
+
+  it('is reproducible: the same grid and seed give the same placement and rows', () => {
+    const again = plan(grid(JOINT));
+    for (const [k, run] of joint.runs.entries()) {
+      const twin = again.runs[k] as RunLayout;
+      expect(twin.cell.id).toBe(run.cell.id);
+      expect(positions(twin)).toBe(positions(run));
+    }
+    const id = `${cell},seed=2`;
+    expect(rows(again, cellOf(again, id))).toEqual(rows(joint, cellOf(joint, id)));
+  });
+
+  it('keeps, within one seed, the pairing across axes: focal rows equal across populations, one background', () => {
+    const alone = cellOf(joint, `${cell},seed=1`);
+    const mixed = cellOf(joint, 'placement=uniform,population=mixed-dose(3),seed=1');
+    expect(JSON.stringify(mixed.canaries.filter((c) => c.cohort === 'focal').map((c) => c.positions))).toBe(JSON.stringify(alone.canaries.map((c) => c.positions)));
+    const [a, m] = [background(joint, alone), background(joint, mixed)];
+    for (const [i, row] of m) if (a.has(i)) expect(row).toBe(a.get(i));
+  });
+
+  it('leaves the default (absent or vary: training) alone: every seed the same rows and placement', () => {
+    for (const text of ['', 'replicates: {vary: training}', 'replicates: {}']) {
+      const p = plan(grid(text));
+      const [s0, s2] = [0, 2].map((s) => cellOf(p, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
+      expect(positions(s0)).toBe(positions(s2));
+      expect(rows(p, s0)).toEqual(rows(p, s2));
+    }
+    // Absent and `vary: joint` differ only in the key: seed 0 under joint is not seed 0 by default.
+    expect(positions(cellOf(plan(grid('')), `${cell},seed=0`))).not.toBe(positions(cellOf(joint, `${cell},seed=0`)));
+  });
+
+  it('refuses an unknown value', () => {
+    expect(() => plan(grid('replicates: {vary: data}'))).toThrow(UserInputErrors);
+    expect(() => plan(grid('replicates: {vary: joint, codes: nested}'))).toThrow(UserInputErrors);
+  });
+});
+
+describe('the report on a joint-seeds audit', () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'ca-joint-'));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('resamples its seeds crossed with the canaries: the same ids and codes in every seed', async () => {
+    const p = plan(grid(JOINT));
+    const layouts = [0, 1, 2].map((s) => cellOf(p, `placement=late,population=single-dose,seed=${s}`));
+    const runs: FixtureRun[] = layouts.map((layout) => {
+      const core = buildManifestCore(p.grid, p.auditId, p.pool, layout);
+      return {
+        cell: { visibility: 'redacted', dose: 2, placement: 'late', seed: layout.cell.labels.seed },
+        canaries: core.canaries.map((c) => ({ id: c.id, code: c.code, dose: c.dose, visibility: 'redacted' })),
+        heldOut: core.held_out.map((c) => ({ id: c.id, code: c.code })),
+      };
+    });
+    // The placements differ between the seeds, the canaries do not.
+    expect(new Set(layouts.map(positions)).size).toBe(3);
+    expect(new Set(runs.map((r) => JSON.stringify(r.canaries))).size).toBe(1);
+    const a = await buildFixtureAudit(join(root, 'joint'), { name: 'joint', runs, outcome: (c) => ({ rank: c.canary.inserted ? 2 + c.runIndex * 50 + Number(c.canary.id.slice(1)) : 4000 }) });
+    const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 60 });
+    const g = summary.groups.find((x) => x.cohort === 'focal' && x.phase === 'final');
+    expect(g?.inserted.n_runs).toBe(3);
+    expect(g?.inserted.exposure?.resampling).toBe('crossed');
+    expect(g?.controls.held_out?.difference?.resampling).toBe('crossed');
+  });
+});
