@@ -1,11 +1,13 @@
 import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval, type MedianMethod } from './bootstrap.js';
 import { canaryKey, type Observation } from './observation.js';
+import { designProportion, type DesignProportion } from './design-proportion.js';
 import { median } from './statistics.js';
 import { wilsonInterval, type Proportion } from './wilson.js';
 
 /**
  * Summary of one arm (the inserted canaries of a group, or one of its controls): median exposure
- * with its bootstrap interval, and proportions with Wilson intervals, always with their n.
+ * with its bootstrap interval, and proportions with Wilson intervals (the copy rate with one that
+ * respects the runs when it pools several), always with their n.
  */
 export interface ArmSummary {
   /** Observations (canary × run) pooled. */
@@ -20,8 +22,11 @@ export interface ArmSummary {
   top1: Proportion | null;
   /** Greedy output == true code, per decode mode; null when the mode was not run. */
   recovery: { prefill: Proportion | null; free: Proportion | null };
-  /** Greedy output == shown code (substituted probes only; null otherwise). */
-  copy: { prefill: Proportion | null; free: Proportion | null } | null;
+  /**
+   * Greedy output == shown code (substituted probes only; null otherwise), pooled over the runs
+   * with an interval that respects the runs (`designProportion`) and each run's own count.
+   */
+  copy: { prefill: DesignProportion | null; free: DesignProportion | null } | null;
 }
 
 export interface RunMedian {
@@ -98,17 +103,26 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
         c,
       ),
     },
-    copy: substituted
-      ? {
-          prefill: proportion(
-            obs.map((o) => o.greedy_prefill?.copied ?? null),
-            c,
-          ),
-          free: proportion(
-            obs.map((o) => o.greedy_free?.copied ?? null),
-            c,
-          ),
-        }
-      : null,
+    copy: substituted ? copyRates(obs, c) : null,
+  };
+}
+
+/** The copy rate per decode mode over an arm's substituted-probe observations. */
+function copyRates(obs: readonly Observation[], confidence: number | undefined): { prefill: DesignProportion | null; free: DesignProportion | null } {
+  const runs = obs.map((o) => o.run_id);
+  const units = obs.map(canaryKey);
+  return {
+    prefill: designProportion(
+      obs.map((o) => o.greedy_prefill?.copied ?? null),
+      runs,
+      units,
+      confidence,
+    ),
+    free: designProportion(
+      obs.map((o) => o.greedy_free?.copied ?? null),
+      runs,
+      units,
+      confidence,
+    ),
   };
 }

@@ -6,6 +6,7 @@ export * from './recovery.js';
 export * from './statistics.js';
 export * from './bootstrap.js';
 export * from './wilson.js';
+export * from './design-proportion.js';
 export * from './observation.js';
 export * from './cells.js';
 export * from './arm.js';

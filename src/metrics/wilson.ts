@@ -18,16 +18,24 @@ export function wilsonInterval(k: number, n: number, confidence = 0.95): Proport
     throw new RangeError(`need integers 0 <= k <= n, got k=${k}, n=${n}`);
   }
   if (n === 0) return null;
-  const z = normalQuantile(1 - (1 - confidence) / 2);
   const p = k / n;
+  const [lo, hi] = wilsonBounds(p, n, normalQuantile(1 - (1 - confidence) / 2));
+  return { k, n, rate: p, lo, hi };
+}
+
+/**
+ * Wilson's bounds for a rate p over n trials at quantile z, n not necessarily an integer (an
+ * effective number of trials; `designProportion` passes a t quantile as z). The same formula as
+ * `wilsonInterval`, exact 0 and 1 at p = 0 and p = 1.
+ */
+export function wilsonBounds(p: number, n: number, z: number): [number, number] {
+  if (!(n > 0) || !(p >= 0 && p <= 1)) throw new RangeError(`need 0 <= p <= 1 and n > 0, got p=${p}, n=${n}`);
   const z2 = z * z;
   const denom = 1 + z2 / n;
   const centre = (p + z2 / (2 * n)) / denom;
   const half = (z / denom) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
   // Clamp the rounding dust at the ends: 0/n must give exactly 0, n/n exactly 1.
-  const lo = k === 0 ? 0 : Math.max(0, centre - half);
-  const hi = k === n ? 1 : Math.min(1, centre + half);
-  return { k, n, rate: p, lo, hi };
+  return [p === 0 ? 0 : Math.max(0, centre - half), p === 1 ? 1 : Math.min(1, centre + half)];
 }
 
 /**

@@ -1,7 +1,7 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runMedianList, short, signed } from './format.js';
+import { armCell, copyRate, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runCountList, runMedianList, short, signed } from './format.js';
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
 import type { StampBrief } from './provenance-check.js';
@@ -60,7 +60,7 @@ function overview(s: ReportSummary): Section {
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
       ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
-      `Medians carry bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals; n canaries and n runs are printed beside every figure. Canaries of one run share its training, and the same canary in several runs shares its code, so a median that pools several runs is resampled by the design read from the manifests: crossed (the same canaries in every run: runs and canaries resampled independently, two-way) or nested (each run its own canaries: runs, then canaries within each drawn run), each studentised with a variance-component correction (coverage measured in docs/metrics.md); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
+      `Medians carry bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals (a copy rate pooling several runs carries design-Wilson: see “Recovery”); n canaries and n runs are printed beside every figure. Canaries of one run share its training, and the same canary in several runs shares its code, so a median that pools several runs is resampled by the design read from the manifests: crossed (the same canaries in every run: runs and canaries resampled independently, two-way) or nested (each run its own canaries: runs, then canaries within each drawn run), each studentised with a variance-component correction (coverage measured in docs/metrics.md); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
     ],
     ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
     tables: [],
@@ -135,11 +135,11 @@ function recovery(s: ReportSummary): Section {
     id: 'recovery',
     title: 'Recovery',
     paragraphs: [
-      'Exact recovery: the greedy output holds exactly the true code. Ranking first is not the same as generating the code, so both are shown. On substituted probes (another code shown in the prompt) “Recovered” is recall of the original and “Copied” is the rate of reproducing the shown code; the held-out canaries’ copy rate beside it says how much of that copying the model does for any record, trained on or not.',
+      'Exact recovery: the greedy output holds exactly the true code. Ranking first is not the same as generating the code, so both are shown. On substituted probes (another code shown in the prompt) “Recovered” is recall of the original and “Copied” is the rate of reproducing the shown code; the held-out canaries’ copy rate beside it says how much of that copying the model does for any record, trained on or not. Copying is close to all-or-nothing per run (a seed’s model copies a shown code or it does not), so a copy rate pooling several runs does not count its canaries × runs as independent trials: its interval (design-Wilson) is Wilson’s at the effective number of trials the design’s variance implies (runs × canaries, crossed or nested as for the medians), with a t quantile, and when every run copies none (or all) of its canaries, each run counts as one trial; one run keeps Wilson over its canaries. “Copied per run” gives each run’s count.',
     ],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'n', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
+        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'n', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Copied per run', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
         rows: groups.map((g) => [
           g.label,
           g.visibility ?? DASH,
@@ -149,9 +149,10 @@ function recovery(s: ReportSummary): Section {
           proportion(g.inserted.top1),
           proportion(g.inserted.recovery.prefill),
           proportion(g.inserted.recovery.free),
-          g.inserted.copy ? proportion(g.inserted.copy.prefill) : DASH,
+          g.inserted.copy ? copyRate(g.inserted.copy.prefill) : DASH,
+          g.inserted.copy ? runCountList(g.inserted.copy.prefill) : DASH,
           proportion(g.controls.held_out?.recovery.prefill ?? null),
-          g.controls.held_out?.copy ? proportion(g.controls.held_out.copy.prefill) : DASH,
+          g.controls.held_out?.copy ? copyRate(g.controls.held_out.copy.prefill) : DASH,
         ]),
       },
     ],

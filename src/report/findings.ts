@@ -2,7 +2,7 @@ import type { GroupSummary } from '../metrics/aggregate.js';
 import type { ArmSummary } from '../metrics/arm.js';
 import { formatValue } from '../metrics/cells.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { counts, differenceCi, medianCi, num, proportion, resampling } from './format.js';
+import { copyInterval, counts, differenceCi, medianCi, num, proportion, resampling, runCountList } from './format.js';
 import type { ReportSummary } from './summary.js';
 
 /**
@@ -80,7 +80,7 @@ function copySentence(g: GroupSummary): Finding | null {
   return {
     kind: 'copy',
     weight: 0,
-    text: `${where(g)}: the greedy output copied the code shown in the prompt for ${proportion(copied)}${held ? ` of the inserted canaries, and for ${proportion(held)} of the held-out ones` : ''}; ${n(g.inserted)}.`,
+    text: `${where(g)}: the greedy output copied the code shown in the prompt for ${proportion(copied)}${held ? ` of the inserted canaries, and for ${proportion(held)} of the held-out ones` : ''}; ${n(g.inserted)}; ${copyInterval(copied)}${copied.runs.length > 1 ? `; per run ${runCountList(copied)}` : ''}.`,
   };
 }
 

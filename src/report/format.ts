@@ -1,6 +1,7 @@
 import type { DifferenceInterval, MedianInterval } from '../metrics/bootstrap.js';
 import type { ArmSummary } from '../metrics/arm.js';
 import type { Proportion } from '../metrics/wilson.js';
+import type { DesignProportion } from '../metrics/design-proportion.js';
 
 /**
  * How numbers read in the Markdown and HTML tables: exposures to two decimals (the reference
@@ -59,6 +60,27 @@ export function differenceCell(d: DifferenceInterval | MedianInterval | null, wh
 
 export function proportion(p: Proportion | null): string {
   return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]` : DASH;
+}
+
+/**
+ * Which interval a pooled copy rate carries, in words: Wilson over one run's canaries, or Wilson at
+ * the design's effective number of trials with a t quantile when it pools several runs.
+ */
+export function copyInterval(p: DesignProportion | null): string {
+  if (!p) return DASH;
+  if (p.method === 'wilson') return 'Wilson, one run';
+  return `design-Wilson, ${p.resampling} runs × canaries: n_eff ${num(p.n_eff, 1)}, t(${num(p.df, 1)})`;
+}
+
+/** `16/48 (0.33) [0.01, 0.96] (design-Wilson, crossed runs × canaries: n_eff 2.0, t(2.0))` */
+export function copyRate(p: DesignProportion | null): string {
+  return p ? `${proportion(p)} (${copyInterval(p)})` : DASH;
+}
+
+/** `16/16, 0/16, 0/16`: a pooled rate's count in each run (the run-to-run spread); a dash for a single run. */
+export function runCountList(p: DesignProportion | null): string {
+  if (!p || p.runs.length < 2) return DASH;
+  return p.runs.map((r) => `${r.k}/${r.n}`).join(', ');
 }
 
 /** `8 canaries · 2 runs` */

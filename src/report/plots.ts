@@ -224,7 +224,7 @@ function substitutedPlot(groups: GroupSummary[]): Plot | null {
   const y = { type: 'quantitative', title: 'rate (greedy, prefill)', scale: { domain: [0, 1] } };
   return {
     id: 'substituted-vs-dose',
-    title: 'Substituted probes vs dose (focal canaries, another code shown in the prompt: copy rate of the shown code and recovery of the true code, Wilson 95% CI; grey: held-out control)',
+    title: 'Substituted probes vs dose (focal canaries, another code shown in the prompt: copy rate of the shown code and recovery of the true code, Wilson 95% CI, a copy rate pooling several runs design-Wilson (see Recovery); grey: held-out control)',
     spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], 'Substituted probes vs dose · focal canaries', {
       field: 'measure',
       type: 'nominal',

@@ -78,6 +78,36 @@ describe('single runs and run-to-run spread', () => {
     expect(md).toContain('13.29, 6.63, 5.64');
   });
 
+  it('gives a copy rate pooling runs an interval that respects them, with each run’s count; one run keeps Wilson', async () => {
+    const sixteen = Array.from({ length: 16 }, (_, i) => ({ id: `f${String(i).padStart(3, '0')}`, code: String(2000 + 37 * i), dose: 4, visibility: 'visible' as const }));
+    const runs: FixtureRun[] = [0, 1, 2].map((seed) => ({ cell: { dose: 4, visibility: 'visible', seed }, canaries: sixteen, heldOut, kinds: ['hidden', 'substituted'] }));
+    // Run 0 copies the shown code for all 16 canaries, runs 1 and 2 for none.
+    const outcome = (c: { runIndex: number; kind: string; shown: string | null; canary: { inserted: boolean } }) => ({ rank: 7, ...(c.kind === 'substituted' && c.runIndex === 0 && c.canary.inserted ? { greedy: c.shown } : {}) });
+    const a = await buildFixtureAudit(join(root, 'copy'), { name: 'copy', runs, outcome });
+    const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 40 });
+    const g = summary.groups.find((x) => x.cohort === 'focal' && x.phase === 'final' && x.probe_kind === 'substituted');
+    const copied = g?.inserted.copy?.prefill;
+    expect(copied).toMatchObject({ k: 16, n: 48, n_runs: 3, method: 'design-wilson', resampling: 'crossed', df: 2 });
+    expect(copied?.runs.map((r) => [r.k, r.n])).toEqual([
+      [16, 16],
+      [0, 16],
+      [0, 16],
+    ]);
+    expect(copied?.lo).toBeCloseTo(0.011329923, 6);
+    expect(copied?.hi).toBeCloseTo(0.956170077, 6);
+    // The held-out canaries copied in no run: every run agrees at 0, each run one trial.
+    expect(g?.controls.held_out?.copy?.prefill).toMatchObject({ k: 0, n: 12, n_eff: 3, method: 'design-wilson' });
+    const md = renderMarkdown(buildDocument(summary));
+    expect(md).toContain('| Copied per run |');
+    expect(md).toContain('16/48 (0.33) [0.01, 0.96] (design-Wilson, crossed runs × canaries: n_eff 2.0, t(2.0))');
+    expect(md).toContain('16/16, 0/16, 0/16');
+
+    const one = await buildFixtureAudit(join(root, 'copy-one'), { name: 'copy-one', runs: runs.slice(0, 1), outcome });
+    const single = (await computeReport({ auditDir: one.auditDir, resamples: 40 })).summary.groups.find((x) => x.cohort === 'focal' && x.phase === 'final' && x.probe_kind === 'substituted');
+    expect(single?.inserted.copy?.prefill).toMatchObject({ k: 16, n: 16, rate: 1, hi: 1, method: 'wilson', resampling: 'flat', n_runs: 1, n_eff: 16, df: null });
+    expect(single?.inserted.copy?.prefill?.lo).toBeCloseTo(0.806392, 5);
+  });
+
   it('gives membership and ε readouts for a randomized-inclusion run, and refuses the one-run bound otherwise', async () => {
     const pool = Array.from({ length: 32 }, (_, i) => ({ id: `c${String(i).padStart(3, '0')}`, code: String(1000 + 37 * i), dose: 4, visibility: 'redacted' as const }));
     const inserted = pool.filter((_, i) => i % 2 === 0);

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { designProportion, wilsonInterval } from '../../src/metrics/index.js';
+
+/** `runs` × `canaries` observations; `copied(r, c)` says whether run r copied for canary c. */
+function table(runs: number, canaries: number, copied: (r: number, c: number) => boolean | null, nested = false) {
+  const values: (boolean | null)[] = [];
+  const runIds: string[] = [];
+  const units: string[] = [];
+  for (let r = 0; r < runs; r += 1) {
+    for (let c = 0; c < canaries; c += 1) {
+      values.push(copied(r, c));
+      runIds.push(`run-${r}`);
+      units.push(nested ? `r${r}-f${c}|${1000 + 16 * r + c}` : `f${c}|${1000 + c}`);
+    }
+  }
+  return [values, runIds, units] as const;
+}
+
+describe('copy rate pooled over runs (designProportion)', () => {
+  it('one run copying 16/16 and two copying 0/16: a wide interval, not Wilson over 48', () => {
+    for (const nested of [false, true]) {
+      const p = designProportion(...table(3, 16, (r) => r === 0, nested));
+      // Run means 1, 0, 0: V = (1/3)(2/3)/(R − 1) = 1/9 in both designs, n_eff = p(1 − p)/V = 2,
+      // df = 2, t = 4.3027; Wilson at n = 2 with z = t: [0.01133, 0.95617].
+      expect(p).toMatchObject({ k: 16, n: 48, n_runs: 3, method: 'design-wilson', resampling: nested ? 'nested' : 'crossed', df: 2 });
+      expect(p?.rate).toBeCloseTo(1 / 3, 12);
+      expect(p?.n_eff).toBeCloseTo(2, 10);
+      expect(p?.lo).toBeCloseTo(0.011329923, 6);
+      expect(p?.hi).toBeCloseTo(0.956170077, 6);
+      expect(p?.runs).toEqual([
+        { run_id: 'run-0', k: 16, n: 16 },
+        { run_id: 'run-1', k: 0, n: 16 },
+        { run_id: 'run-2', k: 0, n: 16 },
+      ]);
+      const naive = wilsonInterval(16, 48) as { lo: number; hi: number };
+      expect(naive.lo).toBeCloseTo(0.216767807, 6);
+      expect(naive.hi).toBeCloseTo(0.474598903, 6);
+      expect((p?.hi ?? 0) - (p?.lo ?? 0)).toBeGreaterThan(3 * (naive.hi - naive.lo));
+    }
+  });
+
+  it('one run: Wilson over its canaries, as before', () => {
+    const p = designProportion(...table(1, 16, (_, c) => c < 5));
+    const w = wilsonInterval(5, 16);
+    expect(p).toEqual({ ...w, method: 'wilson', resampling: 'flat', n_runs: 1, n_eff: 16, df: null, runs: [{ run_id: 'run-0', k: 5, n: 16 }] });
+  });
+
+  it('every run agreeing at 0 (or 1): each run one trial, t(R − 1)', () => {
+    const none = designProportion(...table(3, 16, () => false));
+    // Wilson at n = 3, z = t(2) = 4.3027, p = 0: [0, z²/(3 + z²)] = [0, 0.86055].
+    expect(none).toMatchObject({ k: 0, n: 48, lo: 0, n_eff: 3, df: 2, method: 'design-wilson' });
+    expect(none?.hi).toBeCloseTo(0.860548272, 6);
+    const all = designProportion(...table(3, 16, () => true));
+    expect(all?.hi).toBe(1);
+    expect(all?.lo).toBeCloseTo(1 - 0.860548272, 6);
+  });
+
+  it('crossed, the same canaries copied in every run: the canaries are the clusters', () => {
+    // Canaries 0–7 copied in every run, 8–15 never: no run effect, canary effects ±1/2,
+    // V = C/(C − 1)·Σβ²/C² = 1/60, df = C − 1 = 15, n_eff = (1/4)/(1/60) = 15, t(15) = 2.1314.
+    const p = designProportion(...table(3, 16, (_, c) => c < 8));
+    expect(p).toMatchObject({ k: 24, n: 48, resampling: 'crossed', df: 15 });
+    expect(p?.n_eff).toBeCloseTo(15, 10);
+    expect(p?.lo).toBeCloseTo(0.258926992, 6);
+    expect(p?.hi).toBeCloseTo(0.741073008, 6);
+  });
+
+  it('never narrower than Wilson over n, and leaves unmeasured (null) observations out', () => {
+    // Each run copies 8 of 16, a different half each time in a balanced way: no run or canary
+    // effect, only interaction; the estimate is floored at n_eff = n.
+    const p = designProportion(...table(2, 16, (r, c) => (c % 2 === 0) === (r === 0)));
+    expect(p?.n_eff).toBe(32);
+    const w = wilsonInterval(16, 32) as { lo: number; hi: number };
+    expect(p?.hi ?? 0).toBeGreaterThanOrEqual(w.hi);
+    const q = designProportion(...table(3, 4, (r, c) => (c === 3 ? null : r === 0)));
+    expect(q).toMatchObject({ k: 3, n: 9, n_runs: 3 });
+    expect(designProportion(...table(2, 3, () => null))).toBeNull();
+  });
+});
