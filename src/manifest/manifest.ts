@@ -30,7 +30,7 @@ export function gridTask(grid: LoadedGrid, value: { key: string; value: TaskSpec
   let tasks = TASKS.get(grid);
   if (!tasks) TASKS.set(grid, (tasks = new Map()));
   let task = tasks.get(value.key);
-  if (!task) tasks.set(value.key, (task = createTask(value.value, grid.taskData?.get(value.key))));
+  if (!task) tasks.set(value.key, (task = createTask(value.value, grid.taskData?.get(value.key), grid.utilityData?.get(value.key))));
   return task;
 }
 
@@ -111,7 +111,7 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
   return {
     schema_version: MANIFEST_VERSION,
     audit: { id: auditId, name: doc.name, grid_file: GRID_FILE_FROM_RUN, grid_sha256: grid.sha256, cell_id: cell.id, cell: { ...cell.labels } },
-    task: { name: task.name, seed: doc.seed, params: structuredClone(task.params), ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}) },
+    task: { name: task.name, seed: doc.seed, params: structuredClone(task.params), ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}), ...(task.utilityDataset ? { utility_dataset: structuredClone(task.utilityDataset) } : {}) },
     model,
     training,
     canaries,

@@ -134,9 +134,9 @@ export async function writeTrainingRows(path: string, background: BackgroundRows
   return { sha256: hash.digest('hex'), count: grid.rows, bytes, images };
 }
 
-/** How many utility rows a run gets: the grid's count, or all a dataset's utility split holds. */
+/** How many utility rows a run gets: the task's utility.rows or else the grid's count, at most all a dataset's utility split holds. */
 export function utilityRowCount(grid: LoadedGrid, renderer: RunRenderer): number {
-  return Math.min(grid.doc.utility.rows, renderer.task.utilityRows ?? Number.POSITIVE_INFINITY);
+  return Math.min(renderer.task.utilityRowsWanted ?? grid.doc.utility.rows, renderer.task.utilityRows ?? Number.POSITIVE_INFINITY);
 }
 
 /** Held-out rows for the utility metrics: a separate stream (or split), never trained on. */
