@@ -10,8 +10,8 @@ import { Rng } from '../random.js';
 
 /** A run's training row for one inserted canary: its identity and message, the cue the run shows. */
 export function canaryTrainingRow(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): CanaryExample {
-  const { task, taskSpec, cue } = renderer;
-  return task.canary(pool.identity(task, canary.id).value, pool.message(task, taskSpec, canary.id), cue.encode(canary.code), canary.code, cue.visibility);
+  const { task, rowSpec, cue } = renderer;
+  return task.canary(pool.identity(task, canary.id).value, pool.message(task, rowSpec, canary.id), cue.encode(canary.code), canary.code, cue.visibility);
 }
 
 /** A canary row as rows.jsonl prints it, less its leading `{"i":N,` (the only part that changes per appearance). */
@@ -27,9 +27,9 @@ function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCana
  * at each of its appearances.
  */
 export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Generator<string> {
-  const { task, taskSpec } = renderer;
+  const { task, rowSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
+  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec)), excluded, 'train');
   const slot = new Int32Array(grid.rows).fill(-1);
   const rests: string[] = layout.canaries.map((c, k) => {
     for (const r of c.positions) slot[r] = k;
@@ -55,9 +55,9 @@ export interface BackgroundRows {
 }
 
 export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): BackgroundRows {
-  const { task, taskSpec } = renderer;
+  const { task, rowSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), excluded, 'train');
+  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec)), excluded, 'train');
   const offsets = new Float64Array(grid.rows + 1);
   const chunks: Buffer[] = [];
   let lines: string[] = [];

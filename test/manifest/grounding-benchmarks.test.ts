@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fetchDatasetToCache, gridDatasetRequests, taskDataLoader } from '../../src/app/index.js';
 import { messageImages, messageText, type Row } from '../../src/contracts/index.js';
 import { UserInputErrors } from '../../src/errors.js';
-import { buildManifestCore, planAudit, runRenderer, utilityRowLines, type AuditPlan } from '../../src/manifest/index.js';
+import { buildManifestCore, planAudit, runRenderer, trainingRowLines, utilityRowLines, writeAudit, type AuditPlan } from '../../src/manifest/index.js';
+import { verifyRunFolder } from './verify-run.js';
 import { FIXTURES_DIR } from '../fixtures/datasets/build.js';
 import { datasetRepo, startDatasetHub } from '../hub/dataset-fixture.js';
 import { existingDigests, PINNED_DIR } from './plan-digest.js';
@@ -110,6 +111,23 @@ describe('grounding utility from a source apart from the training source', () =>
       ['test', '/annotations/photoshop_windows.json'],
       ['test', '/annotations/vscode_macos.json'],
     ]);
+    // Naming a utility source changes the utility rows only: the training rows are the same as without it.
+    const without = await plan('gui-plain', grid('{name: gui-grounding, width: 320, height: 200}'));
+    const training = (q: AuditPlan): string[] => [...trainingRowLines(q.grid, q.pool, q.runs[0]!, runRenderer(q.grid, q.runs[0]!))];
+    expect(training(p)).toEqual(training(without));
+    expect(utilityRows(without).map((r) => messageText(r.prompt.at(-1)!))).not.toEqual(utilityRows(p).map((r) => messageText(r.prompt.at(-1)!)));
+    // Written: the manifest (schema-valid) records the utility source, and every image the utility rows show sits beside them.
+    const written = await writeAudit(p, join(root, 'out-gui-ssp'));
+    const runDir = written.runs[0]!.runDir;
+    const { manifest } = verifyRunFolder(runDir);
+    expect(manifest.task.utility_dataset?.source).toBe('local');
+    expect(manifest.utility?.count).toBe(6);
+    const lines = readFileSync(join(runDir, manifest.utility!.path), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    for (const row of lines) {
+      const [image] = messageImages(row.prompt);
+      expect(sha(readFileSync(join(runDir, image!.path)))).toBe(image!.sha256);
+      expect(manifest.images?.some((i) => i.sha256 === image!.sha256)).toBe(true);
+    }
     // utility.rows on the task overrides the grid's utility.rows.
     const three = await plan('gui-ssp-3', grid(`{name: gui-grounding, width: 320, height: 200, utility: {preset: screenspot-pro, source: {path: ${SSP}}, rows: 3}}`));
     expect(utilityRows(three)).toHaveLength(3);
