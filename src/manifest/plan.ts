@@ -106,7 +106,9 @@ async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined):
         into.set(value.key, await load(request, value.value));
       } catch (error) {
         if (!(error instanceof TaskDataError)) throw error;
-        errors.push(at([...under, ...error.field], error.message, error.code, error));
+        // `datasets fetch REPO` fetches the splits only; a task that reads images by path needs them too.
+        const also = error.code === 'E_DATASET_NOT_CACHED' && request.assets ? `; this task reads ${request.assets.join(', ')} too, which canary-audit datasets fetch ${grid.source.file} fetches with the splits` : '';
+        errors.push(at([...under, ...error.field], `${error.message}${also}`, error.code, error));
       }
     }
   }

@@ -163,7 +163,7 @@ describe('grounding utility from a source apart from the training source', () =>
       const gridPath = join(root, 'gui-ssp-hub.yaml');
       writeFileSync(gridPath, grid('{name: gui-grounding, width: 320, height: 200, utility: {preset: screenspot-pro}}'));
       const offline = await plan('gui-ssp-hub', grid('{name: gui-grounding, width: 320, height: 200, utility: {preset: screenspot-pro}}'), { hubUrl: hub.url, cacheDir, offline: true }).catch((e: unknown) => e);
-      expect((offline as UserInputErrors).errors[0]!.message).toMatch(/utility.* is not in the local cache .*canary-audit datasets fetch likaixin\/ScreenSpot-Pro/);
+      expect((offline as UserInputErrors).errors[0]!.message).toMatch(/ is not in the local cache .*canary-audit datasets fetch likaixin\/ScreenSpot-Pro; this task reads images\/\*\* too, which canary-audit datasets fetch .*gui-ssp-hub\.yaml fetches with the splits$/);
       expect((offline as UserInputErrors).errors[0]!.field).toBe('axes.task[0].utility.source.repo');
       const requests = await gridDatasetRequests(gridPath);
       expect(requests).toEqual([{ repo: 'likaixin/ScreenSpot-Pro', revision: null, splits: ['test'], files: { test: 'annotations/*.json' }, assets: ['images/**'] }]);
