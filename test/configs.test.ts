@@ -5,7 +5,7 @@ import { taskDataLoader } from '../src/app/index.js';
 import { datasetHubForTests } from './hub/dataset-fixture.js';
 import type { Manifest } from '../src/contracts/index.js';
 import { CONFIGS_DIR } from '../src/paths.js';
-import { planAudit, writeAudit, type AuditPlan } from '../src/manifest/index.js';
+import { planAudit, runRenderer, writeAudit, type AuditPlan } from '../src/manifest/index.js';
 import { updateRange } from '../src/manifest/placement.js';
 import { verifyRunFolder } from './manifest/verify-run.js';
 
@@ -47,7 +47,7 @@ function checkLayouts(plan: AuditPlan): void {
 
 describe('configs/', () => {
   it('holds the documented grids', () => {
-    expect(files.sort()).toEqual(expect.arrayContaining(['banking77-cpu.yaml', 'banking77.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml', 'tat-qa.yaml', 'gui-vlm.yaml']));
+    expect(files.sort()).toEqual(expect.arrayContaining(['banking77-cpu.yaml', 'banking77.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml', 'tat-qa.yaml', 'gui-vlm.yaml', 'gui-vlm-benchmarks.yaml']));
   });
 
   for (const file of files) {
@@ -232,5 +232,17 @@ describe('configs/', () => {
       expect(manifest.utility?.max_new_tokens).toBeGreaterThan(0);
       expect(rows.length).toBe(plan.grid.rows);
     }
+  });
+
+  it('gui-vlm-benchmarks: gui-vlm\'s sweep with ScreenSpot-Pro and OSWorld-G as utility sources (the fixtures under their Hub names)', async () => {
+    const plan = await planOf('gui-vlm-benchmarks.yaml');
+    expect(plan.runs.length).toBe(2 * (3 * 8 * 3 + 3));
+    const byTask = new Map(plan.runs.map((r) => [r.cell.values.task.label, runRenderer(plan.grid, r).task]));
+    expect([...byTask.keys()]).toEqual(['gui/screenspot-pro', 'gui/osworld-g']);
+    const ssp = byTask.get('gui/screenspot-pro')!;
+    const osg = byTask.get('gui/osworld-g')!;
+    expect([ssp.utilityRows, osg.utilityRows]).toEqual([6, 4]); // every record; OSWorld-G's bbox records
+    expect(ssp.utilityDataset).toMatchObject({ source: 'hub', repo: 'likaixin/ScreenSpot-Pro', revision: 'main' });
+    expect(osg.utilityDataset).toMatchObject({ source: 'hub', repo: 'MMInstruction/OSWorld-G', revision: 'main' });
   });
 });

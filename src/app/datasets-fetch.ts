@@ -3,7 +3,7 @@ import type { DatasetFormat } from '../contracts/index.js';
 import { fetchDataset, type DatasetHubOptions, type FetchedDataset } from '../datasets/index.js';
 import { formatPath, loadGrid } from '../grid/index.js';
 import { canonicalJson } from '../hash.js';
-import { taskDataRequest, TaskSpecError } from '../manifest/index.js';
+import { taskDataRequest, TaskSpecError, utilityDataRequest, type TaskDataRequest } from '../manifest/index.js';
 import { isHubId } from '../hub/index.js';
 
 /**
@@ -19,6 +19,8 @@ export interface DatasetFetchRequest {
   /** A grid task's own split -> files mapping and format (GRID mode). */
   files?: Record<string, string | string[]>;
   format?: DatasetFormat;
+  /** Files fetched besides the splits' (a grounding task's images named by path), as globs. */
+  assets?: string[];
 }
 
 /**
@@ -30,25 +32,28 @@ export async function gridDatasetRequests(file: string): Promise<DatasetFetchReq
   const grid = await loadGrid(file);
   const seen = new Map<string, DatasetFetchRequest>();
   for (const value of grid.expansion.axes.task) {
-    let request;
+    let requests: TaskDataRequest[];
     try {
-      request = taskDataRequest(value.value);
+      requests = [taskDataRequest(value.value), utilityDataRequest(value.value)].filter((r): r is TaskDataRequest => r !== null);
     } catch (error) {
       if (!(error instanceof TaskSpecError)) throw error;
       const path = [...value.path, ...error.field];
       throw new UserInputError(`task ${value.label}: ${error.message}`, { location: grid.source.locate(path), field: formatPath(path), code: 'E_TASK' });
     }
-    const source = request?.source;
-    if (!request || !source?.repo) continue;
-    const r: DatasetFetchRequest = {
-      repo: source.repo,
-      revision: source.revision ?? null,
-      ...(source.config ? { config: source.config } : {}),
-      splits: request.splits,
-      ...(source.files ? { files: source.files } : {}),
-      ...(source.format ? { format: source.format } : {}),
-    };
-    seen.set(canonicalJson(r), r);
+    for (const request of requests) {
+      const source = request.source;
+      if (!source.repo) continue;
+      const r: DatasetFetchRequest = {
+        repo: source.repo,
+        revision: source.revision ?? null,
+        ...(source.config ? { config: source.config } : {}),
+        splits: request.splits,
+        ...(source.files ? { files: source.files } : {}),
+        ...(source.format ? { format: source.format } : {}),
+        ...(request.assets ? { assets: request.assets } : {}),
+      };
+      seen.set(canonicalJson(r), r);
+    }
   }
   return [...seen.values()];
 }
@@ -63,6 +68,6 @@ export function datasetFetchRequest(repo: string, flags: { revision?: string; co
 
 /** Always asks the Hub (HF_HUB_OFFLINE notwithstanding, as `models fetch`); an unreachable Hub is an error, not the cache. */
 export async function fetchDatasetToCache(request: DatasetFetchRequest, options: Omit<DatasetHubOptions, 'offline'> = {}): Promise<FetchedDataset> {
-  const { revision, config, splits, files, format } = request;
-  return fetchDataset(request.repo, { revision, config, splits, ...(files ? { files } : {}), ...(format ? { format } : {}) }, { ...options, offline: false, fallbackToCache: false });
+  const { revision, config, splits, files, format, assets } = request;
+  return fetchDataset(request.repo, { revision, config, splits, ...(files ? { files } : {}), ...(format ? { format } : {}), ...(assets ? { assets } : {}) }, { ...options, offline: false, fallbackToCache: false });
 }

@@ -13,7 +13,7 @@ export function taskDataLoader(gridPath: string, hub: PinOptions = {}): TaskData
   const options: LoadOptions = { gridDir: dirname(resolve(gridPath)), ...hub };
   return async (request) => {
     try {
-      return await loadTaskData(request.source, request.splits, options);
+      return await loadTaskData(request.source, request.splits, options, request.assets);
     } catch (error) {
       if (!(error instanceof DatasetError)) throw error;
       throw new TaskDataError(error.message, (error.field ?? 'source').split('.'), error.code, { cause: error });

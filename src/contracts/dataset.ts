@@ -42,6 +42,13 @@ export interface TaskData {
   /** Features the dataset card declares, by column name (class labels only, for now). */
   features: Record<string, DatasetFeature>;
   provenance: DatasetProvenance;
+  /**
+   * In memory only (never in a manifest): the folder the dataset's files lie in (a local folder, or
+   * the Hub snapshot in the cache), so a record naming an image file by path can be read.
+   */
+  root?: string;
+  /** In memory only: per split, the files its records came from, in order, with their record counts. */
+  recordFiles?: Record<string, { path: string; records: number }[]>;
 }
 
 export type DatasetFormat = 'jsonl' | 'csv' | 'parquet' | 'json';

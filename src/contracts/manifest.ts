@@ -248,7 +248,7 @@ export interface Manifest {
     cell: Record<string, unknown>;
   };
   /** `dataset`: where a dataset-backed task's rows came from (repo, pinned sha, file hashes). */
-  task: { name: string; seed: number; params?: Record<string, unknown>; dataset?: DatasetProvenance };
+  task: { name: string; seed: number; params?: Record<string, unknown>; dataset?: DatasetProvenance; utility_dataset?: DatasetProvenance };
   model: ModelSpec;
   training: TrainingSpec;
   rows: FileRef;

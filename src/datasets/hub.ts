@@ -17,6 +17,7 @@ import {
 } from '../hub/index.js';
 import { chooseConfig, EMPTY_CARD, parseCard, type DatasetCard } from './card.js';
 import { DatasetError } from './errors.js';
+import { globToRegExp } from './glob.js';
 import { resolveSplits } from './splits.js';
 
 /**
@@ -95,6 +96,8 @@ export interface DatasetRequest {
   splits: string[] | null;
   files?: Record<string, string | string[]>;
   format?: DatasetFormat;
+  /** Globs of files fetched besides the splits' (images records name by path); never parsed. */
+  assets?: string[];
 }
 
 /** One file of a split, in the cache. */
@@ -169,7 +172,7 @@ export async function fetchDataset(repo: string, request: DatasetRequest, option
   }
   const config = chooseConfig(card, request.config, what);
   const resolved = resolveSplits(listing, { splits: request.splits, files: request.files, config, format: request.format }, what);
-  const paths = [...new Set(Object.values(resolved.bySplit).flat())].sort();
+  const paths = [...new Set([...Object.values(resolved.bySplit).flat(), ...assetPaths(listing, request.assets)])].sort();
   await fetch(paths);
   await snapshot.complete();
   const sizes = new Map(snapshot.entries.map((e) => [e.path, e.lfs?.size ?? e.size]));
@@ -231,6 +234,13 @@ function fromCache(repo: string, request: DatasetRequest, pin: RepoPin, reason: 
     downloadedFiles: 0,
     downloadedBytes: 0,
   };
+}
+
+/** The listed files the asset globs match. */
+function assetPaths(listing: string[], assets: string[] | undefined): string[] {
+  if (!assets || assets.length === 0) return [];
+  const patterns = assets.map(globToRegExp);
+  return listing.filter((p) => patterns.some((re) => re.test(p)));
 }
 
 function cachedFiles(bySplit: Record<string, string[]>, snapshotDir: string, size: (path: string) => number): Record<string, CachedDatasetFile[]> {

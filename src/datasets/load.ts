@@ -18,9 +18,9 @@ export interface LoadOptions extends DatasetHubOptions {
  * Hugging Face cache: only the card and those splits' files) or from a local file or folder (read
  * like a Hub snapshot). Every split asked for must exist and hold rows.
  */
-export async function loadTaskData(source: DatasetSourceSpec, splits: string[], options: LoadOptions): Promise<TaskData> {
+export async function loadTaskData(source: DatasetSourceSpec, splits: string[], options: LoadOptions, assets: string[] = []): Promise<TaskData> {
   checkSource(source);
-  return source.repo !== undefined ? loadHub(source, source.repo, splits, options) : loadLocal(source, source.path as string, splits, options.gridDir);
+  return source.repo !== undefined ? loadHub(source, source.repo, splits, options, assets) : loadLocal(source, source.path as string, splits, options.gridDir);
 }
 
 function checkSource(source: DatasetSourceSpec): void {
@@ -46,14 +46,16 @@ function checkSource(source: DatasetSourceSpec): void {
   }
 }
 
-async function loadHub(source: DatasetSourceSpec, repo: string, splits: string[], options: LoadOptions): Promise<TaskData> {
-  const fetched = await fetchDataset(repo, { revision: source.revision ?? null, config: source.config, splits, files: source.files, format: source.format }, options);
+async function loadHub(source: DatasetSourceSpec, repo: string, splits: string[], options: LoadOptions, assets: string[]): Promise<TaskData> {
+  const fetched = await fetchDataset(repo, { revision: source.revision ?? null, config: source.config, splits, files: source.files, format: source.format, ...(assets.length > 0 ? { assets } : {}) }, options);
   const read = new Map<string, ReadFile>();
   const records: Record<string, DatasetRecord[]> = {};
+  const recordFiles: Record<string, { path: string; records: number }[]> = {};
   const files: DatasetFile[] = [];
   for (const split of splits) {
     const list = fetched.splits[split] ?? [];
     records[split] = [];
+    recordFiles[split] = [];
     for (const f of list) {
       const shown = `${f.path} of ${repo}@${fetched.sha} (${f.local})`;
       const got = read.get(f.path) ?? (await readDataFile(f.local, shown, source.format, `source.files.${split}`));
@@ -66,6 +68,7 @@ async function loadHub(source: DatasetSourceSpec, repo: string, splits: string[]
         });
       }
       records[split].push(...got.records);
+      recordFiles[split].push({ path: f.path, records: got.records.length });
       files.push({ split, path: f.path, sha256: got.sha256, bytes: got.bytes });
     }
     if (records[split].length === 0) throw emptySplit(split, `dataset ${repo}@${fetched.revision}`, list.map((f) => f.path));
@@ -74,6 +77,8 @@ async function loadHub(source: DatasetSourceSpec, repo: string, splits: string[]
     splits: records,
     features: featuresOf(fetched.card, fetched.config, [...read.values()]),
     provenance: { source: 'hub', repo, revision: fetched.revision, sha: fetched.sha, config: configOf(fetched.config), files },
+    root: fetched.snapshotDir,
+    recordFiles,
   };
 }
 
@@ -99,14 +104,17 @@ async function loadLocal(source: DatasetSourceSpec, path: string, splits: string
   const resolved = resolveSplits(listing, { splits, files: source.files, config, format: source.format }, what);
   const read = new Map<string, ReadFile>();
   const records: Record<string, DatasetRecord[]> = {};
+  const recordFiles: Record<string, { path: string; records: number }[]> = {};
   const files: DatasetFile[] = [];
   for (const split of splits) {
     const list = (resolved.bySplit[split] ?? []).map((p) => join(root, p));
     records[split] = [];
+    recordFiles[split] = [];
     for (const file of list) {
       const got = read.get(file) ?? (await readDataFile(file, file, source.format, source.files ? `source.files.${split}` : 'source.path'));
       read.set(file, got);
       records[split].push(...got.records);
+      recordFiles[split].push({ path: file, records: got.records.length });
       files.push({ split, path: file, sha256: got.sha256, bytes: got.bytes });
     }
     if (records[split].length === 0) throw emptySplit(split, what, list);
@@ -115,6 +123,8 @@ async function loadLocal(source: DatasetSourceSpec, path: string, splits: string
     splits: records,
     features: featuresOf(card, config?.name ?? null, [...read.values()]),
     provenance: { source: 'local', path: abs, ...(config ? { config: configOf(config.name) } : {}), files },
+    root,
+    recordFiles,
   };
 }
 

@@ -159,7 +159,9 @@ const task: Normaliser<'task'> = (raw, path, ctx) => {
     // Synthetic screenshots: the parameters as written (the task fills its defaults).
     const size = rest.width !== undefined || rest.height !== undefined ? `/${String(rest.width ?? '')}x${String(rest.height ?? '')}` : '';
     const style = rest.style !== undefined ? `/${String(rest.style)}` : '';
-    return { label: label ?? `${name}${size}${style}`, value: { name, params: structuredClone(rest) } };
+    const params = structuredClone(rest);
+    resolveUtilityPath(params, path, ctx);
+    return { label: label ?? `${name}${size}${style}`, value: { name, params } };
   }
   // Dataset-backed tasks: the parameters as written (the task fills its preset's defaults), with a
   // local source resolved against the grid file's folder, as a local model's path is.
@@ -173,9 +175,18 @@ const task: Normaliser<'task'> = (raw, path, ctx) => {
     if (hubOnly) fail(ctx, [...at, hubOnly], `a local dataset (path:) has no Hub ${hubOnly}; remove ${hubOnly}`);
   }
   if (source?.path !== undefined) source.path = resolve(dirname(resolve(ctx.source.file)), source.path);
+  resolveUtilityPath(params, path, ctx);
   const where = source?.repo ?? (source?.path !== undefined ? basename(source.path) : undefined);
   return { label: label ?? (name === 'dataset' || where === undefined ? `${name}${where ? `/${where}` : ''}` : name), value: { name, params } };
 };
+
+/** A task's utility source (`utility: {source: {path}}`), resolved against the grid file's folder like the task's own. */
+function resolveUtilityPath(params: Record<string, unknown>, path: GridPath, ctx: AxisContext): void {
+  const source = (params.utility as { source?: { path?: string; repo?: string } } | undefined)?.source;
+  if (!source) return;
+  if (source.repo !== undefined && source.path !== undefined) fail(ctx, [...path, 'utility', 'source', 'path'], 'give repo (a Hub dataset) or path (a local file or folder), not both');
+  if (source.path !== undefined) source.path = resolve(dirname(resolve(ctx.source.file)), source.path);
+}
 
 const NORMALISERS: { [A in AxisName]: Normaliser<A> } = { visibility, dose, placement, population, schedule, model, task, seed };
 

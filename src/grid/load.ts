@@ -34,6 +34,8 @@ export interface LoadedGrid {
    * planning (planning itself never reads a dataset). Absent when the grid has no such task.
    */
   taskData?: ReadonlyMap<string, TaskData>;
+  /** Rows of the task values' own utility sources (`utility: {source, ...}`), by the value's key. */
+  utilityData?: ReadonlyMap<string, TaskData>;
 }
 
 /**

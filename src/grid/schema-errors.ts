@@ -69,12 +69,18 @@ function acceptsType(branch: Schema, value: unknown): boolean {
   return types.includes(t) || (t === 'integer' && types.includes('number'));
 }
 
-/** A branch whose properties pin a key with `const` is ruled out when the value disagrees. */
-function constsAgree(branch: Schema, value: unknown): boolean {
+/**
+ * A branch whose properties pin a key with `const` is ruled out when the value disagrees; with
+ * `enums`, one whose `name` key lists its values in an `enum` the value is not in, too.
+ */
+function constsAgree(branch: Schema, value: unknown, enums = false): boolean {
   if (jsonType(value) !== 'object') return true;
   const props = (branch.properties ?? {}) as Record<string, Schema>;
   for (const [key, prop] of Object.entries(props)) {
-    if ('const' in prop && key in (value as object) && (value as Record<string, unknown>)[key] !== prop.const) return false;
+    if (!(key in (value as object))) continue;
+    const v = (value as Record<string, unknown>)[key];
+    if ('const' in prop && v !== prop.const) return false;
+    if (enums && key === 'name' && Array.isArray(prop.enum) && !(prop.enum as unknown[]).includes(v)) return false;
   }
   return true;
 }
@@ -119,7 +125,10 @@ function explain(source: GridSource, pointer: string, value: unknown, path: Grid
   const node = nodeAt(pointer);
   if (Array.isArray(node.oneOf)) {
     const branches = (node.oneOf as Schema[]).map((_, i) => deref(`${pointer}/oneOf/${i}`));
-    const fits = branches.filter((b) => acceptsType(nodeAt(b), value) && constsAgree(nodeAt(b), value));
+    // The branch the value's name picks (a task's {name: gui-grounding, ...}), else the one its
+    // type and consts leave (an unknown name is explained by the branch whose enum lists names).
+    const named = branches.filter((b) => acceptsType(nodeAt(b), value) && constsAgree(nodeAt(b), value, true));
+    const fits = named.length === 1 ? named : branches.filter((b) => acceptsType(nodeAt(b), value) && constsAgree(nodeAt(b), value));
     if (fits.length === 1) return explain(source, fits[0] as string, value, path);
     const expected = (node.description as string | undefined) ?? 'a valid value';
     return [issue(source, path, `${quoteValue(value)} is not valid here; expected ${expected}`)];

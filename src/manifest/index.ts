@@ -11,5 +11,5 @@ export { canaryTrainingRow, trainingRowLines, utilityRowCount, utilityRowLines, 
 export { pretrainRowLines, pretrainCorpusKey, pretrainManifestSpec, PRETRAIN_FILE } from './pretrain.js';
 export { CanaryPool, type PoolCanary } from './canaries.js';
 export { InfeasiblePlacement, updateRange } from './placement.js';
-export { createTask, taskDataRequest, TaskSpecError, TASK_NAMES, type Task, type TaskDataRequest, type TaskSpec, type UtilityMetric } from './tasks/index.js';
+export { createTask, taskDataRequest, utilityDataRequest, TaskSpecError, TASK_NAMES, type Task, type TaskDataRequest, type TaskSpec, type UtilityMetric } from './tasks/index.js';
 export { backgroundToCheck, checkHfLengths, type TokenCount, type TokenCounter, type TokenJob, type TokenRow } from './length-check.js';

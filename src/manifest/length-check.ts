@@ -29,12 +29,12 @@ const BACKGROUND_SAMPLE = 256;
  * known), else the first BACKGROUND_SAMPLE rows of its background stream.
  */
 export function* backgroundToCheck(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): Generator<TaskExample> {
-  const { task, taskSpec } = renderer;
+  const { task, rowSpec } = renderer;
   if (task.allRows) {
     yield* task.allRows();
     return;
   }
-  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec)), pool.identityKeys(task), 'train');
+  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec)), pool.identityKeys(task), 'train');
   for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) yield next();
 }
 

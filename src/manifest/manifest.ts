@@ -19,7 +19,19 @@ export type ManifestCore = Omit<Manifest, 'run_id' | 'rows' | 'utility' | 'prove
 export interface RunRenderer {
   task: Task;
   taskSpec: TaskSpec;
+  /**
+   * The task value without its `utility` source: what seeds the background rows and the canaries'
+   * carrier messages, so naming a utility source apart changes the utility rows only.
+   */
+  rowSpec: TaskSpec;
   cue: CueEncoding;
+}
+
+/** A task value without its `utility` key (the same object when it has none). */
+export function rowSpecOf(spec: TaskSpec): TaskSpec {
+  if (spec.params.utility === undefined) return spec;
+  const { utility: _utility, ...params } = spec.params;
+  return { ...spec, params };
 }
 
 /** Tasks made so far per grid, by task value key: a dataset-backed task renders its rows once. */
@@ -30,7 +42,7 @@ export function gridTask(grid: LoadedGrid, value: { key: string; value: TaskSpec
   let tasks = TASKS.get(grid);
   if (!tasks) TASKS.set(grid, (tasks = new Map()));
   let task = tasks.get(value.key);
-  if (!task) tasks.set(value.key, (task = createTask(value.value, grid.taskData?.get(value.key))));
+  if (!task) tasks.set(value.key, (task = createTask(value.value, grid.taskData?.get(value.key), grid.utilityData?.get(value.key))));
   return task;
 }
 
@@ -39,6 +51,7 @@ export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
   return {
     task: gridTask(grid, layout.cell.values.task),
     taskSpec,
+    rowSpec: rowSpecOf(taskSpec),
     cue: cueEncoding(layout.cell.values.visibility.value as VisibilityValue, codeSpaceOf(grid.doc)),
   };
 }
@@ -46,7 +59,7 @@ export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
 export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: CanaryPool, layout: RunLayout): ManifestCore {
   const { doc } = grid;
   const { cell } = layout;
-  const { task, taskSpec, cue } = runRenderer(grid, layout);
+  const { task, rowSpec, cue } = runRenderer(grid, layout);
   const space = codeSpaceOf(doc);
   const sampled = doc.candidates.kind === 'sampled';
   const probeOptions = { kinds: doc.probes.kinds, decode: doc.probes.decode };
@@ -73,7 +86,7 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
     ...layout.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').map((c) => c.canary),
     ...layout.heldOut,
   ];
-  const probes: Probe[] = probed.flatMap((c) => canaryProbes(pool, task, taskSpec, cue, c, probeOptions));
+  const probes: Probe[] = probed.flatMap((c) => canaryProbes(pool, task, rowSpec, cue, c, probeOptions));
 
   const m = cell.values.model.value;
   const seed = cell.values.seed.value;
@@ -111,7 +124,7 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
   return {
     schema_version: MANIFEST_VERSION,
     audit: { id: auditId, name: doc.name, grid_file: GRID_FILE_FROM_RUN, grid_sha256: grid.sha256, cell_id: cell.id, cell: { ...cell.labels } },
-    task: { name: task.name, seed: doc.seed, params: structuredClone(task.params), ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}) },
+    task: { name: task.name, seed: doc.seed, params: structuredClone(task.params), ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}), ...(task.utilityDataset ? { utility_dataset: structuredClone(task.utilityDataset) } : {}) },
     model,
     training,
     canaries,

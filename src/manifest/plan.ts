@@ -4,7 +4,7 @@ import { messageText, type TaskData } from '../contracts/index.js';
 import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
 import { gridTask } from './manifest.js';
 import { codesIn } from '../codes/index.js';
-import { taskDataRequest, TaskSpecError, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
+import { taskDataRequest, TaskSpecError, utilityDataRequest, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
@@ -79,34 +79,42 @@ export async function planAuditTextWithData(file: string, text: string, loadTask
 /** The grid with the rows of each dataset-backed task value loaded (once per distinct value). */
 async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined): Promise<LoadedGrid> {
   const taskData = new Map<string, TaskData>();
+  const utilityData = new Map<string, TaskData>();
   const errors: UserInputError[] = [];
   for (const value of grid.expansion.axes.task) {
     const at = (field: (string | number)[], message: string, code: string, cause?: unknown): UserInputError => {
       const path = [...value.path, ...field];
       return new UserInputError(`task ${value.label}: ${message}`, { location: grid.source.locate(path), field: formatPath(path), code, cause });
     };
-    let request;
+    const requests: { request: TaskDataRequest; into: Map<string, TaskData>; under: string[] }[] = [];
     try {
-      request = taskDataRequest(value.value);
+      const request = taskDataRequest(value.value);
+      if (request) requests.push({ request, into: taskData, under: [] });
+      const utility = utilityDataRequest(value.value);
+      if (utility) requests.push({ request: utility, into: utilityData, under: ['utility'] });
     } catch (error) {
       if (!(error instanceof TaskSpecError)) throw error;
       errors.push(at(error.field, error.message, 'E_TASK'));
       continue;
     }
-    if (request === null) continue;
-    if (!load) {
-      errors.push(at(['source'], 'this task reads a dataset; plan it with canary-audit plan (the CLI loads datasets)', 'E_TASK'));
-      continue;
-    }
-    try {
-      taskData.set(value.key, await load(request, value.value));
-    } catch (error) {
-      if (!(error instanceof TaskDataError)) throw error;
-      errors.push(at(error.field, error.message, error.code, error));
+    for (const { request, into, under } of requests) {
+      if (!load) {
+        errors.push(at([...under, 'source'], 'this task reads a dataset; plan it with canary-audit plan (the CLI loads datasets)', 'E_TASK'));
+        continue;
+      }
+      try {
+        into.set(value.key, await load(request, value.value));
+      } catch (error) {
+        if (!(error instanceof TaskDataError)) throw error;
+        // `datasets fetch REPO` fetches the splits only; a task that reads images by path needs them too.
+        const also = error.code === 'E_DATASET_NOT_CACHED' && request.assets ? `; this task reads ${request.assets.join(', ')} too, which canary-audit datasets fetch ${grid.source.file} fetches with the splits` : '';
+        errors.push(at([...under, ...error.field], `${error.message}${also}`, error.code, error));
+      }
     }
   }
   if (errors.length > 0) throw new UserInputErrors(errors);
-  return taskData.size > 0 ? { ...grid, taskData } : grid;
+  if (taskData.size === 0 && utilityData.size === 0) return grid;
+  return { ...grid, ...(taskData.size > 0 ? { taskData } : {}), ...(utilityData.size > 0 ? { utilityData } : {}) };
 }
 
 /** Make each task value's generator once, so a wrong template or row is reported at its value. */

@@ -10,8 +10,8 @@ import { Rng } from '../random.js';
 
 /** A run's training row for one inserted canary: its identity and message, the cue the run shows. */
 export function canaryTrainingRow(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): CanaryExample {
-  const { task, taskSpec, cue } = renderer;
-  return task.canary(pool.identity(task, canary.id).value, pool.message(task, taskSpec, canary.id), cue.encode(canary.code), canary.code, cue.visibility);
+  const { task, rowSpec, cue } = renderer;
+  return task.canary(pool.identity(task, canary.id).value, pool.message(task, rowSpec, canary.id), cue.encode(canary.code), canary.code, cue.visibility);
 }
 
 /** A canary row as rows.jsonl prints it, less its leading `{"i":N,` (the only part that changes per appearance). */
@@ -28,9 +28,9 @@ function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCana
  * at each of its appearances.
  */
 export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Generator<string> {
-  const { task, taskSpec } = renderer;
+  const { task, rowSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const next = task.rows(backgroundStream(grid, taskSpec, layout.cell.values.seed.value), excluded, 'train');
+  const next = task.rows(backgroundStream(grid, rowSpec, layout.cell.values.seed.value), excluded, 'train');
   const slot = new Int32Array(grid.rows).fill(-1);
   const rests: string[] = layout.canaries.map((c, k) => {
     for (const r of c.positions) slot[r] = k;
@@ -59,19 +59,19 @@ export interface BackgroundRows {
  * The stream of a task's background rows: one per (grid seed, task), and with joint seeds
  * (`replicates: {vary: joint}`) one per seed value as well, so each seed trains on its own order.
  */
-export function backgroundStream(grid: LoadedGrid, taskSpec: RunRenderer['taskSpec'], seed: number): Rng {
-  return new Rng(grid.doc.seed, 'background', canonicalJson(taskSpec), ...replicateKey(grid.doc, seed));
+export function backgroundStream(grid: LoadedGrid, rowSpec: RunRenderer['rowSpec'], seed: number): Rng {
+  return new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec), ...replicateKey(grid.doc, seed));
 }
 
 /** The key runs share a background sequence by: the task, and the seed when seeds are joint. */
-export function backgroundKey(grid: LoadedGrid, taskSpec: RunRenderer['taskSpec'], seed: number): string {
-  return canonicalJson([taskSpec, ...replicateKey(grid.doc, seed)]);
+export function backgroundKey(grid: LoadedGrid, rowSpec: RunRenderer['rowSpec'], seed: number): string {
+  return canonicalJson([rowSpec, ...replicateKey(grid.doc, seed)]);
 }
 
 export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer, seed: number): BackgroundRows {
-  const { task, taskSpec } = renderer;
+  const { task, rowSpec } = renderer;
   const excluded = pool.identityKeys(task);
-  const next = task.rows(backgroundStream(grid, taskSpec, seed), excluded, 'train');
+  const next = task.rows(backgroundStream(grid, rowSpec, seed), excluded, 'train');
   const offsets = new Float64Array(grid.rows + 1);
   const chunks: Buffer[] = [];
   let lines: string[] = [];
@@ -148,9 +148,9 @@ export async function writeTrainingRows(path: string, background: BackgroundRows
   return { sha256: hash.digest('hex'), count: grid.rows, bytes, images };
 }
 
-/** How many utility rows a run gets: the grid's count, or all a dataset's utility split holds. */
+/** How many utility rows a run gets: the task's utility.rows or else the grid's count, at most all a dataset's utility split holds. */
 export function utilityRowCount(grid: LoadedGrid, renderer: RunRenderer): number {
-  return Math.min(grid.doc.utility.rows, renderer.task.utilityRows ?? Number.POSITIVE_INFINITY);
+  return Math.min(renderer.task.utilityRowsWanted ?? grid.doc.utility.rows, renderer.task.utilityRows ?? Number.POSITIVE_INFINITY);
 }
 
 /** Held-out rows for the utility metrics: a separate stream (or split), never trained on. */

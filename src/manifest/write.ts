@@ -136,7 +136,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
   try {
     const taskKey = contentHash(renderer.taskSpec);
     const seed = layout.cell.values.seed.value;
-    const orderKey = backgroundKey(grid, renderer.taskSpec, seed);
+    const orderKey = backgroundKey(grid, renderer.rowSpec, seed);
     let background = shared.background.get(orderKey);
     if (!background) {
       // Joint seeds: one sequence per (task, seed). Runs come seed-fastest, so a task's seeds

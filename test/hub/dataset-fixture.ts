@@ -17,6 +17,8 @@ import { TOKEN } from './hub-fixture.js';
 export const BANKING77_SHA = '77'.repeat(4) + 'b'.repeat(32);
 export const TATQA_SHA = '7a'.repeat(4) + 'c'.repeat(32);
 export const GATED_DATASET_SHA = '99'.repeat(4) + 'd'.repeat(32);
+export const SCREENSPOT_PRO_SHA = '55'.repeat(4) + 'e'.repeat(32);
+export const OSWORLD_G_SHA = '56'.repeat(4) + 'f'.repeat(32);
 
 const GITATTRIBUTES = `*.parquet filter=lfs diff=lfs merge=lfs -text
 *.arrow filter=lfs diff=lfs merge=lfs -text
@@ -48,11 +50,13 @@ export function datasetRepo(dir: string, options: { sha?: string; branches?: Rec
   return { branches: { main: sha, ...options.branches }, commits: { [sha]: folderFiles(dir) }, gated: options.gated };
 }
 
-/** The two fixtures under their Hub names, plus a gated copy of banking77. */
+/** The fixtures under their Hub names, plus a gated copy of banking77. */
 export function fixtureDatasets(): Record<string, FakeRepo> {
   return {
     'PolyAI/banking77': datasetRepo('banking77-mini', { sha: BANKING77_SHA }),
     'next-tat/TAT-QA': datasetRepo('tat-qa-mini', { sha: TATQA_SHA }),
+    'likaixin/ScreenSpot-Pro': datasetRepo('screenspot-pro-mini', { sha: SCREENSPOT_PRO_SHA }),
+    'MMInstruction/OSWorld-G': datasetRepo('osworld-g-mini', { sha: OSWORLD_G_SHA }),
     'org/gated-dataset': datasetRepo('banking77-mini', { sha: GATED_DATASET_SHA, gated: true }),
   };
 }

@@ -132,16 +132,16 @@ describe('task grounding (a dataset with an Image column)', () => {
     return { message: errors[0]!.message, field: errors[0]!.field };
   };
 
-  it('refuses a corrupt image, a missing one and a box outside the image, naming the row and field', async () => {
+  it('refuses a corrupt image, a missing one and a box outside the image, naming the file, the record and the field', async () => {
     const corrupt = await refused('corrupt', (rs) => (rs[3]!.image.bytes = rs[3]!.image.bytes!.subarray(0, 100)));
-    expect(corrupt.message).toMatch(/row 3 of split train of .*ds: column "image" is a truncated PNG \(truncated PNG chunk at byte \d+\); fix or drop the row/);
+    expect(corrupt.message).toMatch(/: data\/train-00000-of-00001\.parquet record 3 \(split train of .*ds\): field "image" is a truncated PNG \(truncated PNG chunk at byte \d+\); fix or drop the record$/);
     expect(corrupt.field).toBe('axes.task[0].image');
     const junk = await refused('junk', (rs) => (rs[1]!.image.bytes = new TextEncoder().encode('not an image')));
-    expect(junk.message).toMatch(/row 1 of .*column "image" is neither a PNG nor a JPEG/);
+    expect(junk.message).toMatch(/parquet record 1 .*field "image" is neither a PNG nor a JPEG/);
     const missing = await refused('missing', (rs) => (rs[2]!.image.bytes = null));
-    expect(missing.message).toMatch(/row 2 of .*holds no image bytes \(only the path "shot2.png"\)/);
+    expect(missing.message).toMatch(/parquet record 2 .*holds no image bytes \(only the path "shot2.png"\);.* or set image_root to the dataset folder the paths are relative to$/);
     const outside = await refused('outside', (rs) => (rs[4]!.bbox = [0.9, 0.5, 0.5, 0.1]));
-    expect(outside.message).toMatch(/row 4 of .*box \[.*\] \(xywh, fraction\) lies outside the 204x120 image/);
+    expect(outside.message).toMatch(/parquet record 4 .*field "bbox": box \[.*\] \(xywh, fraction\) lies outside the 204x120 image/);
     expect(outside.field).toBe('axes.task[0].bbox');
   });
 });

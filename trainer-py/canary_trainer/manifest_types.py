@@ -67,6 +67,7 @@ class Task(TypedDict):
     seed: int
     params: NotRequired[dict[str, Any]]
     dataset: NotRequired[Dataset]
+    utility_dataset: NotRequired[Dataset]
 
 
 class PretrainSchedule(TypedDict):

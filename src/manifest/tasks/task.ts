@@ -43,8 +43,12 @@ export interface Task {
    * never runs out (generated tasks).
    */
   readonly utilityRows: number | null;
+  /** Utility rows a task's own `utility` source asks for (`utility.rows`), over the grid's utility.rows. */
+  readonly utilityRowsWanted?: number;
   /** Where a dataset-backed task's rows came from (the manifest's task.dataset). */
   readonly dataset?: DatasetProvenance;
+  /** Where the utility rows came from when a task names a utility source apart (the manifest's task.utility_dataset). */
+  readonly utilityDataset?: DatasetProvenance;
   drawIdentity(rng: Rng): DrawnIdentity;
   /** The identity as the input shows it (the manifest's `identity`). */
   renderIdentity(identity: unknown): string;
