@@ -198,6 +198,6 @@ describe('Hub dataset errors', () => {
   });
 
   it('the fixtures stand in for the real repositories under their names', () => {
-    expect(Object.keys(fixtureDatasets())).toEqual(['PolyAI/banking77', 'next-tat/TAT-QA', 'org/gated-dataset']);
+    expect(Object.keys(fixtureDatasets())).toEqual(['PolyAI/banking77', 'next-tat/TAT-QA', 'likaixin/ScreenSpot-Pro', 'MMInstruction/OSWorld-G', 'org/gated-dataset']);
   });
 });
