@@ -90,6 +90,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
         }),
         observations,
         stat,
+        groups,
       )
     : undefined;
   const summary = buildSummary({

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { artifactError, quoteValue, UserInputError } from '../errors.js';
-import { bootstrapMedian, clusteredSample, type BootstrapOptions, type MedianInterval } from '../metrics/bootstrap.js';
+import { bootstrapMedian, type BootstrapOptions, type MedianInterval } from '../metrics/bootstrap.js';
+import type { GroupSummary } from '../metrics/aggregate.js';
+import { exposuresByRun } from '../metrics/arm.js';
 import { canaryKey, PROBE_KIND_ORDER, type Observation } from '../metrics/observation.js';
 import { median } from '../metrics/statistics.js';
 import { BOX_METRICS, GENERATION_METRICS, generationMetrics, rowScores, type Box, utilityInterval, type GenerationMetric, type RunScores, type UtilityInterval } from '../metrics/utility.js';
@@ -195,11 +197,31 @@ function medianOrNull(values: (number | null)[]): number | null {
  * One headline per task: "task accuracy X → Y while focal exposure reached Z at dose D". Z is the
  * pooled median exposure of focal canaries after fine-tuning (hidden probes, or the first probe kind
  * present) at the highest canary dose of the visibility arm whose median there is highest; its
- * interval resamples runs, then canaries. X → Y is the task's generation metric (accuracy, else
+ * interval is the exposure table's for that group (crossed or nested, as there). X → Y is the task's generation metric (accuracy, else
  * exact match, else token F1; a loss-only task: the median utility loss) over the runs that hold
  * those canaries, base model → after fine-tuning.
  */
-export function utilityHeadlines(runs: readonly HeadlineRun[], observations: readonly Observation[], stat: Stat): UtilityHeadline[] {
+/**
+ * The headline's exposure interval: the report's own figure for that group when the headline's
+ * canaries are exactly one group's (so the headline and the exposure table print one interval),
+ * else a bootstrap with the same design reading (`exposuresByRun`: crossed or nested).
+ */
+function headlineMedian(sample: readonly Observation[], groups: readonly GroupSummary[], stat: Stat, label: string): MedianInterval {
+  const first = sample[0];
+  const runs = new Set(sample.map((o) => o.run_id));
+  const same = first
+    ? groups.filter(
+        (g) =>
+          g.cohort === first.cohort && g.dose === first.dose && g.visibility === first.visibility && g.probe_kind === first.probe_kind && g.phase === first.phase &&
+          g.inserted.n_obs === sample.length && g.inserted.n_runs === runs.size,
+      )
+    : [];
+  const only = same.length === 1 ? same[0]?.inserted.exposure : null;
+  if (only) return only;
+  return bootstrapMedian(exposuresByRun(sample), { ...stat, label, bounds: [0, first?.exposure_ceiling ?? Infinity] }) as MedianInterval;
+}
+
+export function utilityHeadlines(runs: readonly HeadlineRun[], observations: readonly Observation[], stat: Stat, groups: readonly GroupSummary[] = []): UtilityHeadline[] {
   const tasks = [...new Set(runs.map((r) => r.task))];
   return tasks.map((task) => {
     const mine = runs.filter((r) => r.task === task);
@@ -222,13 +244,7 @@ export function utilityHeadlines(runs: readonly HeadlineRun[], observations: rea
             visibility: best.visibility,
             dose: best.dose,
             probe_kind: kind,
-            median: bootstrapMedian(
-              clusteredSample(
-                best.sample.map((o) => o.exposure),
-                best.sample.map((o) => o.run_id),
-              ),
-              { ...stat, label: `utility-headline|${task}|exposure`, bounds: [0, best.sample[0]?.exposure_ceiling ?? Infinity] },
-            ) as MedianInterval,
+            median: headlineMedian(best.sample, groups, stat, `utility-headline|${task}|exposure`),
             ceiling: best.sample[0]?.exposure_ceiling ?? 0,
             n_canaries: new Set(best.sample.map((o) => canaryKey(o))).size,
             n_runs: new Set(best.sample.map((o) => o.run_id)).size,

@@ -97,6 +97,10 @@ describe('task utility in the report', () => {
     expect([...(h?.runs ?? [])].sort()).toEqual([runId(0), runId(1)].sort());
     // exposure: ranks 1 and 4 → 13.29 and 11.29 bits, median of the four canaries 12.29
     expect(h?.exposure?.median.estimate).toBeCloseTo(Math.log2(10000) - 1, 10);
+    // the same interval as the exposure table's group (same canaries, same runs): one figure, one interval
+    const group = summary.groups.find((g) => g.phase === 'final' && g.cohort === 'focal' && g.visibility === 'redacted' && g.dose === 8 && g.probe_kind === 'hidden');
+    expect(group?.inserted.n_runs).toBe(2);
+    expect(h?.exposure?.median).toEqual(group?.inserted.exposure);
     expect(h?.final?.estimate).toBeCloseTo(5 / 8, 12);
     expect(h?.text).toMatch(/^banking77: task accuracy 0\.25 \[[\d.]+, [\d.]+\] → 0\.63 \[[\d.]+, [\d.]+\] while focal exposure reached 12\.29 \[[\d.]+, [\d.]+\] \(ceiling 13\.29\) at dose 8 \(visibility redacted, hidden probes, 2 canaries · 2 runs; utility over the same runs\)\.$/);
     expect(md).toContain(`**Task utility vs exposure** — ${h?.text}`);
