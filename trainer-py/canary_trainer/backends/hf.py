@@ -69,6 +69,9 @@ class HfBackend(HfText, ModelBackend):
             self.chat_template = chat_template(spec, self.tokenizer)
             self.vision = Vision(tf, spec, config, self.tokenizer, load_kw)
         self.train_vision = bool(hf.get("train_vision", False))
+        if self.train_vision and self.vision is None:
+            raise BadManifest(f"model.hf.train_vision: {self.model_label!r} is a text-only model (its config has no "
+                              "vision_config), so it has no vision tower to train; fix: remove train_vision")
         self._check_template()
         self.revision = getattr(config, "_commit_hash", None) or spec.get("revision")
         # Weights that train stay float32 (master copy); a frozen LoRA base sits in the compute dtype.
