@@ -302,3 +302,39 @@ def test_a_source_box_outside_the_image_and_an_unreadable_image_at_load(vlm, ima
     with pytest.raises(BadRows) as err:
         b.tokenize(b.render(image_prompt("broken.png")))
     assert "broken.png" in _one_line(err) and "not a readable image" in str(err.value)
+
+
+# ---- memory estimate and the plan-time row count ----------------------------------------------------------------
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_memory_estimate_counts_the_frozen_tower_without_optimizer_state(vlm, family):
+    from canary_trainer.memory import estimate, model_shape
+
+    b = vlm(family)
+    config = b.base_model.config
+    frozen, trained = model_shape(config), model_shape(config, train_vision=True)
+    tower = sum(p.numel() for m in vision_modules(b.base_model).values() for p in m.parameters())
+    assert frozen.params == sum(p.numel() for p in b.base_model.parameters())
+    assert frozen.vision_params == tower > 0
+    kw = dict(method="full", dtype="bfloat16", on_gpu=True, micro_batch=1, seq_len=64)
+    f, t = estimate(frozen, **kw), estimate(trained, **kw)
+    assert f["weights"] == t["weights"] == 6 * frozen.params  # float32 master + bfloat16 copy, tower included
+    assert f["gradients"] == 4 * (frozen.params - tower) and t["gradients"] == 4 * frozen.params
+    assert f["optimizer"] == 8 * (frozen.params - tower) and t["optimizer"] == 8 * frozen.params
+    assert f["trainable"] == sum(p.numel() for _, p in b.trainable())  # what the backend trains
+    lora = model_shape(config, ["q_proj", "v_proj"])
+    lora_all = model_shape(config, ["q_proj", "v_proj"], train_vision=True)
+    assert lora.lora_io <= lora_all.lora_io  # Gemma 3's tower has q/v projections: adapters only when trained
+    assert (lora.lora_io < lora_all.lora_io) == (family == "gemma3vl")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_plan_time_row_count_includes_the_image_tokens(vlm, family):
+    from canary_trainer.check_rows import count
+
+    b = vlm(family)
+    row = {"prompt": image_prompt(), "target": canary_target("Ada Lovelace #0", "4711")}
+    got = count(vspec(family), [row], 512)  # from the part's width and height, without the image
+    assert got["longest"] == len(encode_row(b, row, 512, "row 0").ids)
+    with pytest.raises(BadRows, match="exceed training.max_length"):
+        encode_row(b, row, got["longest"] - 1, "row 0")

@@ -141,10 +141,13 @@ class Vision:
             self.before, self.after = f"\n\n{boi}", f"{eoi}\n\n"
             self.per_image = int(config.mm_tokens_per_image)
         self.root: Path | None = None
+        # Without a folder (the plan-time row count): each image's (width, height) from its part,
+        # enough to count its tokens without reading it.
+        self.sizes: dict[str, tuple[int, int]] = {}
         self._slot: dict[str, int] = {}
         self._starts: list[int] = []
         self._counts: list[int] = []
-        self._pixels: list[torch.Tensor] = []
+        self._pixels: list[torch.Tensor | None] = []
         self._grids: list[torch.Tensor | None] = []
 
     # ---- text ---------------------------------------------------------------------------------
@@ -171,6 +174,8 @@ class Vision:
     def _load(self, path: str) -> int:
         from ..images import decode_image
 
+        if self.root is None and path in self.sizes:
+            return self._add(path, self.count(*self.sizes[path]), None, None)
         if self.root is None:
             raise BadRows(f"image {path}: the backend was given no folder to read images from")
         file = self.root / path
@@ -189,15 +194,21 @@ class Vision:
                           f"({str(exc).splitlines()[0]}); fix: plan images of another size") from exc
         if self.family in QWEN:
             grid = got["image_grid_thw"][0]
-            count = int(grid.prod()) // self.merge ** 2
-            self._grids.append(grid)
-        else:
-            count = self.per_image
-            self._grids.append(None)
+            return self._add(path, int(grid.prod()) // self.merge ** 2, got["pixel_values"], grid)
+        return self._add(path, self.per_image, got["pixel_values"], None)
+
+    def count(self, width: int, height: int) -> int:
+        """Image tokens of a width x height image, without its pixels."""
+        if self.family in QWEN:
+            return int(self.image_processor.get_number_of_image_patches(height, width, {})) // self.merge ** 2
+        return self.per_image
+
+    def _add(self, path: str, count: int, pixels, grid) -> int:
         slot = len(self._counts)
         self._starts.append(self.base + sum(self._counts))
         self._counts.append(count)
-        self._pixels.append(got["pixel_values"])
+        self._pixels.append(pixels)
+        self._grids.append(grid)
         self._slot[path] = slot
         return slot
 
@@ -280,7 +291,7 @@ class Vision:
         """Each image's token embeddings from the vision tower (and projector), concatenated."""
         model = self.model
         device = model.get_input_embeddings().weight.device
-        pixels = torch.cat([self._pixels[s] for s in slots]).to(device)
+        pixels = torch.cat([self._pixels[s] for s in slots]).to(device)  # type: ignore[misc]
         if self.family in QWEN:
             grids = torch.stack([self._grids[s] for s in slots]).to(device)  # type: ignore[misc]
             out = model.model.get_image_features(pixel_values=pixels, image_grid_thw=grids).pooler_output
