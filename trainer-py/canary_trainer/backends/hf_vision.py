@@ -291,9 +291,9 @@ class Vision:
         """Each image's token embeddings from the vision tower (and projector), concatenated."""
         model = self.model
         device = model.get_input_embeddings().weight.device
-        pixels = torch.cat([self._pixels[s] for s in slots]).to(device)  # type: ignore[misc]
+        pixels = torch.cat([self._pixels[s] for s in slots]).to(device)
         if self.family in QWEN:
-            grids = torch.stack([self._grids[s] for s in slots]).to(device)  # type: ignore[misc]
+            grids = torch.stack([self._grids[s] for s in slots]).to(device)
             out = model.model.get_image_features(pixel_values=pixels, image_grid_thw=grids).pooler_output
             return torch.cat(list(out))
         out = model.model.get_image_features(pixel_values=pixels).pooler_output
