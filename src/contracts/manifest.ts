@@ -127,6 +127,8 @@ export interface HfModelSpec {
   chat_template_kwargs: Record<string, unknown>;
   trust_remote_code: boolean;
   attn_implementation: string | null;
+  /** A vision-language model's tower trains too; written only when true (absent: frozen). */
+  train_vision?: true;
 }
 
 export type FinetuneSpec =

@@ -159,6 +159,8 @@ export function modelFromObject(raw: Record<string, unknown>, gridDir = process.
     trust_remote_code: (raw.trust_remote_code as boolean | undefined) ?? HF_DEFAULTS.trust_remote_code,
     attn_implementation: (raw.attn_implementation as string | null | undefined) ?? null,
   };
+  // Only when asked: every other manifest stays as it was (the tower is frozen by default).
+  if (raw.train_vision === true) hf.train_vision = true;
   const path = raw.path as string | undefined;
   return {
     backend: 'hf',
@@ -231,5 +233,6 @@ export function modelLabel(model: ModelValue): string {
     const v = t.vision ? `,v${t.vision.height}x${t.vision.width}t${t.vision.rows * t.vision.cols}` : '';
     return `tiny(l${t.n_layer},h${t.n_head},d${t.d_model},c${t.max_len}${v}${pretrainLabel(model.pretrain ?? null)})`;
   }
-  return model.finetune.method === 'lora' ? `${model.name}+lora` : model.name;
+  const tower = model.hf?.train_vision ? '+vision' : '';
+  return model.finetune.method === 'lora' ? `${model.name}+lora${tower}` : `${model.name}${tower}`;
 }

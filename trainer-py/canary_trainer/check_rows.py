@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .backends.hf_load import import_transformers, load_tokenizer_and_config
 from .backends.hf_text import HfText
+from .backends.hf_vision import Vision, chat_template, is_vision_config, message_parts
 from .errors import TrainerError
 
 
@@ -36,6 +37,11 @@ def count(model: dict, rows: list[dict], max_length: int) -> dict:
     load_kw = {"revision": model.get("revision"), "local_files_only": True, "trust_remote_code": hf.get("trust_remote_code", False)}
     tokenizer, config = load_tokenizer_and_config(tf, model, load_kw)
     text = _Text(tokenizer, hf.get("chat_template_kwargs") or {})
+    if is_vision_config(config):  # image parts count as the image tokens their sizes give
+        text.chat_template = chat_template(model, tokenizer)
+        text.vision = Vision(tf, model, config, tokenizer, load_kw)
+        text.vision.sizes = {p["path"]: (p["width"], p["height"]) for r in rows for p in message_parts(r["prompt"])}
+    config = config.get_text_config()
     positions = getattr(config, "max_position_embeddings", None)
     limit = min(max_length, positions) if positions else max_length
     lengths = [len(ids) for ids in text.tokenize_batch([text.render(r["prompt"], r["target"]) for r in rows])] if rows else []

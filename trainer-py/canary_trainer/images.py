@@ -1,10 +1,13 @@
 """The image files a manifest lists (image tasks, `manifest.images`) and the image parts of rows.
 
 Files: each must sit beside the rows with the sha256 the controller recorded, and the run's
-backend must read images: the tiny backend with `model.tiny.vision` does; the tiny model without
-it reads text only, and the hf backend does not load a processor yet. A manifest with images is
-refused for those before anything is trained. For a backend that reads them, every listed file
-must decode as an image (PNG or JPEG) within the model's pixel limit.
+model must read images: the tiny backend with `model.tiny.vision`, the hf backend with a
+vision-language model (a config with a vision_config: Qwen2.5-VL, Gemma 3). The tiny model without
+a vision stem and a text-only hf model are refused before anything is trained. For a model that
+reads them, every listed file must decode as an image (PNG or JPEG) within the model's pixel
+limit: the tiny stem's max_pixels; Qwen2.5-VL's image processor max_pixels (it would downscale a
+larger image) and aspect ratio 200; Gemma 3 resizes every image to its fixed square, so only the
+decode is checked.
 
 Parts (`check_parts`): an image part's width and height are the file's, and its `source` box (the
 canary's source pane, [x0, y0, x1, y1]) lies inside the image. Every problem is one line naming
@@ -20,12 +23,26 @@ from pathlib import Path
 
 from .errors import BadManifest, BadRows
 
-# Backends that read image parts of a message (the tiny one only with model.tiny.vision).
-IMAGE_BACKENDS: frozenset[str] = frozenset({"tiny"})
+# Backends that read image parts of a message (tiny with model.tiny.vision, hf with a
+# vision-language model).
+IMAGE_BACKENDS: frozenset[str] = frozenset({"tiny", "hf"})
+
+
+def hf_config(model: dict) -> dict | None:
+    """The hf model's config.json, read from its local folder or cached snapshot (None when it is
+    not here: loading the backend then says so)."""
+    from .backends.hf_load import local_config
+
+    return local_config(model["name"], model.get("revision"))
 
 
 def reads_images(model: dict) -> bool:
-    return model["backend"] in IMAGE_BACKENDS and bool(model.get("tiny", {}).get("vision"))
+    if model["backend"] == "tiny":
+        return bool(model.get("tiny", {}).get("vision"))
+    if model["backend"] == "hf":
+        config = hf_config(model)
+        return config is None or config.get("vision_config") is not None
+    return False
 
 
 def decode_image(raw: bytes, full: bool = True):
@@ -70,13 +87,14 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
     model = data["model"]
     backend = model["backend"]
     if not reads_images(model):
-        what = ("reads text only (no model.tiny.vision)" if backend == "tiny"
-                else "does not read image rows yet (no processor or vision tower)")
-        fix = ("use a tiny model with a vision stem (the tiny-vlm preset, or model.tiny.vision)" if backend == "tiny"
-               else "plan a text task for this model, or the tiny-vlm model")
-        raise BadManifest(f"{path}: field model.backend: {backend} {what}, but the rows show {len(images)} images; "
-                          f"fix: {fix}")
-    limit = model["tiny"]["vision"]["max_pixels"]
+        if backend == "hf":
+            raise BadManifest(f"{path}: field model.name: {model['name']} is a text-only model (its config.json has "
+                              f"no vision_config), but the rows show {len(images)} images; fix: choose a "
+                              "vision-language model (Qwen2.5-VL, Gemma 3) or plan a text task for this model")
+        raise BadManifest(f"{path}: field model.backend: {backend} reads text only (no model.tiny.vision), but the "
+                          f"rows show {len(images)} images; fix: use a tiny model with a vision stem (the tiny-vlm "
+                          "preset, or model.tiny.vision)")
+    limit = model["tiny"]["vision"]["max_pixels"] if backend == "tiny" else None
     sizes: dict[str, tuple[int, int]] = {}
     for i, (ref, raw) in enumerate(zip(images, raws)):
         file = folder / ref["path"]
@@ -86,7 +104,11 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
             raise BadManifest(f"{path}: field images[{i}]: {file} is not a readable image ({exc}); "
                               "fix: re-plan the run so its images are rendered again") from exc
         w, h = img.size
-        if w * h > limit:
+        if limit is None:
+            from .backends.hf_vision import check_image_limits
+
+            check_image_limits(model, file, f"images[{i}]", str(path), w, h)
+        elif w * h > limit:
             raise BadManifest(f"{path}: field images[{i}]: {file} is {w}x{h} = {w * h} pixels, over the model's "
                               f"model.tiny.vision.max_pixels {limit}; fix: plan smaller images (the task's width "
                               "and height) or raise max_pixels")

@@ -111,6 +111,7 @@ class HfSpec(TypedDict):
     chat_template_kwargs: dict[str, Any]
     trust_remote_code: bool
     attn_implementation: str | None
+    train_vision: NotRequired[bool]
 
 
 class Finetune(TypedDict):

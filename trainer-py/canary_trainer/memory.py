@@ -23,6 +23,15 @@ masks (and attention scores under eager attention), and a block of HEAD_ROWS voc
 estimate counts its smallest call, one probe with a chunk of eval.score_batch_size nodes. The
 estimate uses training.max_length for every row and every prompt (an upper bound) and keeps 10%
 of the device for the CUDA context and fragmentation.
+
+A vision-language model (Qwen2.5-VL, Gemma 3): P counts the vision tower and projector too (V of
+them). Frozen (the default), the tower's weights are held but train nothing: full fine-tuning
+keeps their float32 copy (4V, and the autocast copy cV) without gradients or optimizer state, LoRA
+puts no adapters there; a frozen tower runs without autograd, so it keeps no activations. With
+model.hf.train_vision the tower trains like the rest (16 bytes per parameter under full
+fine-tuning, adapters on its target modules under LoRA). Image tokens are ids of the row
+(backends/hf_vision.py), so training.max_length, which bounds every row's ids, bounds them as well:
+the sequence length the activations and the scoring prompts are sized by includes them.
 """
 
 from __future__ import annotations
@@ -59,6 +68,8 @@ class Shape:
     mask_kinds: int = 1  # attention masks of a scoring call: 2 when some layers have a sliding window
     eager: bool = True  # attention scores materialised (eager attention; False: SDPA kernels)
     plain_head: bool = True  # logits = output projection of the last hidden state (no soft-capping or scaling)
+    vision_params: int = 0  # a vision-language model's vision tower and projector (part of params)
+    train_vision: bool = False  # the tower trains (model.hf.train_vision); else it is frozen
 
 
 def plain_head(text_config) -> bool:
@@ -85,18 +96,32 @@ def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
                  eager=getattr(config, "_attn_implementation", None) != "sdpa", plain_head=plain_head(text))
 
 
-def model_shape(config, target_modules: list[str] | None = None, attn_implementation: str | None = None) -> Shape:
+def model_shape(config, target_modules: list[str] | None = None, attn_implementation: str | None = None,
+                train_vision: bool = False) -> Shape:
     """Counts parameters exactly by building the model on the meta device (no memory, no weights);
-    the attention implementation is the one transformers resolves for it (or the one asked for)."""
+    the attention implementation is the one transformers resolves for it (or the one asked for).
+    A vision-language model (a config with a vision_config) is built as the image-text-to-text
+    model the backend loads; its vision modules' parameters are counted apart, and a frozen
+    tower's modules take no LoRA adapters."""
     import transformers as tf
 
+    from .backends.hf_vision import is_vision_config, vision_modules
+
     extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    vision = is_vision_config(config)
+    auto = tf.AutoModelForImageTextToText if vision else tf.AutoModelForCausalLM
     with torch.device("meta"):
-        model = tf.AutoModelForCausalLM.from_config(config, **extra)
+        model = auto.from_config(config, **extra)
+    tower = vision_modules(model) if vision else {}
+    frozen = () if train_vision else tuple(tower)
     targets = set(target_modules or DEFAULT_LORA)
     lora_io = sum(m.in_features + m.out_features for name, m in model.named_modules()
-                  if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)
-    return config_shape(model.config, params=sum(p.numel() for p in model.parameters()), lora_io=lora_io)
+                  if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets
+                  and not any(name == f or name.startswith(f + ".") for f in frozen))
+    shape = config_shape(model.config, params=sum(p.numel() for p in model.parameters()), lora_io=lora_io)
+    shape.vision_params = sum(p.numel() for m in tower.values() for p in m.parameters())
+    shape.train_vision = train_vision
+    return shape
 
 
 def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c: int) -> dict[str, int]:
@@ -148,9 +173,10 @@ def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch
     c = DTYPE_BYTES[dtype] if on_gpu else 4  # the CPU computes in float32
     p = shape.params
     if method == "full":
-        trained = p
+        trained = p if shape.train_vision else p - shape.vision_params  # a frozen tower: no gradients, no moments
         # Sharded runs keep the compute-dtype copy in "gathered" (one layer at a time), not whole.
-        parts = {"weights": 4 * p + (c * p if c < 4 and ranks == 1 else 0), "gradients": 4 * p, "optimizer": 8 * p}
+        parts = {"weights": 4 * p + (c * p if c < 4 and ranks == 1 else 0), "gradients": 4 * trained,
+                 "optimizer": 8 * trained}
     else:
         trained = lora_r * shape.lora_io
         parts = {"weights": c * p + 4 * trained, "gradients": 4 * trained, "optimizer": 8 * trained}
@@ -296,7 +322,8 @@ def check_fits(manifest: Manifest, device: torch.device,
         if model["hf"]["random_init"]:
             for key, value in model["hf"]["config_overrides"].items():
                 setattr(config, key, value)
-        shape = model_shape(config, model["finetune"].get("target_modules"), model["hf"].get("attn_implementation"))
+        shape = model_shape(config, model["finetune"].get("target_modules"), model["hf"].get("attn_implementation"),
+                            bool(model["hf"].get("train_vision", False)))
     except Exception as exc:  # noqa: BLE001  loading the backend reports what is wrong with the model
         log(f"memory estimate skipped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return None

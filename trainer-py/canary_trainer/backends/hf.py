@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import re
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,7 @@ from . import hf_greedy, hf_tree
 from .base import IGNORE, ModelBackend, PrefixState
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 from .hf_text import HfText
+from .hf_vision import Vision, chat_template, is_vision_config, vision_modules
 
 
 def _repeat_cache(cache, n: int):
@@ -62,12 +64,26 @@ class HfBackend(HfText, ModelBackend):
         load_kw = {"revision": spec.get("revision"), "local_files_only": True,
                    "trust_remote_code": hf["trust_remote_code"]}
         self.tokenizer, config = load_tokenizer_and_config(tf, spec, load_kw)
+        self.vision: Vision | None = None
+        if is_vision_config(config):  # a vision-language model: its processor's template and images
+            self.chat_template = chat_template(spec, self.tokenizer)
+            self.vision = Vision(tf, spec, config, self.tokenizer, load_kw)
+        self.train_vision = bool(hf.get("train_vision", False))
+        if self.train_vision and self.vision is None:
+            raise BadManifest(f"model.hf.train_vision: {self.model_label!r} is a text-only model (its config has no "
+                              "vision_config), so it has no vision tower to train; fix: remove train_vision")
         self._check_template()
         self.revision = getattr(config, "_commit_hash", None) or spec.get("revision")
         # Weights that train stay float32 (master copy); a frozen LoRA base sits in the compute dtype.
         weights_dtype = compute if lora else torch.float32
         extra = {"attn_implementation": hf["attn_implementation"]} if hf["attn_implementation"] else {}
-        model = load_weights(tf, spec, config, device, weights_dtype, extra)
+        model = load_weights(tf, spec, config, device, weights_dtype, extra, vision=self.vision is not None)
+        self.text_config = model.config.get_text_config()
+        if self.vision is not None:
+            self.vision.model = model
+            if not self.train_vision:  # the vision tower (and projector) frozen: no gradient, no optimizer state
+                for module in vision_modules(model).values():
+                    module.requires_grad_(False)
         if gradient_checkpointing():  # a host setting: less memory, same arithmetic, more compute
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.base_model = model
@@ -91,8 +107,14 @@ class HfBackend(HfText, ModelBackend):
             import peft
         except ImportError as exc:
             raise MissingDependency(f"LoRA needs peft ({exc}); fix: pip install peft, or use finetune.method full") from exc
+        # A vision-language model's tower gets no adapters unless model.hf.train_vision.
+        exclude = None
+        if self.vision is not None and not self.train_vision:
+            names = "|".join(re.escape(n) for n in vision_modules(model))
+            exclude = rf"({names})(\..*)?"
         cfg = peft.LoraConfig(r=ft["r"], lora_alpha=ft.get("alpha", 2 * ft["r"]), lora_dropout=ft.get("dropout", 0.0),
-                              target_modules=ft.get("target_modules") or None, task_type="CAUSAL_LM")
+                              target_modules=ft.get("target_modules") or None, task_type="CAUSAL_LM",
+                              **({"exclude_modules": exclude} if exclude else {}))
         # The adapters' random initialisation (lora_A) comes from the manifest, not from whatever
         # the process's random stream holds: two runs of one manifest start from the same adapters.
         torch.manual_seed(self.spec["init_seed"])
@@ -154,7 +176,12 @@ class HfBackend(HfText, ModelBackend):
         return self._pad
 
     def max_positions(self):
-        return getattr(self.base_model.config, "max_position_embeddings", None)
+        return getattr(self.text_config, "max_position_embeddings", None)
+
+    def attach_images(self, folder) -> None:
+        """The folder image parts' paths are relative to (the run folder); vision models only."""
+        if self.vision is not None:
+            self.vision.root = folder
 
     def autocast(self):
         if self.device.type == "cuda" and self.compute_dtype != torch.float32:
@@ -171,8 +198,23 @@ class HfBackend(HfText, ModelBackend):
     def _keep(self, n: int | None) -> dict:
         return {self._keep_arg: n} if (self._keep_arg and n is not None) else {}
 
+    def _inputs(self, ids, mask=None) -> tuple[dict, torch.Tensor | None]:
+        """The forward's inputs for ids: plain input_ids (and mask) for a text model; a vision model's
+        embedded images and explicit positions, with each row's position offset."""
+        if self.vision is None:
+            return {"input_ids": ids, **({"attention_mask": mask} if mask is not None else {})}, None
+        return self.vision.inputs(ids, mask)
+
+    def _hidden(self, ids):
+        """The decoder's last hidden states (B, T, H) of right-padded ids."""
+        if self.vision is None:
+            return self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+        kw, _ = self.vision.inputs(ids, None)
+        return self.base_model.model(**kw, use_cache=False).last_hidden_state
+
     def logits(self, ids, keep_last=None):
-        out = self.model(input_ids=ids, use_cache=False, **self._keep(keep_last)).logits
+        kw, _ = self._inputs(ids)
+        out = self.model(**kw, use_cache=False, **self._keep(keep_last)).logits
         return out if keep_last is None else out[:, out.shape[1] - keep_last:]
 
     def target_logits(self, ids, labels):
@@ -186,7 +228,7 @@ class HfBackend(HfText, ModelBackend):
         if not self._gather_ok:
             return None
         keep = labels[:, 1:] != IGNORE
-        hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+        hidden = self._hidden(ids)
         return self.base_model.get_output_embeddings()(hidden[:, :-1][keep]), labels[:, 1:][keep]
 
     def project_every_position(self) -> None:
@@ -199,8 +241,8 @@ class HfBackend(HfText, ModelBackend):
         was_training = self.model.training
         self.model.eval()
         try:
-            full = self.model(input_ids=ids, use_cache=False).logits.float()
-            hidden = self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+            full = self.logits(ids).float()
+            hidden = self._hidden(ids)
             mine = self.base_model.get_output_embeddings()(hidden).float()
         except (AttributeError, NotImplementedError, TypeError, ValueError):
             return False
@@ -211,8 +253,11 @@ class HfBackend(HfText, ModelBackend):
 
     def prefix(self, ctx_ids):
         ids = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, use_cache=True, **self._keep(1))
-        return PrefixState(out.past_key_values, len(ctx_ids), F.log_softmax(out.logits[0, -1].float(), dim=-1))
+        kw, offsets = self._inputs(ids)
+        out = self.model(**kw, use_cache=True, **self._keep(1))
+        state = PrefixState(out.past_key_values, len(ctx_ids), F.log_softmax(out.logits[0, -1].float(), dim=-1))
+        state.offset = 0 if offsets is None else int(offsets[0])  # type: ignore[attr-defined]
+        return state
 
     def extend(self, state, paths, cols, carry=None, parent_of=None):
         # Each chunk gets its own copy of the prompt cache and recomputes its (short) path: no
@@ -220,11 +265,16 @@ class HfBackend(HfText, ModelBackend):
         n, length = paths.shape
         cache = _repeat_cache(state.cache, n)
         mask = torch.ones(n, state.length + length, dtype=torch.long, device=self.device)
-        out = self.model(input_ids=paths, past_key_values=cache, attention_mask=mask, use_cache=True, **self._keep(1))
+        pos = {}
+        if self.vision is not None:  # explicit positions: after an image they are not the cache length
+            start = state.length + getattr(state, "offset", 0)
+            pos = {"position_ids": torch.arange(start, start + length, device=self.device)[None].expand(n, -1)}
+        out = self.model(input_ids=paths, past_key_values=cache, attention_mask=mask, use_cache=True, **pos,
+                         **self._keep(1))
         return F.log_softmax(out.logits[:, -1].float(), dim=-1).index_select(1, cols), None
 
     def has_tree(self):
-        return hf_tree.supports(self.base_model.config)
+        return hf_tree.supports(self.text_config)
 
     def tree_limit(self):
         return hf_tree.memory_limit(self.device, self.mem_bytes)
@@ -235,27 +285,31 @@ class HfBackend(HfText, ModelBackend):
         except TypeError:  # torch < 2.4: CUDA only
             autocast = self.device.type == "cuda" and torch.is_autocast_enabled()
         dtype = self.compute_dtype if autocast else next(self.base_model.parameters()).dtype
-        return hf_tree.call_bytes(self.base_model.config, torch.empty((), dtype=dtype).element_size(), probes,
+        return hf_tree.call_bytes(self.text_config, torch.empty((), dtype=dtype).element_size(), probes,
                                   prompt_len, nodes)
 
     def tree_prompts(self, ctxs):
-        return hf_tree.run_prompts(self.model, self._keep(1), ctxs, self._pad, self.device)
+        inputs = None if self.vision is None else self.vision.inputs
+        return hf_tree.run_prompts(self.model, self._keep(1), ctxs, self._pad, self.device, inputs)
 
     def tree_logprobs(self, prompts, tokens, parent, depth, rows, cols):
         if not isinstance(prompts, hf_tree.TreePrompts):  # one probe's PrefixState, nodes (N,)
             lengths = torch.tensor([prompts.length], device=self.device)
-            prompts = hf_tree.TreePrompts(prompts.cache, lengths, prompts.length, prompts.next_logprobs[None])
+            offsets = torch.tensor([getattr(prompts, "offset", 0)], device=self.device)
+            prompts = hf_tree.TreePrompts(prompts.cache, lengths, prompts.length, prompts.next_logprobs[None],
+                                          offsets if self.vision is not None else None)
             tokens, parent, depth = tokens[None], parent[None], depth[None]
-        return hf_tree.run_tree(self.base_model, self.base_model.config, prompts, tokens, parent, depth, rows, cols)
+        return hf_tree.run_tree(self.base_model, self.text_config, prompts, tokens, parent, depth, rows, cols)
 
     def stop_ids(self):
         return set(self._stop)
 
     def greedy_groups(self, lengths, limits):
-        return hf_greedy.groups(self.base_model.config, self.device, lengths, limits, self.mem_bytes)
+        return hf_greedy.groups(self.text_config, self.device, lengths, limits, self.mem_bytes)
 
     def greedy_start(self, ctxs):
-        return hf_greedy.start(self.model, self._keep(1), ctxs, self._pad, self.device)
+        inputs = None if self.vision is None else self.vision.inputs
+        return hf_greedy.start(self.model, self._keep(1), ctxs, self._pad, self.device, inputs)
 
     def greedy_step(self, state, tokens):
         return hf_greedy.step(self.model, state, tokens)

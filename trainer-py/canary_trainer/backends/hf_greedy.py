@@ -32,7 +32,9 @@ def vocab_bytes(config) -> int:
     return config.vocab_size * 4 * 2
 
 
-def start(model, keep_kw, ctxs: list[list[int]], pad: int, device):
+def start(model, keep_kw, ctxs: list[list[int]], pad: int, device, inputs=None):
+    """`inputs` (a vision model's): (ids, mask) -> the forward's keyword arguments and each row's
+    position offset (the next token's position is the row's length + offset)."""
     width = max(len(c) for c in ctxs)
     ids = torch.full((len(ctxs), width), pad, dtype=torch.long)
     mask = torch.zeros((len(ctxs), width), dtype=torch.long)
@@ -41,8 +43,12 @@ def start(model, keep_kw, ctxs: list[list[int]], pad: int, device):
         mask[r, width - len(c):] = 1
     ids, mask = ids.to(device), mask.to(device)
     pos = (mask.cumsum(1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **keep_kw)
-    return out.logits[:, -1].float(), (out.past_key_values, mask, pos[:, -1])
+    if inputs is None:
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **keep_kw)
+        return out.logits[:, -1].float(), (out.past_key_values, mask, pos[:, -1])
+    kw, offsets = inputs(ids, mask)
+    out = model(**kw, use_cache=True, **keep_kw)
+    return out.logits[:, -1].float(), (out.past_key_values, mask, pos[:, -1] + offsets)
 
 
 def step(model, state, tokens: torch.Tensor):

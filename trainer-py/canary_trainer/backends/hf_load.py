@@ -81,17 +81,19 @@ def load_tokenizer_and_config(tf, spec: Mapping[str, Any], load_kw: dict):
     return tokenizer, config
 
 
-def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtype, extra: dict):
+def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtype, extra: dict, vision: bool = False):
     """The causal LM on `device` in `dtype`, without an intermediate float32 copy on the CPU:
     pretrained weights stream from the checkpoint files straight onto the device in `dtype`
     (device_map), random weights are allocated there (torch's device context)."""
     hf = spec["hf"]
+    # A vision-language model (a config with a vision tower) loads as an image-text-to-text model.
+    auto = tf.AutoModelForImageTextToText if vision else tf.AutoModelForCausalLM
     if hf["random_init"]:
         for key, value in hf["config_overrides"].items():
             setattr(config, key, value)
         torch.manual_seed(spec["init_seed"])
         with torch.device(device):
-            model = tf.AutoModelForCausalLM.from_config(config, trust_remote_code=hf["trust_remote_code"], **extra)
+            model = auto.from_config(config, trust_remote_code=hf["trust_remote_code"], **extra)
         return model.to(dtype=dtype)
     dtype_kw = "dtype" if version_at_least(tf.__version__, (4, 56)) else "torch_dtype"
     place = {"device_map": {"": str(device)}, "low_cpu_mem_usage": True}
@@ -100,7 +102,7 @@ def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtyp
     except ImportError:
         place = {"low_cpu_mem_usage": False}
     try:
-        model = tf.AutoModelForCausalLM.from_pretrained(
+        model = auto.from_pretrained(
             spec["name"], revision=spec.get("revision"), local_files_only=True,
             trust_remote_code=hf["trust_remote_code"], **extra, **place, **{dtype_kw: dtype})
     except OSError as exc:

@@ -29,10 +29,14 @@ def rust_tokenizer(tok) -> Any | None:
 
 class HfText:
     """Needs `self.tokenizer` (a transformers tokenizer) and `self.template_kwargs` (the manifest's
-    model.hf.chat_template_kwargs)."""
+    model.hf.chat_template_kwargs). A vision-language model sets `vision` (hf_vision.Vision) and
+    `chat_template` (its processor's template): image parts then render as markers and tokenize
+    to their image tokens."""
 
     tokenizer: Any = None
     template_kwargs: dict = {}
+    vision: Any = None
+    chat_template: str | None = None
     _rust: tuple[Any, Any] | None = None  # (the tokenizer it was made from, its Rust copy or None)
 
     def _rust_for(self):
@@ -42,6 +46,15 @@ class HfText:
 
     def render(self, messages, target=None):
         tok = self.tokenizer
+        if self.vision is not None:
+            kw = dict(self.template_kwargs, chat_template=self.chat_template) if self.chat_template else \
+                self.template_kwargs
+            if target is None:
+                text = tok.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True, **kw)
+            else:
+                text = tok.apply_chat_template(list(messages) + [{"role": "assistant", "content": target}],
+                                               tokenize=False, **kw)
+            return self.vision.place(text, messages)
         if getattr(tok, "chat_template", None):
             if target is None:
                 return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
@@ -56,12 +69,19 @@ class HfText:
         return text
 
     def tokenize(self, text):
+        if self.vision is not None:
+            return self.tokenize_batch([text])[0]
         rust = self._rust_for()
         if rust is not None:
             return rust.encode(text, add_special_tokens=False).ids
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def tokenize_batch(self, texts):
+        if self.vision is not None:
+            return self.vision.tokenize_batch(list(texts), self._tokenize_plain)
+        return self._tokenize_plain(texts)
+
+    def _tokenize_plain(self, texts):
         rust = self._rust_for()
         if rust is not None:
             # encode_batch_fast: the same ids without the character offsets (not read here).
@@ -69,6 +89,8 @@ class HfText:
         return [list(x) for x in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def decode(self, ids):
+        if self.vision is not None:
+            ids = [i for i in ids if i < self.vision.base]
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
 

@@ -26,13 +26,18 @@ SUPPORTED = ("eager", "sdpa")
 
 class TreePrompts:
     """Prompts run together: the left-padded cache (one row per probe, `width` positions), each
-    row's prompt length, and each row's next-token log-probabilities (P, V) float32."""
+    row's prompt length, and each row's next-token log-probabilities (P, V) float32. A vision
+    model's rows also carry position offsets (P,): a node at depth d below row p's prompt sits at
+    position lengths[p] + offsets[p] + d (Qwen2.5-VL's 3D rope: an image spans fewer positions
+    than tokens)."""
 
-    def __init__(self, cache, lengths: torch.Tensor, width: int, next_logprobs: torch.Tensor):
+    def __init__(self, cache, lengths: torch.Tensor, width: int, next_logprobs: torch.Tensor,
+                 offsets: torch.Tensor | None = None):
         self.cache = cache
         self.lengths = lengths
         self.width = width
         self.next_logprobs = next_logprobs
+        self.offsets = offsets
 
 
 def _layer_tensors(cache):
@@ -43,26 +48,37 @@ def _layer_tensors(cache):
     return list(zip(cache.key_cache, cache.value_cache))  # older transformers
 
 
-def run_prompts(model, keep_kw: dict, ctxs: list[list[int]], pad: int, device) -> TreePrompts:
+def run_prompts(model, keep_kw: dict, ctxs: list[list[int]], pad: int, device, inputs=None) -> TreePrompts:
+    """`inputs` (a vision model's): (ids, mask or None) -> the forward's keyword arguments and each
+    row's position offset; it replaces input_ids and the positions counted here."""
     width = max(len(c) for c in ctxs)
     lengths = torch.tensor([len(c) for c in ctxs], dtype=torch.long)
     ids = torch.full((len(ctxs), width), pad, dtype=torch.long)
     for r, c in enumerate(ctxs):
         ids[r, width - len(c):] = torch.tensor(c)
     ids, lengths = ids.to(device), lengths.to(device)
+    offsets = None
     if bool((lengths == width).all()):  # no padding: a plain causal call
-        out = model(input_ids=ids, use_cache=True, **keep_kw)
+        if inputs is None:
+            out = model(input_ids=ids, use_cache=True, **keep_kw)
+        else:
+            kw, offsets = inputs(ids, None)
+            out = model(**kw, use_cache=True, **keep_kw)
     else:
         mask = torch.arange(width, device=device)[None] >= (width - lengths)[:, None]
-        pos = (mask.cumsum(1) - 1).clamp(min=0)
-        out = model(input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=True, **keep_kw)
+        if inputs is None:
+            pos = (mask.cumsum(1) - 1).clamp(min=0)
+            out = model(input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=True, **keep_kw)
+        else:
+            kw, offsets = inputs(ids, mask.long())
+            out = model(**kw, use_cache=True, **keep_kw)
         for keys, values in _layer_tensors(out.past_key_values):
             kept = keys.shape[-2]
             pad_kv = torch.arange(kept, device=device)[None] < (kept - lengths)[:, None]  # (P, kept)
             keys.masked_fill_(pad_kv[:, None, :, None], 0)
             values.masked_fill_(pad_kv[:, None, :, None], 0)
     lp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-    return TreePrompts(out.past_key_values, lengths, width, lp)
+    return TreePrompts(out.past_key_values, lengths, width, lp, offsets)
 
 
 def _peek(layer, key_states, value_states, *args, **kwargs):
@@ -150,6 +166,8 @@ def run_tree(model, config, prompts: TreePrompts, tokens, parent, depth, rows, c
     additive = (getattr(config, "_attn_implementation", None) or "eager") != "sdpa"
     mask = tree_masks(config, cache, prompts.lengths, parent, depth, additive)
     pos = prompts.lengths[:, None] + depth
+    if prompts.offsets is not None:
+        pos = pos + prompts.offsets[:, None]
     cache_pos = torch.arange(prompts.width, prompts.width + tokens.shape[1], device=tokens.device)
     out = model.get_decoder()(input_ids=tokens, past_key_values=cache, attention_mask=mask, position_ids=pos,
                               cache_position=cache_pos, use_cache=True)
