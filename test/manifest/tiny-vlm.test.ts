@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { messageImages, messageText, type Row } from '../../src/contracts/index.js';
+import { modelFromObject, modelLabel } from '../../src/grid/models.js';
 import { planAudit, writeAudit } from '../../src/manifest/index.js';
 import { COMPACT_CANARY_INSTRUCTION } from '../../src/manifest/tasks/gui-grounding/index.js';
 import { CONFIGS_DIR } from '../../src/paths.js';
@@ -31,6 +32,15 @@ describe('the tiny VLM on image tasks', () => {
     }
   });
 
+  it('reads vision.freeze: the stem kept as the base\'s in fine-tuning, other keys as tiny-vlm; off by default', () => {
+    const frozen = modelFromObject({ backend: 'tiny', vision: { freeze: true } });
+    expect(frozen.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024, freeze: true });
+    expect(modelFromObject({ backend: 'tiny', vision: true }).tiny?.vision?.freeze).toBe(false);
+    expect(modelFromObject({ backend: 'tiny' }).tiny?.vision).toBeUndefined();
+    expect(modelLabel(frozen)).toContain(',v32x80t24f');
+    expect(modelLabel(modelFromObject({ backend: 'tiny', vision: true }))).toMatch(/,v32x80t24[,)]/);
+  });
+
   it('writes the base\'s pretraining images into the run folder, and canary images with their source pane', async () => {
     const gridPath = join(root, 'gui-tiny-vlm.yaml');
     writeFileSync(gridPath, `name: gui-tiny-vlm
@@ -49,7 +59,7 @@ utility: {rows: 4}
     expect(written.runs).toHaveLength(1);
     const runDir = written.runs[0]!.runDir;
     const { manifest, rows } = verifyRunFolder(runDir);
-    expect(manifest.model.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024 });
+    expect(manifest.model.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024, freeze: false });
     const pretrain = readFileSync(join(runDir, 'pretrain.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
     expect(pretrain).toHaveLength(8);
     const listed = new Set(manifest.images?.map((i) => i.path));

@@ -53,10 +53,13 @@ def key_material(manifest: Manifest, device: torch.device, threads: int | None =
     """Everything the base weights depend on. Besides what defines the computation (architecture,
     init seed, rows by hash, pretraining and optimizer settings, the trainer's code), the host
     properties that change floating-point results: torch version, device type, CPU threads and the
-    micro-batch split."""
+    micro-batch split. Not the vision stem's `freeze`: it governs fine-tuning only, so a frozen and
+    a trained stem fine-tune the same base."""
     spec = manifest.pretrain
     assert spec is not None
-    tiny = {k: v for k, v in manifest.model["tiny"].items() if k != "pretrain"}
+    tiny: dict = {k: v for k, v in manifest.model["tiny"].items() if k != "pretrain"}
+    if "vision" in tiny:
+        tiny["vision"] = {k: v for k, v in tiny["vision"].items() if k != "freeze"}
     tr = manifest.training
     return {
         "format": FORMAT,
@@ -173,6 +176,28 @@ def pretrain(backend: Backend, manifest: Manifest, events: Events, stop: StopFla
     return {"updates": spec["updates"], "final_loss": totals.losses[-1], "build_wall_s": round(totals.wall_s, 3),
             "loss_curve": thin_curve(totals.losses), "built_by": f"{socket.gethostname()}:{os.getpid()}",
             "built_at": round(time.time(), 3)}
+
+
+def frozen_in_finetuning(manifest: Manifest) -> bool:
+    """Whether fine-tuning leaves part of the model as the base's: the tiny VLM's stem with
+    `model.tiny.vision.freeze`."""
+    tiny = manifest.model.get("tiny")
+    return bool(tiny and tiny.get("vision") and tiny["vision"]["freeze"])
+
+
+def freeze_for_finetuning(backend: Backend, manifest: Manifest) -> int:
+    """After the base is in place and before the optimizer is made: stop training what the
+    manifest freezes (the vision stem's parameters stop requiring gradients, so the optimizer,
+    gradient clipping and checkpoints see the rest only). Returns the number of frozen values."""
+    if not frozen_in_finetuning(manifest):
+        return 0
+    stem = backend.model.vision  # model.tiny.vision builds one
+    n = 0
+    for p in stem.parameters():
+        p.requires_grad_(False)
+        n += p.numel()
+    log(f"vision stem frozen for fine-tuning ({n} parameters keep the base's values)")
+    return n
 
 
 def prepare_base(backend: Backend, manifest: Manifest, events: Events, stop: StopFlag) -> dict | None:

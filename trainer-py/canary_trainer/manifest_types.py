@@ -92,6 +92,7 @@ class TinyVision(TypedDict):
     rows: int
     cols: int
     max_pixels: int
+    freeze: bool
 
 
 class TinySpec(TypedDict):

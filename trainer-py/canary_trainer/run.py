@@ -18,7 +18,7 @@ from . import checkpoint, distributed, provenance, utility
 from .atomic import write_text_atomic
 from .backends import load_backend, pick_device, reply_tokens
 from .backends.base import Backend
-from .base_model import prepare_base
+from .base_model import freeze_for_finetuning, frozen_in_finetuning, prepare_base
 from .batches import encode_rows
 from .errors import Interrupted, TrainerError
 from .evaluate import Evaluator, preflight
@@ -227,6 +227,7 @@ class _Run:
         """The base weights, the training seed and the optimizer; then the checkpoint's weights,
         optimizer and RNG, or (a fresh run) the base's utility loss and evaluation phase."""
         self._base()
+        freeze_for_finetuning(self.backend, self.manifest)
         # Seeded after the base so that a cached base and one built here leave the same random stream.
         torch.manual_seed(self.tr["seed"])
         self.optimizer = make_optimizer(self.backend, self.tr)
@@ -254,11 +255,15 @@ class _Run:
 
     def _base(self) -> None:
         # The base precedes everything that reads the weights: the base evaluation phase,
-        # utility.base_loss, fine-tuning. A resumed run's checkpoint already holds every weight, so
-        # it keeps the record of its first start instead of rebuilding.
+        # utility.base_loss, fine-tuning. A resumed run's checkpoint already holds every trained
+        # weight, so it keeps the record of its first start instead of rebuilding; the weights
+        # fine-tuning leaves frozen (model.tiny.vision.freeze) are not in it and come from the base
+        # again (the cache, or the same build).
         base = self.state.base_model
         if self.saved is None:
             self.state.base_model = prepare_base(self.backend, self.manifest, self.ev, self.opts.stop)
+        elif frozen_in_finetuning(self.manifest):
+            prepare_base(self.backend, self.manifest, self.ev, self.opts.stop)
         elif base is not None:
             log(f"base model: weights come with the checkpoint ({base['kind']}"
                 + (f" {base['cache_key'][:12]})" if "cache_key" in base else ")"))

@@ -22,8 +22,8 @@ def _manifest(tmp_path):
                     tiny={"n_layer": 2, "n_head": 2, "d_model": 48, "max_len": 256, "dropout": 0.1})
 
 
-def _stop_at_checkpoint(manifest, out, sig, at_update):
-    proc = start_cli(manifest, out)
+def _stop_at_checkpoint(manifest, out, sig, at_update, env=None):
+    proc = start_cli(manifest, out, env=env)
     events = []
     for line in proc.stdout:
         events.append(json.loads(line))

@@ -9,14 +9,18 @@ import pytest
 import torch
 
 from canary_trainer.backends.tiny import TinyBackend
+from canary_trainer.base_model import cache_key, freeze_for_finetuning, frozen_in_finetuning, key_material
+from canary_trainer.batches import encode_row
+from canary_trainer.checkpoint import checkpoint_dir
 from canary_trainer.errors import BadManifest, BadRows
 from canary_trainer.manifest import exhaustive_codes, load_manifest
 from canary_trainer.run import RunOptions, run
 from canary_trainer.score import TokenCheck, score_per_candidate, score_tree
+from canary_trainer.train import make_optimizer, train_update
 
 from .fixtures import make_run, rewrite_manifest
 from .test_resume import _same_outputs, _stop_at_checkpoint
-from .conftest import run_cli
+from .conftest import run_cli, trainer_env
 from .vision_fixtures import SIZE, SOURCE, TINY_VLM, make_vision_run, png
 
 SPEC = {"backend": "tiny", "name": "t", "init_seed": 3, "tiny": {**TINY_VLM, "dropout": 0.0}}
@@ -189,3 +193,61 @@ def test_text_runs_are_unchanged_by_the_vision_code(tmp_path):
                     torch.device("cpu"))
     assert b.model.vision is None and not any(n.startswith("vision") for n in b.model.state_dict())
     assert load_manifest(make_run(tmp_path / "text")).image_sizes == {}
+
+
+# --- a frozen vision stem (model.tiny.vision.freeze) -----------------------------------------------
+
+FROZEN = {**TINY_VLM, "vision": {**TINY_VLM["vision"], "freeze": True}}
+PRETRAIN = {"updates": 6, "batch_size": 2, "lr": 3e-3, "schedule": {"kind": "constant", "warmup_updates": 0}}
+
+
+def _frozen_run(tmp_path, tiny=FROZEN):
+    return make_vision_run(tmp_path / "run", updates=30, batch_size=2, length=3, checkpoint_every=5, n_focal=1,
+                           n_held=1, kinds=("hidden", "supplied"), base_model=True, decode=("prefill",),
+                           tiny=tiny, pretrain=PRETRAIN)
+
+
+def test_a_frozen_stem_is_not_fine_tuned_and_shares_the_trained_stems_base(tmp_path):
+    frozen = load_manifest(_frozen_run(tmp_path / "f"))
+    trained = load_manifest(_frozen_run(tmp_path / "t", tiny=TINY_VLM))
+    assert trained.model["tiny"]["vision"]["freeze"] is False  # the schema's default
+    assert frozen_in_finetuning(frozen) and not frozen_in_finetuning(trained)
+    cpu = torch.device("cpu")
+    assert cache_key(key_material(frozen, cpu, 1)) == cache_key(key_material(trained, cpu, 1))
+    b = TinyBackend(frozen.model, cpu)
+    b.attach_images(frozen.folder)
+    stem = {n: p.detach().clone() for n, p in b.model.named_parameters() if n.startswith("vision.")}
+    rest = {n: p.detach().clone() for n, p in b.model.named_parameters() if not n.startswith("vision.")}
+    assert freeze_for_finetuning(b, frozen) == sum(p.numel() for p in stem.values()) > 0
+    assert {n for n, _ in b.trainable()} == set(rest)
+    rows = [json.loads(x) for x in (frozen.folder / "rows.jsonl").read_text().splitlines()]
+    encoded = [encode_row(b, r, 256, "row") for r in rows]
+    optimizer = make_optimizer(b, frozen.training)
+    for update in range(3):
+        train_update(b, optimizer, encoded, update, frozen.training)
+    now = dict(b.model.named_parameters())
+    assert all(torch.equal(now[n], p) for n, p in stem.items())
+    assert any(not torch.equal(now[n], p) for n, p in rest.items())
+    assert freeze_for_finetuning(TinyBackend(trained.model, cpu), trained) == 0
+
+
+def test_a_frozen_stem_run_resumes_bit_identical_with_the_stem_from_the_base(tmp_path):
+    """The checkpoint holds the trained weights only; the resumed run takes the stem from the base
+    again (here rebuilt into an empty cache), so it ends as the uninterrupted run does."""
+    manifest = _frozen_run(tmp_path)
+    straight = tmp_path / "straight"
+    res = run_cli(manifest, straight, env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-a")))
+    assert res.rc == 0, res.stderr
+    result = json.loads((straight / "result.json").read_text())
+    described = result["backend"]
+    assert described["trainable_parameters"] < described["parameters"]
+    assert result["backend"]["base_model"]["kind"] == "pretrained"
+    assert not any(k.startswith("vision.") for k in torch.load(checkpoint_dir(straight, 30) / "weights.pt"))
+    broken = tmp_path / "broken"
+    rc, _ = _stop_at_checkpoint(manifest, broken, signal.SIGKILL, 10,
+                                env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-b")))
+    assert rc == -signal.SIGKILL
+    resumed = run_cli(manifest, broken, "--resume", env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-c")))
+    assert resumed.rc == 0, resumed.stderr
+    assert resumed.of("started")[0]["resumed_from"] == 10
+    _same_outputs(straight, broken)

@@ -60,13 +60,17 @@ def _rewrite_rows(folder: Path, ref: dict, store: dict[str, bytes], source: list
 
 
 def make_vision_run(folder: Path, *, source: list[int] | None = SOURCE, tiny: dict | None = None, **kw) -> Path:
-    """make_run with every row, utility row and probe showing an image; returns the manifest path."""
+    """make_run with every row, utility row, pretraining row and probe showing an image; returns the
+    manifest path."""
     manifest = make_run(folder, tiny=tiny or TINY_VLM, **kw)
     data = json.loads(manifest.read_text())
     store: dict[str, bytes] = {}
     _rewrite_rows(folder, data["rows"], store, source)
     if "utility" in data:
         _rewrite_rows(folder, data["utility"], store, None)
+    pretrain = data["model"]["tiny"].get("pretrain")
+    if pretrain is not None:
+        _rewrite_rows(folder, pretrain["rows"], store, None)
     for probe in data["probes"]:
         text = probe["prompt"][-1]["content"]
         part = _put(folder, png(text[-12:]), store)
