@@ -21,8 +21,9 @@ from pathlib import Path
 
 from .backends.hf_load import import_transformers, load_tokenizer_and_config
 from .backends.hf_text import HfText
-from .backends.hf_vision import Vision, chat_template, is_vision_config, message_parts
+from .backends.hf_vision import Vision, chat_template, message_parts
 from .errors import TrainerError
+from .hf_config import is_vision_config
 
 
 class _Text(HfText):

@@ -31,7 +31,7 @@ IMAGE_BACKENDS: frozenset[str] = frozenset({"tiny", "hf"})
 def hf_config(model: dict) -> dict | None:
     """The hf model's config.json, read from its local folder or cached snapshot (None when it is
     not here: loading the backend then says so)."""
-    from .backends.hf_load import local_config
+    from .hf_config import local_config
 
     return local_config(model["name"], model.get("revision"))
 
@@ -105,7 +105,7 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
                               "fix: re-plan the run so its images are rendered again") from exc
         w, h = img.size
         if limit is None:
-            from .backends.hf_vision import check_image_limits
+            from .hf_config import check_image_limits
 
             check_image_limits(model, file, f"images[{i}]", str(path), w, h)
         elif w * h > limit:

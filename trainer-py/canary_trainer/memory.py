@@ -105,7 +105,7 @@ def model_shape(config, target_modules: list[str] | None = None, attn_implementa
     tower's modules take no LoRA adapters."""
     import transformers as tf
 
-    from .backends.hf_vision import is_vision_config, vision_modules
+    from .hf_config import is_vision_config, vision_modules
 
     extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
     vision = is_vision_config(config)

@@ -15,7 +15,7 @@ import torch
 pytest.importorskip("transformers")
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
-from canary_trainer.backends.hf_vision import vision_modules  # noqa: E402
+from canary_trainer.hf_config import vision_modules  # noqa: E402
 from canary_trainer.batches import IGNORE, encode_row  # noqa: E402
 from canary_trainer.errors import BadManifest, BadRows  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes, load_manifest  # noqa: E402
@@ -281,7 +281,7 @@ def test_missing_corrupt_and_oversized_images_are_refused(vlm_env, tmp_path):
 
 
 def test_qwen_refuses_what_it_would_downscale_gemma3_resizes_everything(vlm_env):
-    from canary_trainer.backends.hf_vision import check_image_limits
+    from canary_trainer.hf_config import check_image_limits
 
     check_image_limits(vspec("gemma3vl"), Path("x.png"), "images[0]", "m.json", 3000, 3000)  # resized to 32x32
     check_image_limits(vspec("qwen25vl"), Path("x.png"), "images[0]", "m.json", 224, 224)

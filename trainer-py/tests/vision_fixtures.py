@@ -68,7 +68,7 @@ def make_vision_run(folder: Path, *, source: list[int] | None = SOURCE, tiny: di
     _rewrite_rows(folder, data["rows"], store, source)
     if "utility" in data:
         _rewrite_rows(folder, data["utility"], store, None)
-    pretrain = data["model"]["tiny"].get("pretrain")
+    pretrain = data["model"].get("tiny", {}).get("pretrain")
     if pretrain is not None:
         _rewrite_rows(folder, pretrain["rows"], store, None)
     for probe in data["probes"]:

@@ -23,12 +23,13 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import BadManifest, MissingDependency
+from ..hf_config import is_vision_config, vision_modules
 from ..memory import gradient_checkpointing
 from . import hf_greedy, hf_tree
 from .base import IGNORE, ModelBackend, PrefixState
 from .hf_load import DTYPES, check_precision, import_transformers, load_tokenizer_and_config, load_weights
 from .hf_text import HfText
-from .hf_vision import Vision, chat_template, is_vision_config, vision_modules
+from .hf_vision import Vision, chat_template
 
 
 def _repeat_cache(cache, n: int):

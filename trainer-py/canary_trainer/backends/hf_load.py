@@ -4,13 +4,12 @@ release does not know), and weights placed directly on the device in their final
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Mapping
 
 import torch
 
 from ..errors import BadManifest, MissingDependency, MissingModel
+from ..hf_config import local_config
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -29,25 +28,6 @@ def check_precision(hf: dict) -> None:
         raise BadManifest("model.hf.dtype: float16 training needs a gradient scaler, which this trainer does not "
                           "use (small gradients underflow to zero and the run silently stops learning); fix: use "
                           "bfloat16 (same memory, float32's exponent range; any GPU since Ampere) or float32")
-
-
-def local_config(name: str, revision: str | None) -> dict | None:
-    """config.json of a local folder or a cached snapshot, read without transformers, or None."""
-    path: Path | None = None
-    if Path(name).is_dir():
-        path = Path(name) / "config.json"
-    else:
-        try:
-            from huggingface_hub import try_to_load_from_cache
-
-            found = try_to_load_from_cache(name, "config.json", revision=revision)
-            path = Path(found) if isinstance(found, str) else None
-        except (ImportError, ValueError):
-            path = None
-    try:
-        return json.loads(path.read_text()) if path is not None else None
-    except (OSError, ValueError):
-        return None
 
 
 def check_architecture(tf, name: str, revision: str | None, trust_remote_code: bool) -> None:
