@@ -45,3 +45,16 @@ describe('hf model names and paths', () => {
     expectOneError(inputErrors(() => parseGrid(F, text)), `${F}:`, 'models.mine.name: ', 'is not a Hub id');
   });
 });
+
+describe('train_vision on an hf model', () => {
+  it('is written only when true, and names the cell apart', () => {
+    const plain = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct}')).expansion.cells[0]?.values.model;
+    const tower = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct, train_vision: true}')).expansion.cells[0]?.values.model;
+    const off = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct, train_vision: false}')).expansion.cells[0]?.values.model;
+    expect(plain?.value.hf && 'train_vision' in plain.value.hf).toBe(false);
+    expect(off?.value.hf && 'train_vision' in off.value.hf).toBe(false);
+    expect(tower?.value.hf?.train_vision).toBe(true);
+    expect(tower?.label).not.toBe(plain?.label);
+    expect(tower?.label).toContain('+vision');
+  });
+});

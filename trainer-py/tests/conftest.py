@@ -53,7 +53,7 @@ SHARED_GROUPS = {"test_resume": "resume", "test_checkpoint_integrity": "resume"}
 # workers do not end on one long file while the other sits idle; `npm run test:py` passes
 # --no-loadscope-reorder so that pytest-xdist hands out groups in this order rather than by test count.
 LONGEST_FIRST = ("test_fsdp", "test_hf_training", "test_utility", "test_resume", "test_checkpoint_integrity",
-                 "test_trie", "test_base_model", "test_hf_backend")
+                 "test_trie", "test_base_model", "test_hf_vision", "test_hf_backend")
 
 
 @pytest.hookimpl(tryfirst=True)
