@@ -79,8 +79,8 @@ export interface UtilityRef extends FileRef {
  * `model.tiny.vision`: a grey crop (an image part's `source` box, else the whole image) resized to
  * height x width, 3x3 convolutions of `channels` each followed by 2x2 max pooling, a last
  * convolution to d_model, average-pooled to rows x cols image tokens; images over `max_pixels`
- * are refused. `freeze`: fine-tuning leaves the stem's weights as the base's (pretraining trains
- * it).
+ * are refused. `freeze` (written only when true; absent is false): fine-tuning leaves the stem's
+ * weights as the base's (pretraining trains it).
  */
 export interface TinyVisionSpec {
   height: number;
@@ -89,7 +89,7 @@ export interface TinyVisionSpec {
   rows: number;
   cols: number;
   max_pixels: number;
-  freeze: boolean;
+  freeze?: boolean;
 }
 
 export interface TinyModelSpec {

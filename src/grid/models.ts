@@ -17,7 +17,7 @@ export const TINY_DEFAULTS: Omit<TinyModelSpec, 'pretrain'> = { n_layer: 2, n_he
  * The tiny VLM's vision stem (`vision: true`): the source pane read as a 32x80 grey crop, two
  * conv layers of 16 and 32 channels, 3 x 8 = 24 image tokens; images up to 1024 x 1024.
  */
-export const TINY_VISION_DEFAULTS: TinyVisionSpec = { height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024, freeze: false };
+export const TINY_VISION_DEFAULTS: TinyVisionSpec = { height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024 };
 
 /**
  * `tiny-vlm`: the tiny model with a vision stem, for image tasks on CPU (gui-grounding). Its
@@ -223,7 +223,7 @@ function visionFrom(raw: unknown): TinyVisionSpec | null {
   if (raw === undefined || raw === false) return null;
   const o = (raw === true ? {} : raw) as Partial<TinyVisionSpec>;
   const d = TINY_VISION_DEFAULTS;
-  return { height: o.height ?? d.height, width: o.width ?? d.width, channels: [...(o.channels ?? d.channels)], rows: o.rows ?? d.rows, cols: o.cols ?? d.cols, max_pixels: o.max_pixels ?? d.max_pixels, freeze: o.freeze ?? d.freeze };
+  return { height: o.height ?? d.height, width: o.width ?? d.width, channels: [...(o.channels ?? d.channels)], rows: o.rows ?? d.rows, cols: o.cols ?? d.cols, max_pixels: o.max_pixels ?? d.max_pixels, ...(o.freeze ? { freeze: true } : {}) };
 }
 
 /** A readable label for an inline model object without one. */

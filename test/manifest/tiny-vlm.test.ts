@@ -35,7 +35,7 @@ describe('the tiny VLM on image tasks', () => {
   it('reads vision.freeze: the stem kept as the base\'s in fine-tuning, other keys as tiny-vlm; off by default', () => {
     const frozen = modelFromObject({ backend: 'tiny', vision: { freeze: true } });
     expect(frozen.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024, freeze: true });
-    expect(modelFromObject({ backend: 'tiny', vision: true }).tiny?.vision?.freeze).toBe(false);
+    expect(modelFromObject({ backend: 'tiny', vision: true }).tiny?.vision?.freeze).toBeUndefined(); // absent is false: manifests without it stay byte-identical
     expect(modelFromObject({ backend: 'tiny' }).tiny?.vision).toBeUndefined();
     expect(modelLabel(frozen)).toContain(',v32x80t24f');
     expect(modelLabel(modelFromObject({ backend: 'tiny', vision: true }))).toMatch(/,v32x80t24[,)]/);
@@ -59,7 +59,8 @@ utility: {rows: 4}
     expect(written.runs).toHaveLength(1);
     const runDir = written.runs[0]!.runDir;
     const { manifest, rows } = verifyRunFolder(runDir);
-    expect(manifest.model.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024, freeze: false });
+    // freeze is written only when true: manifests without it stay byte-identical
+    expect(manifest.model.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024 });
     const pretrain = readFileSync(join(runDir, 'pretrain.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
     expect(pretrain).toHaveLength(8);
     const listed = new Set(manifest.images?.map((i) => i.path));

@@ -182,7 +182,7 @@ def frozen_in_finetuning(manifest: Manifest) -> bool:
     """Whether fine-tuning leaves part of the model as the base's: the tiny VLM's stem with
     `model.tiny.vision.freeze`."""
     tiny = manifest.model.get("tiny")
-    return bool(tiny and tiny.get("vision") and tiny["vision"]["freeze"])
+    return bool(tiny and tiny.get("vision") and tiny["vision"].get("freeze", False))
 
 
 def freeze_for_finetuning(backend: Backend, manifest: Manifest) -> int:

@@ -92,7 +92,7 @@ class TinyVision(TypedDict):
     rows: int
     cols: int
     max_pixels: int
-    freeze: bool
+    freeze: NotRequired[bool]
 
 
 class TinySpec(TypedDict):
