@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { taskDataLoader } from '../../src/app/index.js';
 import { messageImages, messageText, type Row } from '../../src/contracts/index.js';
 import { UserInputErrors } from '../../src/errors.js';
 import { planAudit, writeAudit } from '../../src/manifest/index.js';
-import { renderPng } from '../../src/manifest/images/index.js';
+import { groundingScreenshot, writeGroundingParquet, type GroundingRecord } from './plan-digest.js';
 import { verifyRunFolder } from './verify-run.js';
 
 /**
@@ -37,46 +36,12 @@ configs:
 # grounding fixture
 `;
 
-function screenshot(k: number): Buffer {
-  return renderPng(200 + k, 120, (g) => {
-    g.fillStyle = '#ffffff';
-    g.fillRect(0, 0, 200 + k, 120);
-    g.fillStyle = '#222222';
-    g.fillRect(10 + k, 20, 40, 16);
-  }).png;
+function writeDataset(dir: string, records: GroundingRecord[]): void {
+  writeGroundingParquet(dir, records, CARD);
 }
 
-interface Record_ {
-  image: { bytes: Uint8Array | null; path: string | null };
-  instruction: string;
-  bbox: number[];
-}
-
-function writeDataset(dir: string, records: Record_[]): void {
-  mkdirSync(join(dir, 'data'), { recursive: true });
-  writeFileSync(join(dir, 'README.md'), CARD);
-  const buffer = parquetWriteBuffer({
-    columnData: [
-      { name: 'image', data: records.map((r) => r.image) },
-      { name: 'instruction', data: records.map((r) => r.instruction) },
-      { name: 'bbox', data: records.map((r) => r.bbox) },
-    ],
-    schema: [
-      { name: 'root', num_children: 3 },
-      { name: 'image', repetition_type: 'OPTIONAL', num_children: 2 },
-      { name: 'bytes', type: 'BYTE_ARRAY', repetition_type: 'OPTIONAL' },
-      { name: 'path', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
-      { name: 'instruction', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
-      { name: 'bbox', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
-      { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
-      { name: 'element', type: 'DOUBLE', repetition_type: 'OPTIONAL' },
-    ],
-  });
-  writeFileSync(join(dir, 'data', 'train-00000-of-00001.parquet'), Buffer.from(buffer));
-}
-
-const records = (n: number): Record_[] =>
-  Array.from({ length: n }, (_, k) => ({ image: { bytes: new Uint8Array(screenshot(k)), path: `shot${k}.png` }, instruction: `Click the dark box ${k}.`, bbox: [(10 + k) / (200 + k), 20 / 120, 40 / (200 + k), 16 / 120] }));
+const records = (n: number): GroundingRecord[] =>
+  Array.from({ length: n }, (_, k) => ({ image: { bytes: new Uint8Array(groundingScreenshot(k)), path: `shot${k}.png` }, instruction: `Click the dark box ${k}.`, bbox: [(10 + k) / (200 + k), 20 / 120, 40 / (200 + k), 16 / 120] }));
 
 const grid = (extra = ''): string => `name: grounding-small
 seed: 3
@@ -120,7 +85,7 @@ describe('task grounding (a dataset with an Image column)', () => {
     expect(manifest.utility?.metrics).toEqual(['loss', 'point_in_box', 'parse_rate']);
   });
 
-  const refused = async (name: string, edit: (r: Record_[]) => void, extra = ''): Promise<{ message: string; field: string | undefined }> => {
+  const refused = async (name: string, edit: (r: GroundingRecord[]) => void, extra = ''): Promise<{ message: string; field: string | undefined }> => {
     const dir = join(root, name);
     const rs = records(6);
     edit(rs);

@@ -32,23 +32,34 @@ export async function planFile(gridPath: string): Promise<AuditPlan> {
   return planAudit(gridPath, { loadTaskData: taskDataLoader(gridPath, { offline: true }) });
 }
 
-/** A grounding dataset as `datasets` writes one (README card, data/train-*.parquet with an Image column): 12 screenshots. */
-export function writeParquetGrounding(dir: string): void {
+/** A synthetic screenshot: white, with a dark 40x16 box at x = 10 + k (k shifts the width too). */
+export function groundingScreenshot(k: number): Buffer {
+  return renderPng(200 + k, 120, (g) => {
+    g.fillStyle = '#ffffff';
+    g.fillRect(0, 0, 200 + k, 120);
+    g.fillStyle = '#222222';
+    g.fillRect(10 + k, 20, 40, 16);
+  }).png;
+}
+
+/** One record of a grounding dataset: the image struct `datasets` stores, an instruction, a box. */
+export interface GroundingRecord {
+  image: { bytes: Uint8Array | null; path: string | null };
+  instruction: string;
+  bbox: number[];
+}
+
+const PLAIN_CARD = '---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n---\n';
+
+/** A grounding dataset as `datasets` writes one: a README card and data/train-*.parquet with an Image column. */
+export function writeGroundingParquet(dir: string, records: GroundingRecord[], card = PLAIN_CARD): void {
   mkdirSync(join(dir, 'data'), { recursive: true });
-  writeFileSync(join(dir, 'README.md'), '---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n---\n');
-  const shots = Array.from({ length: 12 }, (_, k) =>
-    renderPng(200 + k, 120, (g) => {
-      g.fillStyle = '#ffffff';
-      g.fillRect(0, 0, 200 + k, 120);
-      g.fillStyle = '#222222';
-      g.fillRect(10 + k, 20, 40, 16);
-    }).png,
-  );
+  writeFileSync(join(dir, 'README.md'), card);
   const buffer = parquetWriteBuffer({
     columnData: [
-      { name: 'image', data: shots.map((png, k) => ({ bytes: new Uint8Array(png), path: `shot${k}.png` })) },
-      { name: 'instruction', data: shots.map((_, k) => `Click the dark box ${k}.`) },
-      { name: 'bbox', data: shots.map((_, k) => [10 + k, 20, 50 + k, 36]) },
+      { name: 'image', data: records.map((r) => r.image) },
+      { name: 'instruction', data: records.map((r) => r.instruction) },
+      { name: 'bbox', data: records.map((r) => r.bbox) },
     ],
     schema: [
       { name: 'root', num_children: 3 },
@@ -62,6 +73,18 @@ export function writeParquetGrounding(dir: string): void {
     ],
   });
   writeFileSync(join(dir, 'data', 'train-00000-of-00001.parquet'), Buffer.from(buffer));
+}
+
+/** The pinned grids' grounding dataset: 12 screenshots, boxes in pixels (x0, y0, x1, y1). */
+export function writeParquetGrounding(dir: string): void {
+  writeGroundingParquet(
+    dir,
+    Array.from({ length: 12 }, (_, k) => ({
+      image: { bytes: new Uint8Array(groundingScreenshot(k)), path: `shot${k}.png` },
+      instruction: `Click the dark box ${k}.`,
+      bbox: [10 + k, 20, 50 + k, 36],
+    })),
+  );
 }
 
 /** Grids planned before a utility source apart existed; their digests are pinned. */

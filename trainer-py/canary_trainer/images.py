@@ -65,6 +65,21 @@ def decode_image(raw: bytes, full: bool = True):
     return img
 
 
+def read_image_file(root: Path | None, path: str):
+    """(file, image): the image at `path` (relative to a run folder `root`), fully decoded, or BadRows
+    naming the file and the fix: no folder given, a file that cannot be read, bytes not an image."""
+    if root is None:
+        raise BadRows(f"image {path}: the backend was given no folder to read images from")
+    file = root / path
+    try:
+        return file, decode_image(file.read_bytes())
+    except OSError as exc:
+        raise BadRows(f"{file}: cannot read the image ({exc.strerror}); fix: re-plan the run so its images "
+                      "are written beside the rows") from exc
+    except ValueError as exc:
+        raise BadRows(f"{file}: not a readable image ({exc}); fix: re-plan the run") from exc
+
+
 def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
     """Check the manifest's `images`; returns (width, height) by path for a backend that reads them."""
     images = data.get("images")

@@ -116,20 +116,11 @@ class Vision:
         return list(range(start, start + self._counts[slot]))
 
     def _load(self, path: str) -> int:
-        from ..images import decode_image
+        from ..images import read_image_file
 
         if self.root is None and path in self.sizes:
             return self._add(path, self.count(*self.sizes[path]), None, None)
-        if self.root is None:
-            raise BadRows(f"image {path}: the backend was given no folder to read images from")
-        file = self.root / path
-        try:
-            img = decode_image(file.read_bytes())
-        except OSError as exc:
-            raise BadRows(f"{file}: cannot read the image ({exc.strerror}); fix: re-plan the run so its images "
-                          "are written beside the rows") from exc
-        except ValueError as exc:
-            raise BadRows(f"{file}: not a readable image ({exc}); fix: re-plan the run") from exc
+        file, img = read_image_file(self.root, path)
         img = img.convert("RGB")
         try:
             got = self.image_processor(images=[img], return_tensors="pt")

@@ -64,21 +64,12 @@ class TinyBackend(ModelBackend):
     def _load(self, key: str) -> torch.Tensor:
         from PIL import Image
 
-        from ..images import decode_image
+        from ..images import read_image_file
 
         v = self.config.vision
         assert v is not None
         path, _, box = key.partition("#")
-        if self.image_root is None:
-            raise BadRows(f"image {path}: the backend was given no folder to read images from")
-        file = self.image_root / path
-        try:
-            img = decode_image(file.read_bytes())
-        except OSError as exc:
-            raise BadRows(f"{file}: cannot read the image ({exc.strerror}); fix: re-plan the run so its images "
-                          "are written beside the rows") from exc
-        except ValueError as exc:
-            raise BadRows(f"{file}: not a readable image ({exc}); fix: re-plan the run") from exc
+        file, img = read_image_file(self.image_root, path)
         if box:
             x0, y0, x1, y1 = (int(float(b)) for b in box.split(","))
             if not (0 <= x0 < x1 <= img.width and 0 <= y0 < y1 <= img.height):
