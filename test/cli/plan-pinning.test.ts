@@ -1,4 +1,3 @@
-// tier: slow (Python: the plan-time token count)
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,10 +41,14 @@ afterAll(async () => {
 
 let out = '';
 let err = '';
-/** A fresh, empty cache and the fake Hub for each test; output captured. */
+/**
+ * A fresh, empty cache and the fake Hub for each test; output captured. The trainer's Python is
+ * named missing: the fake Hub's tokenizer.json is no tokenizer, so the plan-time row count would
+ * start Python only to skip (test/e2e/hf-audit.test.ts runs that count on a real tokenizer).
+ */
 function setup(env: Record<string, string> = {}): string {
   const cache = join(root, `cache-${++n}`);
-  restore = withEnv({ ...CLEAN_HUB_ENV, HF_HOME: join(root, 'home'), HF_HUB_CACHE: cache, HF_ENDPOINT: hub.url, ...env });
+  restore = withEnv({ ...CLEAN_HUB_ENV, HF_HOME: join(root, 'home'), HF_HUB_CACHE: cache, HF_ENDPOINT: hub.url, CANARY_AUDIT_PYTHON: join(root, 'no-python'), ...env });
   out = '';
   err = '';
   vi.spyOn(process.stdout, 'write').mockImplementation((c) => ((out += String(c)), true));

@@ -18,6 +18,7 @@ from . import checkpoint, distributed, provenance, utility
 from .atomic import write_text_atomic
 from .backends import load_backend, pick_device, reply_tokens
 from .backends.base import Backend
+from .backends.hf_load import tokenizers_read_once
 from .base_model import freeze_for_finetuning, frozen_in_finetuning, prepare_base
 from .batches import encode_rows
 from .errors import Interrupted, TrainerError
@@ -153,16 +154,15 @@ class _Run:
         self.saved = self._open_checkpoint()
         inputs = _read_inputs(manifest)
         self.device = dist.device if dist else pick_device(self.tr["device"])
-        # hf: refuse a run its device cannot hold, before loading weights
-        check_fits(manifest, self.device, lambda: reply_tokens(manifest.model, inputs.rows))
-        self.backend = _load(manifest, self.device)
-        # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
-        self.eval_backend = None
+        with tokenizers_read_once():
+            # hf: refuse a run its device cannot hold, before loading weights
+            check_fits(manifest, self.device, lambda: reply_tokens(manifest.model, inputs.rows))
+            self.backend = _load(manifest, self.device)
+            # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
+            self.eval_backend = _load(manifest, self.device) if dist is not None and dist.main else None
         if dist is not None:
-            if dist.main:
-                self.eval_backend = _load(manifest, self.device)
-                if self.device.type == "cuda":
-                    self.eval_backend.model.to(cast(Any, self.eval_backend).compute_dtype)
+            if self.eval_backend is not None and self.device.type == "cuda":
+                self.eval_backend.model.to(cast(Any, self.eval_backend).compute_dtype)
             distributed.shard(self.backend, dist)
         self.versions = self.backend.versions()
         # A resumed run keeps the stamp of its first start: a code change between the two processes

@@ -1,3 +1,4 @@
+import io
 import json
 import os
 import subprocess
@@ -37,6 +38,29 @@ def run_cli(manifest: Path, out: Path, *args: str, env: dict | None = None, time
     proc = subprocess.run([PYTHON, "-m", "canary_trainer", "run", "--manifest", str(manifest), "--out", str(out), *args],
                           capture_output=True, text=True, env=env or trainer_env(), timeout=timeout)
     return CliRun(proc)
+
+
+class HereRun:
+    """A run in this test process (run.run): the CLI's answer without a new interpreter, for the
+    runs of a test that only need to be a run (an uninterrupted reference, a resume); the one that
+    is killed or signalled stays a CLI process. Failures raise (TrainerError) instead of an exit code."""
+
+    def __init__(self, manifest: Path, out: Path, resume: bool):
+        from canary_trainer.events import Events
+        from canary_trainer.run import RunOptions, run
+
+        self.events: list[dict] = []
+        self.rc = 0
+        self.stderr = ""
+        self.result = run(RunOptions(manifest=manifest, out=out, resume=resume,
+                                     events=Events(stream=io.StringIO(), observer=self.events.append)))
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e["event"] == kind]
+
+
+def run_here(manifest: Path, out: Path, resume: bool = False) -> HereRun:
+    return HereRun(manifest, out, resume)
 
 
 def start_cli(manifest: Path, out: Path, *args: str, env: dict | None = None) -> subprocess.Popen:

@@ -26,9 +26,9 @@ def rows():
 @pytest.mark.parametrize("family", ["qwen3", "llama3", "gptoss"])
 def test_counts_equal_the_trainers_encoding(hub_env, family):
     b = backend(family)
-    for row in rows():
-        trained = len(encode_row(b, {"i": 0, **row}, 100_000, "row").ids)
-        assert check_rows.count(spec(family), [row], 100_000)["longest"] == trained
+    trained = {i: len(encode_row(b, {"i": i, **row}, 100_000, "row").ids) for i, row in enumerate(rows())}
+    out = check_rows.count(spec(family), rows(), 0)  # a limit of 0: every row is listed with its count
+    assert out["over_count"] == 3 and {o["i"]: o["tokens"] for o in out["over"]} == trained
 
 
 def test_rows_over_the_limit_are_listed_longest_first(hub_env):

@@ -20,7 +20,7 @@ import torch.distributed as td  # noqa: E402
 from canary_trainer import exit_codes  # noqa: E402
 from canary_trainer.memory import micro_size  # noqa: E402
 
-from .conftest import PYTHON, run_cli, trainer_env  # noqa: E402
+from .conftest import PYTHON, run_cli, run_here, trainer_env  # noqa: E402
 from .fixtures import make_run  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
 from .test_hf_backend import spec  # noqa: E402
@@ -99,8 +99,7 @@ def test_two_ranks_equal_one_process(straight, tmp_path, family):
     assert [e["event"] for e in events].count("started") == 1
     assert [e["update"] for e in events if e["event"] == "step"] == list(range(1, 7))
     assert [e["event"] for e in events].count("done") == 1
-    one = run_cli(single, tmp_path / "out1")
-    assert one.rc == 0, one.stderr
+    run_here(single, tmp_path / "out1")
     r2, r1 = _result(out2), _result(tmp_path / "out1")
     assert r2["training"]["rows"] == r1["training"]["rows"] == 24
     assert r2["training"]["tokens"] == r1["training"]["tokens"]  # the same target tokens, so the same rows

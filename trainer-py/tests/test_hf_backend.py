@@ -201,3 +201,23 @@ def test_bf16_on_gpu_scores_close_to_per_candidate(hub_env):
         fast = score_tree(b, ids, TokenCheck(b).code_tokens(ctx, ids, codes), nodes_per_pass=1024)
         slow = score_per_candidate(b, ctx, ids, codes, batch=250)
     assert np.max(np.abs(fast - slow)) < 0.1  # bf16 rounding differs between batch shapes
+
+
+def test_a_run_reads_its_tokenizer_once_for_the_estimate_and_the_backend(hub_env, monkeypatch):
+    import transformers
+
+    from canary_trainer.backends import load_backend, reply_tokens
+    from canary_trainer.backends.hf_load import tokenizers_read_once
+
+    reads = []
+    real = transformers.AutoTokenizer.from_pretrained
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained",
+                        lambda *a, **kw: reads.append(a[0]) or real(*a, **kw))
+    rows = [{"prompt": canary_prompt("Ada Lovelace #0", "[redacted]"), "target": canary_target("Ada Lovelace #0", "1234")}]
+    with tokenizers_read_once():  # as run.py opens it around the estimate and the load
+        lengths = reply_tokens(spec("qwen3"), rows)
+        b = load_backend(spec("qwen3"), CPU)
+    assert reads == [model_id("qwen3")] and lengths and b.tokenizer is not None
+    reply_tokens(spec("qwen3"), rows)  # outside a block every load reads the files
+    reply_tokens(spec("qwen3"), rows)
+    assert len(reads) == 3

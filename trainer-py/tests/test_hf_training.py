@@ -19,7 +19,7 @@ from canary_trainer.rows import read_rows  # noqa: E402
 from canary_trainer.run import RunOptions, run  # noqa: E402
 from canary_trainer.train import make_optimizer, mean_target_loss, train_update  # noqa: E402
 
-from .conftest import run_cli, start_cli, trainer_env  # noqa: E402
+from .conftest import run_cli, run_here, start_cli, trainer_env  # noqa: E402
 from .fixtures import canary_prefill, make_run  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
 from .test_hf_backend import canary_row, spec  # noqa: E402
@@ -75,11 +75,9 @@ def test_rows_train_in_manifest_order(hub_env, tmp_path):
 def test_full_finetune_killed_and_resumed_equals_uninterrupted(hub_env, tmp_path):
     manifest = _manifest(tmp_path, updates=6)  # killed at 2: four updates of margin before the end
     straight, broken = tmp_path / "straight", tmp_path / "broken"
-    assert run_cli(manifest, straight).rc == 0
+    run_here(manifest, straight)
     assert _stop_at(manifest, broken, signal.SIGKILL, 2) == -signal.SIGKILL
-    resumed = run_cli(manifest, broken, "--resume")
-    assert resumed.rc == 0, resumed.stderr
-    assert resumed.of("started")[0]["resumed_from"] == 2
+    assert run_here(manifest, broken, resume=True).of("started")[0]["resumed_from"] == 2
     result, weights = _same(straight, broken, 6)
     assert result["backend"]["trainable_parameters"] == result["backend"]["parameters"]
     assert result["backend"]["scoring"] == "prefix-tree"  # Qwen3 splits digits
@@ -98,9 +96,9 @@ def test_lora_trains_adapters_only_and_resumes_them(hub_env, tmp_path):
 
     manifest = _manifest(tmp_path, method="lora", updates=6)
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    assert run_cli(manifest, straight).rc == 0
+    run_here(manifest, straight)
     assert _stop_at(manifest, stopped, signal.SIGTERM, 2) == 75
-    assert run_cli(manifest, stopped, "--resume").rc == 0
+    run_here(manifest, stopped, resume=True)
     result, weights = _same(straight, stopped, 6)
     assert weights and all("lora_" in k for k in weights)  # the checkpoint holds the adapters
     assert 0 < result["backend"]["trainable_parameters"] < result["backend"]["parameters"]

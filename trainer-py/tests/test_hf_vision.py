@@ -23,7 +23,7 @@ from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # 
 from canary_trainer.train import make_optimizer, train_update  # noqa: E402
 from canary_trainer.trie import code_token_lists, score_trie  # noqa: E402
 
-from .conftest import run_cli  # noqa: E402
+from .conftest import run_here  # noqa: E402
 from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402
 from .hf_fixtures import model_id  # noqa: E402
 from .test_hf_training import TRAINING, _same, _stop_at  # noqa: E402
@@ -205,11 +205,9 @@ def test_killed_image_run_resumes_bit_for_bit(vlm_env, tmp_path):
     data["utility"].update(metrics=["loss", "exact_match"], max_new_tokens=4)  # greedy replies on image rows
     manifest.write_text(json.dumps(data))
     straight, broken = tmp_path / "straight", tmp_path / "broken"
-    first = run_cli(manifest, straight)
-    assert first.rc == 0, first.stderr
+    run_here(manifest, straight)
     assert _stop_at(manifest, broken, signal.SIGKILL, 2) == -signal.SIGKILL
-    resumed = run_cli(manifest, broken, "--resume")
-    assert resumed.rc == 0, resumed.stderr
+    run_here(manifest, broken, resume=True)
     result, weights = _same(straight, broken, 4)
     assert result["backend"]["trainable_parameters"] < result["backend"]["parameters"]  # the tower is frozen
     assert not any(k.startswith("model.visual.") for k in weights)

@@ -4,7 +4,8 @@ release does not know), and weights placed directly on the device in their final
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
 
 import torch
 
@@ -12,6 +13,23 @@ from ..errors import BadManifest, MissingDependency, MissingModel
 from ..hf_config import local_config
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+# Tokenizers read while a `tokenizers_read_once()` block is open, by (name, revision, trust_remote_code).
+_tokenizers: dict[tuple, Any] | None = None
+
+
+@contextmanager
+def tokenizers_read_once() -> Iterator[None]:
+    """Inside the block a model's tokenizer is read from disk once: a run's memory estimate (reply
+    lengths) and its backend load the same files, and the backends never change a tokenizer. Each
+    run opens its own block, so a tokenizer replaced on disk is read anew by the next run."""
+    global _tokenizers
+    saved, _tokenizers = _tokenizers, {}
+    try:
+        yield
+    finally:
+        _tokenizers = saved
 
 
 def import_transformers():
@@ -50,7 +68,12 @@ def load_tokenizer_and_config(tf, spec: Mapping[str, Any], load_kw: dict):
     name = spec["name"]
     check_architecture(tf, name, spec.get("revision"), spec["hf"]["trust_remote_code"])
     try:
-        tokenizer = tf.AutoTokenizer.from_pretrained(name, **load_kw)
+        key = (name, load_kw.get("revision"), load_kw.get("trust_remote_code"), load_kw.get("local_files_only"))
+        tokenizer = _tokenizers.get(key) if _tokenizers is not None else None
+        if tokenizer is None:
+            tokenizer = tf.AutoTokenizer.from_pretrained(name, **load_kw)
+            if _tokenizers is not None:
+                _tokenizers[key] = tokenizer
         config = tf.AutoConfig.from_pretrained(name, **load_kw)
     except (OSError, ValueError) as exc:
         revision = spec.get("revision")
