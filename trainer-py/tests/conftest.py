@@ -45,22 +45,30 @@ class HereRun:
     runs of a test that only need to be a run (an uninterrupted reference, a resume); the one that
     is killed or signalled stays a CLI process. Failures raise (TrainerError) instead of an exit code."""
 
-    def __init__(self, manifest: Path, out: Path, resume: bool):
+    def __init__(self, manifest: Path, out: Path, resume: bool, env: dict[str, str]):
         from canary_trainer.events import Events
         from canary_trainer.run import RunOptions, run
 
         self.events: list[dict] = []
-        self.rc = 0
-        self.stderr = ""
-        self.result = run(RunOptions(manifest=manifest, out=out, resume=resume,
-                                     events=Events(stream=io.StringIO(), observer=self.events.append)))
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            self.result = run(RunOptions(manifest=manifest, out=out, resume=resume,
+                                         events=Events(stream=io.StringIO(), observer=self.events.append)))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def of(self, kind: str) -> list[dict]:
         return [e for e in self.events if e["event"] == kind]
 
 
-def run_here(manifest: Path, out: Path, resume: bool = False) -> HereRun:
-    return HereRun(manifest, out, resume)
+def run_here(manifest: Path, out: Path, resume: bool = False, **env: str) -> HereRun:
+    """`env`: variables set for the run only (e.g. CANARY_TRAINER_CACHE)."""
+    return HereRun(manifest, out, resume, env)
 
 
 def start_cli(manifest: Path, out: Path, *args: str, env: dict | None = None) -> subprocess.Popen:

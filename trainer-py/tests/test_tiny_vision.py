@@ -20,7 +20,7 @@ from canary_trainer.train import make_optimizer, train_update
 
 from .fixtures import make_run, rewrite_manifest
 from .test_resume import _same_outputs, _stop_at_checkpoint
-from .conftest import run_cli, trainer_env
+from .conftest import run_cli, run_here, trainer_env
 from .vision_fixtures import SIZE, SOURCE, TINY_VLM, make_vision_run, png
 
 SPEC = {"backend": "tiny", "name": "t", "init_seed": 3, "tiny": {**TINY_VLM, "dropout": 0.0}}
@@ -85,12 +85,12 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
     manifest = make_vision_run(tmp_path / "run", updates=30, batch_size=2, length=3, checkpoint_every=5, n_focal=1,
                                n_held=1, kinds=("hidden", "supplied"), base_model=True, decode=("prefill",))
     straight = tmp_path / "straight"
-    assert run_cli(manifest, straight).rc == 0
+    run_here(manifest, straight, CANARY_TRAINER_CACHE=str(tmp_path / "cache-a"))
     broken = tmp_path / "broken"
-    rc, _ = _stop_at_checkpoint(manifest, broken, signal.SIGKILL, 10)
+    rc, _ = _stop_at_checkpoint(manifest, broken, signal.SIGKILL, 10,
+                                env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-b")))
     assert rc == -signal.SIGKILL
-    resumed = run_cli(manifest, broken, "--resume")
-    assert resumed.rc == 0, resumed.stderr
+    resumed = run_here(manifest, broken, resume=True, CANARY_TRAINER_CACHE=str(tmp_path / "cache-b"))
     assert resumed.of("started")[0]["resumed_from"] is not None
     _same_outputs(straight, broken)
 
@@ -236,9 +236,7 @@ def test_a_frozen_stem_run_resumes_bit_identical_with_the_stem_from_the_base(tmp
     again (here rebuilt into an empty cache), so it ends as the uninterrupted run does."""
     manifest = _frozen_run(tmp_path)
     straight = tmp_path / "straight"
-    res = run_cli(manifest, straight, env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-a")))
-    assert res.rc == 0, res.stderr
-    result = json.loads((straight / "result.json").read_text())
+    result = run_here(manifest, straight, CANARY_TRAINER_CACHE=str(tmp_path / "cache-a")).result
     described = result["backend"]
     assert described["trainable_parameters"] < described["parameters"]
     assert result["backend"]["base_model"]["kind"] == "pretrained"
@@ -247,7 +245,6 @@ def test_a_frozen_stem_run_resumes_bit_identical_with_the_stem_from_the_base(tmp
     rc, _ = _stop_at_checkpoint(manifest, broken, signal.SIGKILL, 10,
                                 env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-b")))
     assert rc == -signal.SIGKILL
-    resumed = run_cli(manifest, broken, "--resume", env=trainer_env(CANARY_TRAINER_CACHE=str(tmp_path / "cache-c")))
-    assert resumed.rc == 0, resumed.stderr
+    resumed = run_here(manifest, broken, resume=True, CANARY_TRAINER_CACHE=str(tmp_path / "cache-c"))
     assert resumed.of("started")[0]["resumed_from"] == 10
     _same_outputs(straight, broken)
