@@ -146,9 +146,8 @@ export async function checkHfLengths(plan: PlannedRuns, count: TokenCounter): Pr
   for (const run of plan.runs) {
     const m = run.cell.values.model.value;
     if (m.backend !== 'hf') continue;
-    // Image rows: their length depends on the processor's image tokens, which the tokenizer-only
-    // count does not know; the trainer's processor will check them.
-    if (gridTask(plan.grid, run.cell.values.task).images !== undefined) continue;
+    // Image rows count too: the trainer's count adds each image part's tokens from its width and
+    // height, as the model's image processor splits it (canary_trainer.check_rows).
     const key = `${run.cell.values.model.key}|${run.cell.values.task.key}`;
     groups.set(key, [...(groups.get(key) ?? []), run]);
   }
