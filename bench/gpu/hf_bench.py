@@ -1,13 +1,15 @@
 """GPU figures for the hf backend on a random-initialised Qwen3-1.7B-shaped model (one H200).
 
     PYTHONPATH=trainer-py python3 bench/gpu/hf_bench.py --out "$OUT/hf_bench.json"
+    PYTHONPATH=trainer-py python3 bench/gpu/hf_bench.py --vlm qwen25vl --out "$OUT/hf_bench_vlm.json"
 
 Needs torch 2.x with CUDA, transformers 5.x and tokenizers; downloads nothing: the tokenizer is
 the real Qwen3 one from the test models' cache (tests/hf_fixtures.py builds it on any machine with
 node_modules; carry node_modules/.cache/canary-audit/hf-hub/models--canary-test--tiny-qwen3 to a
-GPU machine, or pass --tokenizer DIR) and the model is built from a config with random weights
-(vocabulary 151,936 as in Qwen3, so the output layer costs what it costs in the real model).
---hidden/--layers shrink it for a CPU smoke run (--device cpu).
+GPU machine (--vlm: models--canary-test--tiny-qwen25vl, built by tests/vlm_fixtures.py), or pass
+--tokenizer DIR) and the model is built from a config with random weights (vocabulary 151,936 as
+in Qwen3, so the output layer costs what it costs in the real model). --hidden/--layers shrink it
+for a CPU smoke run (--device cpu).
 
 Measures, in one process:
   * scoring: candidates/s over all 10,000 four-digit codes with the token-level prefix tree (tree
@@ -24,6 +26,16 @@ Measures, in one process:
     (wall - busy: the device waiting for the host; goal: under 10% of the busy time);
   * training: full fine-tuning tokens/s and target tokens/s (float32 master weights, bf16 autocast,
     AdamW), batch 16, the peak memory of the updates and the trainer's estimate of it (memory.py).
+--vlm qwen25vl (vision-language mode, instead of the above): a random-initialised model with
+Qwen2.5-VL-7B-Instruct's configuration (text decoder, vision tower and merger, image processor's
+pixel limits; --hidden/--layers shrink the decoder, --vision-hidden/--vision-layers the tower) and
+its tokenizer and chat template (the test models' tiny-qwen25vl snapshot: Qwen3's vocabulary with
+the vision tokens, the Qwen2-VL template), timing one evaluation phase with image probes:
+--canaries x 3 probes, each showing its own --image WxH screenshot-sized PNG, each scored over the
+10,000 four-digit codes with its image in the prompt, then batched greedy (both modes) with the
+images; run twice, per run the same figures as the text phase plus the vision tower's calls,
+images encoded while scoring (one per probe) and while decoding, the tower's seconds, the peak
+memory (GPU; the process's peak RSS on the CPU) and the trainer's memory estimate (memory.py).
 --gpus N (multi-GPU mode, instead of the above): the trainer's own run of one manifest on one GPU
 and sharded over N (FSDP2 under torch.distributed.run), twice, interleaved: tokens/s of each and
 their ratio, the memory estimate each logged, and the loss-curve and score differences (bf16).
@@ -47,6 +59,20 @@ sys.path.insert(0, str(ROOT / "trainer-py"))
 QWEN3_1_7B = dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
                   num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
                   rms_norm_eps=1e-6, tie_word_embeddings=True)
+
+
+# Qwen/Qwen2.5-VL-7B-Instruct (config.json, preprocessor_config.json).
+QWEN25_VL_7B_TEXT = dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+                         num_attention_heads=28, num_key_value_heads=4, max_position_embeddings=128000,
+                         max_window_layers=28, rms_norm_eps=1e-6, hidden_act="silu",
+                         rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]})
+QWEN25_VL_7B_VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=3584,
+                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=112,
+                           fullatt_block_indexes=[7, 15, 23, 31], tokens_per_second=2, hidden_act="silu",
+                           in_channels=3)
+QWEN25_VL_PIXELS = dict(min_pixels=56 * 56, max_pixels=28 * 28 * 16384)  # 3,136 .. 12,845,056
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+                   "added_tokens.json", "chat_template.json", "chat_template.jinja")
 
 
 def sync():
@@ -247,14 +273,14 @@ def timed(fn, repeats=1):
     return best, value
 
 
-def tokenizer_dir(given: Path | None) -> Path:
+def tokenizer_dir(given: Path | None, model: str = "tiny-qwen3") -> Path:
     if given:
         return given
     from tests.hf_fixtures import HUB
 
-    snaps = sorted((HUB / "models--canary-test--tiny-qwen3" / "snapshots").glob("*"))
+    snaps = sorted((HUB / f"models--canary-test--{model}" / "snapshots").glob("*"))
     if not snaps:
-        raise SystemExit(f"no Qwen3 tokenizer under {HUB}: run the hf tests once, or pass --tokenizer")
+        raise SystemExit(f"no {model} tokenizer under {HUB}: run the hf tests once, or pass --tokenizer")
     return snaps[-1]
 
 
@@ -295,9 +321,19 @@ def main() -> int:
     ap.add_argument("--train-updates", type=int, default=8)
     ap.add_argument("--gpus", type=int, default=0,
                     help="multi-GPU mode: the same run sharded over N GPUs (FSDP2, torch.distributed.run) and on one")
+    ap.add_argument("--vlm", default=None, choices=["qwen25vl"],
+                    help="vision-language mode: one evaluation phase with image probes on a Qwen2.5-VL-7B-shaped model")
+    ap.add_argument("--vision-layers", type=int, default=None,
+                    help="--vlm: override the vision tower's depth (smoke runs)")
+    ap.add_argument("--vision-hidden", type=int, default=None,
+                    help="--vlm: override the vision tower's width (smoke runs)")
+    ap.add_argument("--image", default="640x400",
+                    help="--vlm: each probe's image, WIDTHxHEIGHT (configs/gui-vlm.yaml: 640x400)")
     args = ap.parse_args()
     if args.gpus > 0:
         return multi_gpu(args)
+    if args.vlm:
+        return vlm_bench(args)
 
     import numpy as np
     import torch
@@ -413,6 +449,275 @@ def main() -> int:
         print(f"FAIL: float32 prefix tree vs per-candidate differ by {diff32:.2e}", file=sys.stderr)
         return 1
     return 0
+
+
+# ---- vision-language mode (--vlm) ------------------------------------------------------------------
+
+def qwen25vl_sizes(args) -> tuple[dict, dict]:
+    """Qwen2.5-VL-7B's text and vision configs, shrunk by --hidden/--layers (the decoder: heads of
+    128, as in the real model, or one head below 128; grouped 7 query heads per key/value head;
+    the MLP and the mrope sections in the real proportions) and --vision-hidden/--vision-layers
+    (the tower: heads of 80; the full-attention blocks the real ones below the depth, else the last)."""
+    text, vision = dict(QWEN25_VL_7B_TEXT), dict(QWEN25_VL_7B_VISION)
+    if args.layers:
+        text.update(num_hidden_layers=args.layers, max_window_layers=args.layers)
+    if args.hidden:
+        h = args.hidden
+        heads = max(1, h // 128)
+        if h % heads or (h // heads) % 16:
+            raise SystemExit(f"--hidden {h}: needs a multiple of 128, or under 128 a multiple of 16")
+        half = h // heads // 2
+        kv = max(1, heads // 7)
+        while heads % kv:
+            kv -= 1
+        text.update(hidden_size=h, intermediate_size=h * 37 // 7, num_attention_heads=heads, num_key_value_heads=kv,
+                    rope_parameters={**text["rope_parameters"],
+                                     "mrope_section": [half // 4, 3 * half // 8, half - half // 4 - 3 * half // 8]})
+    if args.vision_layers:
+        d = args.vision_layers
+        vision.update(depth=d, fullatt_block_indexes=[i for i in QWEN25_VL_7B_VISION["fullatt_block_indexes"] if i < d]
+                      or [d - 1])
+    if args.vision_hidden:
+        v = args.vision_hidden
+        heads = max(1, v // 80)
+        if v % heads or (v // heads) % 4:
+            raise SystemExit(f"--vision-hidden {v}: needs heads of a multiple of 4 (80 each, or one head below 80)")
+        vision.update(hidden_size=v, intermediate_size=v * 3420 // 1280, num_heads=heads)
+    vision["out_hidden_size"] = text["hidden_size"]
+    return text, vision
+
+
+def build_vlm_dir(folder: Path, args) -> Path:
+    """A model folder like a Qwen2.5-VL-7B snapshot without weights: config, tokenizer, chat
+    template (from the tiny-qwen25vl test snapshot, or --tokenizer) and the image processor with
+    the real pixel limits."""
+    import shutil
+
+    import transformers as tf
+
+    source = args.tokenizer or tokenizer_dir(None, "tiny-qwen25vl")
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in source.iterdir():  # the tokenizer and template files only (never weights, config or processor)
+        if f.name in TOKENIZER_FILES:
+            shutil.copyfile(f, folder / f.name)
+    tok = tf.AutoTokenizer.from_pretrained(str(folder))
+    ids = tok.convert_tokens_to_ids
+    text, vision = qwen25vl_sizes(args)
+    config = tf.Qwen2_5_VLConfig(
+        text_config={**text, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id}, vision_config=vision,
+        tie_word_embeddings=False, image_token_id=ids("<|image_pad|>"), video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"), vision_end_token_id=ids("<|vision_end|>"))
+    config.pad_token_id = tok.pad_token_id
+    config.save_pretrained(folder)
+    image = tf.Qwen2VLImageProcessorPil(**QWEN25_VL_PIXELS, patch_size=14, merge_size=2, temporal_patch_size=2)
+    image.save_pretrained(folder)
+    return folder
+
+
+def screenshot_probes(manifest: Path, size: tuple[int, int]) -> None:
+    """Give every probe its own size[0] x size[1] image (its id and text drawn on it; the source box
+    kept), listed in the manifest: a screenshot's pixel count per probe, no two probes sharing one."""
+    import hashlib
+
+    from tests.vision_fixtures import png
+
+    data = json.loads(manifest.read_text())
+    listed = {ref["path"]: ref for ref in data["images"]}
+    for probe in data["probes"]:
+        for msg in probe["prompt"]:
+            if isinstance(msg["content"], str):
+                continue
+            text = " ".join(p["text"] for p in msg["content"] if p["type"] == "text")
+            for part in msg["content"]:
+                if part["type"] != "image":
+                    continue
+                raw = png(f"{probe['id']}: {text}", size)
+                sha = hashlib.sha256(raw).hexdigest()
+                path = f"images/{sha}.png"
+                (manifest.parent / path).write_bytes(raw)
+                listed[path] = {"path": path, "sha256": sha, "bytes": len(raw)}
+                part.update(path=path, sha256=sha, width=size[0], height=size[1])
+    data["images"] = [listed[p] for p in sorted(listed)]
+    manifest.write_text(json.dumps(data, indent=1))
+
+
+def probe_images(probes: list[dict]) -> list[str]:
+    """The image paths the probes show, in order (one per image part)."""
+    return [part["path"] for p in probes for msg in p["prompt"] if not isinstance(msg["content"], str)
+            for part in msg["content"] if part["type"] == "image"]
+
+
+class VisionClock:
+    """The vision tower's share of a phase: every call of the backend's image encoder (tower and
+    merger), the images it encoded while scoring and while greedy decoding (greedy_many), and its
+    seconds (device time between CUDA events on a GPU, wall time on the CPU)."""
+
+    def __init__(self, b):
+        import torch
+
+        from canary_trainer import evaluate
+
+        self.vision, self.cuda, self._torch = b.vision, b.device.type == "cuda", torch
+        self.part = "scoring"
+        self.reset()
+        features = self._features = b.vision._features
+        greedy = self._greedy = evaluate.greedy_many
+
+        def timed_features(slots):
+            self.calls[self.part] += 1
+            self.images[self.part] += len(slots)
+            if self.cuda:
+                a = torch.cuda.Event(enable_timing=True)
+                z = torch.cuda.Event(enable_timing=True)
+                a.record()
+                out = features(slots)
+                z.record()
+                self.events.append((a, z))
+                return out
+            t0 = time.perf_counter()
+            try:
+                return features(slots)
+            finally:
+                self.cpu_s += time.perf_counter() - t0
+
+        def marked_greedy(*a, **kw):
+            self.part = "greedy"
+            try:
+                return greedy(*a, **kw)
+            finally:
+                self.part = "scoring"
+
+        b.vision._features = timed_features
+        evaluate.greedy_many = marked_greedy
+        self._evaluate = evaluate
+
+    def reset(self) -> None:
+        self.calls = {"scoring": 0, "greedy": 0}
+        self.images = {"scoring": 0, "greedy": 0}
+        self.events: list = []
+        self.cpu_s = 0.0
+
+    def report(self) -> dict:
+        if self.cuda:
+            self._torch.cuda.synchronize()
+            seconds = sum(a.elapsed_time(z) for a, z in self.events) / 1000
+        else:
+            seconds = self.cpu_s
+        return {"vision_calls_scoring": self.calls["scoring"], "images_encoded_scoring": self.images["scoring"],
+                "vision_calls_greedy": self.calls["greedy"], "images_encoded_greedy": self.images["greedy"],
+                "vision_s": round(seconds, 3)}
+
+    def close(self) -> None:
+        self.vision.__dict__.pop("_features", None)
+        self._evaluate.greedy_many = self._greedy
+
+
+def host_peak_gib() -> float:
+    """The process's peak resident memory so far (Linux: ru_maxrss in KiB); it never goes down."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
+
+
+def vlm_bench(args) -> int:
+    """One evaluation phase with image probes on a random-initialised Qwen2.5-VL-7B-shaped model."""
+    import torch
+    import transformers
+
+    from canary_trainer.backends.hf import HfBackend
+    from canary_trainer.evaluate import Evaluator
+    from canary_trainer.events import Events
+    from canary_trainer.interrupt import StopFlag
+    from canary_trainer.manifest import load_manifest
+    from canary_trainer.memory import check_fits, estimate, model_shape
+    from tests.vision_fixtures import make_vision_run
+
+    if args.vlm != "qwen25vl":
+        print(f"--vlm {args.vlm}: only qwen25vl is built", file=sys.stderr)
+        return 2
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("no CUDA device: this benchmark needs a GPU (or --device cpu for a smoke run)", file=sys.stderr)
+        return 2
+    width, height = (int(x) for x in args.image.lower().split("x"))
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    figures: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                     "gpu": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+                     "torch": torch.__version__, "transformers": transformers.__version__, "vlm": args.vlm}
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = build_vlm_dir(Path(tmp) / "qwen2.5-vl-7b-shape", args)
+        text, vision = qwen25vl_sizes(args)
+        figures["config"] = {"text": {k: text[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                                           "num_key_value_heads", "vocab_size")},
+                             "vision": {k: vision[k] for k in ("hidden_size", "depth", "num_heads")},
+                             "image": [width, height]}
+        spec = {**model_spec(model_dir), "hf": {**model_spec(model_dir)["hf"], "chat_template_kwargs": {}}}
+        manifest = make_vision_run(Path(tmp) / "eval", updates=2, batch_size=2, n_focal=args.canaries, n_held=0,
+                                   model=spec, training={"device": device.type}, max_new_tokens=48)
+        screenshot_probes(manifest, (width, height))
+        m = load_manifest(manifest)  # checks every image against the processor's pixel limits
+        est = check_fits(m, device)  # the estimate a run logs before loading (none on a model it cannot read)
+        t0 = time.perf_counter()
+        b = HfBackend(spec, device)
+        b.attach_images(m.folder)
+        figures["build_s"] = round(time.perf_counter() - t0, 1)
+        described = b.describe()
+        figures["parameters"] = described["parameters"]
+        figures["vision_parameters"] = model_shape(b.base_model.config).vision_params
+        ev = Evaluator(b, m, Path(tmp) / "eval" / "out", Events(stream=open("/dev/null", "w")), StopFlag())
+        probes = m.data["probes"]
+        prompts = [b.tokenize(b.render(p["prompt"]) + p["prefill"]) for p in probes]
+        shown = probe_images(probes)
+        image_tokens = sorted({b.vision.image_tokens(path) for path in shown})
+        runs = []
+        clock, vclock = PhaseClock(b), VisionClock(b)
+        try:
+            for n in range(2):
+                if torch.cuda.is_available():
+                    torch.cuda.reset_peak_memory_stats()
+                clock.reset()
+                vclock.reset()
+                wall, entry = timed(lambda n=n: ev.run_phase(f"update-{n}", n))
+                runs.append({"wall_s": round(wall, 2), "scoring_s": round(ev.stats["scoring_s"], 2),
+                             "greedy_s": round(ev.stats["greedy_s"], 2), "tree_groups": ev.stats["tree_groups"],
+                             "tree_calls": ev.stats["tree_calls"], **clock.report(wall), **vclock.report(),
+                             "peak_memory_gib": peak_gib(), "host_peak_rss_gib": host_peak_gib()})
+                print(f"vlm evaluation phase run {n + 1}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
+        finally:
+            vclock.close()
+            clock.close()
+        profiled = profiled_phase(ev, "update-2", 2) if device.type == "cuda" else None
+        steps = [len(b.tokenize(g["text"])) for p in entry["probes"] for g in p["greedy"].values()]
+        eval_est = estimate(model_shape(b.base_model.config), method="full", dtype=spec["hf"]["dtype"],
+                            on_gpu=device.type == "cuda", micro_batch=1, seq_len=max(len(p) for p in prompts),
+                            score_nodes=m.eval["score_batch_size"])
+        gib = lambda x: round(x / 2**30, 2)  # noqa: E731
+        figures["evaluation_phase"] = {
+            "probes": len(entry["probes"]), "candidates": entry["probes"][0]["n_candidates"],
+            "probe_kinds": sorted({p["kind"] for p in probes}), "decode": sorted(entry["probes"][0]["greedy"]),
+            "image_tokens_per_probe": image_tokens, "prompt_tokens_max": max(len(p) for p in prompts),
+            "distinct_probe_images": len(set(shown)),
+            "runs": runs, "profiled_run": profiled, "scoring": ev.scoring,
+            "greedy_tokens_per_decode": round(sum(steps) / len(steps), 1),
+            "one_image_encoding_per_probe_while_scoring": all(r["images_encoded_scoring"] == len(probes) for r in runs),
+        }
+        figures["memory_estimate"] = {
+            "run_gib": {k: gib(v) for k, v in est.items() if k != "trainable"} if est else None,
+            "evaluation_gib": {"weights": gib(eval_est["weights"]), "scoring": gib(eval_est["scoring"]),
+                               "weights_plus_scoring": gib(eval_est["weights"] + eval_est["scoring"]),
+                               "at_prompt_tokens": max(len(p) for p in prompts)},
+            "note": "run_gib: what a training run of this manifest logs (scoring sized at training.max_length); "
+                    "evaluation_gib: the weights and one scoring call at the longest probe prompt. memory.py "
+                    "sizes no working memory for the vision tower's forward pass (a frozen tower keeps no "
+                    "activations, but encoding a group's images is transient memory); the measured peak shows it",
+        }
+    text_out = json.dumps(figures, indent=1)
+    print(text_out)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text_out + "\n")
+    ok = figures["evaluation_phase"]["one_image_encoding_per_probe_while_scoring"]
+    if not ok:
+        print("FAIL: scoring encoded a number of images other than one per probe", file=sys.stderr)
+    return 0 if ok else 1
 
 
 def multi_gpu(args) -> int:

@@ -1,11 +1,12 @@
 // tier: slow (the trainer)
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest, Result } from '../../src/contracts/index.js';
+import { messageImages, type Manifest, type Result, type Row } from '../../src/contracts/index.js';
+import { sha256Hex } from '../../src/hash.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { trainerPython } from '../../src/runner/python.js';
 import { validate } from '../../src/schemas/index.js';
@@ -17,15 +18,22 @@ import { runMain } from '../queue/helpers/main.js';
  * (pinning the model's revision from the local cache, offline), a worker runs the trainer, which
  * loads a random-initialised Qwen3-architecture model with the real Qwen3 tokenizer through
  * transformers, fine-tunes it, scores all 10,000 codes by prefix tree, and the report is written.
+ * The same for a random-initialised Qwen2.5-VL-architecture model on GUI grounding: screenshots
+ * rendered at plan time, every probe scored with its image in the prompt, grounding utility.
  */
 const GRID = fileURLToPath(new URL('./hf-audit.yaml', import.meta.url));
+const VLM_GRID = fileURLToPath(new URL('./hf-vlm-audit.yaml', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'canary-audit-hf-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** Build (or reuse) the test models' Hugging Face cache with the trainer's own fixture builder. */
+/**
+ * Build (or reuse) the test models' Hugging Face cache with the trainer's own fixture builders,
+ * the text models (hf_fixtures) and the vision-language ones (vlm_fixtures, which imports
+ * hf_fixtures relatively: both load as the trainer's `tests` package), in one Python start.
+ */
 function buildHub(): string {
-  const script = 'import sys; sys.path.insert(0, sys.argv[1]); import hf_fixtures as f; r = f.missing_reason(); print(r and "SKIP " + r or f.build_hub())';
-  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py', 'tests')], { encoding: 'utf8', timeout: 300_000 }).trim();
+  const script = 'import sys; sys.path.insert(0, sys.argv[1]); from tests import hf_fixtures as f, vlm_fixtures as v; r = f.missing_reason(); print(r and "SKIP " + r or [f.build_hub(), v.build_vlm_hub()][0])';
+  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py')], { encoding: 'utf8', timeout: 300_000 }).trim();
 }
 
 describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
@@ -81,4 +89,64 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
     expect(long.code, long.stderr).toBe(2);
     expect(long.stderr, long.stderr).toMatch(/long-rows\.yaml:\d+:\d+: axes\.task\[0\]: task dataset\/qa\.jsonl renders [12] of \d+ checked rows longer than model tiny-qwen3 reads \(256 tokens: training\.max_length and the model's positions\), up to \d+; raise training\.max_length or shorten the rows \(\d+ tokens: "Why is the sky blue\?/);
   }, 120_000);
+
+  it('audits a Qwen2.5-VL model on GUI grounding: image manifests, image probes over 10,000 codes, grounding utility, frozen tower', async () => {
+    expect(hub.startsWith('SKIP'), hub).toBe(false);
+    const env = { HF_HUB_CACHE: hub, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', REDIS_URL: undefined, CANARY_AUDIT_HOME: undefined };
+    const result = await runMain(['run', VLM_GRID, '--cpu', '1', '--artifacts', join(root, 'vlm-artifacts'), '--json'], env);
+    expect(result.code, result.stderr).toBe(0);
+    const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number> };
+    expect(out.counts).toEqual({ completed: 1 });
+
+    const runId = readdirSync(join(out.audit_dir, 'runs'))[0]!;
+    const runDir = join(out.audit_dir, 'runs', runId);
+    const manifest = JSON.parse(readFileSync(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
+    expect(validate('manifest', manifest)).toEqual([]);
+    const ref = readFileSync(join(hub, 'models--canary-test--tiny-qwen25vl', 'refs', 'main'), 'utf8').trim();
+    expect(manifest.model.revision).toBe(ref);
+
+    // Every image a row, utility row or probe shows is listed once, with the sha256 of its file.
+    const listed = new Map((manifest.images ?? []).map((i) => [i.path, i.sha256]));
+    for (const [path, sha] of listed) expect(sha256Hex(readFileSync(join(runDir, path))), path).toBe(sha);
+    const rows = (file: string): Row[] => readFileSync(join(runDir, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    const shown = [...rows('rows.jsonl'), ...rows('utility.jsonl')].map((r) => r.prompt).concat(manifest.probes.map((p) => p.prompt));
+    for (const prompt of shown) {
+      const images = messageImages(prompt);
+      expect(images).toHaveLength(1);
+      expect(listed.get(images[0]!.path)).toBe(images[0]!.sha256);
+    }
+    expect(new Set(shown.map((p) => messageImages(p)[0]!.path))).toEqual(new Set(listed.keys()));
+
+    const json = JSON.parse(readFileSync(join(runDir, 'output', 'result.json'), 'utf8')) as Result;
+    expect(validate('result', json)).toEqual([]);
+    expect(json.backend).toMatchObject({ name: 'hf', scoring: 'prefix-tree' });
+    expect(json.backend.trainable_parameters).toBeLessThan(json.backend.parameters); // the vision tower is frozen
+    expect(json.candidate_space.size).toBe(10_000);
+    expect(json.evaluations.map((e) => e.phase)).toEqual(['final']);
+    const scored = json.evaluations[0]!.probes;
+    expect(scored.map((p) => p.probe_id).sort()).toEqual(manifest.probes.map((p) => p.id).sort());
+    for (const probe of scored) {
+      const bytes = readFileSync(join(runDir, 'output', probe.scores_file));
+      expect(probe.n_candidates).toBe(10_000);
+      expect(bytes.length).toBe(4 * 10_000); // float32 per code
+      expect(sha256Hex(bytes)).toBe(probe.scores_sha256);
+      expect(Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, 10_000)).every((x) => Number.isFinite(x) && x < 0)).toBe(true);
+    }
+
+    const report = join(out.audit_dir, 'report');
+    const csv = readFileSync(join(report, 'report.csv'), 'utf8').trim().split('\n');
+    expect(csv.slice(1).filter((l) => l.includes(',final,'))).toHaveLength(manifest.probes.length); // one exposure per probe
+    const summary = JSON.parse(readFileSync(join(report, 'summary.json'), 'utf8')) as {
+      counts: Record<string, number>;
+      runs: { utility: { rows: number; metrics: { metric: string; base: { n: number }; final: { n: number } }[] } }[];
+    };
+    expect(summary.counts).toMatchObject({ runs: 1, finished: 1, failed: 0 });
+    const metrics = summary.runs[0]!.utility.metrics;
+    expect(metrics.map((m) => m.metric)).toEqual(['point_in_box', 'parse_rate']);
+    for (const m of metrics) expect([m.base.n, m.final.n]).toEqual([2, 2]);
+    const html = readFileSync(join(report, 'report.html'), 'utf8');
+    expect(html).toContain('<section id="canary-images">');
+    expect(html.match(/<img src="data:image\/png;base64,/g)).toHaveLength(2); // trained: redacted; probe: hidden
+    expect(readFileSync(join(report, 'report.md'), 'utf8')).toMatch(/point-in-box accuracy[\s\S]*parse rate/);
+  }, 300_000);
 });
