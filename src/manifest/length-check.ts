@@ -4,7 +4,7 @@ import { formatPath, type LoadedGrid } from '../grid/index.js';
 import { messageText, type Message, type ModelSpec } from '../contracts/index.js';
 import { log } from '../log.js';
 import type { CanaryPool } from './canaries.js';
-import { buildManifestCore, gridTask, runRenderer, type RunRenderer } from './manifest.js';
+import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
 import { canaryTrainingRow, utilityRowLines } from './rows.js';
 import type { TaskExample } from './tasks/index.js';
 import type { RunLayout } from './plan-run.js';
@@ -113,7 +113,17 @@ export interface TokenRow {
 }
 
 /** Rows over the limit by index into the rows given; `skipped` when the count could not run. */
-export type TokenCount = { skipped: string } | { rows: number; limit: number; longest: number; over: { i: number; tokens: number }[]; over_count: number };
+export type TokenCount =
+  | { skipped: string }
+  | {
+      rows: number;
+      limit: number;
+      longest: number;
+      over: { i: number; tokens: number }[];
+      over_count: number;
+      /** The first image size the model's image processor would not take as it is: why, and the fix. */
+      image_refused?: string;
+    };
 
 /** One model's rows to count (maxLength: the grid's training.max_length). */
 export interface TokenJob {
@@ -163,6 +173,16 @@ export async function checkHfLengths(plan: PlannedRuns, count: TokenCounter): Pr
     if ('skipped' in out) {
       log.debug({ model: job.model.name, why: out.skipped }, 'row lengths not checked at plan time');
       continue;
+    }
+    if (out.image_refused) {
+      const task = first.cell.values.task;
+      errors.push(
+        new UserInputError(`task ${task.label} draws images model ${first.cell.values.model.label} would not take as they are: ${out.image_refused}`, {
+          location: plan.grid.source.locate(task.path),
+          field: formatPath(task.path),
+          code: 'E_IMAGE_SIZE',
+        }),
+      );
     }
     if (out.over_count > 0) {
       const task = first.cell.values.task;

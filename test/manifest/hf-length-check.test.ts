@@ -6,7 +6,8 @@ import { checkHfLengths, planAudit, type TokenJob, type TokenRow } from '../../s
 /**
  * The plan-time row-length check of Hugging Face models asks the trainer's count (here a stand-in
  * that records what it is asked and answers as told) about every kind of row, image rows included:
- * each image part travels with its width and height, from which the trainer adds the image's tokens.
+ * each image part travels with its width and height, from which the trainer adds the image's tokens
+ * and says which size the model's image processor would not take.
  */
 const GRID = fileURLToPath(new URL('../e2e/hf-vlm-audit.yaml', import.meta.url));
 
@@ -33,5 +34,9 @@ describe('the hf row-length check on image rows', () => {
     expect(rest).toEqual([]);
     expect(error?.message).toMatch(/renders 1 of \d+ checked rows longer than model tiny-qwen25vl reads \(64 tokens: training\.max_length and the model's positions\), up to 90/);
     expect(error?.field).toBe('axes.task[0]');
+
+    const refused = await checkHfLengths(plan, async (jobs) => jobs.map((j) => ({ rows: j.rows.length, limit: 4096, longest: 90, over: [], over_count: 0, image_refused: '196x140 = 27440 pixels, over the image processor\'s max_pixels 20000' })));
+    expect(refused.map((e) => e.field)).toEqual(['axes.task[0]']);
+    expect(refused[0]?.message).toMatch(/hf-vlm-audit\.yaml:\d+:\d+: axes\.task\[0\]: task gui-grounding\/196x140 draws images model tiny-qwen25vl would not take as they are: 196x140 = 27440 pixels, over the image processor's max_pixels 20000$/);
   });
 });

@@ -6,7 +6,9 @@ error in the grid rather than a failed run after the queue wait.
 
 MODEL.json is the manifest's `model` object (name, revision, hf); ROWS.jsonl holds {prompt, target}
 per line, counted exactly as training counts them (the rendered prompt and reply). Prints one JSON
-object: {"rows", "limit", "longest", "over": [{"i", "tokens"}] (at most 5), "over_count"}, or
+object: {"rows", "limit", "longest", "over": [{"i", "tokens"}] (at most 5), "over_count"} (and
+"image_refused": why, for the first image size the model's image processor would not take as it
+is: hf_config.image_limit_problem), or
 {"skipped": why} when the model's tokenizer is not on this machine. Exit 0 either way; 2 on bad
 arguments. Several models in one process (transformers imported once): repeat the three options,
 one output line per model, in order.
@@ -23,7 +25,7 @@ from .backends.hf_load import import_transformers, load_tokenizer_and_config
 from .backends.hf_text import HfText
 from .backends.hf_vision import Vision, chat_template, message_parts
 from .errors import TrainerError
-from .hf_config import is_vision_config
+from .hf_config import image_limit_problem, is_vision_config
 
 
 class _Text(HfText):
@@ -38,17 +40,21 @@ def count(model: dict, rows: list[dict], max_length: int) -> dict:
     load_kw = {"revision": model.get("revision"), "local_files_only": True, "trust_remote_code": hf.get("trust_remote_code", False)}
     tokenizer, config = load_tokenizer_and_config(tf, model, load_kw)
     text = _Text(tokenizer, hf.get("chat_template_kwargs") or {})
+    refused = None
     if is_vision_config(config):  # image parts count as the image tokens their sizes give
         text.chat_template = chat_template(model, tokenizer)
         text.vision = Vision(tf, model, config, tokenizer, load_kw)
         text.vision.sizes = {p["path"]: (p["width"], p["height"]) for r in rows for p in message_parts(r["prompt"])}
+        refused = next(filter(None, (image_limit_problem(model, w, h) for w, h in sorted(set(text.vision.sizes.values())))),
+                       None)
     config = config.get_text_config()
     positions = getattr(config, "max_position_embeddings", None)
     limit = min(max_length, positions) if positions else max_length
     lengths = [len(ids) for ids in text.tokenize_batch([text.render(r["prompt"], r["target"]) for r in rows])] if rows else []
     over = [{"i": i, "tokens": n} for i, n in enumerate(lengths) if n > limit]
     over.sort(key=lambda o: -o["tokens"])
-    return {"rows": len(rows), "limit": limit, "longest": max(lengths, default=0), "over": over[:5], "over_count": len(over)}
+    out = {"rows": len(rows), "limit": limit, "longest": max(lengths, default=0), "over": over[:5], "over_count": len(over)}
+    return out | {"image_refused": refused} if refused else out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,24 +46,32 @@ def pixel_limits(pre: dict) -> tuple[int, int, int] | None:
     return int(lo), int(hi), int(pre.get("patch_size", 14)) * int(pre["merge_size"])
 
 
-def check_image_limits(spec: dict, file: Path, field: str, where: str, w: int, h: int) -> None:
-    """An image the model's processor would take in without losing detail: Qwen2.5-VL's processor
-    downscales anything over max_pixels (the source pane's characters would blur) and cannot take
-    an aspect ratio over 200; Gemma 3's resizes every image to its fixed square (nothing refused
-    here)."""
+def image_limit_problem(spec: dict, w: int, h: int) -> str | None:
+    """Why the model's image processor would not take a w x h image without losing detail, with the
+    fix, or None: Qwen2.5-VL's processor downscales anything over max_pixels (the source pane's
+    characters would blur) and cannot take an aspect ratio over 200; Gemma 3's resizes every image
+    to its fixed square (nothing refused here)."""
     pre = local_json(spec["name"], spec.get("revision"), "preprocessor_config.json") or {}
     limits = pixel_limits(pre)
     if limits is None:
-        return
+        return None
     lo, hi, factor = limits
     if max(w, h) > 200 * min(w, h):
-        raise BadManifest(f"{where}: field {field}: {file} is {w}x{h}, an aspect ratio over 200, which the "
-                          f"{spec['name']} image processor cannot resize; fix: plan images of a less extreme shape")
+        return (f"{w}x{h}, an aspect ratio over 200, which the {spec['name']} image processor cannot resize; "
+                "fix: plan images of a less extreme shape")
     if w * h > hi:
-        raise BadManifest(f"{where}: field {field}: {file} is {w}x{h} = {w * h} pixels, over the image processor's "
-                          f"max_pixels {hi} of {spec['name']} (it would downscale the image and blur the source pane); "
-                          "fix: plan smaller images (the task's width and height) or raise max_pixels in the "
-                          "model's preprocessor_config.json")
+        return (f"{w}x{h} = {w * h} pixels, over the image processor's max_pixels {hi} of {spec['name']} (it would "
+                "downscale the image and blur the source pane); fix: plan smaller images (the task's width and "
+                "height) or raise max_pixels in the model's preprocessor_config.json")
+    return None
+
+
+def check_image_limits(spec: dict, file: Path, field: str, where: str, w: int, h: int) -> None:
+    """BadManifest naming the file and field when the model's processor would not take the image
+    as it is (image_limit_problem)."""
+    problem = image_limit_problem(spec, w, h)
+    if problem is not None:
+        raise BadManifest(f"{where}: field {field}: {file} is {problem}")
 
 
 def is_vision_config(config: Any) -> bool:
