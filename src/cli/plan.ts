@@ -150,7 +150,7 @@ function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; r
 function pretrainJson(run: RunLayout): Record<string, unknown> | null {
   const p = run.cell.values.model.value.pretrain;
   if (!p) return null;
-  return { updates: p.updates, batch_size: p.batch_size, rows: pretrainRows(p), lr: p.lr, schedule: { ...p.schedule }, code_fraction: p.code_fraction, seed: p.seed };
+  return { updates: p.updates, batch_size: p.batch_size, rows: pretrainRows(p), lr: p.lr, schedule: { ...p.schedule }, code_fraction: p.code_fraction, seed: p.seed, ...(p.init_seed !== undefined ? { init_seed: p.init_seed } : {}) };
 }
 
 /**
@@ -168,7 +168,7 @@ function baseModelLines(plan: AuditPlan): string[] {
     const line = p ? `base model ${model.label}: pretrained on ${describePretrain(p)}` : `base model ${model.label}: none, trained from scratch (pretrain: false)`;
     const base = bases.get(key) ?? { line, pretrained: p !== null && p !== undefined, runs: 0, seeds: new Set<number>() };
     base.runs += 1;
-    base.seeds.add(run.cell.values.seed.value);
+    base.seeds.add(p?.init_seed ?? run.cell.values.seed.value);
     bases.set(key, base);
   }
   return [...bases.values()].map((b) => `${b.line}; ${b.runs} run(s)${b.pretrained ? `, ${b.seeds.size} base(s)` : ''}`);

@@ -106,7 +106,7 @@ export interface TinyModelSpec {
 }
 
 /**
- * `model.tiny.pretrain`: the base = init from `model.init_seed`, then trained on `rows` in order
+ * `model.tiny.pretrain`: the base = init from `init_seed` (default `model.init_seed`), then trained on `rows` in order
  * exactly like fine-tuning (target-only loss; AdamW with training's betas, weight_decay and
  * grad_clip; this lr and schedule). The trainer caches the base by content.
  */
@@ -120,6 +120,11 @@ export interface TinyPretrainSpec {
   schedule: ScheduleSpec;
   /** Dropout stream of pretraining; default 0. */
   seed: number;
+  /**
+   * The base's initialisation seed, written only when the grid sets it: then every run of the
+   * model starts from one base whatever its `model.init_seed`. Absent: `model.init_seed`.
+   */
+  init_seed?: number;
 }
 
 export interface HfModelSpec {

@@ -10,8 +10,8 @@ import type { PretrainValue, ScheduleValue } from './types.js';
  * base by content, so runs that share the corpus, these settings, the model's size and its seed
  * (the seed axis, which initialises the base) share one base.
  *
- * A grid writes `pretrain: {updates, batch_size, lr, schedule, code_fraction, seed}` (each key
- * optional), `pretrain: true` (all defaults) or `pretrain: false` (train from scratch).
+ * A grid writes `pretrain: {updates, batch_size, lr, schedule, code_fraction, seed, init_seed}`
+ * (each key optional; `init_seed` fixes the base's initialisation for every seed of the axis), `pretrain: true` (all defaults) or `pretrain: false` (train from scratch).
  */
 export const PRETRAIN_SCHEDULE_DEFAULTS: ScheduleValue = { kind: 'cosine', warmup_updates: 20, min_lr_ratio: 0.1 };
 
@@ -31,6 +31,7 @@ interface RawPretrain {
   schedule?: string | { kind: ScheduleValue['kind']; warmup_updates?: number; min_lr_ratio?: number };
   code_fraction?: number;
   seed?: number;
+  init_seed?: number;
 }
 
 /**
@@ -60,6 +61,7 @@ export function pretrainFrom(raw: unknown): PretrainValue | null {
     schedule,
     code_fraction: o.code_fraction ?? PRETRAIN_DEFAULTS.code_fraction,
     seed: o.seed ?? PRETRAIN_DEFAULTS.seed,
+    ...(o.init_seed !== undefined ? { init_seed: o.init_seed } : {}),
   };
 }
 
@@ -88,12 +90,13 @@ function sameAsDefaults(p: PretrainValue): boolean {
 export function pretrainLabel(p: PretrainValue | null): string {
   if (p === null) return ',no-pretrain';
   if (sameAsDefaults(p)) return '';
-  return `,pretrain${p.updates}x${p.batch_size}`;
+  return `,pretrain${p.updates}x${p.batch_size}${p.init_seed !== undefined ? `,init${p.init_seed}` : ''}`;
 }
 
 /** One line for people: "1,000 updates x batch 16 = 16,000 rows, 50% with a code". */
 export function describePretrain(p: PretrainValue): string {
   const n = (x: number): string => x.toLocaleString('en-US');
   const pct = `${Math.round(p.code_fraction * 1000) / 10}%`;
-  return `${n(p.updates)} updates x batch ${p.batch_size} = ${n(pretrainRows(p))} rows, ${pct} with a visible code, lr ${p.lr} ${p.schedule.kind}`;
+  const init = p.init_seed !== undefined ? `, init seed ${p.init_seed} for every seed` : '';
+  return `${n(p.updates)} updates x batch ${p.batch_size} = ${n(pretrainRows(p))} rows, ${pct} with a visible code, lr ${p.lr} ${p.schedule.kind}${init}`;
 }

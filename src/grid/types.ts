@@ -100,6 +100,11 @@ export interface PretrainValue {
   code_fraction: number;
   /** Seed of the corpus stream (and of the trainer's dropout stream while pretraining). */
   seed: number;
+  /**
+   * The base's initialisation seed for every run of the model (one base, fine-tuned under each
+   * seed, as the study fine-tunes one pretrained checkpoint); absent: the run's seed axis value.
+   */
+  init_seed?: number;
 }
 
 export interface ModelValue {

@@ -81,5 +81,6 @@ export function pretrainManifestSpec(p: PretrainValue, rows: FileRef): TinyPretr
     lr: p.lr,
     schedule: { kind: p.schedule.kind, warmup_updates: p.schedule.warmup_updates, min_lr_ratio: p.schedule.min_lr_ratio },
     seed: p.seed,
+    ...(p.init_seed !== undefined ? { init_seed: p.init_seed } : {}),
   };
 }

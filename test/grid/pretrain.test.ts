@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseGrid, PRETRAIN_DEFAULTS } from '../../src/grid/index.js';
+import { describePretrain, parseGrid, PRETRAIN_DEFAULTS } from '../../src/grid/index.js';
+import { pretrainManifestSpec } from '../../src/manifest/pretrain.js';
 import { BASE, expectOneError, inputErrors } from './helpers.js';
 
 const F = 'grids/pretrain.yaml';
@@ -42,6 +43,19 @@ describe('tiny model pretraining keys', () => {
       'tiny(l2,h2,d64,c256,pretrain40x16)',
       'tiny(l2,h2,d64,c256,pretrain40x4)',
     ]);
+  });
+
+  it('reads init_seed, which fixes the base for every seed, into the manifest only when set', () => {
+    const [fixed, unset] = models('[{backend: tiny, pretrain: {init_seed: 0}}, {backend: tiny, pretrain: {updates: 1000}}]');
+    expect(fixed?.value.pretrain).toEqual({ ...PRETRAIN_DEFAULTS, init_seed: 0 });
+    expect(unset?.value.pretrain).toEqual(PRETRAIN_DEFAULTS);
+    expect(unset?.value.pretrain && 'init_seed' in unset.value.pretrain).toBe(false);
+    expect([fixed?.label, unset?.label]).toEqual(['tiny(l2,h2,d64,c256,pretrain1000x16,init0)', 'tiny(l2,h2,d64,c256)']);
+    const rows = { path: 'pretrain.jsonl', sha256: '0'.repeat(64), count: 16000 };
+    expect(pretrainManifestSpec(fixed?.value.pretrain ?? PRETRAIN_DEFAULTS, rows).init_seed).toBe(0);
+    expect(Object.keys(pretrainManifestSpec(PRETRAIN_DEFAULTS, rows))).toEqual(['rows', 'updates', 'batch_size', 'lr', 'schedule', 'seed']);
+    expect(describePretrain(fixed?.value.pretrain ?? PRETRAIN_DEFAULTS)).toMatch(/, init seed 0 for every seed$/);
+    expectOneError(inputErrors(() => parseGrid(F, withModels('[{backend: tiny, pretrain: {init_seed: -1}}]'))), `${F}:5:49: axes.model[0].pretrain.init_seed: `, '-1 is out of range');
   });
 
   it('accepts pretrain in grid-defined presets, which shadow the built-in ones', () => {

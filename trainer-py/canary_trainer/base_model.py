@@ -32,6 +32,7 @@ import torch
 from . import provenance
 from .atomic import write_bytes_atomic
 from .backends.base import Backend
+from .backends.tiny import init_seed
 from .batches import encode_rows
 from .cache import cache_root
 from .errors import Diverged, Interrupted
@@ -51,10 +52,11 @@ RANDOM = {"kind": "random"}
 
 def key_material(manifest: Manifest, device: torch.device, threads: int | None = None) -> dict:
     """Everything the base weights depend on. Besides what defines the computation (architecture,
-    init seed, rows by hash, pretraining and optimizer settings, the trainer's code), the host
-    properties that change floating-point results: torch version, device type, CPU threads and the
-    micro-batch split. Not the vision stem's `freeze`: it governs fine-tuning only, so a frozen and
-    a trained stem fine-tune the same base."""
+    init seed (the pretraining's own when it fixes one, so runs of every seed share the base; else
+    the run's, keyed as before that option), rows by hash, pretraining and optimizer settings, the
+    trainer's code), the host properties that change floating-point results: torch version, device
+    type, CPU threads and the micro-batch split. Not the vision stem's `freeze`: it governs
+    fine-tuning only, so a frozen and a trained stem fine-tune the same base."""
     spec = manifest.pretrain
     assert spec is not None
     tiny: dict = {k: v for k, v in manifest.model["tiny"].items() if k != "pretrain"}
@@ -64,8 +66,9 @@ def key_material(manifest: Manifest, device: torch.device, threads: int | None =
     return {
         "format": FORMAT,
         "architecture": tiny,
-        "init_seed": manifest.model["init_seed"],
-        "pretrain": {**{k: v for k, v in spec.items() if k != "rows"}, "rows_sha256": spec["rows"]["sha256"],
+        "init_seed": init_seed(manifest.model),
+        "pretrain": {**{k: v for k, v in spec.items() if k not in ("rows", "init_seed")},
+                     "rows_sha256": spec["rows"]["sha256"],
                      "rows_count": spec["rows"]["count"]},
         "optimizer": {"betas": list(tr["betas"]), "weight_decay": tr["weight_decay"], "grad_clip": tr["grad_clip"]},
         "trainer_code_sha256": provenance.code_sha256(),

@@ -83,6 +83,7 @@ class Pretrain(TypedDict):
     lr: float
     schedule: PretrainSchedule
     seed: int
+    init_seed: NotRequired[int]
 
 
 class TinyVision(TypedDict):

@@ -248,6 +248,33 @@ def test_key_follows_what_the_weights_depend_on(tmp_path):
     assert key_after(lambda d: d["model"]["tiny"]["pretrain"]["rows"].update(sha256="1" * 64)) != base
 
 
+def test_a_fixed_base_init_seed_shares_one_base_across_run_seeds(tmp_path):
+    """`pretrain.init_seed` initialises the base whatever the run's `model.init_seed`: the key and
+    the starting weights follow it, not the run's seed; absent, the run's seed does both."""
+    from canary_trainer.backends.tiny import TinyBackend
+
+    manifest = _manifest(tmp_path)
+    cpu = torch.device("cpu")
+
+    def state(edit):
+        rewrite_manifest(manifest, edit)
+        m = load_manifest(manifest)
+        weights = TinyBackend(m.model, cpu).model.state_dict()
+        return cache_key(key_material(m, cpu, threads=1)), weights
+
+    def same(a, b):
+        return a[0] == b[0] and all(torch.equal(a[1][k], b[1][k]) for k in a[1])
+
+    run0 = state(lambda d: d["model"].update(init_seed=0))
+    run1 = state(lambda d: d["model"].update(init_seed=1))
+    assert not same(run0, run1)
+    fixed1 = state(lambda d: d["model"]["tiny"]["pretrain"].update(init_seed=0))
+    fixed0 = state(lambda d: d["model"].update(init_seed=0))
+    # The fixed seed's base is the one a run of that seed pretrains without the key.
+    assert same(fixed1, fixed0) and same(fixed0, run0)
+    assert not same(state(lambda d: d["model"]["tiny"]["pretrain"].update(init_seed=1)), run0)
+
+
 def test_cache_file_checks_reject_other_keys_and_altered_weights(tmp_path):
     from canary_trainer.backends.tiny_model import TinyConfig, TinyGPT
     from canary_trainer.base_model import FORMAT, load_cached, save_cached

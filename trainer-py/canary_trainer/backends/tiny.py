@@ -9,7 +9,9 @@ Images are read once per run from the folder `attach_images` names and kept as t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +22,15 @@ from .tiny_model import TinyConfig, TinyGPT, VisionConfig
 from .tiny_tokenizer import END, PAD, CharTokenizer
 
 GREEDY_ROWS = 64
+
+
+def init_seed(spec: Mapping[str, Any]) -> int:
+    """The seed of the model's initialisation: `tiny.pretrain.init_seed` when the manifest fixes
+    the base's for every run, else `init_seed` (the run's seed)."""
+    pretrain = spec.get("tiny", {}).get("pretrain")
+    if pretrain is not None and "init_seed" in pretrain:
+        return int(pretrain["init_seed"])
+    return int(spec["init_seed"])
 
 
 class TinyBackend(ModelBackend):
@@ -37,8 +48,9 @@ class TinyBackend(ModelBackend):
         self._slots: dict[str, int] = {}
         self._pixels: list[torch.Tensor] = []
         # Initialisation draws from the global generator: seeding it here makes the starting
-        # weights a function of init_seed alone.
-        torch.manual_seed(spec["init_seed"])
+        # weights a function of the init seed alone (a pretrained base's own, when its manifest
+        # fixes one for every seed).
+        torch.manual_seed(init_seed(spec))
         self.model = TinyGPT(self.config).to(device)
         if vision is not None:
             self.model.image_bank = self._bank
