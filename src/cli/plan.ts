@@ -2,7 +2,7 @@ import { terminalSafe } from '../errors.js';
 import { planGrid } from '../app/index.js';
 import { gridTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
-import { codeSpaceOf, comparisonText, describePretrain, pretrainRows, singleRunComparisons } from '../grid/index.js';
+import { codeSpaceOf, comparisonText, describePretrain, jointSeeds, pretrainRows, singleRunComparisons } from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
@@ -40,6 +40,7 @@ nowhere is an error naming the \`canary-audit models fetch\` command that fetche
     const { plan, models, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: !args.values['no-pin-revisions'] });
     warnUnpinned(models);
     warnSingleRuns(plan);
+    warnFixedBaseSeeds(plan);
     if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
     else process.stdout.write(terminalSafe(planText(plan, written, models)));
     return 0;
@@ -57,6 +58,27 @@ export function warnSingleRuns(plan: AuditPlan): void {
   const more = single.length > shown.length ? `, and ${single.length - shown.length} more` : '';
   process.stderr.write(
     `canary-audit: warning: ${single.length} comparison(s) rest on one run per arm — one run: a rerun can fall outside its interval: ${shown.join('; ')}${more}. Add replicates (axes: seed: [0, 1, 2]) to measure run-to-run spread.\n`,
+  );
+}
+
+/**
+ * A tiny model whose base is fixed for every seed (`pretrain.init_seed`) under seeds that vary the
+ * training only: the seeds of a cell then differ in the training seed alone (dropout, which the
+ * tiny presets do not use), so its runs can be identical and their spread says nothing. Warned on
+ * stderr with the fix.
+ */
+export function warnFixedBaseSeeds(plan: AuditPlan): void {
+  if (jointSeeds(plan.grid.doc)) return;
+  const seedsByModel = new Map<string, Set<number>>();
+  for (const r of plan.runs) {
+    const m = r.cell.values.model;
+    if (m.value.pretrain?.init_seed === undefined) continue;
+    seedsByModel.set(m.label, (seedsByModel.get(m.label) ?? new Set()).add(r.cell.values.seed.value));
+  }
+  const models = [...seedsByModel].filter(([, seeds]) => seeds.size > 1).map(([label]) => label);
+  if (models.length === 0) return;
+  process.stderr.write(
+    `canary-audit: warning: model(s) ${models.join(', ')} fix their base for every seed (pretrain.init_seed) while the seeds vary the training seed only, so the runs of a cell can be identical; add replicates: {vary: joint} to give each seed its own data order and canary placement.\n`,
   );
 }
 

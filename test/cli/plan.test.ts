@@ -111,6 +111,26 @@ describe('canary-audit plan', () => {
     expect(err).toBe(`canary-audit: ${merge}:2:3: YAML: Merge sources must be maps or map aliases; a merge key (<<) takes a map or an alias of a map\n`);
   });
 
+  it('warns when a base fixed for every seed meets seeds that vary the training only, and not under joint seeds', async () => {
+    const fixed = join(root, 'fixed-base.yaml');
+    const text = (extra: string): string => `name: fixed-base
+axes:
+  visibility: [redacted]
+  dose: [1]
+  seed: [0, 1]
+  model: [{backend: tiny, label: tiny, pretrain: {updates: 25, batch_size: 4, init_seed: 0}}]
+training: {batch_size: 4, updates: 30, lr: 0.001}
+canaries: {focal: 2, held_out: 2}
+${extra}`;
+    writeFileSync(fixed, text(''));
+    expect(await main(['plan', fixed])).toBe(0);
+    expect(err).toContain('canary-audit: warning: model(s) tiny fix their base for every seed (pretrain.init_seed) while the seeds vary the training seed only, so the runs of a cell can be identical; add replicates: {vary: joint}');
+    err = '';
+    writeFileSync(fixed, text('replicates: {vary: joint}\n'));
+    expect(await main(['plan', fixed])).toBe(0);
+    expect(err).not.toContain('pretrain.init_seed');
+  });
+
   it('has --help and rejects a missing grid argument', async () => {
     expect(await main(['plan', '--help'])).toBe(0);
     expect(out).toContain('Usage: canary-audit plan GRID [--json] [--out DIR]');
