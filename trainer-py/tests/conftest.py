@@ -1,3 +1,4 @@
+import contextlib
 import io
 import json
 import os
@@ -52,10 +53,13 @@ class HereRun:
         self.events: list[dict] = []
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
+        err = io.StringIO()  # the trainer's log lines (events.log writes to sys.stderr)
         try:
-            self.result = run(RunOptions(manifest=manifest, out=out, resume=resume,
-                                         events=Events(stream=io.StringIO(), observer=self.events.append)))
+            with contextlib.redirect_stderr(err):
+                self.result = run(RunOptions(manifest=manifest, out=out, resume=resume,
+                                             events=Events(stream=io.StringIO(), observer=self.events.append)))
         finally:
+            self.stderr = err.getvalue()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

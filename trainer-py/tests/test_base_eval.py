@@ -5,7 +5,7 @@ evaluates only its new probes; the result equals a run with an empty cache."""
 import json
 import os
 
-from .conftest import run_cli, trainer_env
+from .conftest import run_here
 from .fixtures import make_run
 
 MODEL = {"backend": "tiny", "name": "tiny-test", "init_seed": 7,
@@ -16,8 +16,7 @@ def _run(tmp_path, name, n_focal, cache):
     manifest = make_run(tmp_path / name, updates=2, batch_size=2, length=2, n_focal=n_focal, n_held=1,
                         base_model=True, model=MODEL, max_new_tokens=8)
     out = tmp_path / name / "out"
-    res = run_cli(manifest, out, env=trainer_env(CANARY_TRAINER_CACHE=str(cache)))
-    assert res.rc == 0, res.stderr
+    res = run_here(manifest, out, CANARY_TRAINER_CACHE=str(cache))
     result = json.loads((out / "result.json").read_text())
     base = next(e for e in result["evaluations"] if e["phase"] == "base")
     return out, base, res.stderr

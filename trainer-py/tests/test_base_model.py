@@ -16,7 +16,7 @@ from canary_trainer.base_model import cache_key, key_material
 from canary_trainer.lock import FileLock
 from canary_trainer.manifest import load_manifest
 
-from .conftest import PYTHON, run_cli, start_cli, trainer_env
+from .conftest import PYTHON, run_cli, run_here, start_cli, trainer_env
 from .fixtures import make_run, rewrite_manifest
 
 PRETRAIN = {"updates": 12, "batch_size": 4, "lr": 0.01, "schedule": {"kind": "cosine", "warmup_updates": 2}}
@@ -55,8 +55,7 @@ def test_cache_miss_hit_and_rebuild_give_identical_runs(tmp_path):
     env = trainer_env(CANARY_TRAINER_CACHE=str(cache))
     key, cached = _cache_file(manifest, cache)
 
-    miss = run_cli(manifest, tmp_path / "miss", env=env)
-    assert miss.rc == 0, miss.stderr
+    miss = run_here(manifest, tmp_path / "miss", CANARY_TRAINER_CACHE=str(cache))  # the CLI's events and log
     for event in miss.events:
         assert schemas.first_error("progress", event) is None, event
     pre = _pretrain_steps(miss.events)
@@ -82,8 +81,7 @@ def test_cache_miss_hit_and_rebuild_give_identical_runs(tmp_path):
             proc.send_signal(signal.SIGKILL)
             break
     proc.communicate(timeout=60)
-    hit = run_cli(manifest, tmp_path / "hit", "--resume", env=env)
-    assert hit.rc == 0, hit.stderr
+    hit = run_here(manifest, tmp_path / "hit", resume=True, CANARY_TRAINER_CACHE=str(cache))
     assert not _pretrain_steps(hit.events) and "weights come with the checkpoint" in hit.stderr
     loaded = _result(tmp_path / "hit")["backend"]["base_model"]
     assert loaded["from_cache"] is True and loaded["cache_key"] == key
@@ -93,8 +91,7 @@ def test_cache_miss_hit_and_rebuild_give_identical_runs(tmp_path):
 
     # A damaged cache file is rebuilt, to the same bytes of weights.
     cached.write_bytes(built[: len(built) // 2] + bytes(len(built) - len(built) // 2))
-    again = run_cli(manifest, tmp_path / "rebuilt", env=env)
-    assert again.rc == 0, again.stderr
+    again = run_here(manifest, tmp_path / "rebuilt", CANARY_TRAINER_CACHE=str(cache))
     assert "is damaged" in again.stderr and len(_pretrain_steps(again.events)) == 12
     assert _result(tmp_path / "rebuilt")["backend"]["base_model"]["from_cache"] is False
     assert _scores(tmp_path / "rebuilt") == _scores(tmp_path / "miss")

@@ -16,7 +16,7 @@ from canary_trainer.backends.tiny import TinyBackend
 from canary_trainer.checkpoint import checkpoint_dir, list_updates
 from canary_trainer.utility import decode_rows
 
-from .conftest import run_cli, trainer_env
+from .conftest import run_cli, run_here, trainer_env
 from .fixtures import background_row, make_run, rewrite_manifest
 from .greedy_ref import greedy_ids
 from .hf_fixtures import hub_env  # noqa: F401  (fixture)
@@ -40,8 +40,8 @@ def _manifest(folder, metrics=("loss", "accuracy"), max_new_tokens=24, **kw):
 
 
 def _run(manifest, out, cache, *args):
-    res = run_cli(manifest, out, *args, env=trainer_env(CANARY_TRAINER_CACHE=str(cache)))
-    assert res.rc == 0, res.stderr
+    """A run in this process (`--resume` as the one argument it takes), its log lines in .stderr."""
+    res = run_here(manifest, out, resume="--resume" in args, CANARY_TRAINER_CACHE=str(cache))
     return res, json.loads((out / "result.json").read_text())
 
 
