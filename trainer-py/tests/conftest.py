@@ -53,6 +53,10 @@ class HereRun:
         self.events: list[dict] = []
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
+        import torch
+
+        # One thread, as trainer_env gives the CLI (a session fixture runs before the _threads one).
+        torch.set_num_threads(int(env.get("CANARY_TRAINER_THREADS", "1")))
         err = io.StringIO()  # the trainer's log lines (events.log writes to sys.stderr)
         try:
             with contextlib.redirect_stderr(err):
@@ -114,8 +118,7 @@ def resume_reference(tmp_path_factory) -> tuple[Path, Path]:
 
     root = tmp_path_factory.mktemp("resume-reference")
     manifest = _manifest(root)
-    res = run_cli(manifest, root / "straight")
-    assert res.rc == 0, res.stderr
+    run_here(manifest, root / "straight")
     return manifest, root / "straight"
 
 

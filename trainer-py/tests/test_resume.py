@@ -10,7 +10,7 @@ import torch
 from canary_trainer import exit_codes
 from canary_trainer.checkpoint import checkpoint_dir, list_updates, record_hashes
 
-from .conftest import run_cli, start_cli
+from .conftest import run_cli, run_here, start_cli
 from .fixtures import make_run
 
 UPDATES = 30
@@ -82,8 +82,8 @@ def test_sigterm_checkpoints_and_exits_75_then_resumes(resume_reference, tmp_pat
     assert events[-2] == {**events[-2], "event": "checkpoint", "update": last_step}
     assert last_step < UPDATES and max(list_updates(stopped)) == last_step
 
-    resumed = run_cli(manifest, stopped, "--resume")
-    assert resumed.rc == 0 and resumed.of("started")[0]["resumed_from"] == last_step
+    resumed = run_here(manifest, stopped, resume=True)
+    assert resumed.of("started")[0]["resumed_from"] == last_step
     _same_outputs(straight, stopped)
 
 
@@ -99,7 +99,7 @@ def test_resume_keeps_the_first_start_stamp(tmp_path):
     meta["at_start"]["code_sha256"] = "f" * 64  # as if the trainer's code changed in between
     (newest / "meta.json").write_text(json.dumps(meta))
     record_hashes(newest)  # a checkpoint that other code wrote, intact: resumed from
-    assert run_cli(manifest, out, "--resume").rc == 0
+    run_here(manifest, out, resume=True)
     prov = json.loads((out / "result.json").read_text())["provenance"]
     assert prov["at_start"]["code_sha256"] == "f" * 64
     assert prov["changed_mid_run"] is True

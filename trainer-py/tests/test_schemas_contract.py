@@ -8,7 +8,7 @@ import numpy as np
 from canary_trainer import schemas
 from canary_trainer.manifest import exhaustive_codes
 
-from .conftest import run_cli
+from .conftest import run_cli, run_here
 from .fixtures import make_run
 
 
@@ -60,7 +60,7 @@ def test_full_run_writes_valid_events_result_and_scores(tmp_path):
 def test_finished_run_short_circuits_and_force_reruns(tmp_path):
     manifest = make_run(tmp_path / "run", updates=2, batch_size=2, length=2, n_focal=1, n_held=0, kinds=("hidden",))
     out = tmp_path / "out"
-    assert run_cli(manifest, out).rc == 0
+    run_here(manifest, out)
     before = (out / "result.json").read_text()
     again = run_cli(manifest, out, "--resume")
     assert again.rc == 0
