@@ -25,7 +25,7 @@ from .backends.hf_load import import_transformers, load_tokenizer_and_config
 from .backends.hf_text import HfText
 from .backends.hf_vision import Vision, chat_template, message_parts
 from .errors import TrainerError
-from .hf_config import image_limit_problem, is_vision_config
+from .hf_config import image_limit_problem, image_limits, is_vision_config
 
 
 class _Text(HfText):
@@ -45,8 +45,9 @@ def count(model: dict, rows: list[dict], max_length: int) -> dict:
         text.chat_template = chat_template(model, tokenizer)
         text.vision = Vision(tf, model, config, tokenizer, load_kw)
         text.vision.sizes = {p["path"]: (p["width"], p["height"]) for r in rows for p in message_parts(r["prompt"])}
-        refused = next(filter(None, (image_limit_problem(model, w, h) for w, h in sorted(set(text.vision.sizes.values())))),
-                       None)
+        limits = image_limits(model)
+        refused = next(filter(None, (image_limit_problem(model, w, h, limits)
+                                     for w, h in sorted(set(text.vision.sizes.values())))), None)
     config = config.get_text_config()
     positions = getattr(config, "max_position_embeddings", None)
     limit = min(max_length, positions) if positions else max_length

@@ -46,13 +46,21 @@ def pixel_limits(pre: dict) -> tuple[int, int, int] | None:
     return int(lo), int(hi), int(pre.get("patch_size", 14)) * int(pre["merge_size"])
 
 
-def image_limit_problem(spec: dict, w: int, h: int) -> str | None:
+def image_limits(spec: dict) -> tuple[int, int, int] | None:
+    """pixel_limits of the model's cached preprocessor_config.json: read once per check of many images."""
+    return pixel_limits(local_json(spec["name"], spec.get("revision"), "preprocessor_config.json") or {})
+
+
+_READ = object()  # image_limit_problem's default: read the limits from the model's files
+
+
+def image_limit_problem(spec: dict, w: int, h: int, limits: Any = _READ) -> str | None:
     """Why the model's image processor would not take a w x h image without losing detail, with the
     fix, or None: Qwen2.5-VL's processor downscales anything over max_pixels (the source pane's
     characters would blur) and cannot take an aspect ratio over 200; Gemma 3's resizes every image
-    to its fixed square (nothing refused here)."""
-    pre = local_json(spec["name"], spec.get("revision"), "preprocessor_config.json") or {}
-    limits = pixel_limits(pre)
+    to its fixed square (nothing refused here). `limits`: image_limits(spec), when already read."""
+    if limits is _READ:
+        limits = image_limits(spec)
     if limits is None:
         return None
     lo, hi, factor = limits
@@ -66,10 +74,10 @@ def image_limit_problem(spec: dict, w: int, h: int) -> str | None:
     return None
 
 
-def check_image_limits(spec: dict, file: Path, field: str, where: str, w: int, h: int) -> None:
+def check_image_limits(spec: dict, file: Path, field: str, where: str, w: int, h: int, limits: Any = _READ) -> None:
     """BadManifest naming the file and field when the model's processor would not take the image
     as it is (image_limit_problem)."""
-    problem = image_limit_problem(spec, w, h)
+    problem = image_limit_problem(spec, w, h, limits)
     if problem is not None:
         raise BadManifest(f"{where}: field {field}: {file} is {problem}")
 

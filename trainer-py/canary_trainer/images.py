@@ -110,6 +110,10 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
                           f"rows show {len(images)} images; fix: use a tiny model with a vision stem (the tiny-vlm "
                           "preset, or model.tiny.vision)")
     limit = model["tiny"]["vision"]["max_pixels"] if backend == "tiny" else None
+    if limit is None:
+        from .hf_config import check_image_limits, image_limits
+
+        processor_limits = image_limits(model)  # one read for every image of the manifest
     sizes: dict[str, tuple[int, int]] = {}
     for i, (ref, raw) in enumerate(zip(images, raws)):
         file = folder / ref["path"]
@@ -120,9 +124,7 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
                               "fix: re-plan the run so its images are rendered again") from exc
         w, h = img.size
         if limit is None:
-            from .hf_config import check_image_limits
-
-            check_image_limits(model, file, f"images[{i}]", str(path), w, h)
+            check_image_limits(model, file, f"images[{i}]", str(path), w, h, processor_limits)
         elif w * h > limit:
             raise BadManifest(f"{path}: field images[{i}]: {file} is {w}x{h} = {w * h} pixels, over the model's "
                               f"model.tiny.vision.max_pixels {limit}; fix: plan smaller images (the task's width "
