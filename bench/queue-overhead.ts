@@ -26,7 +26,8 @@ import { execa } from 'execa';
 // Before the queue modules load (the logger reads it once): worker chatter off.
 process.env.CANARY_AUDIT_LOG_LEVEL ??= 'warn';
 const { STAND_IN_DIR, removeDir, tempDir, waitFor, writeFixtureAudit } = await import('../test/queue/helpers/fixtures.js');
-const { openQueues, queueConnection, resolveTuning, startEmbeddedRedis, submitAudit, WorkerPool } = await import('../src/queue/index.js');
+const { openQueues, queueConnection, resolveTuning, startEmbeddedRedis, submitAudit } = await import('../src/queue/index.js');
+const { WorkerPool } = await import('../src/worker/index.js');
 const { localRunner, trainerPython } = await import('../src/runner/index.js');
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '1000' }, slots: { type: 'string', default: '2' } } });

@@ -18,6 +18,7 @@ const LAYERS: string[][] = [
   ['hub', 'runner', 'report'],
   ['datasets'],
   ['queue'],
+  ['worker'],
   ['app', 'dashboard'],
   ['cli'],
 ];

@@ -5,13 +5,11 @@ import {
   collectStatus,
   queueConnection,
   submitAudit,
-  WorkerPool,
   type AuditStatus,
-  type LiveView,
   type QueueTuning,
   type RedisTarget,
-  type WorkerSlot,
 } from '../queue/index.js';
+import { WorkerPool, type WorkerSlot } from '../worker/index.js';
 import { writeReport } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
@@ -33,7 +31,7 @@ export interface LocalAuditOptions {
   runner: TrainerRunner;
   tuning: QueueTuning;
   /** Where progress is drawn (bars, change lines, or log records); null for none. */
-  view: Pick<LiveView, 'show'> | null;
+  view: { show(snapshot: AuditStatus[]): void } | null;
   /** Write the report when the audit is done. Default true. */
   report?: boolean;
   /** Aborting stops the audit early (trainers checkpoint; runs stay queued). */

@@ -1,5 +1,4 @@
 import {
-  SHUTDOWN_MARGIN_MS,
   assertRedisReachable,
   cancelAudit,
   purgeAudit,
@@ -8,6 +7,7 @@ import {
   resolveTuning,
   waitStopped,
 } from '../queue/index.js';
+import { SHUTDOWN_MARGIN_MS } from '../worker/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';

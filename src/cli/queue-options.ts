@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { UserInputError, quoteValue } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
-import { cpuSlots, defaultCpuSlotCount, detectGpus, gpuSlots, resolveTuning, type QueueTuning, type WorkerSlot } from '../queue/index.js';
+import { resolveTuning, type QueueTuning } from '../queue/index.js';
+import { cpuSlots, defaultCpuSlotCount, detectGpus, gpuSlots, type WorkerSlot } from '../worker/index.js';
 import { createRunner, type TrainerRunner } from '../runner/index.js';
 import { intOption, stringOption, type OptionSpec, type ParsedArgs } from './command.js';
 

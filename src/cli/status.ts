@@ -1,5 +1,4 @@
 import {
-  LiveView,
   assertRedisReachable,
   auditDone,
   collectStatus,
@@ -7,14 +6,12 @@ import {
   queueConnection,
   readFleet,
   readStoppedWorkers,
-  renderFleet,
   throughputByHost,
-  renderBars,
-  renderPlain,
   requireRedisTarget,
   privateRedisTarget,
   redisTargetFrom,
 } from '../queue/index.js';
+import { LiveView, renderFleet, renderBars, renderPlain } from './views/index.js';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { UserInputError } from '../errors.js';
 import { log } from '../log.js';
-import { SHUTDOWN_MARGIN_MS, WorkerPool, assertRedisReachable, describeSlot, queueConnection, requireRedisTarget } from '../queue/index.js';
+import { assertRedisReachable, queueConnection, requireRedisTarget } from '../queue/index.js';
+import { SHUTDOWN_MARGIN_MS, WorkerPool, describeSlot } from '../worker/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserInputError, quoteValue } from '../errors.js';
-import { resolveInsideArtifacts } from './artifact-path.js';
+import { resolveInsideArtifacts } from '../fs/artifact-path.js';
 import { writeFailureRecordIfMissing } from './failure-record.js';
 import { openQueues, openRedis, type QueueConnection } from './queues.js';
 import { outputDirOf } from '../layout.js';

@@ -1,27 +1,59 @@
 /**
- * The distributed engine: BullMQ flows on Redis. An audit is a parent job with one child job per
- * run; workers (one per GPU, or CPU shares) run the trainer for each child; `cancel` and `status`
- * talk to the same Redis from any host.
+ * The distributed engine's queue half: BullMQ flows on Redis. An audit is a parent job with one
+ * child job per run; `submit`, `cancel` and `status` talk to the same Redis from any host. The
+ * worker runtime that takes these jobs is `src/worker/`; the terminal views are `src/cli/views/`.
  */
-export * from './names.js';
-export * from './connection.js';
-export * from './tuning.js';
-export * from './job-data.js';
-export * from './queues.js';
-export * from './artifact-path.js';
-export * from './submit-audit.js';
-export * from './cancel-audit.js';
-export * from './status.js';
-export * from './status-format.js';
-export * from './slots.js';
-export * from './failure-record.js';
-export * from './progress-tracker.js';
-export * from './live-view.js';
-export * from './fleet.js';
-export * from './fleet-format.js';
-export * from './audit-eta.js';
-export * from './cell-columns.js';
-export { createRunProcessor, ABORT_CANCEL, ABORT_SHUTDOWN, type WorkerSlot, type RunProcessorContext } from './run-processor.js';
-export { createAuditProcessor } from './audit-processor.js';
-export { WorkerPool, SHUTDOWN_MARGIN_MS, type WorkerPoolOptions } from './worker-pool.js';
-export { startEmbeddedRedis, freePort, findOnPath, privateRedisTarget, REDIS_INSTALL_HINT, type EmbeddedRedis, type EmbeddedRedisOptions } from './embedded-redis.js';
+export { AUDIT_JOB, AUDITS_QUEUE, DEFAULT_PREFIX, queueKeys, queuePrefix, RUN_JOB, RUNS_QUEUE, type QueueKeys } from './names.js';
+export { assertRedisReachable, maskRedisUrl, parseRedisUrl, redisTargetFrom, requireRedisTarget, type RedisTarget } from './connection.js';
+export { DEFAULT_TUNING, resolveTuning, type QueueTuning } from './tuning.js';
+export type { AuditJobData, AuditReturn, RunJobData, RunPhase, RunProgress, RunReturn, RunWait } from './job-data.js';
+export { jobIdFromKey, openFlowProducer, openQueues, openRedis, queueConnection, type QueueConnection, type QueueHandles } from './queues.js';
+export { KEEP_LOGS, submitAudit, type SubmitAuditInput, type SubmitOutcome, type SubmitRun } from './submit-audit.js';
+export { cancelAudit, purgeAudit, waitStopped, type CancelOutcome } from './cancel-audit.js';
+export {
+  auditDone,
+  collectStatus,
+  RUN_STATES,
+  runStateOf,
+  type AuditState,
+  type AuditStatus,
+  type RunState,
+  type RunStatus,
+  type StatusHandles,
+} from './status.js';
+export { clearFailureRecord, FAILURE_FILE, kindFromReason, writeFailureRecord, writeFailureRecordIfMissing } from './failure-record.js';
+export {
+  DEFAULT_HEARTBEAT_MS,
+  describeSlurmJob,
+  FleetHeartbeat,
+  fleetKeys,
+  heartbeatMs,
+  LOSS_POINTS,
+  LossCurveWriter,
+  parseNvidiaSmi,
+  queryGpus,
+  readFleet,
+  readLossCurves,
+  readStoppedWorkers,
+  slurmJobInfo,
+  throughputByHost,
+  type GpuInfo,
+  type SlurmJobInfo,
+  type StoppedWorker,
+  type WorkerBeat,
+  type WorkerSlotBeat,
+  type WorkerState,
+  type WorkerStatus,
+} from './fleet.js';
+export { auditEta, estimateAudit, type AuditEstimate } from './audit-eta.js';
+export { baseWait, waitHolder } from './base-wait.js';
+export { cellColumns, parseCellId, varyingCellAxes } from './cell-columns.js';
+export {
+  findOnPath,
+  freePort,
+  privateRedisTarget,
+  REDIS_INSTALL_HINT,
+  startEmbeddedRedis,
+  type EmbeddedRedis,
+  type EmbeddedRedisOptions,
+} from './embedded-redis.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { toArtifactRelative } from './artifact-path.js';
+import { toArtifactRelative } from '../fs/artifact-path.js';
 import type { AuditJobData, RunJobData } from './job-data.js';
 import { AUDIT_JOB, AUDITS_QUEUE, RUN_JOB, RUNS_QUEUE } from './names.js';
 import { openFlowProducer, openQueues, type QueueConnection } from './queues.js';

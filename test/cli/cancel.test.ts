@@ -2,7 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerPool, collectStatus, submitAudit, type EmbeddedRedis } from '../../src/queue/index.js';
+import { collectStatus, submitAudit, type EmbeddedRedis } from '../../src/queue/index.js';
+import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { runMain } from '../queue/helpers/main.js';

@@ -2,7 +2,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerPool, cancelAudit, collectStatus, submitAudit, type AuditStatus, type EmbeddedRedis, type RunStatus } from '../../src/queue/index.js';
+import { cancelAudit, collectStatus, submitAudit, type AuditStatus, type EmbeddedRedis, type RunStatus } from '../../src/queue/index.js';
+import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from '../queue/helpers/fixtures.js';
 import { runMain } from '../queue/helpers/main.js';

@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { terminalSafe } from '../../src/errors.js';
 import { parseGrid } from '../../src/grid/load.js';
-import { LiveView } from '../../src/queue/live-view.js';
+import { LiveView } from '../../src/cli/views/live-view.js';
 import type { AuditStatus } from '../../src/queue/status.js';
 
 /** Terminal escapes in user strings: refused in grid names and labels, escaped wherever printed. */

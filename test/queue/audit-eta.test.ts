@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditEta, estimateAudit, runDetail, type AuditStatus, type RunProgress, type RunStatus } from '../../src/queue/index.js';
+import { auditEta, estimateAudit, type AuditStatus, type RunProgress, type RunStatus } from '../../src/queue/index.js';
+import { runDetail } from '../../src/cli/views/index.js';
 
 const NOW = Date.UTC(2026, 0, 1, 1, 0, 0);
 const at = (s: number) => new Date(NOW + s * 1000).toISOString();

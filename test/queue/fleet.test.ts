@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cellColumns, describeSlurmJob, parseCellId, parseNvidiaSmi, renderFleet, slurmJobInfo, varyingCellAxes, type WorkerStatus } from '../../src/queue/index.js';
+import { cellColumns, describeSlurmJob, parseCellId, parseNvidiaSmi, slurmJobInfo, varyingCellAxes, type WorkerStatus } from '../../src/queue/index.js';
+import { renderFleet } from '../../src/cli/views/index.js';
 
 
 describe('fleet helpers', () => {

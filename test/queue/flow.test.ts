@@ -3,7 +3,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  WorkerPool,
   cancelAudit,
   collectStatus,
   RUN_JOB,
@@ -13,6 +12,7 @@ import {
   type QueueConnection,
   type RunReturn,
 } from '../../src/queue/index.js';
+import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner, trainerPython } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from './helpers/redis.js';

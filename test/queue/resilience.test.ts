@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  WorkerPool,
   collectStatus,
   openQueues,
   queueConnection,
@@ -13,6 +12,7 @@ import {
   type EmbeddedRedis,
   type QueueConnection,
 } from '../../src/queue/index.js';
+import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner, trainerPython } from '../../src/runner/index.js';
 import { startWorker, type WorkerProcess } from './helpers/cli.js';
 import { STAND_IN_DIR, fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';

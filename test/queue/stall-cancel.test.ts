@@ -1,7 +1,8 @@
 // tier: slow (redis-server)
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cancelAudit, collectStatus, queueConnection, startEmbeddedRedis, submitAudit, WorkerPool } from '../../src/queue/index.js';
+import { cancelAudit, collectStatus, queueConnection, startEmbeddedRedis, submitAudit } from '../../src/queue/index.js';
+import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, STAND_IN_DIR, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
 

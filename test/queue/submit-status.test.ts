@@ -1,7 +1,8 @@
 // tier: slow (redis-server, the stand-in trainer)
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerPool, collectStatus, openQueues, submitAudit, type EmbeddedRedis } from '../../src/queue/index.js';
+import { collectStatus, openQueues, submitAudit, type EmbeddedRedis } from '../../src/queue/index.js';
+import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner } from '../../src/runner/index.js';
 import { fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from './helpers/redis.js';

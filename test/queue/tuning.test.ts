@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cpuSlots, defaultCpuSlotCount, gpuSlots } from '../../src/queue/slots.js';
+import { cpuSlots, defaultCpuSlotCount, gpuSlots } from '../../src/worker/slots.js';
 import { DEFAULT_TUNING, resolveTuning } from '../../src/queue/tuning.js';
 
 describe('resolveTuning', () => {

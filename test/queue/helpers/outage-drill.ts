@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectStatus, queueConnection, startEmbeddedRedis, submitAudit, WorkerPool, type QueueConnection } from '../../../src/queue/index.js';
+import { collectStatus, queueConnection, startEmbeddedRedis, submitAudit, type QueueConnection } from '../../../src/queue/index.js';
+import { WorkerPool } from '../../../src/worker/index.js';
 import { localRunner } from '../../../src/runner/index.js';
 import { sleep } from '../../../src/sleep.js';
 import { STAND_IN_DIR, fastTuning, waitFor, writeFixtureAudit } from './fixtures.js';

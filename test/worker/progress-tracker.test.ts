@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ProgressEvent } from '../../src/contracts/progress.js';
-import { ProgressTracker } from '../../src/queue/progress-tracker.js';
+import { ProgressTracker } from '../../src/worker/progress-tracker.js';
 
 const base = { host: 'gpu-host-1', gpu: '2', worker_pid: 4242, attempt: 1 };
 const step = (update: number, t: number): ProgressEvent => ({ v: 1, event: 'step', t, update, total: 100, loss: 2 / update, lr: 1e-3, rows_per_s: 32 });

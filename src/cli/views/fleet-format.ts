@@ -1,4 +1,4 @@
-import { describeSlurmJob, type StoppedWorker, type WorkerStatus } from './fleet.js';
+import { describeSlurmJob, type StoppedWorker, type WorkerStatus } from '../../queue/fleet.js';
 import { formatDuration } from './status-format.js';
 
 /**

@@ -1,6 +1,6 @@
-import { terminalSafe } from '../errors.js';
+import { terminalSafe } from '../../errors.js';
 import { renderBars, renderChanges } from './status-format.js';
-import type { AuditStatus } from './status.js';
+import type { AuditStatus } from '../../queue/status.js';
 
 /**
  * Repeated status output: on a terminal, bars redrawn in place; elsewhere (logs, CI), one line per

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import type { Job, Processor, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { checkOutputInsideArtifacts, resolveInsideArtifacts } from './artifact-path.js';
+import { checkOutputInsideArtifacts, resolveInsideArtifacts } from '../fs/artifact-path.js';
 import { log } from '../log.js';
-import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
-import type { AuditJobData, AuditReturn } from './job-data.js';
-import type { QueueKeys } from './names.js';
-import { jobIdFromKey } from './queues.js';
+import { kindFromReason, writeFailureRecordIfMissing } from '../queue/failure-record.js';
+import type { AuditJobData, AuditReturn } from '../queue/job-data.js';
+import type { QueueKeys } from '../queue/names.js';
+import { jobIdFromKey } from '../queue/queues.js';
 import { outputDirOf, runDirOf } from '../layout.js';
 
 /**

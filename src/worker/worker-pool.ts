@@ -4,17 +4,17 @@ import { DelayedError, Queue, Worker, WaitingError, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { log } from '../log.js';
 import type { TrainerRunner } from '../runner/index.js';
-import { resolveInsideArtifacts } from './artifact-path.js';
+import { resolveInsideArtifacts } from '../fs/artifact-path.js';
 import { createAuditProcessor } from './audit-processor.js';
-import { kindFromReason, writeFailureRecordIfMissing } from './failure-record.js';
-import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from './job-data.js';
+import { kindFromReason, writeFailureRecordIfMissing } from '../queue/failure-record.js';
+import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from '../queue/job-data.js';
 import { LeaseWatch } from './lease-watch.js';
-import { AUDITS_QUEUE, RUNS_QUEUE } from './names.js';
-import { openRedis, type QueueConnection } from './queues.js';
+import { AUDITS_QUEUE, RUNS_QUEUE } from '../queue/names.js';
+import { openRedis, type QueueConnection } from '../queue/queues.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
-import { FleetHeartbeat, LossCurveWriter } from './fleet.js';
+import { FleetHeartbeat, LossCurveWriter } from '../queue/fleet.js';
 import { describeSlot, gangSlot, SlotBook } from './slots.js';
-import type { QueueTuning } from './tuning.js';
+import type { QueueTuning } from '../queue/tuning.js';
 import { outputDirOf } from '../layout.js';
 
 /**

@@ -1,7 +1,7 @@
-import { auditEta } from './audit-eta.js';
-import { cellColumns } from './cell-columns.js';
-import { waitHolder } from './progress-tracker.js';
-import type { AuditStatus, RunState, RunStatus } from './status.js';
+import { auditEta } from '../../queue/audit-eta.js';
+import { baseWait } from '../../queue/base-wait.js';
+import { cellColumns } from '../../queue/cell-columns.js';
+import type { AuditStatus, RunState, RunStatus } from '../../queue/status.js';
 
 /**
  * Text views of a status snapshot. Pure functions of the snapshot (and a width), so they are tested
@@ -57,18 +57,6 @@ function clip(text: string, max: number): string {
 function shorten(text: string, max: number): string {
   const one = text.replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, max - 1)}…` : one;
-}
-
-/**
- * What a run in phase `waiting_base` waits for, in words: "waiting for base, built by run X", and
- * the seconds the base has left when the builder is among `peers` and pretraining (else null).
- */
-export function baseWait(run: RunStatus, peers: readonly RunStatus[] = []): { text: string; eta_s: number | null } | null {
-  const wait = run.progress?.phase === 'waiting_base' ? run.progress.waiting : null;
-  if (!wait) return null;
-  const builder = wait.run_id !== null ? peers.find((r) => r.run_id === wait.run_id && r.state === 'active') : undefined;
-  const eta = builder?.progress?.phase === 'pretraining' ? builder.progress.eta_s : null;
-  return { text: `waiting for base, built by ${waitHolder(wait)}`, eta_s: eta !== null && Number.isFinite(eta) ? eta : null };
 }
 
 /**

@@ -5,10 +5,10 @@ import { sha256Hex } from '../hash.js';
 import { outputDirOf, outputDirOfManifest, RESULT_FILE } from '../layout.js';
 import { log } from '../log.js';
 import type { TrainerOutcome } from '../runner/index.js';
-import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
-import { clearFailureRecord, writeFailureRecord } from './failure-record.js';
+import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../fs/artifact-path.js';
+import { clearFailureRecord, writeFailureRecord } from '../queue/failure-record.js';
 import { explainWriteError } from '../fs/write-error.js';
-import type { RunJobData, RunReturn } from './job-data.js';
+import type { RunJobData, RunReturn } from '../queue/job-data.js';
 import { ProgressTracker } from './progress-tracker.js';
 import {
   ABORT_CANCEL,

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { versioned } from '../../src/cli/json-output.js';
-import { expectOutput } from '../helpers/output-schema.js';
-import type { RunProgress } from '../../src/queue/job-data.js';
-import { formatDuration, progressBar, renderBars, renderChanges, renderPlain, runDetail } from '../../src/queue/status-format.js';
-import type { AuditStatus, RunStatus } from '../../src/queue/status.js';
+import { versioned } from '../../../src/cli/json-output.js';
+import { expectOutput } from '../../helpers/output-schema.js';
+import type { RunProgress } from '../../../src/queue/job-data.js';
+import { formatDuration, progressBar, renderBars, renderChanges, renderPlain, runDetail } from '../../../src/cli/views/status-format.js';
+import type { AuditStatus, RunStatus } from '../../../src/queue/status.js';
 
 const progress = (over: Partial<RunProgress> = {}): RunProgress => ({
   phase: 'training', host: 'node7', gpu: '3', worker_pid: 1, trainer_pid: 2, attempt: 1, device: 'cuda:0',

@@ -1,5 +1,6 @@
 import type { ProgressEvent } from '../contracts/progress.js';
-import type { RunProgress, RunWait } from './job-data.js';
+import { waitHolder } from '../queue/base-wait.js';
+import type { RunProgress } from '../queue/job-data.js';
 
 /**
  * Folds trainer events into the job's progress record and decides what is worth writing to Redis:
@@ -167,10 +168,4 @@ export class ProgressTracker {
     this.lastWrite = now;
     return { write: true, log };
   }
-}
-
-/** "run <id> (pid N)", "pid N" or "another trainer": who builds the base a run waits for. */
-export function waitHolder(wait: Pick<RunWait, 'run_id' | 'pid'>): string {
-  if (wait.run_id) return `run ${wait.run_id}${wait.pid !== null ? ` (pid ${wait.pid})` : ''}`;
-  return wait.pid !== null ? `pid ${wait.pid}` : 'another trainer';
 }

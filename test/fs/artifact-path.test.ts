@@ -1,12 +1,12 @@
 import { mkdirSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../../src/queue/artifact-path.js';
-import { createAuditProcessor } from '../../src/queue/audit-processor.js';
+import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../../src/fs/artifact-path.js';
+import { createAuditProcessor } from '../../src/worker/audit-processor.js';
 import { queueKeys } from '../../src/queue/names.js';
-import { createRunProcessor } from '../../src/queue/run-processor.js';
+import { createRunProcessor } from '../../src/worker/run-processor.js';
 import { localRunner } from '../../src/runner/index.js';
-import { fastTuning, removeDir, tempDir } from './helpers/fixtures.js';
+import { fastTuning, removeDir, tempDir } from '../queue/helpers/fixtures.js';
 
 const root = tempDir('paths');
 const outside = tempDir('outside');

@@ -3,9 +3,9 @@ import { dirname, join } from 'node:path';
 import type { Job } from 'bullmq';
 import { log } from '../log.js';
 import { startTrainer, type TrainerJob, type TrainerOutcome, type TrainerRunner } from '../runner/index.js';
-import type { RunJobData, RunProgress, RunReturn } from './job-data.js';
+import type { RunJobData, RunProgress, RunReturn } from '../queue/job-data.js';
 import type { ProgressTracker } from './progress-tracker.js';
-import type { QueueTuning } from './tuning.js';
+import type { QueueTuning } from '../queue/tuning.js';
 
 /** Why a worker stopped a trainer before it ended by itself. */
 export const ABORT_SHUTDOWN = 'shutdown';
