@@ -1,5 +1,5 @@
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import type { DatasetFeature } from '../manifest/tasks/data.js';
+import type { DatasetFeature } from '../contracts/index.js';
 import { badFile, DatasetError } from './errors.js';
 
 /**

@@ -1,5 +1,5 @@
 import { badFile } from './errors.js';
-import type { DatasetRecord } from '../manifest/tasks/data.js';
+import type { DatasetRecord } from '../contracts/index.js';
 
 /**
  * CSV as RFC 4180 writes it: fields separated by commas, records by CRLF (LF and CR alone are

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import * as zlib from 'node:zlib';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, type Compressors } from 'hyparquet';
 import { jsonErrorOffset } from '../fs/index.js';
-import type { DatasetFeature, DatasetFormat, DatasetRecord } from '../manifest/tasks/data.js';
+import type { DatasetFeature, DatasetFormat, DatasetRecord } from '../contracts/index.js';
 import { csvRecords } from './csv.js';
 import { badFile, DatasetError } from './errors.js';
 

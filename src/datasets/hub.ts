@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import type { DatasetFormat } from '../manifest/tasks/data.js';
+import type { DatasetFormat } from '../contracts/index.js';
 import {
   fetchCommand,
   hubCacheDir,

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isHubId } from '../hub/index.js';
-import type { DatasetFeature, DatasetFile, DatasetRecord, DatasetSourceSpec, TaskData } from '../manifest/tasks/data.js';
+import type { DatasetFeature, DatasetFile, DatasetRecord, DatasetSourceSpec, TaskData } from '../contracts/index.js';
 import { cardFeatures, chooseConfig, EMPTY_CARD, parseCard, type DatasetCard } from './card.js';
 import { DatasetError } from './errors.js';
 import { FORMATS, readDataFile, type ReadFile } from './formats.js';

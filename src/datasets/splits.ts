@@ -1,4 +1,4 @@
-import type { DatasetFormat } from '../manifest/tasks/data.js';
+import type { DatasetFormat } from '../contracts/index.js';
 import type { CardConfig } from './card.js';
 import { DatasetError } from './errors.js';
 import { isDataFile } from './formats.js';

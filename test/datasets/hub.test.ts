@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatasetError, fetchDataset, loadTaskData, pinDataset, type LoadOptions } from '../../src/datasets/index.js';
-import type { DatasetSourceSpec } from '../../src/manifest/tasks/data.js';
+import type { DatasetSourceSpec } from '../../src/contracts/index.js';
 import { BANKING77_LABELS, FIXTURES_DIR } from '../fixtures/datasets/build.js';
 import { BANKING77_SHA, fixtureDatasets, GATED_DATASET_SHA, startDatasetHub, TATQA_SHA } from '../hub/dataset-fixture.js';
 import type { FakeHub } from '../hub/fake-hub.js';

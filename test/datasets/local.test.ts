@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DatasetError, loadTaskData } from '../../src/datasets/index.js';
-import type { DatasetSourceSpec } from '../../src/manifest/tasks/data.js';
+import type { DatasetSourceSpec } from '../../src/contracts/index.js';
 import { BANKING77_LABELS, FIXTURES_DIR } from '../fixtures/datasets/build.js';
 
 const grid = mkdtempSync(join(tmpdir(), 'canary-local-ds-'));
