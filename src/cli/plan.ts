@@ -1,6 +1,6 @@
 import { terminalSafe } from '../errors.js';
 import { planGrid } from '../app/index.js';
-import { gridTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
+import { planTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
 import { codeSpaceOf, comparisonText, describePretrain, jointSeeds, pretrainRows, singleRunComparisons } from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
@@ -159,7 +159,7 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
 /** Each dataset-backed task value of the plan: its source as pinned, and its rows per role. */
 function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; repo?: string; revision?: string; sha?: string; path?: string; train_rows: number; utility_rows: number }[] {
   return plan.grid.expansion.axes.task.flatMap((value) => {
-    const task = gridTask(plan.grid, value);
+    const task = planTask(plan, value);
     const d = task.dataset;
     if (!d) return [];
     const all = [...(task.allRows?.() ?? [])].length;

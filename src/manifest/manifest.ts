@@ -7,7 +7,7 @@ import { cueEncoding, type CueEncoding } from '../codes/index.js';
 import { GRID_FILE } from '../layout.js';
 import type { RunLayout } from './plan-run.js';
 import { canaryProbes } from './probes.js';
-import { createTask, type Task, type TaskSpec } from './tasks/index.js';
+import type { Task, TaskSpec } from './tasks/index.js';
 
 /** Where a manifest says the audit's grid is, relative to its own folder (runs/<run_id>/). */
 export const GRID_FILE_FROM_RUN = `../../${GRID_FILE}`;
@@ -34,22 +34,10 @@ export function rowSpecOf(spec: TaskSpec): TaskSpec {
   return { ...spec, params };
 }
 
-/** Tasks made so far per grid, by task value key: a dataset-backed task renders its rows once. */
-const TASKS = new WeakMap<LoadedGrid, Map<string, Task>>();
-
-/** The task generator of one task value of the grid (made once per grid). */
-export function gridTask(grid: LoadedGrid, value: { key: string; value: TaskSpec }): Task {
-  let tasks = TASKS.get(grid);
-  if (!tasks) TASKS.set(grid, (tasks = new Map()));
-  let task = tasks.get(value.key);
-  if (!task) tasks.set(value.key, (task = createTask(value.value, grid.taskData?.get(value.key), grid.utilityData?.get(value.key))));
-  return task;
-}
-
 export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
   const taskSpec = layout.cell.values.task.value;
   return {
-    task: gridTask(grid, layout.cell.values.task),
+    task: layout.task,
     taskSpec,
     rowSpec: rowSpecOf(taskSpec),
     cue: cueEncoding(layout.cell.values.visibility.value as VisibilityValue, codeSpaceOf(grid.doc)),

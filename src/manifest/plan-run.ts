@@ -4,6 +4,7 @@ import { randomizedInclusion, type CanaryPool, type PoolCanary } from './canarie
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from './placement.js';
 import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from './population.js';
 import { Rng } from '../random.js';
+import type { Task } from './tasks/index.js';
 
 /** One inserted canary of a run, with its exact rows. */
 export interface PlacedCanary {
@@ -31,6 +32,8 @@ export interface RunStats {
 /** A run before its rows exist: the cell, its canaries with positions, its controls. */
 export interface RunLayout {
   cell: Cell;
+  /** The generator of the cell's task value: the plan's one instance (`AuditPlan.tasks`), shared by every run of that value. */
+  task: Task;
   canaries: PlacedCanary[];
   /** Never inserted in this run: the grid's held-out canaries, plus the focal ones in a no-canary run. */
   heldOut: PoolCanary[];
@@ -55,7 +58,7 @@ export function focalCount(grid: LoadedGrid): number {
  * free rows, from a stream that also depends on the population. With joint seeds
  * (`replicates: {vary: joint}`) both streams also take the cell's seed: each seed its own rows.
  */
-export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell): RunLayout {
+export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell, task: Task): RunLayout {
   const { rows, updates } = grid;
   const batch = grid.doc.training.batch_size;
   const seed = grid.doc.seed;
@@ -126,7 +129,7 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell): RunLa
       code: 'E_PLACEMENT',
     });
   }
-  return { cell, canaries, heldOut, stats: runStats(canaries, rows, updates, batch) };
+  return { cell, task, canaries, heldOut, stats: runStats(canaries, rows, updates, batch) };
 }
 
 /** A cell that cannot be laid out; plan.ts reports the same reason across cells once. */

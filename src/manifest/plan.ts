@@ -2,9 +2,8 @@ import { resolve } from 'node:path';
 import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
 import { messageText, type TaskData } from '../contracts/index.js';
 import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
-import { gridTask } from './manifest.js';
 import { codesIn } from '../codes/index.js';
-import { taskDataRequest, TaskSpecError, utilityDataRequest, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
+import { createTask, taskDataRequest, TaskSpecError, utilityDataRequest, type Task, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
@@ -25,6 +24,11 @@ export interface AuditPlan {
   gridText: string;
   grid: LoadedGrid;
   pool: CanaryPool;
+  /**
+   * The generator of each task value, by value key: made once when planning (a dataset-backed task
+   * renders its rows once) and shared by every run of that value (`RunLayout.task`).
+   */
+  tasks: ReadonlyMap<string, Task>;
   runs: RunLayout[];
   /** Controller stamp when planning started (provenance.at_start of every manifest). */
   startStamp: Stamp;
@@ -118,26 +122,34 @@ async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined):
 }
 
 /** Make each task value's generator once, so a wrong template or row is reported at its value. */
-function checkTasks(grid: LoadedGrid): UserInputError[] {
+function makeTasks(grid: LoadedGrid): { tasks: Map<string, Task>; errors: UserInputError[] } {
+  const tasks = new Map<string, Task>();
   const errors: UserInputError[] = [];
   for (const value of grid.expansion.axes.task) {
     try {
-      gridTask(grid, value);
+      tasks.set(value.key, createTask(value.value, grid.taskData?.get(value.key), grid.utilityData?.get(value.key)));
     } catch (error) {
       if (!(error instanceof TaskSpecError)) throw error;
       const path = [...value.path, ...error.field];
       errors.push(new UserInputError(`task ${value.label}: ${error.message}`, { location: grid.source.locate(path), field: formatPath(path), code: 'E_TASK' }));
     }
   }
-  return errors;
+  return { tasks, errors };
+}
+
+/** The plan's generator of one task value (made by `makeTasks`; every value of the grid has one). */
+export function planTask(plan: Pick<AuditPlan, 'tasks'>, value: { key: string; label: string }): Task {
+  const task = plan.tasks.get(value.key);
+  if (!task) throw new Error(`internal: the plan has no generator for task ${value.label}`);
+  return task;
 }
 
 /** Codes that occur in the rows of the grid's dataset-backed tasks (empty for generated tasks). */
-function datasetCodes(grid: LoadedGrid): Set<string> {
+function datasetCodes(grid: LoadedGrid, tasks: ReadonlyMap<string, Task>): Set<string> {
   const space = codeSpaceOf(grid.doc);
   const codes = new Set<string>();
   for (const value of grid.expansion.axes.task) {
-    const task = gridTask(grid, value);
+    const task = planTask({ tasks }, value);
     for (const row of task.allRows?.() ?? []) {
       for (const m of row.prompt) codesIn(space, messageText(m), codes);
       codesIn(space, row.target, codes);
@@ -148,7 +160,7 @@ function datasetCodes(grid: LoadedGrid): Set<string> {
 
 function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, startStamp: Stamp): AuditPlan {
   const { doc } = grid;
-  const taskErrors = checkTasks(grid);
+  const { tasks, errors: taskErrors } = makeTasks(grid);
   if (taskErrors.length > 0) throw new UserInputErrors(taskErrors);
   // The pool holds, per auxiliary cohort index, as many canaries as the largest cell asks for.
   const aux: number[] = [];
@@ -159,7 +171,7 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   try {
     const inclusion = doc.canaries.inclusion === 'randomized' ? randomizedInclusion(doc.seed, doc.canaries.focal, doc.canaries.held_out) : undefined;
     if (inclusion && (inclusion.every(Boolean) || !inclusion.some(Boolean))) throw new RangeError(`the randomized inclusion draw put all ${inclusion.length} canaries on one side`);
-    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined, datasetCodes(grid), inclusion);
+    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined, datasetCodes(grid, tasks), inclusion);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     throw new UserInputError(`${error.message}; use fewer canaries or a longer code`, {
@@ -172,22 +184,22 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   const runs: RunLayout[] = [];
   for (const cell of grid.expansion.cells) {
     try {
-      runs.push(layoutRun(grid, pool, cell));
+      runs.push(layoutRun(grid, pool, cell, planTask({ tasks }, cell.values.task)));
     } catch (error) {
       if (error instanceof UserInputError) errors.push(error);
       else throw error;
     }
   }
-  errors.push(...checkImageModels(grid));
+  errors.push(...checkImageModels(grid, tasks));
   if (errors.length === 0) errors.push(...checkTinyLengths(grid, pool, runs));
   if (errors.length > 0) throw new UserInputErrors(mergeCellErrors(errors));
-  return { auditId: `audit-${grid.sha256.slice(0, 12)}`, name: doc.name, gridFile, gridText, grid, pool, runs, startStamp };
+  return { auditId: `audit-${grid.sha256.slice(0, 12)}`, name: doc.name, gridFile, gridText, grid, pool, tasks, runs, startStamp };
 }
 
 /** Image rows need a vision-language model: the tiny model without a vision stem reads characters only. */
-function checkImageModels(grid: LoadedGrid): UserInputError[] {
+function checkImageModels(grid: LoadedGrid, tasks: ReadonlyMap<string, Task>): UserInputError[] {
   return grid.expansion.cells.flatMap((cell) => {
-    const task = gridTask(grid, cell.values.task);
+    const task = planTask({ tasks }, cell.values.task);
     const model = cell.values.model;
     if (task.images === undefined || model.value.backend !== 'tiny' || model.value.tiny?.vision) return [];
     return [
