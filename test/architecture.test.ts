@@ -23,6 +23,13 @@ const LAYERS: string[][] = [
   ['cli'],
 ];
 
+/**
+ * Barrels that still re-export with `export *`. Every other module names what it exports, so a
+ * folder's `index.ts` shows its public face; these three follow once the work in flight on them
+ * has landed. The list must match the code both ways.
+ */
+const STAR_EXPORTS = ['contracts/index.ts', 'grid/index.ts', 'metrics/index.ts'];
+
 const SRC = fileURLToPath(new URL('../src', import.meta.url));
 const DOC = fileURLToPath(new URL('../docs/architecture.md', import.meta.url));
 const RANK = new Map(LAYERS.flatMap((names, rank) => names.map((n) => [n, rank] as const)));
@@ -100,6 +107,11 @@ describe('architecture', () => {
     };
     for (const file of graph.keys()) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+
+  it('modules name what they re-export (no export *), the listed barrels aside', () => {
+    const star = [...graph.keys()].filter((file) => /^\s*export\s*\*/m.test(readFileSync(join(SRC, file), 'utf8')));
+    expect(star.sort()).toEqual(STAR_EXPORTS);
   });
 
   it('docs/architecture.md tabulates the imports the code has', () => {

@@ -3,10 +3,10 @@ import { dockerRunner, type DockerRunnerOptions } from './docker-runner.js';
 import { localRunner, type LocalRunnerOptions } from './local-runner.js';
 import type { TrainerRunner } from './trainer-runner.js';
 
-export * from './trainer-runner.js';
-export * from './run-trainer.js';
-export * from './exit-status.js';
-export * from './progress-protocol.js';
+export { RANKS_LAUNCHER, trainerModuleArgs, type TrainerCommand, type TrainerJob, type TrainerRunner } from './trainer-runner.js';
+export { startTrainer, type RunningTrainer, type TrainerOutcome, type TrainerRunOptions } from './run-trainer.js';
+export { classifyExit, type ExitFacts, type ExitOutcome, type ExitStatus } from './exit-status.js';
+export { LineSplitter, MAX_LINE, parseProgressLine, type ParsedLine } from './progress-protocol.js';
 export { localRunner, type LocalRunnerOptions } from './local-runner.js';
 export { dockerRunner, containerName, CONTAINER_RUN_DIR, DEFAULT_TRAINER_IMAGE, type DockerRunnerOptions } from './docker-runner.js';
 
