@@ -4,6 +4,7 @@ import type { PairedSummary } from '../metrics/paired.js';
 import { armCell, copyRate, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runCountList, runMedianList, short, signed } from './format.js';
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
+import { PAIRED_NOTE, privacyNote, RECOVERY_NOTE, resamplingNote, TASK_METRICS_NOTE } from './prose.js';
 import type { StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
 import type { UtilityInterval } from '../metrics/utility.js';
@@ -60,7 +61,7 @@ function overview(s: ReportSummary): Section {
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
       ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
-      `Medians carry bootstrap ${Math.round(s.settings.confidence * 100)}% intervals (${s.settings.resamples} resamples, seed ${s.settings.seed}); proportions carry Wilson intervals (a copy rate pooling several runs carries design-Wilson: see “Recovery”); n canaries and n runs are printed beside every figure. Canaries of one run share its training, and the same canary in several runs shares its code, so a median that pools several runs is resampled by the design read from the manifests: crossed (the same canaries in every run: runs and canaries resampled independently, two-way) or nested (each run its own canaries: runs, then canaries within each drawn run), each studentised with a variance-component correction (coverage measured in docs/metrics.md); a figure from a single run (per arm) says so, and its interval covers canary sampling only. Each figure names the resampling it used. Δ = inserted − control (difference of medians). Seed axes pooled: ${s.settings.seed_axes.join(', ') || 'none'}. Recovery uses greedy decoding after the prefill unless marked free.`,
+      resamplingNote(s.settings),
     ],
     ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
     tables: [],
@@ -135,7 +136,7 @@ function recovery(s: ReportSummary): Section {
     id: 'recovery',
     title: 'Recovery',
     paragraphs: [
-      'Exact recovery: the greedy output holds exactly the true code. Ranking first is not the same as generating the code, so both are shown. On substituted probes (another code shown in the prompt) “Recovered” is recall of the original and “Copied” is the rate of reproducing the shown code; the held-out canaries’ copy rate beside it says how much of that copying the model does for any record, trained on or not. Copying is close to all-or-nothing per run (a seed’s model copies a shown code or it does not), so a copy rate pooling several runs does not count its canaries × runs as independent trials: its interval (design-Wilson) is Wilson’s at the effective number of trials the design’s variance implies (runs × canaries, crossed or nested as for the medians), with a t quantile, and when every run copies none (or all) of its canaries, each run counts as one trial; one run keeps Wilson over its canaries. “Copied per run” gives each run’s count.',
+      RECOVERY_NOTE,
     ],
     tables: [
       {
@@ -201,7 +202,7 @@ function paired(s: ReportSummary): Section {
     paragraphs: [
       finals.length === 0
         ? 'No two finished runs differ in exactly one axis while sharing canaries.'
-        : 'Runs whose cells differ in exactly one axis, paired canary by canary (same id and code), pooled over seeds. Δ = exposure(later value) − exposure(earlier value), values in order (numbers numerically, placements early → middle → late). Held-out rows pair never-inserted canaries: their shift is the comparison’s null. Intervals follow the comparison’s design, named under each table (crossed, the same canaries in every run pair: run pairs and canaries resampled independently; nested: run pairs, then canary pairs within them); a comparison with a single run pair (one run per arm) covers canary sampling only and says so.',
+        : PAIRED_NOTE,
     ],
     tables: titles.map((title) => ({
       caption: title,
@@ -279,7 +280,7 @@ function utility(s: ReportSummary): Section {
       'Mean target-token loss on held-out background rows (never trained on), before and after fine-tuning; Δ = after − before. Medians over runs per cell.',
       ...(generation
         ? [
-            'Task metrics: the base model’s and the fine-tuned model’s greedy replies to the same rows, scored against their targets: accuracy (the trimmed reply equals the target), exact match (TAT-QA-style normalised answer, scale included), token F1 (bag of normalised tokens). One run: accuracy and exact match with Wilson 95% intervals, token F1 with a percentile bootstrap over rows; a cell pooling several runs: the mean over their rows, resampled runs → rows. Δ = after − before.',
+            TASK_METRICS_NOTE,
           ]
         : []),
     ],
@@ -432,7 +433,7 @@ function privacy(s: ReportSummary): Section | null {
     id: 'privacy',
     title: 'Privacy readouts',
     paragraphs: [
-      `Membership inference from the same canaries: each canary's exposure is its membership score; inserted canaries are members, held-out ones are not (final phase, ${first.probe_kind} probes). AUC with DeLong's ${Math.round(first.epsilon.confidence * 100)}% interval; TPR at a target FPR with a Clopper–Pearson interval (the threshold lets at most ⌊FPR·n_out⌋ held-out canaries through, so an FPR below 1/n_out is read as 0 false positives). ε lower bounds at δ = ${first.epsilon.delta} and ${Math.round(first.epsilon.confidence * 100)}% confidence: Clopper–Pearson over every threshold (Bonferroni-corrected), and the one-run bound of Steinke, Nasr & Jagielski (2023), which holds only when each canary's inclusion was a fair coin and is refused otherwise. One row per run: a rerun can fall outside these intervals.`,
+      privacyNote(first),
     ],
     tables: [
       {
