@@ -3,11 +3,35 @@
  * child job per run; `submit`, `cancel` and `status` talk to the same Redis from any host. The
  * worker runtime that takes these jobs is `src/worker/`; the terminal views are `src/cli/views/`.
  */
-export { AUDIT_JOB, AUDITS_QUEUE, DEFAULT_PREFIX, queueKeys, queuePrefix, RUN_JOB, RUNS_QUEUE, type QueueKeys } from './names.js';
-export { assertRedisReachable, maskRedisUrl, parseRedisUrl, redisTargetFrom, requireRedisTarget, type RedisTarget } from './connection.js';
+export {
+  AUDIT_JOB,
+  AUDITS_QUEUE,
+  DEFAULT_PREFIX,
+  queueKeys,
+  queuePrefix,
+  RUN_JOB,
+  RUNS_QUEUE,
+  type QueueKeys,
+} from './names.js';
+export {
+  assertRedisReachable,
+  maskRedisUrl,
+  parseRedisUrl,
+  redisTargetFrom,
+  requireRedisTarget,
+  type RedisTarget,
+} from './connection.js';
 export { DEFAULT_TUNING, resolveTuning, type QueueTuning } from './tuning.js';
 export type { AuditJobData, AuditReturn, RunJobData, RunPhase, RunProgress, RunReturn, RunWait } from './job-data.js';
-export { jobIdFromKey, openFlowProducer, openQueues, openRedis, queueConnection, type QueueConnection, type QueueHandles } from './queues.js';
+export {
+  jobIdFromKey,
+  openFlowProducer,
+  openQueues,
+  openRedis,
+  queueConnection,
+  type QueueConnection,
+  type QueueHandles,
+} from './queues.js';
 export { KEEP_LOGS, submitAudit, type SubmitAuditInput, type SubmitOutcome, type SubmitRun } from './submit-audit.js';
 export { cancelAudit, purgeAudit, waitStopped, type CancelOutcome } from './cancel-audit.js';
 export {
@@ -21,7 +45,13 @@ export {
   type RunStatus,
   type StatusHandles,
 } from './status.js';
-export { clearFailureRecord, FAILURE_FILE, kindFromReason, writeFailureRecord, writeFailureRecordIfMissing } from './failure-record.js';
+export {
+  clearFailureRecord,
+  FAILURE_FILE,
+  kindFromReason,
+  writeFailureRecord,
+  writeFailureRecordIfMissing,
+} from './failure-record.js';
 export {
   DEFAULT_HEARTBEAT_MS,
   describeSlurmJob,

@@ -7,7 +7,8 @@ import type { ReportSummary } from './summary.js';
  * is one line, the same as before it moved here.
  */
 export function prose(strings: TemplateStringsArray, ...values: unknown[]): string {
-  const joined = (part: string, i: number): string => part.replace(/\n\s*/g, ' ') + (i < values.length ? String(values[i]) : '');
+  const joined = (part: string, i: number): string =>
+    part.replace(/\n\s*/g, ' ') + (i < values.length ? String(values[i]) : '');
   return strings.map(joined).join('').trim();
 }
 

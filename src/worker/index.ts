@@ -4,7 +4,14 @@
  * the job, and gives a job back on shutdown or a lost lease.
  */
 export { WorkerPool, SHUTDOWN_MARGIN_MS, type WorkerPoolOptions } from './worker-pool.js';
-export { createRunProcessor, ABORT_CANCEL, ABORT_LEASE, ABORT_SHUTDOWN, type WorkerSlot, type RunProcessorContext } from './run-processor.js';
+export {
+  createRunProcessor,
+  ABORT_CANCEL,
+  ABORT_LEASE,
+  ABORT_SHUTDOWN,
+  type WorkerSlot,
+  type RunProcessorContext,
+} from './run-processor.js';
 export { createAuditProcessor } from './audit-processor.js';
 export { cpuSlots, defaultCpuSlotCount, describeSlot, detectGpus, gangSlot, gpuSlots, SlotBook } from './slots.js';
 export { ProgressTracker, type TrackerLimits, type TrackerOutput } from './progress-tracker.js';
