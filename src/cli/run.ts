@@ -100,6 +100,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
             counts: result.status?.counts ?? {},
             failed: failed.map((r) => ({ run_id: r.run_id, cell_id: r.cell_id, state: r.state, reason: r.failure })),
             report: result.reportFiles,
+            ...(result.controlWarnings.length > 0 ? { warnings: result.controlWarnings } : {}),
             models: revisionsJson(source.models),
           }),
         );
@@ -109,6 +110,8 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         for (const r of failed) process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
         // The finding first, then where the report is; the other files sit beside it.
         const html = (result.reportFiles ?? []).find((f) => f.endsWith('report.html'));
+        // Controls that failed come with the finding: it rests on them.
+        for (const w of result.controlWarnings) process.stdout.write(terminalSafe(`control failed (${w.kind}): ${w.message}\n`));
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
         if (html) process.stdout.write(`report: ${html}\n`);
         else if (result.interrupted) process.stdout.write(`continue with the same command: canary-audit run ${auditDir}\n`);

@@ -9,7 +9,8 @@ import type { CsvRunInfo } from './csv.js';
 import type { ReportFormat } from './formats.js';
 import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
-import { buildSummary, privacyReadouts, type ReportSummary } from './summary.js';
+import { controlWarnings } from './control-checks.js';
+import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
 export interface WriteReportOptions {
@@ -95,6 +96,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     : undefined;
   const summary = buildSummary({
     privacy: privacyReadouts(audit, observations, settings.confidence),
+    controlWarnings: controlWarnings({ audit, observations, outcomes, seedAxes: settings.seed_axes, confidence: settings.confidence, delta: PRIVACY_DELTA }),
     audit,
     labelAxes,
     outcomes,

@@ -4,7 +4,7 @@ import type { PairedSummary } from '../metrics/paired.js';
 import { armCell, copyRate, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runCountList, runMedianList, short, signed } from './format.js';
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
-import type { StampBrief } from './provenance-check.js';
+import { CONTROL_WARNING_KINDS, type StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
 import type { UtilityInterval } from '../metrics/utility.js';
 
@@ -373,6 +373,8 @@ function summaryBox(s: ReportSummary): Section {
     kind: 'summary',
     title: 'Findings',
     paragraphs: [
+      // Controls that failed come before any finding: the findings below rest on them.
+      ...s.warnings.filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind)).map((w) => `**Control failed — ${w.kind}**: ${w.message}`),
       `${c.finished} of ${c.runs} runs finished${c.failed ? `, ${c.failed} failed` : ''}${c.missing ? `, ${c.missing} missing` : ''}. Medians with ${Math.round(s.settings.confidence * 100)}% bootstrap intervals; exposure in bits, final phase, focal canaries. Each figure is one draw: read it with its n.`,
     ],
     list: found.length > 0 ? found.map((f) => f.text) : ['No finished run has focal canaries yet.'],

@@ -103,6 +103,8 @@ export interface SummaryInput {
   privacy?: PrivacyReadout[];
   /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
   utilityHeadline?: UtilityHeadline[];
+  /** Controls that fail loud (`controlWarnings`): listed before every other warning. */
+  controlWarnings?: ReportWarning[];
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -148,7 +150,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(datasets.length > 0 ? { datasets } : {}),
     ...(numerics.length > 0 ? { numerics } : {}),
     ...(privacy.length > 0 ? { privacy } : {}),
-    warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
+    warnings: [...(input.controlWarnings ?? []), ...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };
   // The summary is a contract: check it against its own schema before anyone reads it.

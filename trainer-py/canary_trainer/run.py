@@ -299,8 +299,9 @@ class _Run:
             return Interrupted(f"stopped after update {done} of {total} ({self.opts.stop.reason}); "
                                "checkpoint written; the run's next attempt continues from it")
 
-        # Sharded weights are not compared (result.json has no weight_change then).
-        self.weights_start = weight_change.start(self.backend.trainable(), self.start_update) if self.dist is None else None
+        # Sharded weights, and a run resumed after its last update, are not compared (no weight_change).
+        self.weights_start = weight_change.start(self.backend.trainable(), self.start_update) \
+            if self.dist is None and self.start_update < total else None
         sharded: dict[str, Any] = {}
         if self.dist is not None:
             dist = self.dist
