@@ -10,6 +10,7 @@ import type { ReportFormat } from './formats.js';
 import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { controlWarnings } from './control-checks.js';
+import { largestEpsilon, membershipPools } from './privacy-max.js';
 import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
@@ -96,6 +97,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     : undefined;
   const summary = buildSummary({
     privacy: privacyReadouts(audit, observations, settings.confidence),
+    epsilonMax: largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence),
     controlWarnings: controlWarnings({ audit, observations, outcomes, seedAxes: settings.seed_axes, confidence: settings.confidence, delta: PRIVACY_DELTA }),
     audit,
     labelAxes,

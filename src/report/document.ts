@@ -434,7 +434,8 @@ function privacy(s: ReportSummary): Section | null {
     id: 'privacy',
     title: 'Privacy readouts',
     paragraphs: [
-      `Membership inference from the same canaries: each canary's exposure is its membership score; inserted canaries are members, held-out ones are not (final phase, ${first.probe_kind} probes). AUC with DeLong's ${Math.round(first.epsilon.confidence * 100)}% interval; TPR at a target FPR with a Clopper–Pearson interval (the threshold lets at most ⌊FPR·n_out⌋ held-out canaries through, so an FPR below 1/n_out is read as 0 false positives). ε lower bounds at δ = ${first.epsilon.delta} and ${Math.round(first.epsilon.confidence * 100)}% confidence: Clopper–Pearson over every threshold (Bonferroni-corrected), and the one-run bound of Steinke, Nasr & Jagielski (2023), which holds only when each canary's inclusion was a fair coin and is refused otherwise. One row per run: a rerun can fall outside these intervals.`,
+      `Membership inference from the same canaries: each canary's exposure is its membership score; inserted canaries are members, held-out ones are not (final phase, ${first.probe_kind} probes). AUC with DeLong's ${Math.round(first.epsilon.confidence * 100)}% interval; TPR at a target FPR with a Clopper–Pearson interval (the threshold lets at most ⌊FPR·n_out⌋ held-out canaries through, so an FPR below 1/n_out is read as 0 false positives). ε lower bounds at δ = ${first.epsilon.delta} and ${Math.round(first.epsilon.confidence * 100)}% confidence: Clopper–Pearson over every threshold (Bonferroni-corrected), and the one-run bound of Steinke, Nasr & Jagielski (2023), which holds only when each canary's inclusion was a fair coin and is refused otherwise. One row per run: a rerun can fall outside these intervals. Tied scores decide nothing by their order: AUC counts a tie ½, the TPR threshold passes only scores strictly above it, and the one-run auditor makes no guess on a tied block that straddles its cut (docs/metrics.md, Ties).`,
+      ...(s.epsilon_max ?? []).map((x) => `**Largest ε bound (${x.bound === 'one_run' ? 'one run' : 'Clopper–Pearson'})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`),
     ],
     tables: [
       {
@@ -444,7 +445,7 @@ function privacy(s: ReportSummary): Section | null {
             const t = p.tpr_at_fpr.find((x) => x.fpr === f);
             return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})` : DASH;
           };
-          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
+          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m}${p.epsilon.one_run.abstained ? `, ${p.epsilon.one_run.abstained} tied at a cut: no guess` : ''})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
           return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one];
         }),
       },
