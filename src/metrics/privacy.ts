@@ -89,6 +89,23 @@ export interface EpsilonBound {
   thresholds: number;
 }
 
+/**
+ * Clopper–Pearson intervals by (k, n, level): the report computes this bound for every run (the
+ * null comparisons), and runs of one audit share their n and level, so the few distinct (k, n)
+ * are worked out once. Bounded: cleared when full.
+ */
+const cpMemo = new Map<string, { lo: number; hi: number }>();
+function clopperPearsonMemo(k: number, n: number, confidence: number): { lo: number; hi: number } {
+  const key = `${k}/${n}/${confidence}`;
+  let v = cpMemo.get(key);
+  if (v === undefined) {
+    if (cpMemo.size >= 100_000) cpMemo.clear();
+    v = clopperPearson(k, n, confidence);
+    cpMemo.set(key, v);
+  }
+  return v;
+}
+
 /** The Clopper–Pearson ε lower bound over every threshold, Bonferroni-corrected. */
 export function clopperPearsonEpsilon(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): EpsilonBound | null {
   const members = canaries.filter((c) => c.member).map((c) => c.score);
@@ -101,8 +118,8 @@ export function clopperPearsonEpsilon(canaries: readonly ScoredCanary[], delta: 
   for (const t of thresholds) {
     const tp = members.filter((s) => s >= t).length;
     const fp = others.filter((s) => s >= t).length;
-    const tpr = clopperPearson(tp, members.length, each);
-    const fprB = clopperPearson(fp, others.length, each);
+    const tpr = clopperPearsonMemo(tp, members.length, each);
+    const fprB = clopperPearsonMemo(fp, others.length, each);
     const a = tpr.lo - delta > 0 && fprB.hi > 0 ? Math.log((tpr.lo - delta) / fprB.hi) : 0;
     // FNR = 1 − TPR: its upper bound is 1 − TPR_lo.
     const b = 1 - fprB.hi - delta > 0 && 1 - tpr.lo > 0 ? Math.log((1 - fprB.hi - delta) / (1 - tpr.lo)) : 0;

@@ -97,7 +97,8 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     : undefined;
   const summary = buildSummary({
     privacy: privacyReadouts(audit, observations, settings.confidence),
-    epsilonMax: largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence),
+    // Only where the privacy readouts exist (some manifest randomizes inclusion).
+    epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized') ? largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence) : [],
     controlWarnings: controlWarnings({ audit, observations, outcomes, seedAxes: settings.seed_axes, confidence: settings.confidence, delta: PRIVACY_DELTA }),
     audit,
     labelAxes,

@@ -19,8 +19,8 @@ import type { ReportWarning } from './provenance-check.js';
  * - `base_cannot_copy`: the grid has a visible arm and some seed's base does not copy a code it is
  *   shown (base phase, substituted probes, fewer than half copied): the visible arm's "stays at its
  *   control" rests on a base that cannot do the copying the comparison assumes.
- * - `scores_all_tied`: every canary score of a cell (final phase, one probe kind) is the same:
- *   nothing there can tell members, doses or arms apart.
+ * - `scores_all_tied`: every canary score of a cell (final phase, hidden probes, or each kind of a
+ *   cell without them) is the same: nothing there can tell members, doses or arms apart.
  */
 export interface ControlCheckInput {
   audit: LoadedAudit;
@@ -201,7 +201,10 @@ function scoresAllTied({ audit, observations, outcomes }: ControlCheckInput): Re
     g.runs.add(x.run_id);
     byCell.set(key, g);
   }
-  const tied = [...byCell.values()].filter((g) => g.n >= 2 && g.values.size === 1);
+  // The membership scores: hidden probes where the cell has them (a substituted probe whose shown
+  // code always wins ties its true code at rank 2 in a healthy memorizing cell).
+  const hidden = new Set([...byCell.values()].filter((g) => g.kind === 'hidden').map((g) => g.cell));
+  const tied = [...byCell.values()].filter((g) => g.n >= 2 && g.values.size === 1 && (g.kind === 'hidden' || !hidden.has(g.cell)));
   if (tied.length === 0) return null;
   return {
     kind: 'scores_all_tied',
