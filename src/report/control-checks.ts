@@ -1,6 +1,6 @@
 import { clopperPearson } from '../metrics/distributions.js';
-import { formatValue } from '../metrics/cells.js';
-import type { Observation } from '../metrics/observation.js';
+import { cellLabel, formatValue, varyingAxes } from '../metrics/cells.js';
+import { canaryKey, type Observation } from '../metrics/observation.js';
 import { clopperPearsonEpsilon, tprAtFpr, type ScoredCanary } from '../metrics/privacy.js';
 import type { LoadedAudit, LoadedRun } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
@@ -12,10 +12,10 @@ import type { ReportWarning } from './provenance-check.js';
  *
  * - `weights_unchanged`: a trained run left a trainable parameter group where it started
  *   (result.json weight_change); its scores measure the base model, not fine-tuning.
- * - `null_broken`: canaries that were never inserted score apart from each other — the no-canary
- *   control's would-be focal canaries against its held-out ones, or (without that control) two
- *   halves of each run's held-out canaries: an ε lower bound above 0 or a TPR at 1% FPR whose
- *   interval lies above the FPR's, at a level split over every null comparison made (Bonferroni).
+ * - `null_broken`: canaries that were never inserted score apart from each other — per cell, the
+ *   no-canary control's would-be focal canaries against its held-out ones, or (without that
+ *   control) two halves of the held-out canaries: an ε lower bound above 0 or a TPR at 1% FPR whose
+ *   interval lies above the FPR's, each of the 2k tests (k comparisons) at 1 − α/(2k) (Bonferroni).
  * - `base_cannot_copy`: the grid has a visible arm and some seed's base does not copy a code it is
  *   shown (base phase, substituted probes, fewer than half copied): the visible arm's "stays at its
  *   control" rests on a base that cannot do the copying the comparison assumes.
@@ -91,60 +91,121 @@ function membershipObservations(observations: readonly Observation[]): Map<strin
 }
 
 interface NullComparison {
-  run: LoadedRun;
+  /** The cell less its seed axes (label): the seeds' runs are pooled. */
+  cell: string;
+  cell_ids: string[];
+  runs: string[];
   what: string;
   scored: ScoredCanary[];
 }
 
 /**
- * The null comparisons of an audit: per no-canary run, its would-be focal canaries ("members")
- * against its held-out ones; without any, per run, the held-out canaries split in two by sorted id
- * (even positions "members"), which no order of the input can change.
+ * One score per canary of a group of runs: its mean final-phase exposure over the group's finished runs
+ * (crossed canaries: one value per canary, not one per run, so the comparison's canaries are
+ * independent draws; nested: each canary is in one run anyway).
  */
-export function nullComparisons(audit: LoadedAudit, observations: readonly Observation[], outcomes: ReadonlyMap<string, RunOutcome>): NullComparison[] {
+interface CellCanaries {
+  run_ids: string[];
+  cell_ids: string[];
+  /** Per role and canary (id and code): the sum and count of its exposures over the cell's runs. */
+  pools: Map<string, { role: string; id: string; sum: number; n: number }>;
+}
+
+function cellCanaries(runs: readonly LoadedRun[], byRun: ReadonlyMap<string, Observation[]>, roles: readonly string[], group: (run: LoadedRun) => string): Map<string, CellCanaries> {
+  const cells = new Map<string, CellCanaries>();
+  for (const run of runs) {
+    const xs = (byRun.get(run.run_id) ?? []).filter((x) => roles.includes(x.role));
+    if (xs.length === 0) continue;
+    const label = group(run);
+    const cell: CellCanaries = cells.get(label) ?? { run_ids: [], cell_ids: [], pools: new Map() };
+    cell.run_ids.push(run.run_id);
+    if (!cell.cell_ids.includes(run.cell_id)) cell.cell_ids.push(run.cell_id);
+    for (const x of xs) {
+      const key = `${x.role}\u0000${canaryKey(x)}`;
+      const c = cell.pools.get(key) ?? { role: x.role, id: canaryKey(x), sum: 0, n: 0 };
+      c.sum += x.exposure;
+      c.n += 1;
+      cell.pools.set(key, c);
+    }
+    cells.set(label, cell);
+  }
+  return cells;
+}
+
+/**
+ * The null comparisons of an audit: per no-canary cell (seeds pooled), its would-be focal canaries
+ * ("members") against its held-out ones; without any, one comparison over the whole audit: the
+ * held-out canaries sorted by id and code, the first half against the second (generation and
+ * probe order: a scoring fault that depends on where a canary sits shows there). Each canary
+ * scores its mean over the runs that hold it. No order of the input can change either split.
+ */
+export function nullComparisons(audit: LoadedAudit, observations: readonly Observation[], outcomes: ReadonlyMap<string, RunOutcome>, seedAxes: readonly string[]): NullComparison[] {
   const byRun = membershipObservations(observations);
   const runs = finished(audit, outcomes);
-  const noCanary = runs.flatMap((run) => {
-    const xs = byRun.get(run.run_id) ?? [];
-    const scored = xs.filter((x) => x.role === 'no_canary' || x.role === 'held_out').map((x) => ({ score: x.exposure, member: x.role === 'no_canary' }));
-    return scored.some((c) => c.member) && scored.some((c) => !c.member) ? [{ run, what: 'no-canary control: would-be focal vs held-out canaries', scored }] : [];
+  // Labels name the axes that vary, as the report's other labels do.
+  const show = varyingAxes(runs.map((r) => r.cell));
+  const seedless = (run: LoadedRun): string => cellLabel(Object.fromEntries(Object.entries(run.cell).filter(([k]) => !seedAxes.includes(k))), show);
+  const noCanaryRuns = runs.filter((r) => r.manifest?.no_canary);
+  const noCanary = [...cellCanaries(noCanaryRuns, byRun, ['no_canary', 'held_out'], seedless)].flatMap(([cell, c]) => {
+    const scored = [...c.pools.values()].map((x) => ({ score: x.sum / x.n, member: x.role === 'no_canary' }));
+    return scored.some((x) => x.member) && scored.some((x) => !x.member) ? [{ cell, cell_ids: c.cell_ids, runs: c.run_ids, what: 'no-canary control: would-be focal vs held-out canaries', scored }] : [];
   });
   if (noCanary.length > 0) return noCanary;
-  return runs.flatMap((run) => {
-    const held = (byRun.get(run.run_id) ?? []).filter((x) => x.role === 'held_out');
-    const ids = [...new Set(held.map((x) => x.canary_id))].sort();
-    if (ids.length < 4) return [];
-    const first = new Set(ids.filter((_, i) => i % 2 === 0));
-    return [{ run, what: 'two halves of the held-out canaries', scored: held.map((x) => ({ score: x.exposure, member: first.has(x.canary_id) })) }];
+  // One comparison for the whole audit: the most canaries, and a run's shift moves every canary alike.
+  return [...cellCanaries(runs, byRun, ['held_out'], () => '(all runs)')].flatMap(([cell, c]) => {
+    const held = [...c.pools.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (held.length < 4) return [];
+    const half = Math.floor(held.length / 2);
+    return [{ cell, cell_ids: c.cell_ids, runs: c.run_ids, what: 'held-out canaries, first half by id against the second', scored: held.map((x, i) => ({ score: x.sum / x.n, member: i < half })) }];
   });
 }
 
-function nullBroken({ audit, observations, outcomes, confidence, delta }: ControlCheckInput): ReportWarning | null {
-  const comparisons = nullComparisons(audit, observations, outcomes);
+/** The level of each test of the null family: two tests (ε, TPR) per comparison, k comparisons, Bonferroni. */
+export function nullLevel(confidence: number, comparisons: number): number {
+  return 1 - (1 - confidence) / (2 * comparisons);
+}
+
+export interface NullVerdict {
+  /** The Clopper–Pearson ε lower bound at the test's level (null: no bound). */
+  epsilon: number | null;
+  /** TPR at NULL_FPR: k/n, its lower bound, and the upper bound of the FPR its threshold reached. */
+  tpr: { k: number; n: number; lo: number; fpr_hi: number } | null;
+  broken: boolean;
+  /** What broke it, in words (empty when not broken). */
+  why: string;
+}
+
+/** One null comparison at level `each`: broken when ε > 0, or when the TPR's lower bound clears the FPR's upper bound. */
+export function nullVerdict(scored: readonly ScoredCanary[], each: number, delta: number): NullVerdict {
+  const eps = clopperPearsonEpsilon(scored, delta, each);
+  const t = tprAtFpr(scored, NULL_FPR, each);
+  const nOut = scored.filter((x) => !x.member).length;
+  const tpr = t ? { k: t.k, n: t.n, lo: t.lo, fpr_hi: clopperPearson(Math.round(t.achieved_fpr * nOut), nOut, each).hi } : null;
+  const epsBroken = eps !== null && eps.epsilon > 0;
+  const tprBroken = tpr !== null && tpr.lo > tpr.fpr_hi;
+  const why = [
+    epsBroken && eps ? `ε ≥ ${eps.epsilon.toFixed(2)} at δ = ${delta}` : null,
+    tprBroken && tpr ? `TPR at ${NULL_FPR * 100}% FPR ${tpr.k}/${tpr.n} (interval from ${tpr.lo.toFixed(2)}) above the FPR's interval (to ${tpr.fpr_hi.toFixed(2)})` : null,
+  ].filter(Boolean);
+  return { epsilon: eps?.epsilon ?? null, tpr, broken: epsBroken || tprBroken, why: why.join(', ') };
+}
+
+function nullBroken({ audit, observations, outcomes, seedAxes, confidence, delta }: ControlCheckInput): ReportWarning | null {
+  const comparisons = nullComparisons(audit, observations, outcomes, seedAxes);
   if (comparisons.length === 0) return null;
-  // One family: each comparison at 1 − α/k, so a healthy audit raises it with probability ≤ α.
-  const each = 1 - (1 - confidence) / comparisons.length;
+  // One family: a healthy audit raises the warning with probability ≤ 1 − confidence.
+  const each = nullLevel(confidence, comparisons.length);
   const broken = comparisons.flatMap((c) => {
-    const eps = clopperPearsonEpsilon(c.scored, delta, each);
-    const tpr = tprAtFpr(c.scored, NULL_FPR, each);
-    const nOut = c.scored.filter((x) => !x.member).length;
-    const fprHi = tpr ? clopperPearson(Math.round(tpr.achieved_fpr * nOut), nOut, each).hi : 1;
-    const epsBroken = eps !== null && eps.epsilon > 0;
-    const tprBroken = tpr !== null && tpr.lo > fprHi;
-    if (!epsBroken && !tprBroken) return [];
-    const why = [
-      epsBroken ? `ε ≥ ${(eps as { epsilon: number }).epsilon.toFixed(2)} at δ = ${delta}` : null,
-      tprBroken && tpr ? `TPR at ${NULL_FPR * 100}% FPR ${tpr.k}/${tpr.n} (interval from ${tpr.lo.toFixed(2)}) above the FPR's interval (to ${fprHi.toFixed(2)})` : null,
-    ].filter(Boolean);
-    return [{ c, why: why.join(', ') }];
+    const v = nullVerdict(c.scored, each, delta);
+    return v.broken ? [{ c, why: v.why }] : [];
   });
   if (broken.length === 0) return null;
-  const level = `${(each * 100).toPrecision(4)}% each (${Math.round(confidence * 100)}% over ${comparisons.length} null comparison${comparisons.length === 1 ? '' : 's'}, Bonferroni)`;
+  const level = `${(each * 100).toPrecision(4)}% each (${Math.round(confidence * 100)}% over ${comparisons.length} null comparison${comparisons.length === 1 ? '' : 's'} × 2 tests, Bonferroni)`;
   return {
     kind: 'null_broken',
-    message: `the audit's null is broken: canaries that were never inserted score apart from each other in ${broken.length} of ${comparisons.length} null comparison(s) — ${listed(broken, ({ c, why }) => `${c.run.run_id} (${c.run.cell_id}, ${c.what}): ${why}`)}; at ${level}. A focal-vs-control difference may then come from the canaries' codes or the scoring, not from training.`,
-    runs: broken.map((b) => b.c.run.run_id),
-    cells: [...new Set(broken.map((b) => b.c.run.cell_id))],
+    message: `the audit's null is broken: canaries that were never inserted score apart from each other in ${broken.length} of ${comparisons.length} null comparison(s) — ${listed(broken, ({ c, why }) => `${c.cell} (${c.what}, ${c.scored.length} canaries, mean over ${c.runs.length} run${c.runs.length === 1 ? '' : 's'}): ${why}`)}; at ${level}. A focal-vs-control difference may then come from the canaries' codes or the scoring, not from training.`,
+    runs: broken.flatMap((b) => b.c.runs),
+    cells: broken.flatMap((b) => b.c.cell_ids),
   };
 }
 

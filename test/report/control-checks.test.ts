@@ -85,14 +85,17 @@ describe('controls that fail loud', () => {
   });
 
   it('null_broken: two halves of the held-out canaries score apart (no no-canary control in the grid)', async () => {
-    const { warning } = await report('halves', healthyRuns(), (c) =>
-      !c.canary.inserted && c.kind === 'hidden' && c.phase === 'final' ? { rank: index(c.canary.id) % 2 === 0 ? 1 + index(c.canary.id) : 9000 + index(c.canary.id) } : healthy(c),
+    // h000–h009 near the top in every seed, h010–h019 near the bottom: the cell's two halves.
+    const { warning, audit } = await report('halves', healthyRuns(), (c) =>
+      !c.canary.inserted && c.kind === 'hidden' && c.phase === 'final' ? { rank: index(c.canary.id) < 10 ? 1 + index(c.canary.id) : 9000 + index(c.canary.id) } : healthy(c),
     );
     const w = warning('null_broken');
-    expect(w?.message).toMatch(/^the audit's null is broken: canaries that were never inserted score apart from each other in 3 of 3 null comparison\(s\)/);
-    expect(w?.message).toContain('two halves of the held-out canaries');
-    expect(w?.message).toContain('98.33% each (95% over 3 null comparisons, Bonferroni)');
-    expect(w?.runs).toHaveLength(3);
+    expect(w?.message).toMatch(/^the audit's null is broken: canaries that were never inserted score apart from each other in 1 of 1 null comparison\(s\)/);
+    // The three seeds pooled: one score per canary, its mean over the cell's runs.
+    expect(w?.message).toContain('(all runs) (held-out canaries, first half by id against the second, 20 canaries, mean over 3 runs)');
+    expect(w?.message).toContain('97.50% each (95% over 1 null comparison × 2 tests, Bonferroni)');
+    expect(w?.runs).toEqual(audit.runs.map((r) => r.runId));
+    expect(w?.cells).toHaveLength(3);
   });
 
   it('null_broken: the no-canary control’s would-be focal canaries score above its held-out ones', async () => {
@@ -102,6 +105,7 @@ describe('controls that fail loud', () => {
     const w = broken.warning('null_broken');
     expect(w?.message).toContain('no-canary control: would-be focal vs held-out canaries');
     expect(w?.message).toContain('1 of 1 null comparison(s)');
+    expect(w?.message).toContain('dose=0 (no-canary control: would-be focal vs held-out canaries, 26 canaries, mean over 1 run)');
     expect(w?.runs).toEqual([broken.audit.runs[3]?.runId]);
     // The same audit with the no-canary control's canaries mixed in among its held-out ones: silent.
     const fine = await report('no-canary-fine', runs, healthy);
