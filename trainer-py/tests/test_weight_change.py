@@ -64,3 +64,13 @@ def test_a_tiny_run_writes_it_and_an_optimizer_that_never_steps_moves_nothing(tm
     assert moved["total"] > 0 and moved["changed"] == moved["total"]
     assert all(g["norm_delta"] > 0 for g in moved["groups"])
     assert still["total"] == moved["total"] and still["changed"] == 0
+
+
+def test_norms_summed_chunk_by_chunk_match_the_whole(monkeypatch):
+    torch.manual_seed(1)
+    w0 = torch.randn(5, 7)
+    w1 = w0 + 0.01 * torch.randn(5, 7)
+    whole = (float(torch.linalg.vector_norm(w0.double())), float(torch.linalg.vector_norm((w1 - w0).double())))
+    monkeypatch.setattr(weight_change, "CHUNK", 3)  # 35 elements in 12 chunks, the last one short
+    chunked = weight_change._norms(w0, w1)
+    assert abs(chunked[0] - whole[0]) < 1e-12 and abs(chunked[1] - whole[1]) < 1e-12
