@@ -23,7 +23,8 @@ listening on 127.0.0.1 with a random password, its append-only file in <audit>/r
 stopped at the end. With a shared Redis, the local workers also take runs of other audits.
 Ctrl-C: trainers checkpoint and the runs stay queued; the same command continues the audit.
 At the start it prints the command that shows the audit in the dashboard (and in \`status\`); at
-the end the headline finding and the path of report.html (the report is in <audit>/report/).
+the end any control that failed ("control failed (kind): …", e.g. weights_unchanged), the headline
+finding and the path of report.html (the report is in <audit>/report/).
 Progress goes to stderr: on a terminal, one line per run and progress bars; with --log-format json,
 or when stderr is not a terminal, NDJSON log records only (one per change), never mixed with text.
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).

@@ -16,8 +16,7 @@ import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
-import type { EpsilonMax } from './privacy-max.js';
-import { membershipPools } from './privacy-max.js';
+import { membershipPools, type EpsilonMax } from './privacy-max.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
