@@ -12,8 +12,7 @@ import {
   type RedisTarget,
   type WorkerSlot,
 } from '../queue/index.js';
-import { writeReport } from '../report/index.js';
-import { CONTROL_WARNING_KINDS } from '../report/provenance-check.js';
+import { CONTROL_WARNING_KINDS, writeReport } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
