@@ -10,7 +10,7 @@ import {
   type RedisTarget,
 } from '../queue/index.js';
 import { WorkerPool, type WorkerSlot } from '../worker/index.js';
-import { writeReport } from '../report/index.js';
+import { CONTROL_WARNING_KINDS, writeReport } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
@@ -47,6 +47,8 @@ export interface LocalAuditResult {
   reportFiles: string[] | null;
   /** The report's headline finding (null without a report or without focal canaries). */
   headline: string | null;
+  /** The report's controls that failed (weights_unchanged, null_broken, …): `run` prints them last. */
+  controlWarnings: { kind: string; message: string }[];
   interrupted: boolean;
   redis: string;
 }
@@ -82,10 +84,13 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     pool = null;
     let reportFiles: string[] | null = null;
     let headline: string | null = null;
+    let controlWarnings: LocalAuditResult['controlWarnings'] = [];
     if (!interrupted && options.report !== false) {
-      ({ files: reportFiles, headline } = await writeReport({ auditDir }));
+      const written = await writeReport({ auditDir });
+      ({ files: reportFiles, headline } = written);
+      controlWarnings = written.warnings.filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind)).map((w) => ({ kind: w.kind, message: w.message }));
     }
-    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, interrupted, redis: target.redacted };
+    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, controlWarnings, interrupted, redis: target.redacted };
   } finally {
     await pool?.shutdown();
     await embedded?.stop();

@@ -24,7 +24,8 @@ listening on 127.0.0.1 with a random password, its append-only file in <audit>/r
 stopped at the end. With a shared Redis, the local workers also take runs of other audits.
 Ctrl-C: trainers checkpoint and the runs stay queued; the same command continues the audit.
 At the start it prints the command that shows the audit in the dashboard (and in \`status\`); at
-the end the headline finding and the path of report.html (the report is in <audit>/report/).
+the end any control that failed ("control failed (kind): …", e.g. weights_unchanged), the headline
+finding and the path of report.html (the report is in <audit>/report/).
 Progress goes to stderr: on a terminal, one line per run and progress bars; with --log-format json,
 or when stderr is not a terminal, NDJSON log records only (one per change), never mixed with text.
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
@@ -101,6 +102,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
             counts: result.status?.counts ?? {},
             failed: failed.map((r) => ({ run_id: r.run_id, cell_id: r.cell_id, state: r.state, reason: r.failure })),
             report: result.reportFiles,
+            ...(result.controlWarnings.length > 0 ? { warnings: result.controlWarnings } : {}),
             models: revisionsJson(source.models),
           }),
         );
@@ -110,6 +112,8 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         for (const r of failed) process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
         // The finding first, then where the report is; the other files sit beside it.
         const html = (result.reportFiles ?? []).find((f) => f.endsWith('report.html'));
+        // Controls that failed come with the finding: it rests on them.
+        for (const w of result.controlWarnings) process.stdout.write(terminalSafe(`control failed (${w.kind}): ${w.message}\n`));
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
         if (html) process.stdout.write(`report: ${html}\n`);
         else if (result.interrupted) process.stdout.write(`continue with the same command: canary-audit run ${auditDir}\n`);

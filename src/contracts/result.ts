@@ -93,6 +93,17 @@ export interface Result {
   provenance: Provenance;
   /** The run's floating-point path (absent in results written before it was recorded). */
   numerics?: Numerics;
+  /** How far fine-tuning moved each trainable parameter group (absent in older results and sharded runs). */
+  weight_change?: WeightChange;
+}
+
+/** result.json `weight_change`: per trainable parameter group, ‖W₁ − W₀‖ and ‖W₀‖. */
+export interface WeightChange {
+  /** The update this trainer process started training from (0, or a resumed checkpoint's). */
+  since_update: number;
+  changed: number;
+  total: number;
+  groups: { name: string; numel: number; norm_start: number; norm_delta: number; rel_change: number | null }[];
 }
 
 /**

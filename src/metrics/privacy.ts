@@ -15,6 +15,11 @@ import { normalQuantile } from './wilson.js';
  *   al. 2021), the confidence split over every threshold searched (Bonferroni);
  * - the one-run bound of Steinke, Nasr & Jagielski (2023, "Privacy Auditing with One (1) Training
  *   Run", Appendix D): valid only when each canary's inclusion was a fair coin.
+ *
+ * Ties: no readout lets the order of its input decide anything. AUC counts a tie ½; the TPR
+ * threshold passes only scores strictly above the bar, so a block tied at the bar is never split
+ * in the members' favour; the Clopper–Pearson search counts every score ≥ the threshold; the
+ * one-run auditor abstains on a tied block that straddles its cut.
  */
 export interface ScoredCanary {
   score: number;
@@ -34,10 +39,12 @@ export function membershipAuc(canaries: readonly ScoredCanary[], confidence = 0.
   const m = xs.length;
   const n = ys.length;
   if (m === 0 || n === 0) return null;
-  const psi = (x: number, y: number): number => (x > y ? 1 : x === y ? 0.5 : 0);
-  const v10 = xs.map((x) => ys.reduce((a, y) => a + psi(x, y), 0) / n);
-  const v01 = ys.map((y) => xs.reduce((a, x) => a + psi(x, y), 0) / m);
-  const auc = v10.reduce((a, b) => a + b, 0) / m;
+  // Half-credits are integers, and the components are summed in sorted order: the same pool in
+  // another order gives the same bits.
+  const credits = (x: number, y: number): number => (x > y ? 2 : x === y ? 1 : 0);
+  const v10 = xs.map((x) => ys.reduce((a, y) => a + credits(x, y), 0) / (2 * n)).sort((a, b) => a - b);
+  const v01 = ys.map((y) => xs.reduce((a, x) => a + credits(x, y), 0) / (2 * m)).sort((a, b) => a - b);
+  const auc = xs.reduce((a, x) => a + ys.reduce((b, y) => b + credits(x, y), 0), 0) / (2 * m * n);
   const s10 = m > 1 ? v10.reduce((a, v) => a + (v - auc) ** 2, 0) / (m - 1) : 0;
   const s01 = n > 1 ? v01.reduce((a, v) => a + (v - auc) ** 2, 0) / (n - 1) : 0;
   const se = Math.sqrt(s10 / m + s01 / n);
@@ -82,6 +89,23 @@ export interface EpsilonBound {
   thresholds: number;
 }
 
+/**
+ * Clopper–Pearson intervals by (k, n, level): the report computes this bound for every run (the
+ * null comparisons), and runs of one audit share their n and level, so the few distinct (k, n)
+ * are worked out once. Bounded: cleared when full.
+ */
+const cpMemo = new Map<string, { lo: number; hi: number }>();
+function clopperPearsonMemo(k: number, n: number, confidence: number): { lo: number; hi: number } {
+  const key = `${k}/${n}/${confidence}`;
+  let v = cpMemo.get(key);
+  if (v === undefined) {
+    if (cpMemo.size >= 100_000) cpMemo.clear();
+    v = clopperPearson(k, n, confidence);
+    cpMemo.set(key, v);
+  }
+  return v;
+}
+
 /** The Clopper–Pearson ε lower bound over every threshold, Bonferroni-corrected. */
 export function clopperPearsonEpsilon(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): EpsilonBound | null {
   const members = canaries.filter((c) => c.member).map((c) => c.score);
@@ -94,8 +118,8 @@ export function clopperPearsonEpsilon(canaries: readonly ScoredCanary[], delta: 
   for (const t of thresholds) {
     const tp = members.filter((s) => s >= t).length;
     const fp = others.filter((s) => s >= t).length;
-    const tpr = clopperPearson(tp, members.length, each);
-    const fprB = clopperPearson(fp, others.length, each);
+    const tpr = clopperPearsonMemo(tp, members.length, each);
+    const fprB = clopperPearsonMemo(fp, others.length, each);
     const a = tpr.lo - delta > 0 && fprB.hi > 0 ? Math.log((tpr.lo - delta) / fprB.hi) : 0;
     // FNR = 1 − TPR: its upper bound is 1 − TPR_lo.
     const b = 1 - fprB.hi - delta > 0 && 1 - tpr.lo > 0 ? Math.log((1 - fprB.hi - delta) / (1 - tpr.lo)) : 0;
@@ -154,15 +178,40 @@ export function oneRunEpsilon(m: number, r: number, v: number, delta: number, p:
 export interface OneRunBound extends EpsilonBound {
   /** Canaries in the randomized pool. */
   m: number;
-  /** Guesses made (top half of them "in", bottom half "out") and how many were right. */
+  /** Guesses made ("in" for the highest scores, "out" for the lowest) and how many were right. */
   guesses: number;
   correct: number;
+  /**
+   * Canaries the chosen r would have guessed but that tie, at the cut, with canaries it would not:
+   * no guess is made for them (their order is the input's, not the model's).
+   */
+  abstained: number;
+}
+
+/**
+ * The guesses for r: "in" for the r/2 highest scores, "out" for the r/2 lowest — except that a
+ * block of tied scores straddling either cut gets no guess at all (abstention), so which tied
+ * canary falls on which side of the cut is never decided by input order. The guesses are then a
+ * function of the score multiset only, as the one-run theorem requires of the auditor; fewer
+ * guesses only weaken the bound.
+ */
+export function oneRunGuesses(desc: readonly ScoredCanary[], r: number): { guesses: number; correct: number; abstained: number } {
+  const m = desc.length;
+  const half = r / 2;
+  // half < m always (r <= m, half <= m/2), so both bars exist.
+  const inBar = (desc[half] as ScoredCanary).score;
+  const outBar = (desc[m - half - 1] as ScoredCanary).score;
+  const ins = desc.filter((c) => c.score > inBar);
+  const outs = desc.filter((c) => c.score < outBar);
+  const guesses = ins.length + outs.length;
+  return { guesses, correct: ins.filter((c) => c.member).length + outs.filter((c) => !c.member).length, abstained: r - guesses };
 }
 
 /**
  * The one-run bound with the auditor guessing "in" for the r/2 highest scores and "out" for the
- * r/2 lowest. r is chosen among m/8, m/4, m/2 and m (rounded down to even, at least 2) and the
- * level split over those choices (Bonferroni), so choosing the best after looking stays valid.
+ * r/2 lowest, abstaining on a tied block that straddles a cut. r is chosen among m/8, m/4, m/2
+ * and m (rounded down to even, at least 2) and the level split over those choices (Bonferroni),
+ * so choosing the best after looking stays valid.
  */
 export function oneRunBound(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): OneRunBound | null {
   const m = canaries.length;
@@ -170,12 +219,11 @@ export function oneRunBound(canaries: readonly ScoredCanary[], delta: number, co
   const sorted = [...canaries].sort((a, b) => b.score - a.score);
   const choices = [...new Set([m / 8, m / 4, m / 2, m].map((x) => Math.max(2, 2 * Math.floor(x / 2))).filter((r) => r <= m))];
   const p = (1 - confidence) / choices.length;
-  let best: OneRunBound = { epsilon: 0, delta, confidence, thresholds: choices.length, m, guesses: 0, correct: 0 };
+  let best: OneRunBound | null = null;
   for (const r of choices) {
-    const half = r / 2;
-    const correct = sorted.slice(0, half).filter((c) => c.member).length + sorted.slice(m - half).filter((c) => !c.member).length;
-    const eps = oneRunEpsilon(m, r, correct, delta, p);
-    if (eps > best.epsilon || best.guesses === 0) best = { epsilon: eps, delta, confidence, thresholds: choices.length, m, guesses: r, correct };
+    const g = oneRunGuesses(sorted, r);
+    const eps = oneRunEpsilon(m, g.guesses, g.correct, delta, p);
+    if (best === null || eps > best.epsilon) best = { epsilon: eps, delta, confidence, thresholds: choices.length, m, ...g };
   }
   return best;
 }

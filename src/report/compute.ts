@@ -9,7 +9,9 @@ import type { CsvRunInfo } from './csv.js';
 import type { ReportFormat } from './formats.js';
 import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
-import { buildSummary, privacyReadouts, type ReportSummary } from './summary.js';
+import { controlWarnings } from './control-checks.js';
+import { largestEpsilon, membershipPools } from './privacy-max.js';
+import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
 export interface WriteReportOptions {
@@ -95,6 +97,9 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     : undefined;
   const summary = buildSummary({
     privacy: privacyReadouts(audit, observations, settings.confidence),
+    // Only where the privacy readouts exist (some manifest randomizes inclusion).
+    epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized') ? largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence) : [],
+    controlWarnings: controlWarnings({ audit, observations, outcomes, seedAxes: settings.seed_axes, confidence: settings.confidence, delta: PRIVACY_DELTA }),
     audit,
     labelAxes,
     outcomes,

@@ -5,7 +5,7 @@ import { armCell, copyRate, counts, countsAndResampling, DASH, differenceCell, m
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
 import { PAIRED_NOTE, privacyNote, RECOVERY_NOTE, resamplingNote, TASK_METRICS_NOTE } from './prose.js';
-import type { StampBrief } from './provenance-check.js';
+import { CONTROL_WARNING_KINDS, type StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
 import type { UtilityInterval } from '../metrics/utility.js';
 
@@ -374,6 +374,8 @@ function summaryBox(s: ReportSummary): Section {
     kind: 'summary',
     title: 'Findings',
     paragraphs: [
+      // Controls that failed come before any finding: the findings below rest on them.
+      ...s.warnings.filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind)).map((w) => `**Control failed — ${w.kind}**: ${w.message}`),
       `${c.finished} of ${c.runs} runs finished${c.failed ? `, ${c.failed} failed` : ''}${c.missing ? `, ${c.missing} missing` : ''}. Medians with ${Math.round(s.settings.confidence * 100)}% bootstrap intervals; exposure in bits, final phase, focal canaries. Each figure is one draw: read it with its n.`,
     ],
     list: found.length > 0 ? found.map((f) => f.text) : ['No finished run has focal canaries yet.'],
@@ -434,6 +436,7 @@ function privacy(s: ReportSummary): Section | null {
     title: 'Privacy readouts',
     paragraphs: [
       privacyNote(first),
+      ...(s.epsilon_max ?? []).map((x) => `**Largest ε bound (${x.bound === 'one_run' ? 'one run' : 'Clopper–Pearson'})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`),
     ],
     tables: [
       {
@@ -443,7 +446,7 @@ function privacy(s: ReportSummary): Section | null {
             const t = p.tpr_at_fpr.find((x) => x.fpr === f);
             return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})` : DASH;
           };
-          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
+          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m}${p.epsilon.one_run.abstained ? `, ${p.epsilon.one_run.abstained} tied at a cut: no guess` : ''})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
           return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one];
         }),
       },

@@ -8,3 +8,4 @@ export { parseFormats, REPORT_FILES, REPORT_FORMATS, type ReportFormat } from '.
 export type { ReportSummary } from './summary.js';
 export { loadAudit } from './load-audit.js';
 export { findings, headline, type Finding } from './findings.js';
+export { CONTROL_WARNING_KINDS, type ControlWarningKind, type ReportWarning } from './provenance-check.js';

@@ -7,7 +7,7 @@ import type { GreedyObservation, Observation } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { Greedy, Result } from '../contracts/result.js';
 import type { Provenance } from '../provenance/index.js';
-import type { Numerics } from '../contracts/result.js';
+import type { Numerics, WeightChange } from '../contracts/result.js';
 import { readJsonFile } from '../fs/index.js';
 import type { LoadedRun } from './load-audit.js';
 import type { ManifestInfo } from './manifest-info.js';
@@ -28,6 +28,8 @@ export interface RunOutcome {
   provenance: Provenance;
   /** The run's floating-point path (null in results written before it was recorded). */
   numerics: Numerics | null;
+  /** How far fine-tuning moved each parameter group (null: not recorded). */
+  weightChange?: WeightChange | null;
   scoreFiles: number;
 }
 
@@ -132,6 +134,7 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
     utilityScores: await readUtilityScores(run, result),
     provenance: result.provenance,
     numerics: result.numerics ?? null,
+    weightChange: result.weight_change ?? null,
     scoreFiles,
   };
 }

@@ -74,6 +74,8 @@ export function privacyNote(readout: { probe_kind: string; epsilon: { confidence
     ${readout.epsilon.delta} and ${Math.round(readout.epsilon.confidence * 100)}% confidence:
     Clopper–Pearson over every threshold (Bonferroni-corrected), and the one-run bound of Steinke, Nasr
     & Jagielski (2023), which holds only when each canary's inclusion was a fair coin and is refused
-    otherwise. One row per run: a rerun can fall outside these intervals.
+    otherwise. One row per run: a rerun can fall outside these intervals. Tied scores decide nothing by
+    their order: AUC counts a tie ½, the TPR threshold passes only scores strictly above it, and the
+    one-run auditor makes no guess on a tied block that straddles its cut (docs/metrics.md, Ties).
   `;
 }

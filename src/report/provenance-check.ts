@@ -15,10 +15,16 @@ export interface StampBrief {
 }
 
 export interface ReportWarning {
-  kind: 'mixed_code_versions' | 'changed_mid_run' | 'uncommitted_code' | 'failed_runs' | 'missing_runs' | 'no_control' | 'mixed_dataset_versions' | 'mixed_numerics' | 'single_run';
+  kind: 'mixed_code_versions' | 'changed_mid_run' | 'uncommitted_code' | 'failed_runs' | 'missing_runs' | 'no_control' | 'mixed_dataset_versions' | 'mixed_numerics' | 'single_run' | ControlWarningKind;
   message: string;
   runs: string[];
+  /** The cells (cell ids) the warning is about, where it names cells. */
+  cells?: string[];
 }
+
+/** Controls that fail loud (src/report/control-checks.ts): shown first, wherever warnings are shown. */
+export const CONTROL_WARNING_KINDS = ['weights_unchanged', 'null_broken', 'base_cannot_copy', 'scores_all_tied'] as const;
+export type ControlWarningKind = (typeof CONTROL_WARNING_KINDS)[number];
 
 export interface RunStamps {
   run_id: string;

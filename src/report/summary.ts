@@ -16,6 +16,7 @@ import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
+import { membershipPools, type EpsilonMax } from './privacy-max.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -83,6 +84,8 @@ export interface ReportSummary {
   datasets?: DatasetSource[];
   /** Only when some manifest randomizes inclusion: membership and ε readouts per run. */
   privacy?: PrivacyReadout[];
+  /** With `privacy`: the largest ε lower bound over the runs, each run's bound at 1 − α/k (k runs searched). */
+  epsilon_max?: EpsilonMax[];
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
   warnings: ReportWarning[];
@@ -101,8 +104,12 @@ export interface SummaryInput {
   provenance: Provenance;
   /** Membership and ε readouts (`privacyReadouts`); absent or empty: none. */
   privacy?: PrivacyReadout[];
+  /** The selection-aware largest ε bounds (`largestEpsilon`); only with `privacy`. */
+  epsilonMax?: EpsilonMax[];
   /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
   utilityHeadline?: UtilityHeadline[];
+  /** Controls that fail loud (`controlWarnings`): listed before every other warning. */
+  controlWarnings?: ReportWarning[];
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -148,7 +155,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(datasets.length > 0 ? { datasets } : {}),
     ...(numerics.length > 0 ? { numerics } : {}),
     ...(privacy.length > 0 ? { privacy } : {}),
-    warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
+    ...(privacy.length > 0 && input.epsilonMax && input.epsilonMax.length > 0 ? { epsilon_max: input.epsilonMax } : {}),
+    warnings: [...(input.controlWarnings ?? []), ...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };
   // The summary is a contract: check it against its own schema before anyone reads it.
@@ -293,29 +301,13 @@ export interface PrivacyReadout {
  */
 export function privacyReadouts(audit: LoadedAudit, observations: readonly Observation[], confidence: number): PrivacyReadout[] {
   if (!audit.runs.some((r) => r.manifest?.inclusion === 'randomized')) return [];
-  const byRun = new Map<string, Observation[]>();
-  for (const x of observations) {
-    if (x.phase !== 'final' || (x.role !== 'focal' && x.role !== 'held_out')) continue;
-    const list = byRun.get(x.run_id);
-    if (list) list.push(x);
-    else byRun.set(x.run_id, [x]);
-  }
-  const out: PrivacyReadout[] = [];
-  for (const run of audit.runs) {
-    const final = byRun.get(run.run_id);
-    if (!final || !run.manifest) continue;
-    const kinds = [...new Set(final.map((x) => x.probe_kind))];
-    const kind = kinds.includes('hidden') ? 'hidden' : kinds[0];
-    if (kind === undefined) continue;
-    const scored = final.filter((x) => x.probe_kind === kind).map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
+  return membershipPools(audit, observations).map(({ run, probe_kind: kind, randomized, scored }) => {
     const nIn = scored.filter((x) => x.member).length;
-    if (nIn === 0 || nIn === scored.length) continue;
-    const randomized = run.manifest.inclusion === 'randomized';
-    out.push({
+    return {
       run_id: run.run_id,
       cell_id: run.cell_id,
       probe_kind: kind,
-      inclusion: run.manifest.inclusion,
+      inclusion: randomized ? 'randomized' : 'fixed',
       n_in: nIn,
       n_out: scored.length - nIn,
       auc: membershipAuc(scored, confidence),
@@ -327,9 +319,8 @@ export function privacyReadouts(audit: LoadedAudit, observations: readonly Obser
         one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence) : null,
         one_run_refused: randomized ? null : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
       },
-    });
-  }
-  return out;
+    };
+  });
 }
 
 /** The distinct floating-point paths of the audit's finished runs, most runs first. */

@@ -66,6 +66,10 @@ describe.skipIf(!hasScript)('canary-audit run on a terminal', () => {
     expect(finding, out).toMatch(/^finding: .+: median exposure \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] bits \(ceiling \d+\.\d\d\) against -?\d+\.\d\d \[.+\] for held-out canaries of the same runs, Δ [+-]?\d+\.\d\d \[.+\]; n = \d+ canar(y|ies) · \d+ runs?/);
     expect(lines).toContain(`report: ${join(study.auditDir, 'report', 'report.html')}`);
     expect(out).not.toMatch(/^wrote /m);
+    // A control that failed comes with the finding: the study's bases copy no shown code.
+    const control = lines.findIndex((l) => l.startsWith('control failed (base_cannot_copy): visible-arm comparisons rest on a base that does not copy shown codes'));
+    expect(control, out).toBeGreaterThan(-1);
+    expect(control).toBeLessThan(lines.indexOf(finding as string));
   }, 300_000);
 });
 

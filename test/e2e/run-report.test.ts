@@ -22,6 +22,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 interface Summary {
   audit: { id: string };
+  warnings: { kind: string; message: string }[];
   counts: { runs: number; finished: number; failed: number; missing: number };
   runs: {
     run_id: string;
@@ -75,6 +76,13 @@ describe.skipIf(!hasTorch)('canary-audit run, end to end', () => {
       }
     }
     expect(summary.provenance.changed_mid_run).toBe(false);
+    // The trainer recorded how far fine-tuning moved every parameter group, and every group moved.
+    for (const run of summary.runs) {
+      const result = JSON.parse(readFileSync(join(out.audit_dir, 'runs', run.run_id, 'output', 'result.json'), 'utf8')) as { weight_change?: { changed: number; total: number } };
+      expect(result.weight_change?.total, run.run_id).toBeGreaterThan(0);
+      expect(result.weight_change?.changed).toBe(result.weight_change?.total);
+    }
+    expect(summary.warnings.map((w) => w.kind)).not.toContain('weights_unchanged');
 
     // The tidy CSV: one row per run x canary x probe x phase (2 runs x 4 canaries x 2 probes x 2 phases).
     const csv = readFileSync(join(reportDir, 'report.csv'), 'utf8').trim().split('\n');

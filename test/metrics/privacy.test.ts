@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { betaQuantile, clopperPearson, studentTQuantile } from '../../src/metrics/distributions.js';
-import { clopperPearsonEpsilon, membershipAuc, oneRunBound, oneRunEpsilon, oneRunPValue, tprAtFpr } from '../../src/metrics/privacy.js';
+import { clopperPearsonEpsilon, membershipAuc, oneRunBound, oneRunEpsilon, oneRunGuesses, oneRunPValue, tprAtFpr, type ScoredCanary } from '../../src/metrics/privacy.js';
 
 describe('distribution functions (published tables)', () => {
   it('gives Student t quantiles', () => {
@@ -82,5 +82,88 @@ describe('one-run bound (Steinke, Nasr & Jagielski 2023, Appendix D)', () => {
     const q = 0.0125 ** (1 / r);
     expect(b?.epsilon).toBeCloseTo(Math.log(q / (1 - q)), 5);
     expect(r).toBe(64);
+  });
+});
+
+describe('ties: input order decides nothing', () => {
+  const CEILING = Math.log2(10000);
+  const pool = (members: number[], others: number[]): ScoredCanary[] => [...members.map((score) => ({ score, member: true })), ...others.map((score) => ({ score, member: false }))];
+  // A seeded shuffle (LCG) so a third order is tried besides members-first and reversed.
+  const shuffled = <T>(xs: readonly T[], seed: number): T[] => {
+    const out = [...xs];
+    let s = seed;
+    for (let i = out.length - 1; i > 0; i -= 1) {
+      s = (s * 1103515245 + 12345) % 2147483648;
+      const j = s % (i + 1);
+      [out[i], out[j]] = [out[j] as T, out[i] as T];
+    }
+    return out;
+  };
+  const orders = (xs: ScoredCanary[]): ScoredCanary[][] => [xs, [...xs].reverse(), shuffled(xs, 7), shuffled(xs, 11)];
+
+  it('gives ε = 0 on an all-tied pool (50 members, 50 non-members at 13.29) in every order', () => {
+    const tied = pool(Array(50).fill(CEILING), Array(50).fill(CEILING));
+    for (const xs of orders(tied)) {
+      const one = oneRunBound(xs, 1e-5);
+      // Members-first used to give 3.10: every tied member landed among the "in" guesses.
+      expect(one).toMatchObject({ epsilon: 0, guesses: 0, correct: 0, m: 100 });
+      expect(one?.abstained).toBeGreaterThan(0);
+      expect(clopperPearsonEpsilon(xs, 1e-5)?.epsilon).toBe(0);
+      expect(membershipAuc(xs)?.estimate).toBe(0.5);
+      expect(tprAtFpr(xs, 0.01)).toMatchObject({ k: 0, tpr: 0, achieved_fpr: 0 });
+    }
+  });
+
+  it('gives ε = 0 on flat runs (every exposure 0) in every order', () => {
+    const flat = pool(Array(32).fill(0), Array(32).fill(0));
+    for (const xs of orders(flat)) {
+      expect(oneRunBound(xs, 1e-5)?.epsilon).toBe(0);
+      expect(clopperPearsonEpsilon(xs, 1e-5)?.epsilon).toBe(0);
+    }
+  });
+
+  it('gives the same bounds in every order on a pool tied at the ceiling', () => {
+    // 30 of 50 members and 12 of 50 non-members ranked first (13.29 bits); the rest spread below.
+    const members = [...Array(30).fill(CEILING), ...Array.from({ length: 20 }, (_, i) => 2 + i * 0.4)];
+    const others = [...Array(12).fill(CEILING), ...Array.from({ length: 38 }, (_, i) => i * 0.2)];
+    const xs = pool(members, others);
+    const ref = oneRunBound(xs, 1e-5);
+    // The ceiling block (42 canaries) straddles the cut at r/2 = 50 for r = 100 and r/2 = 25 for
+    // r = 50: no guess is made inside it there.
+    expect(ref?.epsilon).toBeGreaterThan(0);
+    for (const order of orders(xs).slice(1)) {
+      expect(oneRunBound(order, 1e-5)).toEqual(ref);
+      expect(clopperPearsonEpsilon(order, 1e-5)).toEqual(clopperPearsonEpsilon(xs, 1e-5));
+      expect(tprAtFpr(order, 0.01)).toEqual(tprAtFpr(xs, 0.01));
+      expect(membershipAuc(order)).toEqual(membershipAuc(xs));
+    }
+  });
+
+  it('abstains only on the tied block that straddles the cut (worked by hand)', () => {
+    // Scores 9 8 7 7 | 7 2 1 0 (m = 8, r = 8): the block of 7s straddles the middle, so "in" is
+    // {9, 8} and "out" is {2, 1, 0}; three canaries get no guess.
+    const xs = [
+      { score: 9, member: true },
+      { score: 8, member: true },
+      { score: 7, member: true },
+      { score: 7, member: true },
+      { score: 7, member: false },
+      { score: 2, member: false },
+      { score: 1, member: false },
+      { score: 0, member: true },
+    ];
+    for (const order of orders(xs)) {
+      const b = oneRunBound(order, 0, 0.95);
+      // Choices r ∈ {2, 4, 8}: r = 8 guesses {9, 8} in and {2, 1, 0} out (4 of 5 right); r = 4
+      // guesses {9, 8} in and {1, 0} out (3 of 4: 0 is a member); r = 2 guesses 9 in, 0 out (1 of 2).
+      // Eight canaries at 0.05/3 cannot exclude ε = 0 whichever r is chosen.
+      expect(b).toMatchObject({ m: 8, epsilon: 0, guesses: 2, correct: 1, abstained: 0 });
+      expect(oneRunGuesses([...order].sort((a, b) => b.score - a.score), 8)).toEqual({ guesses: 5, correct: 4, abstained: 3 });
+      expect(oneRunGuesses([...order].sort((a, b) => b.score - a.score), 4)).toEqual({ guesses: 4, correct: 3, abstained: 0 });
+    }
+    // The TPR threshold never splits a tied block in the members' favour: with the bar at 7 the
+    // tied members stay out whatever the order.
+    const bar = [...xs, { score: 7, member: false }];
+    for (const order of orders(bar)) expect(tprAtFpr(order, 0.34)?.k).toBe(2);
   });
 });

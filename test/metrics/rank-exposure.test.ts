@@ -52,6 +52,24 @@ describe('rankOfIndex', () => {
   });
 });
 
+describe('rankOfIndex: candidate order decides nothing', () => {
+  it('gives the same rank and ties wherever the tied candidates sit (all 24 orders of four)', () => {
+    // True code scores −2; two others tie it, one is above: rank 4, ties 2, in every order.
+    const scores = [-2, -2, -1, -2];
+    const orders: number[][] = [];
+    const permute = (rest: number[], acc: number[]): void => {
+      if (rest.length === 0) orders.push(acc);
+      rest.forEach((x, i) => permute([...rest.slice(0, i), ...rest.slice(i + 1)], [...acc, x]));
+    };
+    permute([0, 1, 2, 3], []);
+    expect(orders).toHaveLength(24);
+    for (const order of orders) {
+      const r = rankOfIndex(order.map((i) => scores[i] as number), order.indexOf(0));
+      expect(r).toMatchObject({ rank: 4, ties: 2 });
+    }
+  });
+});
+
 describe('exposure', () => {
   it('has ceiling log2|C|: 13.29 for 10,000 codes, 14.29 for a code plus 19,999 decoys', () => {
     expect(exposureCeiling(10000)).toBeCloseTo(13.2877, 4);

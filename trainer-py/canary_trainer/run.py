@@ -14,7 +14,7 @@ from typing import Any, Callable, cast
 
 import torch
 
-from . import checkpoint, distributed, provenance, utility
+from . import checkpoint, distributed, provenance, utility, weight_change
 from .atomic import write_text_atomic
 from .backends import load_backend, pick_device, reply_tokens
 from .backends.base import Backend
@@ -183,6 +183,7 @@ class _Run:
         self.evaluator = Evaluator(self.scorer, manifest, self.out, self.ev, opts.stop) if self.main else None
         self.final_utility: float | None = None
         self.final_utility_texts: list[str] | None = None
+        self.weights_start: weight_change.WeightStart | None = None
         self._announce()
 
     def _open_checkpoint(self):
@@ -298,6 +299,9 @@ class _Run:
             return Interrupted(f"stopped after update {done} of {total} ({self.opts.stop.reason}); "
                                "checkpoint written; the run's next attempt continues from it")
 
+        # Sharded weights, and a run resumed after its last update, are not compared (no weight_change).
+        self.weights_start = weight_change.start(self.backend.trainable(), self.start_update) \
+            if self.dist is None and self.start_update < total else None
         sharded: dict[str, Any] = {}
         if self.dist is not None:
             dist = self.dist
@@ -346,6 +350,7 @@ class _Run:
             "rendered": self.rendered,
             "provenance": provenance.finish(st.at_start, self.versions),
             "numerics": provenance.numerics(str(self.device), self.backend.dtype_name),
+            **({"weight_change": self.weights_start.record(self.backend.trainable())} if self.weights_start else {}),
         }
         write_result(self.out / "result.json", result)
         return result

@@ -1,0 +1,76 @@
+import type { Observation } from '../metrics/observation.js';
+import { clopperPearsonEpsilon, oneRunBound, type ScoredCanary } from '../metrics/privacy.js';
+import type { LoadedAudit, LoadedRun } from './load-audit.js';
+
+/**
+ * The largest ε lower bound over the runs of an audit, made selection-aware: reading off the
+ * largest of k bounds is a search, and the largest of k bounds each at 95% holds at less than
+ * 95%. Each run's bound is recomputed at 1 − α/k (Bonferroni over the k runs searched), so the
+ * largest holds at 1 − α after the search.
+ */
+export interface MembershipPool {
+  run: LoadedRun;
+  probe_kind: string;
+  randomized: boolean;
+  scored: ScoredCanary[];
+}
+
+/**
+ * Per finished run with inserted and held-out canaries: their final-phase exposures on hidden
+ * probes (else the run's first probe kind), inserted canaries members. The pools the privacy
+ * readouts use.
+ */
+export function membershipPools(audit: LoadedAudit, observations: readonly Observation[]): MembershipPool[] {
+  const byRun = new Map<string, Observation[]>();
+  for (const x of observations) {
+    if (x.phase !== 'final' || (x.role !== 'focal' && x.role !== 'held_out')) continue;
+    const list = byRun.get(x.run_id);
+    if (list) list.push(x);
+    else byRun.set(x.run_id, [x]);
+  }
+  return audit.runs.flatMap((run) => {
+    const final = byRun.get(run.run_id);
+    if (!final || !run.manifest) return [];
+    const kinds = [...new Set(final.map((x) => x.probe_kind))];
+    const kind = kinds.includes('hidden') ? 'hidden' : kinds[0];
+    if (kind === undefined) return [];
+    const scored = final.filter((x) => x.probe_kind === kind).map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
+    const nIn = scored.filter((x) => x.member).length;
+    if (nIn === 0 || nIn === scored.length) return [];
+    return [{ run, probe_kind: kind, randomized: run.manifest.inclusion === 'randomized', scored }];
+  });
+}
+
+export interface EpsilonMax {
+  bound: 'clopper_pearson' | 'one_run';
+  /** The largest bound over the runs searched, each at `confidence_each`. */
+  epsilon: number;
+  /** The run (and its cell) that gave it; null when every bound is 0. */
+  run_id: string | null;
+  cell_id: string | null;
+  /** Runs searched (k). */
+  searched: number;
+  /** The level of the largest, after the search. */
+  confidence: number;
+  /** 1 − (1 − confidence)/k: the level of each run's bound. */
+  confidence_each: number;
+  delta: number;
+}
+
+export function largestEpsilon(pools: readonly MembershipPool[], delta: number, confidence: number): EpsilonMax[] {
+  const out: EpsilonMax[] = [];
+  for (const bound of ['clopper_pearson', 'one_run'] as const) {
+    // The one-run bound exists only for randomized inclusion: only those runs are searched for it.
+    const searched = bound === 'one_run' ? pools.filter((p) => p.randomized) : pools;
+    if (searched.length === 0) continue;
+    const each = 1 - (1 - confidence) / searched.length;
+    let best: EpsilonMax = { bound, epsilon: 0, run_id: null, cell_id: null, searched: searched.length, confidence, confidence_each: each, delta };
+    for (const p of searched) {
+      const eps = (bound === 'one_run' ? oneRunBound(p.scored, delta, each) : clopperPearsonEpsilon(p.scored, delta, each))?.epsilon ?? 0;
+      // Strictly larger: of equal bounds the first run in audit order is named, whatever the order of its canaries.
+      if (eps > best.epsilon) best = { ...best, epsilon: eps, run_id: p.run.run_id, cell_id: p.run.cell_id };
+    }
+    out.push(best);
+  }
+  return out;
+}
