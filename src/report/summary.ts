@@ -16,6 +16,7 @@ import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
+import { reportDesign, type ReportDesign } from './design.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -85,6 +86,8 @@ export interface ReportSummary {
   privacy?: PrivacyReadout[];
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
+  /** The replication design read from the manifests: what an interval over a cell's runs generalizes over. */
+  design?: ReportDesign;
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -120,6 +123,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   const datasets = datasetSources(audit);
   const numerics = numericsPaths(runs);
   const privacy = input.privacy ?? [];
+  const design = reportDesign(audit.runs, settings.seed_axes);
   const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
@@ -148,6 +152,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(datasets.length > 0 ? { datasets } : {}),
     ...(numerics.length > 0 ? { numerics } : {}),
     ...(privacy.length > 0 ? { privacy } : {}),
+    ...(design ? { design } : {}),
     warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };

@@ -166,5 +166,7 @@ describe('the report on a joint-seeds audit', () => {
     expect(g?.inserted.n_runs).toBe(3);
     expect(g?.inserted.exposure?.resampling).toBe('crossed');
     expect(g?.controls.held_out?.difference?.resampling).toBe('crossed');
+    // The fixture's runs train from scratch on one rows file: the design says so, in summary.json.
+    expect(summary.design).toMatchObject({ population: 'seeds of from-scratch training', seeds: 3, seeds_vary: 'training seed only' });
   });
 });
