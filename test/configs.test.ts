@@ -66,6 +66,14 @@ describe('configs/', () => {
     }
   });
 
+  it('fine-tunes one base per model across the seeds in every shipped CPU grid that backs a claim, as the study does', async () => {
+    for (const file of ['quickstart.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'banking77-cpu.yaml', 'gui-vlm-cpu.yaml']) {
+      const plan = await planOf(file);
+      expect(plan.grid.design, file).toMatchObject({ joint: true, population: 'fine-tuning seeds of one base' });
+      for (const run of plan.runs) expect(run.cell.values.model.value.pretrain?.init_seed, `${file} ${run.cell.id}`).toBe(0);
+    }
+  });
+
   it('quickstart: tiny model, compact rows, visible vs redacted, held-out control, hidden + substituted probes', async () => {
     const plan = await planOf('quickstart.yaml');
     const { doc } = plan.grid;
@@ -88,28 +96,33 @@ describe('configs/', () => {
       expect(longest).toBeLessThanOrEqual((manifest.model.tiny?.max_len ?? 0) - 64);
     }
     expect(corpora.size).toBe(1);
+    // The study's design by default: every seed fine-tunes one base (init seed 0), each its own
+    // data order and placement, so the base is named in every manifest and the seeds' rows differ.
+    const bases = written.runs.map((r) => verifyRunFolder(r.runDir).manifest.model.tiny?.pretrain?.init_seed);
+    expect(new Set(bases)).toEqual(new Set([0]));
+    expect(plan.grid.design).toMatchObject({ vary: 'joint', written: false, population: 'fine-tuning seeds of one base' });
     // The quickstart's manifests (their run ids hash every field but provenance, rows.jsonl's
-    // sha256 included) are fixed: a change to what planning draws or writes shows here first.
+    // sha256 included) are fixed (they moved when the one-base design became the default): a change to what planning draws or writes shows here first.
     expect(written.auditId).toBe('audit-a35aae3dbbda');
     expect(written.runs.map((r) => [r.cellId, r.runId])).toEqual([
-      ['visibility=visible,dose=1,seed=0', 'run-7b2d9d0ce66f7c7b'],
-      ['visibility=visible,dose=1,seed=1', 'run-4ae7a3d7374cb41b'],
-      ['visibility=visible,dose=1,seed=2', 'run-b7fe7e8407a33617'],
-      ['visibility=visible,dose=4,seed=0', 'run-8db927bc06d32211'],
-      ['visibility=visible,dose=4,seed=1', 'run-e967e366bcf385ec'],
-      ['visibility=visible,dose=4,seed=2', 'run-81082824c7ff6e85'],
-      ['visibility=visible,dose=16,seed=0', 'run-d155b51b9b391d4c'],
-      ['visibility=visible,dose=16,seed=1', 'run-fd9d5c9a2b8cce22'],
-      ['visibility=visible,dose=16,seed=2', 'run-ae72de65ec38169f'],
-      ['visibility=redacted,dose=1,seed=0', 'run-8d120e7fad6f126a'],
-      ['visibility=redacted,dose=1,seed=1', 'run-a852459ff51c2f97'],
-      ['visibility=redacted,dose=1,seed=2', 'run-ee660161dd1d5ae0'],
-      ['visibility=redacted,dose=4,seed=0', 'run-ffc87a4def7ecc30'],
-      ['visibility=redacted,dose=4,seed=1', 'run-159f487410f184b6'],
-      ['visibility=redacted,dose=4,seed=2', 'run-5b0b5d4469e6fdc4'],
-      ['visibility=redacted,dose=16,seed=0', 'run-b4f6cc2eca6dd994'],
-      ['visibility=redacted,dose=16,seed=1', 'run-63a5733bd9e13229'],
-      ['visibility=redacted,dose=16,seed=2', 'run-b8560998c92baadb'],
+      ['visibility=visible,dose=1,seed=0', 'run-1c96428c30b12dec'],
+      ['visibility=visible,dose=1,seed=1', 'run-256232235b8b0f68'],
+      ['visibility=visible,dose=1,seed=2', 'run-f25acebd90664e8e'],
+      ['visibility=visible,dose=4,seed=0', 'run-2ebaa45bd5f1949c'],
+      ['visibility=visible,dose=4,seed=1', 'run-edb4ea0c944f3ff3'],
+      ['visibility=visible,dose=4,seed=2', 'run-f6aecd20ea02fd12'],
+      ['visibility=visible,dose=16,seed=0', 'run-e5d393826201dfd8'],
+      ['visibility=visible,dose=16,seed=1', 'run-f7f58b3554665363'],
+      ['visibility=visible,dose=16,seed=2', 'run-44013e4f68cf17de'],
+      ['visibility=redacted,dose=1,seed=0', 'run-20ae81d40b072335'],
+      ['visibility=redacted,dose=1,seed=1', 'run-e8b9d8fca4af66db'],
+      ['visibility=redacted,dose=1,seed=2', 'run-a03a5856f27560a9'],
+      ['visibility=redacted,dose=4,seed=0', 'run-c40c21f2cf260fd7'],
+      ['visibility=redacted,dose=4,seed=1', 'run-2de57c17e2101d2f'],
+      ['visibility=redacted,dose=4,seed=2', 'run-24724789adfea0ed'],
+      ['visibility=redacted,dose=16,seed=0', 'run-fd9b59702db6b9a1'],
+      ['visibility=redacted,dose=16,seed=1', 'run-4e14e84b9210abd5'],
+      ['visibility=redacted,dose=16,seed=2', 'run-d84e15b5e9c9fc56'],
     ]);
   });
 

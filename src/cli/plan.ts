@@ -2,7 +2,7 @@ import { terminalSafe } from '../errors.js';
 import { planGrid } from '../app/index.js';
 import { planTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
-import { codeSpaceOf, comparisonText, describePretrain, jointSeeds, pretrainRows, singleRunComparisons } from '../grid/index.js';
+import { codeSpaceOf, comparisonText, describePretrain, designLine, jointSeeds, pretrainRows, singleRunComparisons } from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
@@ -68,7 +68,7 @@ export function warnSingleRuns(plan: AuditPlan): void {
  * stderr with the fix.
  */
 export function warnFixedBaseSeeds(plan: AuditPlan): void {
-  if (jointSeeds(plan.grid.doc)) return;
+  if (jointSeeds(plan.grid)) return;
   const seedsByModel = new Map<string, Set<number>>();
   for (const r of plan.runs) {
     const m = r.cell.values.model;
@@ -78,7 +78,7 @@ export function warnFixedBaseSeeds(plan: AuditPlan): void {
   const models = [...seedsByModel].filter(([, seeds]) => seeds.size > 1).map(([label]) => label);
   if (models.length === 0) return;
   process.stderr.write(
-    `canary-audit: warning: model(s) ${models.join(', ')} fix their base for every seed (pretrain.init_seed) while the seeds vary the training seed only, so the runs of a cell can be identical; add replicates: {vary: joint} to give each seed its own data order and canary placement.\n`,
+    `canary-audit: warning: model(s) ${models.join(', ')} fix their base for every seed (pretrain.init_seed) while the seeds vary the training seed only, so the runs of a cell can be identical; use replicates: {vary: joint} (the default where a tiny base is pretrained) to give each seed its own data order and canary placement.\n`,
   );
 }
 
@@ -95,6 +95,7 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: Model
     batch_size: doc.training.batch_size,
     candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
     single_run_comparisons: singleRunComparisons(plan.runs.map((r) => r.cell)),
+    design: { vary: plan.grid.design.vary, written: plan.grid.design.written, population: plan.grid.design.population, seeds: plan.grid.design.seeds, line: designLine(plan.grid.design, plan.runs.map((r) => r.cell)) },
     ...(written ? { audit_dir: written.auditDir } : {}),
     models: revisionsJson(models),
     ...(datasets.length > 0 ? { datasets } : {}),
@@ -125,6 +126,7 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
     `${plan.auditId}  ${plan.name}: ${plan.runs.length} run(s), ${n(plan.grid.rows)} rows each (${n(plan.grid.updates)} updates x batch ${doc.training.batch_size})`,
     `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
     ...baseModelLines(plan),
+    designLine(plan.grid.design, plan.runs.map((r) => r.cell)),
     ...revisionLines(models),
     ...datasetsOf(plan).map((d) => `dataset ${d.task}: ${d.source === 'hub' ? `${d.repo}@${d.revision} -> ${d.sha}` : d.path}; ${n(d.train_rows)} train rows, ${n(d.utility_rows)} utility rows`),
     '',

@@ -11,6 +11,7 @@ import { maxCells } from './cell-count.js';
 import { expandGrid, type Expansion } from './expand.js';
 import { hfModelProblem, modelFromObject, modelProblem } from './models.js';
 import { pretrainProblem } from './pretrain.js';
+import { cellsUnderDesign, designProblems, replicationDesign, type ReplicationDesign } from './design.js';
 import { explainGridErrors } from './schema-errors.js';
 import { formatPath, GridSource, type GridPath } from './source.js';
 import type { GridDocument, ModelValue, VisibilityValue } from './types.js';
@@ -29,6 +30,8 @@ export interface LoadedGrid {
   rows: number;
   updates: number;
   expansion: Expansion;
+  /** What the seeds of a cell vary and what its intervals generalize over (src/grid/design.ts). */
+  design: ReplicationDesign;
   /**
    * Rows of the dataset-backed task values, by the value's key: loaded by the app layer before
    * planning (planning itself never reads a dataset). Absent when the grid has no such task.
@@ -160,7 +163,11 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   }
   if (errors.length > 0) throw new UserInputErrors(errors);
   const ctx: AxisContext = { source, models };
-  const expansion = expandGrid(doc, ctx);
+  const expanded = expandGrid(doc, ctx);
+  const design = replicationDesign(doc, expanded.cells);
+  for (const problem of designProblems(doc, expanded.cells)) fail(problem.path, problem.message);
+  if (errors.length > 0) throw new UserInputErrors(errors);
+  const expansion = { ...expanded, cells: cellsUnderDesign(expanded.cells, design) };
 
   const gpus = doc.training.gpus ?? 1;
   if (gpus > 1) {
@@ -186,7 +193,7 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (errors.length > 0) throw new UserInputErrors(errors);
 
   const normalised = { ...doc, name };
-  return { file, source, doc: normalised, sha256: contentHash(normalised), rows, updates, expansion };
+  return { file, source, doc: normalised, sha256: contentHash(normalised), rows, updates, expansion, design };
 }
 
 function defaultName(file: string): string {

@@ -7,8 +7,8 @@ import type { PretrainValue, ScheduleValue } from './types.js';
  * control; substituted probes copy the shown code) rest on that ability. So before fine-tuning,
  * the trainer trains a base on a corpus built from the task's own generators in which a fraction
  * of the rows show a random code in the input and start the reply with it. The trainer caches the
- * base by content, so runs that share the corpus, these settings, the model's size and its seed
- * (the seed axis, which initialises the base) share one base.
+ * base by content, so runs that share the corpus, these settings, the model's size and its init
+ * seed share one base: by default every seed of a cell fine-tunes one base (src/grid/design.ts).
  *
  * A grid writes `pretrain: {updates, batch_size, lr, schedule, code_fraction, seed, init_seed}`
  * (each key optional; `init_seed` fixes the base's initialisation for every seed of the axis), `pretrain: true` (all defaults) or `pretrain: false` (train from scratch).

@@ -1,4 +1,4 @@
-import type { GridDocument } from './types.js';
+import type { ReplicationDesign } from './design.js';
 /**
  * Which comparisons of a grid rest on a single run per arm. Two cells that differ in exactly one
  * axis other than the seed are a comparison (the report pairs them); when each holds one run (one
@@ -64,16 +64,17 @@ export function comparisonText(c: SingleRunComparison): string {
 }
 
 /**
- * What a seed value varies besides the model init and the training seed: with
- * `replicates: {vary: joint}` each seed draws its own background order and canary placement, so
- * those streams' keys take the seed; otherwise (absent or `training`) nothing is added and the
+ * What a seed value varies besides the model init and the training seed: under joint seeds (the
+ * default where a tiny base is pretrained and 2+ seeds run, or `replicates: {vary: joint | base}`)
+ * each seed draws its own background order and canary placement, so those streams' keys take the
+ * seed; otherwise (`training`, or a grid the default leaves alone) nothing is added and the
  * streams, the rows and the manifests are exactly those of a grid without the key.
  */
-export function jointSeeds(doc: Pick<GridDocument, 'replicates'>): boolean {
-  return doc.replicates?.vary === 'joint';
+export function jointSeeds(grid: { design: Pick<ReplicationDesign, 'joint'> }): boolean {
+  return grid.design.joint;
 }
 
 /** Extra stream-key parts of a cell's background and placement draws: none unless seeds are joint. */
-export function replicateKey(doc: Pick<GridDocument, 'replicates'>, seed: number): (string | number)[] {
-  return jointSeeds(doc) ? ['replicate', seed] : [];
+export function replicateKey(grid: { design: Pick<ReplicationDesign, 'joint'> }, seed: number): (string | number)[] {
+  return jointSeeds(grid) ? ['replicate', seed] : [];
 }

@@ -37,8 +37,12 @@ export interface GridDocument {
   probes: { kinds: ('hidden' | 'supplied' | 'substituted')[]; decode: ('prefill' | 'free')[]; auxiliary: boolean };
   eval: { base_model: boolean; checkpoints: number[]; max_new_tokens: number; score_batch_size: number };
   utility: { rows: number };
-  /** What a seed value varies: `joint` adds the background order and the canary placement (absent: `training`). */
-  replicates?: { vary?: 'training' | 'joint' };
+  /**
+   * What a seed value varies: `joint` adds the background order and the canary placement, `base`
+   * also a tiny model's base (absent: `joint` where a tiny base is pretrained and 2+ seeds run,
+   * else `training`; src/grid/design.ts).
+   */
+  replicates?: { vary?: 'training' | 'joint' | 'base' };
   models?: Record<string, Record<string, unknown>>;
 }
 

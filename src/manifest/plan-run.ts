@@ -89,7 +89,7 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell, task: 
         describe: `placement ${placement.label} (updates ${range[0]}-${range[1] - 1} of ${updates})`,
       };
       // Joint seeds: each seed value draws its own placement (nothing is added otherwise).
-      const replicate = replicateKey(grid.doc, cell.values.seed.value);
+      const replicate = replicateKey(grid, cell.values.seed.value);
       const rng = new Rng(seed, 'placement', 'focal', placement.key, dose, rows, batch, pool.focal.length, ...replicate);
       placeCohort(board, rng, focalRequest).forEach((positions, j) => {
         canaries.push({ canary: pool.focal[j] as PoolCanary, cohort: 'focal', dose, window: [...p.window], positions });

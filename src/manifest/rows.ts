@@ -60,12 +60,12 @@ export interface BackgroundRows {
  * (`replicates: {vary: joint}`) one per seed value as well, so each seed trains on its own order.
  */
 export function backgroundStream(grid: LoadedGrid, rowSpec: RunRenderer['rowSpec'], seed: number): Rng {
-  return new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec), ...replicateKey(grid.doc, seed));
+  return new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec), ...replicateKey(grid, seed));
 }
 
 /** The key runs share a background sequence by: the task, and the seed when seeds are joint. */
 export function backgroundKey(grid: LoadedGrid, rowSpec: RunRenderer['rowSpec'], seed: number): string {
-  return canonicalJson([rowSpec, ...replicateKey(grid.doc, seed)]);
+  return canonicalJson([rowSpec, ...replicateKey(grid, seed)]);
 }
 
 export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer, seed: number): BackgroundRows {

@@ -60,6 +60,7 @@ function overview(s: ReportSummary): Section {
     paragraphs: [
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
+      ...(s.design ? [s.design.text] : []),
       ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
       resamplingNote(s.settings),
     ],

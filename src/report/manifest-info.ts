@@ -1,5 +1,6 @@
 import { artifactError, quoteValue } from '../errors.js';
 import { candidateIndex } from '../metrics/candidate-index.js';
+import { baseKeyOf } from './design.js';
 import type { CanaryRole } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { CandidateSpace, Manifest, ProbeKind, UtilityRef } from '../contracts/manifest.js';
@@ -48,6 +49,10 @@ export interface ManifestInfo {
   dataset: DatasetProvenance | null;
   /** `randomized`: each pool canary was inserted by a fair coin (manifest `inclusion`); else `fixed`. */
   inclusion: 'randomized' | 'fixed';
+  /** The base fine-tuning starts from, as a key (src/report/design.ts); null: from scratch. */
+  base: string | null;
+  /** sha256 of rows.jsonl: equal across seeds when the seeds do not vary the rows. */
+  rows_sha256: string;
 }
 
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
@@ -102,5 +107,5 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
       shownIndex: shown === null ? -1 : candidateIndex(space, shown, lists.get(p.canary_id)),
     });
   });
-  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null, inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed' };
+  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null, inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed', base: baseKeyOf(m.model), rows_sha256: m.rows.sha256 };
 }

@@ -17,6 +17,7 @@ import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
 import { membershipPools, type EpsilonMax } from './privacy-max.js';
+import { reportDesign, type ReportDesign } from './design.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -88,6 +89,8 @@ export interface ReportSummary {
   epsilon_max?: EpsilonMax[];
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
+  /** The replication design read from the manifests: what an interval over a cell's runs generalizes over. */
+  design?: ReportDesign;
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -127,6 +130,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   const datasets = datasetSources(audit);
   const numerics = numericsPaths(runs);
   const privacy = input.privacy ?? [];
+  const design = reportDesign(audit.runs, settings.seed_axes);
   const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
@@ -156,6 +160,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(numerics.length > 0 ? { numerics } : {}),
     ...(privacy.length > 0 ? { privacy } : {}),
     ...(privacy.length > 0 && input.epsilonMax && input.epsilonMax.length > 0 ? { epsilon_max: input.epsilonMax } : {}),
+    ...(design ? { design } : {}),
     warnings: [...(input.controlWarnings ?? []), ...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };

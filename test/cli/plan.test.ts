@@ -122,13 +122,50 @@ axes:
 training: {batch_size: 4, updates: 30, lr: 0.001}
 canaries: {focal: 2, held_out: 2}
 ${extra}`;
-    writeFileSync(fixed, text(''));
+    writeFileSync(fixed, text('replicates: {vary: training}\n'));
     expect(await main(['plan', fixed])).toBe(0);
-    expect(err).toContain('canary-audit: warning: model(s) tiny fix their base for every seed (pretrain.init_seed) while the seeds vary the training seed only, so the runs of a cell can be identical; add replicates: {vary: joint}');
-    err = '';
-    writeFileSync(fixed, text('replicates: {vary: joint}\n'));
-    expect(await main(['plan', fixed])).toBe(0);
-    expect(err).not.toContain('pretrain.init_seed');
+    expect(err).toContain('canary-audit: warning: model(s) tiny fix their base for every seed (pretrain.init_seed) while the seeds vary the training seed only, so the runs of a cell can be identical; use replicates: {vary: joint}');
+    expect(out).toContain('design: one base per model (tiny: init seed 0), 2 fine-tuning seeds per cell, varying the training seed only (data order and placement fixed by the grid seed); intervals generalize over fine-tuning seeds of one base');
+    for (const extra of ['replicates: {vary: joint}\n', '']) {
+      err = '';
+      out = '';
+      writeFileSync(fixed, text(extra));
+      expect(await main(['plan', fixed])).toBe(0);
+      expect(err).not.toContain('pretrain.init_seed');
+      expect(out).toContain('design: one base per model (tiny: init seed 0), 2 fine-tuning seeds per cell, each its own data order and canary placement; intervals generalize over fine-tuning seeds of one base\n');
+    }
+  });
+
+  it('prints the design in one line: a base per seed, one run per cell, and in --json', async () => {
+    const grid = join(root, 'design.yaml');
+    const text = (seeds: string, extra: string): string => `name: design
+axes:
+  visibility: [redacted]
+  dose: [1, 2]
+  seed: ${seeds}
+  model: [{backend: tiny, label: tiny, pretrain: {updates: 25, batch_size: 4}}]
+training: {batch_size: 4, updates: 30, lr: 0.001}
+canaries: {focal: 2, held_out: 2}
+${extra}`;
+    writeFileSync(grid, text('[0, 1, 2]', 'replicates: {vary: base}\n'));
+    expect(await main(['plan', grid])).toBe(0);
+    expect(out).toContain('design: a base per seed (tiny: a base per seed), replicates: {vary: base}, 3 seeds per cell, each its own data order and canary placement; intervals generalize over bases and seeds\n');
+    expect(out).toContain('6 run(s), 3 base(s)');
+    out = '';
+    writeFileSync(grid, text('[4]', ''));
+    expect(await main(['plan', grid])).toBe(0);
+    expect(out).toContain('design: one run per cell (seed 4): intervals cover canary sampling only, a rerun can fall outside them\n');
+    out = '';
+    writeFileSync(grid, text('[0, 1, 2]', ''));
+    expect(await main(['plan', grid, '--json'])).toBe(0);
+    expect(describeSchemaErrors(validate('plan-output', JSON.parse(out)))).toEqual([]);
+    expect(JSON.parse(out).design).toEqual({
+      vary: 'joint',
+      written: false,
+      population: 'fine-tuning seeds of one base',
+      seeds: [0, 1, 2],
+      line: expect.stringMatching(/^design: one base per model \(tiny: init seed 0\), 3 fine-tuning seeds per cell/),
+    });
   });
 
   it('has --help and rejects a missing grid argument', async () => {

@@ -78,19 +78,61 @@ describe('joint seeds (replicates: {vary: joint})', () => {
     for (const [i, row] of m) if (a.has(i)) expect(row).toBe(a.get(i));
   });
 
-  it('leaves the default (absent or vary: training) alone: every seed the same rows and placement', () => {
-    for (const text of ['', 'replicates: {vary: training}', 'replicates: {}']) {
+  it('vary: training keeps every seed on the same rows and placement', () => {
+    for (const text of ['replicates: {vary: training}']) {
       const p = plan(grid(text));
       const [s0, s2] = [0, 2].map((s) => cellOf(p, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
       expect(positions(s0)).toBe(positions(s2));
       expect(rows(p, s0)).toEqual(rows(p, s2));
     }
-    // Absent and `vary: joint` differ only in the key: seed 0 under joint is not seed 0 by default.
-    expect(positions(cellOf(plan(grid('')), `${cell},seed=0`))).not.toBe(positions(cellOf(joint, `${cell},seed=0`)));
+    expect(positions(cellOf(plan(grid('replicates: {vary: training}')), `${cell},seed=0`))).not.toBe(positions(cellOf(joint, `${cell},seed=0`)));
+  });
+
+  it('is the default of a grid that pretrains a tiny base and runs 2+ seeds: absent plans exactly what vary: joint plans', () => {
+    for (const text of ['', 'replicates: {}']) {
+      const p = plan(grid(text));
+      expect(p.grid.design).toMatchObject({ vary: 'joint', written: false, joint: true, baseInit: 0, population: 'fine-tuning seeds of one base' });
+      for (const [k, run] of joint.runs.entries()) {
+        expect(positions(p.runs[k] as RunLayout)).toBe(positions(run));
+        expect(buildManifestCore(p.grid, p.auditId, p.pool, p.runs[k] as RunLayout).model).toEqual(buildManifestCore(joint.grid, joint.auditId, joint.pool, run).model);
+      }
+    }
+  });
+
+  it('leaves a grid without a pretrained tiny base, or with one seed, as it was: rows fixed across seeds', () => {
+    const scratch = plan(grid('').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [tiny-small]'));
+    expect(scratch.grid.design).toMatchObject({ vary: 'training', written: false, joint: false, baseInit: null, population: 'seeds of from-scratch training' });
+    const [s0, s2] = [0, 2].map((s) => cellOf(scratch, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
+    expect(rows(scratch, s0)).toEqual(rows(scratch, s2));
+    const one = plan(grid('').replace('seed: [0, 1, 2]', 'seed: [2]'));
+    expect(one.grid.design).toMatchObject({ vary: 'training', joint: false, baseInit: null, population: 'one run per cell' });
+    expect(one.runs[0]?.cell.values.model.value.pretrain?.init_seed).toBeUndefined();
+  });
+
+  it('vary: base gives each seed its own base; refused where there is no base to vary or init_seed fixes one', () => {
+    const p = plan(grid('replicates: {vary: base}'));
+    expect(p.grid.design).toMatchObject({ vary: 'base', written: true, joint: true, baseInit: null, population: 'bases and seeds' });
+    // The same rows and placements as joint seeds; only the base differs.
+    for (const [k, run] of joint.runs.entries()) expect(positions(p.runs[k] as RunLayout)).toBe(positions(run));
+    const inits = p.runs.map((r) => buildManifestCore(p.grid, p.auditId, p.pool, r).model);
+    expect(inits.every((m, k) => m.init_seed === p.runs[k]?.cell.values.seed.value)).toBe(true);
+    expect(p.runs.every((r) => r.cell.values.model.value.pretrain?.init_seed === undefined)).toBe(true);
+    const refused = (text: string): string => {
+      try {
+        plan(text);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'planned';
+    };
+    expect(refused(grid('replicates: {vary: base}').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [tiny-small]'))).toMatch(/replicates\.vary.*no model of this grid pretrains one.*use vary: joint/s);
+    const fixed = grid('replicates: {vary: base}\nmodels: {one: {backend: tiny, pretrain: {init_seed: 3}}}').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [one]');
+    expect(refused(fixed)).toMatch(/grid\.yaml:\d+:\d+.*replicates\.vary.*one fix one base with pretrain\.init_seed; remove init_seed, or use vary: joint/s);
   });
 
   it('refuses an unknown value', () => {
     expect(() => plan(grid('replicates: {vary: data}'))).toThrow(UserInputErrors);
+    expect(() => plan(grid('replicates: {vary: bases}'))).toThrow(/training, joint, base|joint|base/);
     expect(() => plan(grid('replicates: {vary: joint, codes: nested}'))).toThrow(UserInputErrors);
   });
 });
@@ -124,5 +166,7 @@ describe('the report on a joint-seeds audit', () => {
     expect(g?.inserted.n_runs).toBe(3);
     expect(g?.inserted.exposure?.resampling).toBe('crossed');
     expect(g?.controls.held_out?.difference?.resampling).toBe('crossed');
+    // The fixture's runs train from scratch on one rows file: the design says so, in summary.json.
+    expect(summary.design).toMatchObject({ population: 'seeds of from-scratch training', seeds: 3, seeds_vary: 'training seed only' });
   });
 });

@@ -31,14 +31,16 @@ describe('planning: budget, pairing and controls', () => {
       expect(run.stats.rows).toBe(800);
       expect(run.stats.canaryRows).toBe(12);
     }
+    // Paired within a seed; each seed its own placement (the one-base default: joint seeds).
     const groups = new Map<string, string>();
     for (const run of p.runs) {
-      const key = String(run.cell.labels.placement);
+      const key = `${String(run.cell.labels.placement)},${String(run.cell.labels.seed)}`;
       const layout = JSON.stringify(positionsOf(run));
       if (!groups.has(key)) groups.set(key, layout);
       expect(layout).toBe(groups.get(key));
     }
-    expect(groups.get('early')).not.toBe(groups.get('late'));
+    expect(groups.get('early,0')).not.toBe(groups.get('late,0'));
+    expect(groups.get('early,0')).not.toBe(groups.get('early,1'));
   });
 
   it('gives every cell the same canaries (identity and code) and distinct codes and substitutes', () => {

@@ -72,10 +72,12 @@ describe('the tiny model pretraining corpus', () => {
         lr: 0.006,
         schedule: { kind: 'cosine', warmup_updates: 20, min_lr_ratio: 0.1 },
         seed: 0,
+        // Two seeds and a pretrained base: the one-base design by default, its init written out.
+        init_seed: 0,
       });
       hashes.add(manifest.model.tiny?.pretrain?.rows.sha256 ?? '');
     }
-    // Visibility, dose, population and the seed axis do not change the corpus: one file, one base per seed.
+    // Visibility, dose, population and the seed axis do not change the corpus: one file, one base.
     expect(hashes.size).toBe(1);
     // Focal, held-out and auxiliary (x0-...) canaries, and every supplied and substituted code.
     expect([...secrets.identities].length).toBe(4 + 4 + 4);
