@@ -49,6 +49,8 @@ export interface LocalAuditResult {
   reportFiles: string[] | null;
   /** The report's headline finding (null without a report or without focal canaries). */
   headline: string | null;
+  /** One plain sentence per declared comparison with its verdict (empty without a report). */
+  verdicts: string[];
   interrupted: boolean;
   redis: string;
 }
@@ -84,10 +86,11 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     pool = null;
     let reportFiles: string[] | null = null;
     let headline: string | null = null;
+    let verdicts: string[] = [];
     if (!interrupted && options.report !== false) {
-      ({ files: reportFiles, headline } = await writeReport({ auditDir }));
+      ({ files: reportFiles, headline, verdicts } = await writeReport({ auditDir }));
     }
-    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, interrupted, redis: target.redacted };
+    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, verdicts, interrupted, redis: target.redacted };
   } finally {
     await pool?.shutdown();
     await embedded?.stop();

@@ -23,7 +23,9 @@ listening on 127.0.0.1 with a random password, its append-only file in <audit>/r
 stopped at the end. With a shared Redis, the local workers also take runs of other audits.
 Ctrl-C: trainers checkpoint and the runs stay queued; the same command continues the audit.
 At the start it prints the command that shows the audit in the dashboard (and in \`status\`); at
-the end the headline finding and the path of report.html (the report is in <audit>/report/).
+the end the headline finding, the path of report.html (the report is in <audit>/report/), and last
+one \`verdict:\` line per declared comparison (higher, lower, equivalent within the grid's
+analysis.margin_bits, or undecided with the runs that would decide it; docs/metrics.md).
 Progress goes to stderr: on a terminal, one line per run and progress bars; with --log-format json,
 or when stderr is not a terminal, NDJSON log records only (one per change), never mixed with text.
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
@@ -112,6 +114,8 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
         if (html) process.stdout.write(`report: ${html}\n`);
         else if (result.interrupted) process.stdout.write(`continue with the same command: canary-audit run ${auditDir}\n`);
+        // Last: the verdict of each declared comparison, in a sentence.
+        for (const v of result.verdicts) process.stdout.write(terminalSafe(`verdict: ${v}\n`));
       }
       return result.interrupted || failed.length > 0 ? 1 : 0;
     } finally {

@@ -39,6 +39,8 @@ export interface GridDocument {
   utility: { rows: number };
   /** What a seed value varies: `joint` adds the background order and the canary placement (absent: `training`). */
   replicates?: { vary?: 'training' | 'joint' };
+  /** How the report decides the declared comparisons: `margin_bits` (default 1), the equivalence margin in bits. Not part of the audit id. */
+  analysis?: { margin_bits?: number };
   models?: Record<string, Record<string, unknown>>;
 }
 

@@ -16,6 +16,7 @@ import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
+import { verdicts, type ComparisonVerdict } from './verdicts.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -85,6 +86,8 @@ export interface ReportSummary {
   privacy?: PrivacyReadout[];
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
+  /** One verdict per declared comparison (report/verdicts.ts). */
+  verdicts?: ComparisonVerdict[];
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -103,6 +106,8 @@ export interface SummaryInput {
   privacy?: PrivacyReadout[];
   /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
   utilityHeadline?: UtilityHeadline[];
+  /** Equivalence margin of the verdicts (bits; the grid's analysis.margin_bits). Default 1. */
+  marginBits?: number;
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -151,6 +156,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     warnings: [...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };
+  summary.verdicts = verdicts(summary, input.marginBits);
   // The summary is a contract: check it against its own schema before anyone reads it.
   const errors = validate('report', JSON.parse(JSON.stringify(summary)));
   if (errors.length > 0) {
