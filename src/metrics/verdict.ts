@@ -196,3 +196,23 @@ export function powerAdvice(effect: number, components: readonly VarianceCompone
     at,
   };
 }
+
+/** Components measured at one size, rescaled to `runs` runs and `canaries` canaries per run. */
+export function rescaleComponents(components: readonly VarianceComponents[], runs: number, canaries: number): VarianceComponents[] {
+  const first = components[0];
+  if (!first) return [];
+  const rf = runs / first.runs;
+  const cf = canaries / first.canaries;
+  return components.map((c) => ({ ...c, run: c.run / rf, canary: c.canary / cf, residual: c.residual / (rf * cf), runs: c.runs * rf, canaries: c.canaries * cf }));
+}
+
+/**
+ * Assumed components of one arm's median when no pilot audit is given: run, canary and
+ * run × canary standard deviations in bits (`sd`), crossed, at `runs` × `canaries`. The median of
+ * normal canary effects costs π/2 times the variance of their mean; a run's effect moves the whole
+ * run. A planning default only: a pilot audit's measured components replace it.
+ */
+export function assumedComponents(sd: { run: number; canary: number; interaction: number }, runs: number, canaries: number): VarianceComponents {
+  const efficiency = Math.PI / 2;
+  return { design: 'crossed', run: (sd.run * sd.run) / runs, canary: (efficiency * sd.canary * sd.canary) / canaries, residual: (efficiency * sd.interaction * sd.interaction) / (runs * canaries), runs, canaries };
+}

@@ -227,6 +227,20 @@ function members(s: Pick<ReportSummary, 'groups' | 'paired' | 'audit' | 'setting
   return out;
 }
 
+/** What power planning needs of each declared comparison: its name, observed effect and variance components. */
+export interface FamilyMember {
+  kind: ComparisonVerdict['kind'];
+  comparison: string;
+  estimate: number;
+  components: VarianceComponents[];
+  one_run: boolean;
+}
+
+/** The declared family of a computed report (`plan --power --pilot`), in the findings' order. */
+export function declaredFamily(s: Pick<ReportSummary, 'groups' | 'paired' | 'audit' | 'settings'>): FamilyMember[] {
+  return members(s, 1 - s.settings.confidence).map((m) => ({ kind: m.kind, comparison: m.comparison, estimate: m.spread.estimate, components: m.components, one_run: m.one_run }));
+}
+
 function reading(estimate: number, p: { p_difference: number; p_equivalence: number }, alpha: number): ComparisonReading {
   return { ...readVerdict({ estimate }, p.p_difference <= alpha, p.p_equivalence <= alpha), p_difference: p.p_difference, p_equivalence: p.p_equivalence };
 }
