@@ -51,7 +51,8 @@ function row(p: Planned, seeds: number, canaries: number, margin: number, cells:
   if (a.probability >= TARGET_POWER) advice = 'reaches 80% as written';
   else if (a.canaries !== null) advice = `cheapest: canaries.focal ${a.canaries} (no more runs)${a.runs !== null ? `, or ${a.runs} seeds per cell (+${(a.runs - seeds) * cells} runs)` : ''}`;
   else if (a.runs !== null) advice = `cheapest: ${a.runs} seeds per cell (+${(a.runs - seeds) * cells} runs); more canaries alone would not reach 80%`;
-  else advice = `not within ${64 * seeds} seeds per cell or ${64 * canaries} canaries per run`;
+  else if (a.both) advice = `cheapest: ${a.both.runs} seeds per cell (+${(a.both.runs - seeds) * cells} runs) and canaries.focal ${a.both.canaries}; neither alone reaches 80%`;
+  else advice = `not within ${64 * seeds} seeds per cell and ${64 * canaries} canaries per run`;
   return { comparison: p.comparison, effect: p.effect, probability: a.probability, seeds: a.runs, canaries: a.canaries, advice };
 }
 

@@ -155,6 +155,11 @@ export interface PowerAdvice {
   runs: number | null;
   /** Canaries per run that reach it with the runs as they are; null: none up to MAX_FACTOR ×. */
   canaries: number | null;
+  /**
+   * When neither alone reaches it: the fewest runs that do with canaries up to MAX_FACTOR ×, and
+   * the fewest canaries at those runs (null: not even both at MAX_FACTOR ×, or one alone suffices).
+   */
+  both: { runs: number; canaries: number } | null;
   /** The audit's own runs and canaries (the first component's). */
   at: { runs: number; canaries: number };
 }
@@ -189,12 +194,15 @@ export function powerAdvice(effect: number, components: readonly VarianceCompone
     }
     return hi;
   };
-  return {
-    probability: probability(1, 1),
-    runs: search(at.runs, (n) => probability(n / at.runs, 1)),
-    canaries: search(at.canaries, (n) => probability(1, n / at.canaries)),
-    at,
-  };
+  const runs = search(at.runs, (n) => probability(n / at.runs, 1));
+  const canaries = search(at.canaries, (n) => probability(1, n / at.canaries));
+  let both: PowerAdvice['both'] = null;
+  if (runs === null && canaries === null) {
+    const r = search(at.runs, (n) => probability(n / at.runs, MAX_FACTOR));
+    const c = r === null ? null : search(at.canaries, (n) => probability(r / at.runs, n / at.canaries));
+    if (r !== null && c !== null) both = { runs: r, canaries: c };
+  }
+  return { probability: probability(1, 1), runs, canaries, both, at };
 }
 
 /** Components measured at one size, rescaled to `runs` runs and `canaries` canaries per run. */

@@ -54,7 +54,7 @@ export interface ComparisonVerdict {
    * at the observed effect, and the runs (per arm, canaries unchanged) and canaries (per run, runs
    * unchanged) that would decide it with 80% probability (null: not within 64×). Null otherwise.
    */
-  power: { probability: number; runs: number | null; canaries: number | null; more_runs: number | null } | null;
+  power: { probability: number; runs: number | null; canaries: number | null; more_runs: number | null; both: { runs: number; canaries: number } | null } | null;
 }
 
 interface Member {
@@ -256,6 +256,7 @@ function powerText(power: ComparisonVerdict['power'], at: number, kind: Member['
   const unit = (n: number): string => `${n === 1 ? 'run' : 'runs'}${kind === 'control' ? '' : ' per arm'}`;
   if (power.more_runs !== null) return `, ≈${power.more_runs} more ${unit(power.more_runs)} would decide (80%)`;
   if (power.canaries !== null) return `, ≈${power.canaries} canaries per run would decide (80%)`;
+  if (power.both) return `, ≈${power.both.runs - at} more ${unit(2)} with ${power.both.canaries} canaries per run would decide (80%)`;
   return `, more than ${at * 64} ${unit(2)} would be needed`;
 }
 
@@ -275,7 +276,7 @@ export function verdicts(s: Pick<ReportSummary, 'groups' | 'paired' | 'audit' | 
     let power: ComparisonVerdict['power'] = null;
     if (unadjusted.verdict === 'undecided' && m.components.length > 0) {
       const advice = powerAdvice(m.spread.estimate, m.components, marginBits, alpha) as PowerAdvice;
-      power = { probability: advice.probability, runs: advice.runs, canaries: advice.canaries, more_runs: advice.runs === null ? null : advice.runs - advice.at.runs };
+      power = { probability: advice.probability, runs: advice.runs, canaries: advice.canaries, more_runs: advice.runs === null ? null : advice.runs - advice.at.runs, both: advice.both };
     }
     const verb = m.verbs[unadjusted.verdict].replace('MARGIN', `${num(marginBits)} bits`);
     const i95 = `${signed(m.interval.estimate)} [${signed(m.interval.lo)}, ${signed(m.interval.hi)}] bits`;
