@@ -104,24 +104,36 @@ export function holmAdjust(family: readonly Pick<Tested, 'p_difference' | 'p_equ
   return out;
 }
 
-/** Variance and Satterthwaite df of components scaled to `runs` × `canaries` times their measured size. */
+/**
+ * Variance and df of components scaled to `runFactor` × their runs and `canaryFactor` × their
+ * canaries, with the df the report's interval would carry at that size: per side, the crossed
+ * combination's Satterthwaite df from its mean-square terms (tR = run + residual, tC = canary +
+ * residual, tE = residual), floored as `combineCrossed` floors it (runs − 1 or canaries − 1); nested,
+ * runs − 1 (or the within-run df when that part dominates); sides combined by Welch–Satterthwaite.
+ */
 export function scaledVariance(components: readonly VarianceComponents[], runFactor: number, canaryFactor: number): { variance: number; df: number } {
   let variance = 0;
   let denominator = 0;
   for (const c of components) {
-    const runs = c.runs * runFactor;
-    const canaries = c.canaries * canaryFactor;
+    const k = c.runs * runFactor;
+    const n = c.canaries * canaryFactor;
     const run = c.run / runFactor;
     const canary = c.canary / canaryFactor;
     const residual = c.residual / (runFactor * canaryFactor);
-    variance += run + canary + residual;
-    denominator += (run * run) / Math.max(1, runs - 1);
+    let v: number;
+    let df: number;
     if (c.design === 'crossed') {
-      denominator += (canary * canary) / Math.max(1, canaries - 1);
-      denominator += (residual * residual) / Math.max(1, (runs - 1) * (canaries - 1));
+      const tR = run + residual;
+      const tC = canary + residual;
+      v = run + canary + residual;
+      if (v <= Math.max(tR, tC)) df = tR >= tC ? k - 1 : n - 1;
+      else df = (v * v) / ((tR * tR) / Math.max(1, k - 1) + (tC * tC) / Math.max(1, n - 1) + (residual * residual) / Math.max(1, (k - 1) * (n - 1)));
     } else {
-      denominator += (residual * residual) / Math.max(1, runs * canaries - runs);
+      v = run + residual;
+      df = run > 0 ? k - 1 : Math.max(1, k * n - k);
     }
+    variance += v;
+    denominator += (v * v) / Math.max(1, df);
   }
   return { variance, df: denominator > 0 ? (variance * variance) / denominator : Infinity };
 }
