@@ -173,7 +173,7 @@ function pairedMember(p: PairedSummary, varying: ReadonlySet<string>, alpha: num
   const what = `${capitalize(p.axis)} ${formatValue(p.from)} → ${formatValue(p.to)}${context ? ` (${context})` : ''}`;
   return {
     kind: 'paired',
-    comparison: `${p.label}, ${p.probe_kind} probes: ${p.axis} ${formatValue(p.to)} − ${formatValue(p.from)}, paired`,
+    comparison: `${p.label === '(all runs)' ? '' : `${p.label}, `}${p.probe_kind} probes: ${p.axis} ${formatValue(p.to)} − ${formatValue(p.from)}, paired`,
     probe_kind: p.probe_kind,
     subject: what,
     verbs: { higher: 'raised exposure', lower: 'lowered exposure', equivalent: 'changed exposure by less than ±MARGIN', undecided: 'has not yet shown a change in exposure' },
