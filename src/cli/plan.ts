@@ -13,7 +13,7 @@ import { versioned } from './json-output.js';
 export const command: Command = {
   name: 'plan',
   summary: 'Expand an audit grid into run manifests (prints them; --out writes them).',
-  usage: 'GRID [--json] [--out DIR] [--no-pin-revisions] [--power [--pilot AUDIT_DIR] [--effect BITS]]',
+  usage: 'GRID [--json] [--out DIR] [--no-pin-revisions] [--power] [--pilot AUDIT_DIR] [--effect BITS]',
   description: `
 Validates GRID (YAML; see docs/grid.md), expands its axes into cells, draws the canaries and
 places them, then prints one line per run: its cell, canary count, appearances per dose and the
