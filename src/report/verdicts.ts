@@ -86,11 +86,20 @@ function mainKind(groups: GroupSummary[]): string | null {
   return kinds.includes('hidden') ? 'hidden' : (kinds[0] ?? null);
 }
 
+/** ` (placement early, population single)`: the label's axes other than visibility and dose, in words. */
+function otherAxes(label: string): string {
+  const parts = label
+    .split(', ')
+    .filter((p) => p.includes('=') && !/^(visibility|dose)=/.test(p))
+    .map((p) => p.replace('=', ' '));
+  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
+}
+
 function controlMember(g: GroupSummary, alpha: number): Member | null {
   const [name, control] = g.controls.held_out ? ['the held-out control', g.controls.held_out] : g.controls.base ? ['the base model', g.controls.base] : g.controls.no_canary ? ['a no-canary run', g.controls.no_canary] : [null, null];
   const d = control?.difference;
   if (!name || !d) return null;
-  const who = `${g.visibility !== null ? capitalize(g.visibility) : 'Inserting canaries'}${g.visibility !== null ? ' training' : ''}${g.dose !== null ? ` at dose ${g.dose}` : ''}`;
+  const who = `${g.visibility !== null ? capitalize(g.visibility) : 'Inserting canaries'}${g.visibility !== null ? ' training' : ''}${g.dose !== null ? ` at dose ${g.dose}` : ''}${otherAxes(g.label)}`;
   const runs = g.inserted.n_runs;
   return {
     kind: 'control',
@@ -134,7 +143,7 @@ function doseMember(low: GroupSummary, high: GroupSummary, paired: PairedSummary
     kind: 'dose' as const,
     comparison: `${low.label.replace(/(, )?dose=[^,]*/, '') || 'all runs'}, ${low.probe_kind} probes: dose ${high.dose} − dose ${low.dose}`,
     probe_kind: low.probe_kind,
-    subject: `Raising the dose from ${low.dose} to ${high.dose}${context}`,
+    subject: `Raising the dose from ${low.dose} to ${high.dose}${context}${otherAxes(low.label)}`,
     verbs: { higher: 'raised exposure', lower: 'lowered exposure', equivalent: 'changed exposure by less than ±MARGIN', undecided: 'has not yet shown a change in exposure' },
   };
   if (paired && paired.axis === doseAxis) {
