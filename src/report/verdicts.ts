@@ -5,7 +5,14 @@ import { studentTQuantile } from '../metrics/distributions.js';
 import type { PairedSummary } from '../metrics/paired.js';
 import { holmAdjust, powerAdvice, readVerdict, spreadOf, testSpread, type PowerAdvice, type Spread, type VerdictKind } from '../metrics/verdict.js';
 import { num, signed } from './format.js';
-import type { ReportSummary } from './summary.js';
+
+/** What the verdicts read of a report summary (summary.ts's ReportSummary has these fields). */
+export interface VerdictInput {
+  groups: GroupSummary[];
+  paired: PairedSummary[];
+  audit: { axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
+  settings: { confidence: number; dose_axis: string };
+}
 
 /**
  * The declared family of an audit and a verdict for each member (the tests: metrics/verdict.ts).
@@ -197,7 +204,7 @@ function pairedMember(p: PairedSummary, varying: ReadonlySet<string>, alpha: num
 }
 
 /** The family's members, in the findings' order. */
-function members(s: Pick<ReportSummary, 'groups' | 'paired' | 'audit' | 'settings'>, alpha: number): Member[] {
+function members(s: VerdictInput, alpha: number): Member[] {
   const groups = s.groups.filter((g) => g.cohort === 'focal' && g.phase === 'final');
   const kind = mainKind(groups);
   if (kind === null) return [];
@@ -246,7 +253,7 @@ export interface FamilyMember {
 }
 
 /** The declared family of a computed report (`plan --power --pilot`), in the findings' order. */
-export function declaredFamily(s: Pick<ReportSummary, 'groups' | 'paired' | 'audit' | 'settings'>): FamilyMember[] {
+export function declaredFamily(s: VerdictInput): FamilyMember[] {
   return members(s, 1 - s.settings.confidence).map((m) => ({ kind: m.kind, comparison: m.comparison, estimate: m.spread.estimate, components: m.components, one_run: m.one_run }));
 }
 
@@ -273,7 +280,7 @@ function powerText(power: ComparisonVerdict['power'], at: number, kind: Member['
  * Verdicts of the declared family at the report's level (α = 1 − confidence), with the margin
  * `marginBits` for equivalence, the family adjusted together, and power for undecided ones.
  */
-export function verdicts(s: Pick<ReportSummary, 'groups' | 'paired' | 'audit' | 'settings'>, marginBits = DEFAULT_MARGIN_BITS): ComparisonVerdict[] {
+export function verdicts(s: VerdictInput, marginBits = DEFAULT_MARGIN_BITS): ComparisonVerdict[] {
   const alpha = 1 - s.settings.confidence;
   const list = members(s, alpha);
   const tested = list.map((m) => testSpread(m.spread, marginBits));
