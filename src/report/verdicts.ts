@@ -296,7 +296,7 @@ export function verdicts(s: VerdictInput, marginBits = DEFAULT_MARGIN_BITS): Com
     }
     const verb = m.verbs[unadjusted.verdict].replace('MARGIN', `${num(marginBits)} bits`);
     const i95 = `${signed(m.interval.estimate)} [${signed(m.interval.lo)}, ${signed(m.interval.hi)}] bits`;
-    const oneRun = m.one_run ? '; one run per arm: a rerun can fall outside this interval' : '';
+    const oneRun = m.one_run ? `; one run per arm: a rerun can fall outside this interval${unadjusted.verdict === 'undecided' ? ' (add seeds to learn how many runs would decide it)' : ''}` : '';
     const family = list.length > 1 ? `; ${adj.verdict === unadjusted.verdict && adj.within_margin === unadjusted.within_margin ? 'the same' : status(adj, marginBits)} after Holm over ${list.length} comparisons` : '';
     const sentence = `${m.subject} ${verb}: ${i95}, ${status(unadjusted, marginBits)}${powerText(power, m.n_runs, m.kind)}${family}; ${m.nText}${oneRun}.`;
     return {
