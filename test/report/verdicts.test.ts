@@ -57,6 +57,22 @@ describe('verdicts of the declared comparisons', () => {
     expect(visible?.sentence).toMatch(/^Visible training at dose 4 left exposure within ±6\.00 bits of the held-out control: .*decided: equivalent within ±6\.00 bits/);
   });
 
+  it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
+    const runs = grid().filter((r) => r.cell['seed'] === 0);
+    const a = await buildFixtureAudit(join(root, 'single'), {
+      name: 'single',
+      runs,
+      outcome: (c) => ({ rank: 1 + ((Number(c.canary.id.slice(-1)) * 2593 + (c.canary.inserted ? 0 : 977)) % 9000) }),
+    });
+    const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 300 });
+    const v = summary.verdicts ?? [];
+    expect(v.length).toBeGreaterThan(0);
+    expect(v.every((x) => x.one_run && x.df === null && x.power === null)).toBe(true);
+    const undecided = v.filter((x) => x.unadjusted.verdict === 'undecided');
+    expect(undecided.length).toBeGreaterThan(0);
+    for (const x of undecided) expect(x.sentence).toMatch(/undecided; .*one run per arm: a rerun can fall outside this interval \(add seeds to learn how many runs would decide it\)\.$/);
+  });
+
   it('says how many more runs would decide an undecided comparison', async () => {
     // Run-to-run variation dominates: one run of three copies every redacted canary, two do not.
     const a = await buildFixtureAudit(join(root, 'noisy'), {
