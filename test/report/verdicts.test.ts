@@ -55,6 +55,9 @@ describe('verdicts of the declared comparisons', () => {
     expect(visible?.margin_bits).toBe(6);
     expect(visible?.unadjusted.verdict).toBe('equivalent');
     expect(visible?.sentence).toMatch(/^Visible training at dose 4 left exposure within ±6\.00 bits of the held-out control: .*decided: equivalent within ±6\.00 bits/);
+    // `report --margin` overrides the grid's.
+    const narrow = await computeReport({ auditDir: a.auditDir, resamples: 300, marginBits: 0.01 });
+    expect((narrow.summary.verdicts ?? []).every((x) => x.margin_bits === 0.01 && x.unadjusted.verdict !== 'equivalent')).toBe(true);
   });
 
   it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
