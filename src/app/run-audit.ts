@@ -49,6 +49,8 @@ export interface LocalAuditResult {
   headline: string | null;
   /** The report's controls that failed (weights_unchanged, null_broken, …): `run` prints them last. */
   controlWarnings: { kind: string; message: string }[];
+  /** One plain sentence per declared comparison with its verdict (empty without a report). */
+  verdicts: string[];
   interrupted: boolean;
   redis: string;
 }
@@ -85,12 +87,13 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     let reportFiles: string[] | null = null;
     let headline: string | null = null;
     let controlWarnings: LocalAuditResult['controlWarnings'] = [];
+    let verdicts: string[] = [];
     if (!interrupted && options.report !== false) {
       const written = await writeReport({ auditDir });
-      ({ files: reportFiles, headline } = written);
+      ({ files: reportFiles, headline, verdicts } = written);
       controlWarnings = written.warnings.filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind)).map((w) => ({ kind: w.kind, message: w.message }));
     }
-    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, controlWarnings, interrupted, redis: target.redacted };
+    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, controlWarnings, verdicts, interrupted, redis: target.redacted };
   } finally {
     await pool?.shutdown();
     await embedded?.stop();

@@ -1,4 +1,5 @@
-import { terminalSafe } from '../errors.js';
+import { terminalSafe, UserInputError } from '../errors.js';
+import { planPower, powerText } from '../app/power-plan.js';
 import { planGrid } from '../app/index.js';
 import { planTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
@@ -12,7 +13,7 @@ import { versioned } from './json-output.js';
 export const command: Command = {
   name: 'plan',
   summary: 'Expand an audit grid into run manifests (prints them; --out writes them).',
-  usage: 'GRID [--json] [--out DIR] [--no-pin-revisions]',
+  usage: 'GRID [--json] [--out DIR] [--no-pin-revisions] [--power] [--pilot AUDIT_DIR] [--effect BITS]',
   description: `
 Validates GRID (YAML; see docs/grid.md), expands its axes into cells, draws the canaries and
 places them, then prints one line per run: its cell, canary count, appearances per dose and the
@@ -26,23 +27,45 @@ the same grid again writes nothing new.
 Each Hugging Face Hub model's revision (default main) is resolved to a commit sha, printed and
 written into the manifests. The Hub ($HF_ENDPOINT) is asked; when it cannot be reached (or
 HF_HUB_OFFLINE=1) the ref in the local cache answers, and the output says so. A model found
-nowhere is an error naming the \`canary-audit models fetch\` command that fetches it.`,
+nowhere is an error naming the \`canary-audit models fetch\` command that fetches it.
+
+With --power, after the plan: per comparison the report will decide (inserted vs held-out control
+at the highest dose, lowest vs highest dose, each compared axis), the probability that the grid as
+written decides it (higher, lower, or equivalent within analysis.margin_bits; α 0.05) and the
+cheapest change that reaches 80% (more focal canaries per run, else more seeds per cell). Variance
+components and effects come from --pilot AUDIT_DIR (a finished audit with >= 2 seeds: its report's
+run, canary and run × canary components, rescaled to this grid); without a pilot, from assumed
+standard deviations (run 1.5, canary 2, run × canary 1 bits) at --effect (default 2 bits). See
+docs/metrics.md, "Verdicts and power".`,
   options: {
     json: { type: 'boolean', description: 'Print the plan as JSON on stdout (schemas/plan-output.schema.json).' },
     out: { type: 'string', value: 'DIR', description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).' },
     'pin-revisions': { type: 'boolean', description: 'Pin revisions to commit shas (the default; kept for older scripts).' },
     ...NO_PIN_OPTION,
+    power: { type: 'boolean', description: 'Also print, per declared comparison, the probability of a decision and the cheapest change to 80%.' },
+    pilot: { type: 'string', value: 'AUDIT_DIR', description: 'With --power: take variance components and effects from this finished audit (default: assumed components).' },
+    effect: { type: 'string', value: 'BITS', description: 'With --power: the effect to plan for, bits (default: the pilot\'s observed effects, else 2).' },
   },
   positionals: [1, 1],
   async run(args) {
     const gridPath = args.positionals[0] as string;
     const out = stringOption(args, 'out');
+    const pilot = stringOption(args, 'pilot');
+    const effectRaw = stringOption(args, 'effect');
+    const effect = effectRaw === undefined ? undefined : Number(effectRaw);
+    if (effect !== undefined && !Number.isFinite(effect)) throw new UserInputError(`--effect must be a number of bits, got ${JSON.stringify(effectRaw)}`, { field: '--effect', code: 'E_BAD_FLAG' });
+    if ((pilot !== undefined || effect !== undefined) && !args.values.power) throw new UserInputError('--pilot and --effect go with --power; add --power', { field: pilot !== undefined ? '--pilot' : '--effect', code: 'E_BAD_FLAG' });
     const { plan, models, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: !args.values['no-pin-revisions'] });
     warnUnpinned(models);
     warnSingleRuns(plan);
     warnFixedBaseSeeds(plan);
     if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
     else process.stdout.write(terminalSafe(planText(plan, written, models)));
+    if (args.values.power) {
+      const power = await planPower(plan, { ...(pilot !== undefined ? { pilot } : {}), ...(effect !== undefined ? { effect } : {}) });
+      // With --json the plan is the whole of stdout: the power lines go to stderr.
+      (args.values.json ? process.stderr : process.stdout).write(terminalSafe(powerText(power)));
+    }
     return 0;
   },
 };

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
-import { UserInputError, quoteValue } from '../errors.js';
+import { UserInputError, quoteValue, terminalSafe } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
 import { parseFormats, writeReport, REPORT_FORMATS } from '../report/index.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -35,7 +35,7 @@ export async function resolveAuditDir(audit: string, artifactsDir: string): Prom
 export const command: Command = {
   name: 'report',
   summary: 'Compute exposure and recovery from stored scores; write reports.',
-  usage: 'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--json]',
+  usage: 'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--margin BITS] [--json]',
   description: `
 AUDIT is an audit id (looked up under <artifacts>/audits/) or the path of an audit folder.
 Writes report.md, report.csv (one row per run x canary x probe x phase), summary.json
@@ -48,6 +48,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     artifacts: { type: 'string', value: 'DIR', description: 'Artifact root for audit ids. Default: $CANARY_AUDIT_HOME or ./artifacts.' },
     seed: { type: 'string', value: 'N', description: 'Bootstrap seed (same seed, same intervals). Default 0.' },
     resamples: { type: 'string', value: 'N', description: 'Bootstrap resamples per interval. Default 2000.' },
+    margin: { type: 'string', value: 'BITS', description: "Equivalence margin of the verdicts, bits (> 0). Default: the grid's analysis.margin_bits, else 1." },
     json: { type: 'boolean', description: 'Print {schema_version, audit_dir, files, summary, counts, warnings} as JSON on stdout; schemas/report-output.schema.json.' },
   },
   positionals: [1, 1],
@@ -56,12 +57,16 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     const auditDir = await resolveAuditDir(args.positionals[0] as string, artifacts);
     const formatText = stringOption(args, 'format');
     const out = stringOption(args, 'out');
+    const marginText = stringOption(args, 'margin');
+    const margin = marginText === undefined ? undefined : Number(marginText);
+    if (margin !== undefined && !(margin > 0 && Number.isFinite(margin))) throw new UserInputError(`--margin must be a number of bits > 0, got ${JSON.stringify(marginText)}`, { field: '--margin', code: 'E_BAD_FLAG' });
     const result = await writeReport({
       auditDir,
       ...(out !== undefined ? { outDir: resolve(out) } : {}),
       ...(formatText !== undefined ? { formats: parseFormats(formatText) } : {}),
       seed: intOption(args, 'seed', 0, 0),
       resamples: intOption(args, 'resamples', 2000, 1),
+      ...(margin !== undefined ? { marginBits: margin } : {}),
     });
     if (args.values.json) {
       process.stdout.write(jsonLine('report', { audit_dir: auditDir, files: result.files, summary: result.summaryPath ?? null, counts: result.counts, warnings: result.warnings }));
@@ -70,6 +75,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
       const c = result.counts;
       process.stdout.write(`${c.finished}/${c.runs} runs finished, ${c.failed} failed, ${c.missing} missing; ${result.warnings.length} warning(s)\n`);
       for (const w of result.warnings) process.stdout.write(`warning (${w.kind}): ${w.message}\n`);
+      for (const v of result.verdicts) process.stdout.write(terminalSafe(`verdict: ${v}\n`));
     }
     return 0;
   },

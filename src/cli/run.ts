@@ -25,7 +25,9 @@ stopped at the end. With a shared Redis, the local workers also take runs of oth
 Ctrl-C: trainers checkpoint and the runs stay queued; the same command continues the audit.
 At the start it prints the command that shows the audit in the dashboard (and in \`status\`); at
 the end any control that failed ("control failed (kind): …", e.g. weights_unchanged), the headline
-finding and the path of report.html (the report is in <audit>/report/).
+finding, the path of report.html (the report is in <audit>/report/), and last one \`verdict:\` line
+per declared comparison (higher, lower, equivalent within the grid's analysis.margin_bits, or
+undecided with the runs that would decide it; docs/metrics.md).
 Progress goes to stderr: on a terminal, one line per run and progress bars; with --log-format json,
 or when stderr is not a terminal, NDJSON log records only (one per change), never mixed with text.
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
@@ -117,6 +119,8 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
         if (html) process.stdout.write(`report: ${html}\n`);
         else if (result.interrupted) process.stdout.write(`continue with the same command: canary-audit run ${auditDir}\n`);
+        // Last: the verdict of each declared comparison, in a sentence.
+        for (const v of result.verdicts) process.stdout.write(terminalSafe(`verdict: ${v}\n`));
       }
       return result.interrupted || failed.length > 0 ? 1 : 0;
     } finally {

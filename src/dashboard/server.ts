@@ -223,7 +223,9 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
         if (options.artifactsDir && !(options.auditDirs ?? []).includes(auditDir)) checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
-        value = plot ? { spec: plot.spec, title: plot.title, reason: null } : { spec: null, reason: 'no exposure measured yet' };
+        // The verdict of each declared comparison, one sentence each, beside the plot.
+        const verdicts = (summary.verdicts ?? []).map((v) => v.sentence);
+        value = plot ? { spec: plot.spec, title: plot.title, reason: null, verdicts } : { spec: null, reason: 'no exposure measured yet', verdicts };
       }
     } catch (error) {
       value = { spec: null, reason: `no plot yet: ${error instanceof Error ? error.message : String(error)}` };

@@ -193,7 +193,9 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (errors.length > 0) throw new UserInputErrors(errors);
 
   const normalised = { ...doc, name };
-  return { file, source, doc: normalised, sha256: contentHash(normalised), rows, updates, expansion, design };
+  // `analysis` changes how the report reads the runs, not the runs: a new margin keeps the audit.
+  const { analysis: _analysis, ...planned } = normalised;
+  return { file, source, doc: normalised, sha256: contentHash(planned), rows, updates, expansion, design };
 }
 
 function defaultName(file: string): string {

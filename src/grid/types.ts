@@ -43,6 +43,8 @@ export interface GridDocument {
    * else `training`; src/grid/design.ts).
    */
   replicates?: { vary?: 'training' | 'joint' | 'base' };
+  /** How the report decides the declared comparisons: `margin_bits` (default 1), the equivalence margin in bits. Not part of the audit id. */
+  analysis?: { margin_bits?: number };
   models?: Record<string, Record<string, unknown>>;
 }
 

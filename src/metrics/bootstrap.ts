@@ -74,6 +74,8 @@ export interface MedianInterval {
   /** Standard error and degrees of freedom of a studentised interval; null for a percentile one. */
   se: number | null;
   df: number | null;
+  /** The variance's components (one entry; studentised intervals only): what power planning scales. */
+  components?: VarianceComponents[];
 }
 
 export interface DifferenceInterval {
@@ -90,6 +92,8 @@ export interface DifferenceInterval {
   method: IntervalMethod;
   se: number | null;
   df: number | null;
+  /** Each side's variance components (studentised intervals only; a flat side has none). */
+  components?: VarianceComponents[];
 }
 
 export const DEFAULT_RESAMPLES = 2000;
@@ -407,6 +411,26 @@ export interface VarianceEstimate {
   variance: number;
   df: number;
   design: Design;
+  /** Its split into run, canary and residual parts (crossed and nested designs). */
+  components?: VarianceComponents;
+}
+
+/**
+ * A median's sampling variance split by source, each part at the sample's own size (they sum to
+ * the variance before flooring): `run` shrinks as 1/runs, `canary` as 1/canaries, `residual` (the
+ * run × canary part; nested: the within-run part) as 1/(runs × canaries). From the two-way mean
+ * squares of the crossed combination (run = (MS_R − MS_E)/(RC), canary = (MS_C − MS_E)/(RC),
+ * residual = MS_E/(RC)); nested: the between-run part less the within-run one, and the within-run
+ * part. Negative estimates are set to 0. Power planning (`src/metrics/verdict.ts`) scales them.
+ */
+export interface VarianceComponents {
+  design: 'crossed' | 'nested';
+  run: number;
+  canary: number;
+  residual: number;
+  /** Runs (run pairs) and canaries per run they were measured at. */
+  runs: number;
+  canaries: number;
 }
 
 /**
@@ -446,9 +470,10 @@ export function combineCrossed(VR: number, VC: number, VRC: number, k: number, c
   const tC = (c / (c - 1)) * VC;
   const tE = Math.max(0, ((k * c) / ((k - 1) * (c - 1))) * (VRC - VR - VC));
   const v = tR + tC - tE;
-  if (v <= Math.max(tR, tC)) return tR >= tC ? { variance: tR, df: k - 1, design: 'crossed' } : { variance: tC, df: c - 1, design: 'crossed' };
+  const components: VarianceComponents = { design: 'crossed', run: Math.max(0, tR - tE), canary: Math.max(0, tC - tE), residual: tE, runs: k, canaries: c };
+  if (v <= Math.max(tR, tC)) return tR >= tC ? { variance: tR, df: k - 1, design: 'crossed', components } : { variance: tC, df: c - 1, design: 'crossed', components };
   const df = (v * v) / ((tR * tR) / (k - 1) + (tC * tC) / (c - 1) + (tE * tE) / ((k - 1) * (c - 1)));
-  return { variance: v, df, design: 'crossed' };
+  return { variance: v, df, design: 'crossed', components };
 }
 
 /**
@@ -474,7 +499,8 @@ function nestedVariance(s: ClusteredSample, rng: Rng, resamples: number): Varian
   const VW = variance(vw);
   const between = (k / (k - 1)) * (V2 - VW);
   const within = n > k ? (n / (n - k)) * VW : VW;
-  return between >= within ? { variance: between, df: k - 1, design: 'nested' } : { variance: within, df: Math.max(1, n - k), design: 'nested' };
+  const components: VarianceComponents = { design: 'nested', run: Math.max(0, between - within), canary: 0, residual: within, runs: k, canaries: n / k };
+  return between >= within ? { variance: between, df: k - 1, design: 'nested', components } : { variance: within, df: Math.max(1, n - k), design: 'nested', components };
 }
 
 /** Multinomial counts of `into.length` draws among `into.length` items. */
@@ -544,7 +570,7 @@ export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, opt
     return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: 'flat', method: 'percentile', se: null, df: null };
   }
   const v = medianVariance(s, rng, resamples, options.median);
-  return { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized' };
+  return { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized', ...(v.components ? { components: [v.components] } : {}) };
 }
 
 /**
@@ -581,5 +607,6 @@ export function bootstrapMedianDifference(
   const denominator = (va.variance * va.variance) / va.df + (vb.variance * vb.variance) / vb.df;
   const df = denominator > 0 ? (total * total) / denominator : Math.min(va.df, vb.df);
   const design: Design = va.design === 'crossed' || vb.design === 'crossed' ? 'crossed' : 'nested';
-  return { estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized' };
+  const components = [va.components, vb.components].filter((c): c is VarianceComponents => c !== undefined);
+  return { estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized', ...(components.length > 0 ? { components } : {}) };
 }

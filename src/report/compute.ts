@@ -1,3 +1,7 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { GRID_FILE } from '../layout.js';
 import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
 import { DEFAULT_AXIS_ROLES, varyingAxes, type AxisRoles } from '../metrics/cells.js';
@@ -32,6 +36,8 @@ export interface WriteReportOptions {
   roles?: AxisRoles;
   /** Test seam: replaces the score-file reader. */
   hooks?: ObserveHooks;
+  /** Equivalence margin of the verdicts, bits. Default: the audit grid's `analysis.margin_bits`, else 1. */
+  marginBits?: number;
 }
 
 export interface WriteReportResult {
@@ -43,6 +49,21 @@ export interface WriteReportResult {
   warnings: ReportSummary['warnings'];
   /** The finding with the largest effect, in one sentence (null when no run has focal canaries). */
   headline: string | null;
+  /** One plain sentence per declared comparison with its verdict (report/verdicts.ts). */
+  verdicts: string[];
+}
+
+/** The margin the audit's grid declares (`analysis.margin_bits`; validated when it was planned); null when none. */
+async function gridMargin(auditDir: string): Promise<number | null> {
+  let text: string;
+  try {
+    text = await readFile(join(auditDir, GRID_FILE), 'utf8');
+  } catch {
+    return null;
+  }
+  const doc = parseYaml(text) as { analysis?: { margin_bits?: unknown } } | null;
+  const m = doc?.analysis?.margin_bits;
+  return typeof m === 'number' && m > 0 ? m : null;
 }
 
 export interface ComputedReport {
@@ -109,6 +130,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     settings,
     provenance: finishProvenance(atStart),
     ...(utilityHeadline ? { utilityHeadline } : {}),
+    marginBits: options.marginBits ?? (await gridMargin(options.auditDir)) ?? undefined,
   });
   const csvRuns = new Map(audit.runs.map((r) => [r.run_id, { audit_id: audit.id, cell_id: r.cell_id, cell: r.cell }]));
   return { summary, observations, csvRuns };

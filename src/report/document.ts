@@ -63,10 +63,18 @@ function overview(s: ReportSummary): Section {
       ...(s.design ? [s.design.text] : []),
       ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
       resamplingNote(s.settings),
+      ...(s.verdicts && s.verdicts.length > 0 ? [verdictMethods(s.verdicts)] : []),
     ],
     ...(s.warnings.length > 0 ? { list: s.warnings.map((w) => `**${w.kind}**: ${w.message}`) } : {}),
     tables: [],
   };
+}
+
+/** How the Findings' verdicts were reached, with the jargon the sentences leave out. */
+function verdictMethods(v: NonNullable<ReportSummary['verdicts']>): string {
+  const first = v[0] as NonNullable<ReportSummary['verdicts']>[number];
+  const details = v.map((x) => `${x.comparison}: se ${num(x.se)}, ${x.df === null ? 'normal (one run per arm, percentile interval read as normal)' : `t(${num(x.df, 1)})`}, p ${num(x.unadjusted.p_difference, 3)} (no difference) and ${num(x.unadjusted.p_equivalence, 3)} (TOST), Holm-adjusted ${num(x.adjusted.p_difference, 3)} and ${num(x.adjusted.p_equivalence, 3)}${x.power ? `; decision probability at the observed effect ${num(x.power.probability)}` : ''}`);
+  return `**Verdicts** — each declared comparison (${v.length}: inserted vs control at the highest dose, lowest vs highest dose, the paired difference along each compared axis; copy rates are described, not tested) is *higher* or *lower* when the two-sided test of no difference rejects at α = ${num(first.alpha, 2)} (its ${Math.round((1 - first.alpha) * 100)}% interval excludes 0), *equivalent* when both one-sided tests against ±${num(first.margin_bits)} bits reject (TOST; the grid's analysis.margin_bits), else *undecided*; the tests use the interval's own estimate, se and t(df). The family is adjusted by Holm's step-down (at most one of a comparison's two nulls can be true, so α is divided by the number of comparisons with a test still open); both readings are printed. An undecided comparison names the runs that would decide it with 80% probability at the observed effect, from the interval's run, canary and run × canary variance components (docs/metrics.md, Verdicts and power). ${details.join('; ')}.`;
 }
 
 function exposureVsDose(s: ReportSummary): Section {

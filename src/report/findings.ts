@@ -2,18 +2,19 @@ import type { GroupSummary } from '../metrics/aggregate.js';
 import type { ArmSummary } from '../metrics/arm.js';
 import { formatValue } from '../metrics/cells.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { copyInterval, counts, differenceCi, medianCi, num, proportion, resampling, runCountList } from './format.js';
+import { counts, differenceCi, medianCi, num, proportion, runCountList } from './format.js';
 import type { ReportSummary } from './summary.js';
 
 /**
- * The report's findings in sentences: one per comparison the grid was built for, each with its
- * figure, interval, control and n. They state figures, never a direction: a reader sees how many
- * runs stand behind each one. The summary box of the report lists them; `run` prints the first
- * (the headline) when the audit ends.
+ * The report's findings in sentences. First one plain sentence per declared comparison with its
+ * verdict (`verdict`, from summary.verdicts: report/verdicts.ts); then the figures behind them,
+ * one per comparison the grid was built for, each with its interval, control and n. Design names,
+ * n_eff and t(df) are in the methods section, not here. The summary box of the report lists them;
+ * `run` prints the first figure (the headline) and the verdicts when the audit ends.
  */
 export interface Finding {
-  /** control: inserted vs its control in one cell; dose: lowest vs highest dose; paired: along an axis; copy: substituted probes. */
-  kind: 'control' | 'dose' | 'paired' | 'copy';
+  /** verdict: a declared comparison's verdict; control: inserted vs its control in one cell; dose: lowest vs highest dose; paired: along an axis; copy: substituted probes. */
+  kind: 'verdict' | 'control' | 'dose' | 'paired' | 'copy';
   text: string;
   /** For ordering the headline: the size of the effect in bits (controls), else 0. */
   weight: number;
@@ -69,7 +70,7 @@ function pairedSentence(p: PairedSummary, varying: ReadonlySet<string>): Finding
   return {
     kind: 'paired',
     weight: 0,
-    text: `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${context ? ` (${context}, ${p.probe_kind} probes)` : ` (${p.probe_kind} probes)`}: paired difference ${differenceCi(p.difference)} bits, higher in ${p.rose} and lower in ${p.fell}; n = ${p.n_pairs} canary pairs (${p.n_canaries} canaries × ${p.n_run_pairs} run pair(s)); ${resampling(p.difference, 'paired')}.`,
+    text: `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${context ? ` (${context}, ${p.probe_kind} probes)` : ` (${p.probe_kind} probes)`}: paired difference ${differenceCi(p.difference)} bits, higher in ${p.rose} and lower in ${p.fell}; n = ${p.n_pairs} canary pairs (${p.n_canaries} canaries × ${p.n_run_pairs} run pair(s))${p.difference.resampling === 'flat' ? '; one run pair: a rerun can fall outside this interval' : ''}.`,
   };
 }
 
@@ -80,7 +81,7 @@ function copySentence(g: GroupSummary): Finding | null {
   return {
     kind: 'copy',
     weight: 0,
-    text: `${where(g)}: the greedy output copied the code shown in the prompt for ${proportion(copied)}${held ? ` of the inserted canaries, and for ${proportion(held)} of the held-out ones` : ''}; ${n(g.inserted)}; ${copyInterval(copied)}${copied.runs.length > 1 ? `; per run ${runCountList(copied)}` : ''}.`,
+    text: `${where(g)}: the greedy output copied the code shown in the prompt for ${proportion(copied)}${held ? ` of the inserted canaries, and for ${proportion(held)} of the held-out ones` : ''}; ${n(g.inserted)}${copied.runs.length > 1 ? `; per run ${runCountList(copied)}` : ''}.`,
   };
 }
 
@@ -89,7 +90,7 @@ export function findings(s: ReportSummary): Finding[] {
   const kind = mainKind(groups);
   if (kind === null) return [];
   const main = groups.filter((g) => g.probe_kind === kind);
-  const out: Finding[] = [];
+  const out: Finding[] = (s.verdicts ?? []).map((v) => ({ kind: 'verdict', weight: 0, text: v.sentence }));
   // Per visibility (or the whole grid): inserted vs control at the highest dose, and the dose range.
   const byVisibility = new Map<string, GroupSummary[]>();
   for (const g of main) byVisibility.set(g.visibility ?? '', [...(byVisibility.get(g.visibility ?? '') ?? []), g]);

@@ -18,6 +18,7 @@ import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from '
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
 import { membershipPools, type EpsilonMax } from './privacy-max.js';
 import { reportDesign, type ReportDesign } from './design.js';
+import { verdicts, type ComparisonVerdict } from './verdicts.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -91,6 +92,8 @@ export interface ReportSummary {
   numerics?: NumericsPath[];
   /** The replication design read from the manifests: what an interval over a cell's runs generalizes over. */
   design?: ReportDesign;
+  /** One verdict per declared comparison (report/verdicts.ts). */
+  verdicts?: ComparisonVerdict[];
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -113,6 +116,8 @@ export interface SummaryInput {
   utilityHeadline?: UtilityHeadline[];
   /** Controls that fail loud (`controlWarnings`): listed before every other warning. */
   controlWarnings?: ReportWarning[];
+  /** Equivalence margin of the verdicts (bits; the grid's analysis.margin_bits). Default 1. */
+  marginBits?: number;
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -164,6 +169,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     warnings: [...(input.controlWarnings ?? []), ...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
     provenance: input.provenance,
   };
+  summary.verdicts = verdicts(summary, input.marginBits);
   // The summary is a contract: check it against its own schema before anyone reads it.
   const errors = validate('report', JSON.parse(JSON.stringify(summary)));
   if (errors.length > 0) {

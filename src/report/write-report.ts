@@ -34,7 +34,7 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
     const written = await stageReport(stage, outDir, formats, summary, observations, csvRuns, thumbnails);
     await stage.commit([join(outDir, REPORT_FILES.html)]);
     log.debug({ audit: summary.audit.id, out: outDir, files: written.files.length, runs: summary.counts }, 'report written');
-    const base = { files: written.files, counts: summary.counts, warnings: summary.warnings, headline: headline(summary) };
+    const base = { files: written.files, counts: summary.counts, warnings: summary.warnings, headline: headline(summary), verdicts: (summary.verdicts ?? []).map((v) => v.sentence) };
     return written.summaryPath === undefined ? base : { ...base, summaryPath: written.summaryPath };
   } catch (error) {
     await stage?.abort().catch(() => undefined);

@@ -65,6 +65,9 @@ describe.skipIf(!hasScript)('canary-audit run on a terminal', () => {
     const finding = lines.find((l) => l.startsWith('finding: '));
     expect(finding, out).toMatch(/^finding: .+: median exposure \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] bits \(ceiling \d+\.\d\d\) against -?\d+\.\d\d \[.+\] for held-out canaries of the same runs, Δ [+-]?\d+\.\d\d \[.+\]; n = \d+ canar(y|ies) · \d+ runs?/);
     expect(lines).toContain(`report: ${join(study.auditDir, 'report', 'report.html')}`);
+    // Last: one verdict line per declared comparison.
+    const tail = lines.filter((l) => l.trim() !== '');
+    expect(tail[tail.length - 1], out).toMatch(/^verdict: .+ bits, (decided|undecided)/);
     expect(out).not.toMatch(/^wrote /m);
     // A control that failed comes with the finding: the study's bases copy no shown code.
     const control = lines.findIndex((l) => l.startsWith('control failed (base_cannot_copy): visible-arm comparisons rest on a base that does not copy shown codes'));

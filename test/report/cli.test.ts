@@ -76,7 +76,8 @@ describe('canary-audit report', () => {
   it('documents its options and defaults in --help', () => {
     const help = commandHelp(command);
     // The usage line is generated from the option table: every option the parser takes is in it.
-    expect(help).toMatch(/^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--json\] \[--help\]\n/);
+    expect(help).toMatch(/^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--margin BITS\]\s+\[--json\] \[--help\]\n/);
+    expect(help).toMatch(/--margin BITS\s+Equivalence margin of the verdicts, bits \(> 0\)\. Default: the grid's analysis\.margin_bits, else 1\./);
     expect(help).toMatch(/--out DIR\s+Output folder\. Default: <audit folder>\/report\./);
     expect(help).toMatch(/--resamples N\s+Bootstrap resamples per interval\. Default 2000\./);
   });

@@ -42,7 +42,9 @@ describe.skipIf(!hasChromium)('report.html in Chromium', () => {
     expect(await page.locator('section#summary').getAttribute('class')).toBe('summary-box');
     const findings = await page.locator('#summary li').allTextContents();
     expect(findings.length).toBeGreaterThanOrEqual(3);
-    for (const f of findings) expect(f).toMatch(/\d\.\d\d\)? \[[+-]?\d+\.\d\d, [+-]?\d+\.\d\d\].*; n = \d+/);
+    for (const f of findings) expect(f).toMatch(/\d\.\d\d\)? \[[+-]?\d+\.\d\d, [+-]?\d+\.\d\d\].*; (n = \d+|\d+ runs? × \d+ canar|\d+ run pairs? × \d+ canar|\d+ \+ \d+ runs?, )/);
+    // Led by one plain sentence per declared comparison, each with its verdict.
+    expect(findings[0]).toMatch(/^Redacted training at dose \d+( \([^)]*\))? (raised exposure above|is not yet told apart from) the held-out control: .* bits, (decided|undecided)/);
     expect(findings.some((f) => /against .* for held-out canaries of the same runs, Δ/.test(f))).toBe(true);
     expect(findings.some((f) => /paired difference/.test(f))).toBe(true);
 

@@ -220,6 +220,10 @@
     const box = document.getElementById('plot');
     if (!box) return;
     box.replaceChildren();
+    // Verdicts of the finished runs so far (200 resamples: the report's own, with 2,000, may differ slightly).
+    if (Array.isArray(body.verdicts) && body.verdicts.length > 0) {
+      box.append(el('ul', { id: 'verdicts' }, ...body.verdicts.map((v) => el('li', {}, String(v)))));
+    }
     if (!body.spec) { box.append(el('span', { class: 'muted' }, body.reason || 'no plot yet')); return; }
     try {
       const target = el('div', {});
