@@ -21,13 +21,6 @@ export interface ReportDesign {
   text: string;
 }
 
-/** The base a run's fine-tuning starts from, as a key; null when it trains from scratch. */
-export function baseKeyOf(model: { backend: string; name: string; revision: string | null; init_seed: number; tiny?: { pretrain?: { rows: { sha256: string }; init_seed?: number } }; hf?: { random_init?: boolean } }): string | null {
-  if (model.backend === 'hf') return model.hf?.random_init ? null : `hf:${model.name}@${model.revision ?? ''}`;
-  const p = model.tiny?.pretrain;
-  return p ? `tiny:${p.rows.sha256}:init${p.init_seed ?? model.init_seed}` : null;
-}
-
 const label = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
 
 export function reportDesign(runs: readonly LoadedRun[], seedAxes: readonly string[]): ReportDesign | null {

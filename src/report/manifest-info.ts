@@ -1,6 +1,5 @@
 import { artifactError, quoteValue } from '../errors.js';
 import { candidateIndex } from '../metrics/candidate-index.js';
-import { baseKeyOf } from './design.js';
 import type { CanaryRole } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { CandidateSpace, Manifest, ProbeKind, UtilityRef } from '../contracts/manifest.js';
@@ -108,4 +107,11 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
     });
   });
   return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null, inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed', base: baseKeyOf(m.model), rows_sha256: m.rows.sha256 };
+}
+
+/** The base a run's fine-tuning starts from, as a key; null when it trains from scratch. */
+export function baseKeyOf(model: { backend: string; name: string; revision: string | null; init_seed: number; tiny?: { pretrain?: { rows: { sha256: string }; init_seed?: number } }; hf?: { random_init?: boolean } }): string | null {
+  if (model.backend === 'hf') return model.hf?.random_init ? null : `hf:${model.name}@${model.revision ?? ''}`;
+  const p = model.tiny?.pretrain;
+  return p ? `tiny:${p.rows.sha256}:init${p.init_seed ?? model.init_seed}` : null;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { baseKeyOf, reportDesign } from '../../src/report/design.js';
+import { reportDesign } from '../../src/report/design.js';
+import { baseKeyOf } from '../../src/report/manifest-info.js';
 import type { LoadedRun } from '../../src/report/load-audit.js';
 import type { ManifestInfo } from '../../src/report/manifest-info.js';
 
