@@ -59,6 +59,11 @@ function proportion(values: (boolean | null)[], confidence: number | undefined):
   return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
 }
 
+/** The top-1 and recovery rates of an arm: `values[i]` of run `runIds[i]` and canary `unitIds[i]`. */
+export function pooledProportion(values: readonly (boolean | null)[], _runIds: readonly string[], _unitIds: readonly string[], confidence?: number): Proportion | null {
+  return proportion([...values], confidence);
+}
+
 /**
  * Exposures of an arm laid out by run, each with its canary (id + code): the bootstrap reads from
  * them whether canaries are crossed with runs or nested in them (`sampleDesign`).

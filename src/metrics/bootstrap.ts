@@ -74,6 +74,8 @@ export interface MedianInterval {
   /** Standard error and degrees of freedom of a studentised interval; null for a percentile one. */
   se: number | null;
   df: number | null;
+  /** Why the interval may be too narrow, in words the report prints beside it (see `intervalFlags`). */
+  flags?: string[];
 }
 
 export interface DifferenceInterval {
@@ -90,6 +92,8 @@ export interface DifferenceInterval {
   method: IntervalMethod;
   se: number | null;
   df: number | null;
+  /** Why the interval may be too narrow (see `intervalFlags`). */
+  flags?: string[];
 }
 
 export const DEFAULT_RESAMPLES = 2000;
