@@ -3,7 +3,7 @@
  * (`test/fixtures/shaped-audit.ts`): exposure measured through the discrete rank transform
  * (rank = ⌈10,000 · 2^−x⌉: ties, a floor at 0 and a ceiling at 13.29 bits), skewed held-out
  * arms, run- or canary-dominated variance, 2, 3 and 5 runs, crossed and nested designs. For every
- * estimand the report prints (the median of an arm, Δ vs held-out, the paired difference between
+ * estimand the report prints (the median of the focal and the held-out arm, Δ vs held-out, the paired difference between
  * two conditions, the recovery and copy proportions) it calls the product's own interval function
  * (`bootstrapMedian`, `bootstrapMedianDifference`, `pooledProportion`, `designProportion`) and
  * counts how often the interval holds the generator's population value (a Monte-Carlo draw of
@@ -11,7 +11,7 @@
  * points). A row the report flags (`interval_flags`, e.g. "46% at the ceiling") is marked.
  *
  *   npx tsx bench/coverage.ts [--sims 200] [--seeds 1,2] [--resamples 2000] [--cases NAME,...]
- *                             [--estimands median,delta,paired,recovery,copy] [--truth-draws 1000000]
+ *                             [--estimands median,held-out,delta,paired,recovery,copy] [--truth-draws 1000000]
  *
  * Exit status 1 when an unflagged row falls outside 93–97%.
  */
@@ -30,7 +30,8 @@ usage: npx tsx bench/coverage.ts [options]
   --seeds LIST        comma-separated seeds; each row runs once per seed (default 1,2)
   --resamples N       bootstrap resamples per interval (default 2000, the report's)
   --cases LIST        only these cases (names from the table; default: all)
-  --estimands LIST    only these estimands: median, delta, paired, recovery, copy (default: all)
+  --estimands LIST    only these estimands: median, held-out, delta, paired, recovery, copy
+                      (default: all)
   --truth-draws N     Monte-Carlo draws for each case's population truth (default 1000000)
   -h, --help          this text
 
@@ -44,7 +45,7 @@ const { values: opts } = parseArgs({
     seeds: { type: 'string', default: '1,2' },
     resamples: { type: 'string', default: '2000' },
     cases: { type: 'string' },
-    estimands: { type: 'string', default: 'median,delta,paired,recovery,copy' },
+    estimands: { type: 'string', default: 'median,held-out,delta,paired,recovery,copy' },
     'truth-draws': { type: 'string', default: '1000000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -66,8 +67,8 @@ const resamples = positiveInt('resamples', opts.resamples);
 const truthDraws = positiveInt('truth-draws', opts['truth-draws']);
 const seeds = opts.seeds.split(',').map((s) => positiveInt('seeds', s.trim()));
 
-type Estimand = 'median' | 'delta' | 'paired' | 'recovery' | 'copy';
-const ESTIMANDS: Estimand[] = ['median', 'delta', 'paired', 'recovery', 'copy'];
+type Estimand = 'median' | 'held-out' | 'delta' | 'paired' | 'recovery' | 'copy';
+const ESTIMANDS: Estimand[] = ['median', 'held-out', 'delta', 'paired', 'recovery', 'copy'];
 const estimands = opts.estimands.split(',').map((e) => e.trim()) as Estimand[];
 for (const e of estimands) {
   if (!ESTIMANDS.includes(e)) {
@@ -93,6 +94,9 @@ interface Case {
   /** Estimands this case is built for (default: all). */
   estimands?: Estimand[];
 }
+// Recovery is read where canaries reach rank 1 (the ceiling cases); copying has its own latent,
+// the same in every case, so one case measures it.
+const ARM_ESTIMANDS: Estimand[] = ['median', 'held-out', 'delta', 'paired'];
 
 const cases: Case[] = [];
 const heavy = sd(1.5, 2.5, 1.5);
@@ -115,7 +119,8 @@ for (const name of ['ceiling-46', 'ceiling-38-run', 'mid-normal', 'skewed'] as c
       'mid-normal': { ...BASE, design, runs, mu: 6, sd: mid },
       skewed: { ...BASE, design, runs, mu: 5, sd: mid, shape: 'right-skewed' as const },
     }[name];
-    cases.push({ name, spec });
+    const extra: Estimand[] = name.startsWith('ceiling') ? ['recovery'] : name === 'mid-normal' ? ['copy'] : [];
+    cases.push({ name, spec, estimands: [...ARM_ESTIMANDS, ...extra] });
   }
 }
 // Unbounded and continuous (no ceiling, no ties), run-dominated: the 2-run degrees of freedom alone.
@@ -148,8 +153,12 @@ function interval(estimand: Estimand, audit: ShapedAudit, spec: ShapedSpec, labe
       const i = bootstrapMedian(sample(audit.focal), { ...common, ...(bounded ? { bounds: [0, CEILING] as const } : {}) }) as MedianInterval;
       return { lo: i.lo, hi: i.hi, flags: i.flags ?? [] };
     }
+    case 'held-out': {
+      const i = bootstrapMedian(sample(audit.heldOut), { ...common, ...(bounded ? { bounds: [0, CEILING] as const } : {}) }) as MedianInterval;
+      return { lo: i.lo, hi: i.hi, flags: i.flags ?? [] };
+    }
     case 'delta': {
-      const d = bootstrapMedianDifference(sample(audit.focal), sample(audit.heldOut), { ...common, ...(bounded ? { bounds: [-CEILING, CEILING] as const } : {}) }) as DifferenceInterval;
+      const d = bootstrapMedianDifference(sample(audit.focal), sample(audit.heldOut), { ...common, ...(bounded ? { bounds: [-CEILING, CEILING] as const, sideBounds: [0, CEILING] as const } : {}) }) as DifferenceInterval;
       return { lo: d.lo, hi: d.hi, flags: d.flags ?? [] };
     }
     case 'paired': {
@@ -168,7 +177,7 @@ function interval(estimand: Estimand, audit: ShapedAudit, spec: ShapedSpec, labe
 }
 
 function truthOf(estimand: Estimand, t: PopulationTruths): number {
-  return { median: t.median, delta: t.delta, paired: t.paired, recovery: t.recovered, copy: t.copied }[estimand];
+  return { median: t.median, 'held-out': t.heldOutMedian, delta: t.delta, paired: t.paired, recovery: t.recovered, copy: t.copied }[estimand];
 }
 
 console.log(`${sims} audits per row and seed; seeds ${seeds.join(', ')}; ${resamples} resamples; truths from ${truthDraws} Monte-Carlo draws; nominal 95%`);

@@ -1,5 +1,6 @@
 import { derivedSeed, Rng } from '../random.js';
 import { studentTQuantile } from './distributions.js';
+import { boundTieShare, rankInterval } from './rank-interval.js';
 import { median, quantileSorted, selectMedian } from './statistics.js';
 
 /**
@@ -38,6 +39,12 @@ export interface BootstrapOptions {
    * population median can lie outside every observed value (all runs on one side of it).
    */
   bounds?: readonly [number, number];
+  /**
+   * A difference's two sides: the parameter space of each side's median (exposure: [0, log2|C|]),
+   * where a side read on the ranks (`rankInterval`) ends when no observed value bounds it.
+   * Default: unbounded.
+   */
+  sideBounds?: readonly [number, number];
 }
 
 export type MedianMethod = 'count' | 'select' | 'sort';
@@ -58,8 +65,43 @@ export type Resampling = 'hierarchical' | 'flat';
  */
 export type Design = 'crossed' | 'nested' | 'flat';
 
-/** `percentile`: quantiles of the resampled medians; `studentized`: estimate ± t(df) · se. */
-export type IntervalMethod = 'percentile' | 'studentized';
+/**
+ * `percentile`: quantiles of the resampled medians; `studentized`: estimate ± t(df) · se; `rank`:
+ * test inversion on the ranks (`rankInterval`), for a median that can land on a pile of values
+ * tied at an end of the parameter space (exposure at its ceiling or floor); `bounds`: a
+ * difference of two medians either of which is such a sample, [lo_a − hi_b, hi_a − lo_b] from
+ * the two sides' own intervals (it covers whenever both sides do: at least 1 − 2α, and
+ * 95–99.5% in the coverage bench, where MOVER's √(Δlo² + Δhi²) combination fell to 89%).
+ */
+export type IntervalMethod = 'percentile' | 'studentized' | 'rank' | 'bounds';
+
+/**
+ * A sample whose middle half reaches a pile at an end of its parameter space this large (or
+ * larger; `boundTieShare`) is read on the ranks (`rankInterval`): its bootstrap variance
+ * collapses on the tie.
+ */
+export const RANK_TIE_SHARE = 0.2;
+
+function tiedAtBound(s: ClusteredSample, bounds: readonly [number, number] | undefined): boolean {
+  return bounds !== undefined && boundTieShare(s.values, bounds) >= RANK_TIE_SHARE;
+}
+
+/** Flag of an interval that rests on two runs (or run pairs): see `intervalFlags`. */
+export const TWO_RUNS_FLAG = '2 runs per arm: interval may be too narrow';
+
+/**
+ * Where the report's intervals were measured to cover less than 95% whatever the method
+ * (docs/metrics.md, coverage), the words the report prints beside the figure: two runs (or run
+ * pairs) behind it, whose run-to-run variance is one degree of freedom (84–92% in the coverage
+ * bench). Empty when nothing is known to be wrong.
+ */
+export function intervalFlags(...clusters: number[]): string[] {
+  return clusters.includes(2) ? [TWO_RUNS_FLAG] : [];
+}
+
+function flagged<T extends { flags?: string[] }>(interval: T, flags: string[]): T {
+  return flags.length > 0 ? { ...interval, flags } : interval;
+}
 
 export interface MedianInterval {
   /** Median of the sample itself (not of the resamples). */
@@ -529,7 +571,9 @@ export function studentizedInterval(
 }
 
 /**
- * Median with a bootstrap interval; null for an empty sample. One run (`flat`): the percentile
+ * Median with a bootstrap interval; null for an empty sample. A sample whose middle half reaches
+ * a pile of values tied at an end of `options.bounds` (`RANK_TIE_SHARE`): the interval on the
+ * ranks (`rankInterval`, method `rank`), whatever the design. One run (`flat`): the percentile
  * interval over canaries. Several runs: the design is read from the units (`sampleDesign`) and
  * the interval is estimate ± t(df) · se with the design's corrected bootstrap variance
  * (`crossedVariance`, `nestedVariance`), kept inside `options.bounds`; its coverage is measured in
@@ -543,19 +587,25 @@ export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, opt
   const estimate = median(s.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
   const k = clusterCount(s);
+  if (tiedAtBound(s, options.bounds)) {
+    const i: MedianInterval = { estimate, ...rankInterval(s, alpha, options.bounds as readonly [number, number]), n, n_clusters: k, resampling: sampleDesign(s), method: 'rank', se: null, df: null };
+    return flagged(i, intervalFlags(k));
+  }
   if (k <= 1) {
     const stats = flatStats(s, rng, resamples, options.median);
     return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: 'flat', method: 'percentile', se: null, df: null };
   }
   const v = medianVariance(s, rng, resamples, options.median);
-  return { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized' };
+  const i: MedianInterval = { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized' };
+  return flagged(i, intervalFlags(k));
 }
 
 /**
  * median(a) − median(b) for two independent samples (focal canaries against a control arm);
- * null when either is empty. Both from one run: the percentile interval of the differences of
- * resampled medians. Otherwise each side's variance under its own design, summed, with
- * Welch–Satterthwaite degrees of freedom.
+ * null when either is empty. Either side piled at an end of `sideBounds` (exposure at its
+ * ceiling or floor): the difference of the sides' own intervals (method `bounds`). Both from
+ * one run: the percentile interval of the differences of resampled medians. Otherwise each
+ * side's variance under its own design, summed, with Welch–Satterthwaite degrees of freedom.
  */
 export function bootstrapMedianDifference(
   a: ArrayLike<number> | ClusteredSample,
@@ -571,6 +621,16 @@ export function bootstrapMedianDifference(
   const ka = clusterCount(sa);
   const kb = clusterCount(sb);
   const counts = { n_a: sa.values.length, n_b: sb.values.length, n_clusters_a: ka, n_clusters_b: kb };
+  if (tiedAtBound(sa, options.sideBounds) || tiedAtBound(sb, options.sideBounds)) {
+    // Either side on a pile of ties: each side's own interval (ranks where tied), the difference of their bounds.
+    const side = { ...options, bounds: options.sideBounds };
+    const ia = bootstrapMedian(sa, { ...side, label: `${options.label}|a` }) as MedianInterval;
+    const ib = bootstrapMedian(sb, { ...side, label: `${options.label}|b` }) as MedianInterval;
+    const [min, max] = options.bounds ?? [-Infinity, Infinity];
+    const resampling: Design = ka <= 1 && kb <= 1 ? 'flat' : sampleDesign(sa) === 'crossed' || sampleDesign(sb) === 'crossed' ? 'crossed' : 'nested';
+    const d: DifferenceInterval = { estimate, lo: Math.max(min, ia.lo - ib.hi), hi: Math.min(max, ia.hi - ib.lo), ...counts, resampling, method: 'bounds', se: null, df: null };
+    return flagged(d, intervalFlags(ka, kb));
+  }
   if (ka <= 1 && kb <= 1) {
     const resampleA = new Resampler(sa, options.median);
     const resampleB = new Resampler(sb, options.median);
@@ -579,11 +639,11 @@ export function bootstrapMedianDifference(
     stats.sort();
     return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), ...counts, resampling: 'flat', method: 'percentile', se: null, df: null };
   }
+  const design: Design = sampleDesign(sa) === 'crossed' || sampleDesign(sb) === 'crossed' ? 'crossed' : 'nested';
   const va = medianVariance(sa, rng, resamples, options.median);
   const vb = medianVariance(sb, rng, resamples, options.median);
   const total = va.variance + vb.variance;
   const denominator = (va.variance * va.variance) / va.df + (vb.variance * vb.variance) / vb.df;
   const df = denominator > 0 ? (total * total) / denominator : Math.min(va.df, vb.df);
-  const design: Design = va.design === 'crossed' || vb.design === 'crossed' ? 'crossed' : 'nested';
-  return { estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized' };
+  return flagged({ estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized' } as DifferenceInterval, intervalFlags(ka, kb));
 }

@@ -24,11 +24,16 @@ export function signed(x: number, digits = 2): string {
 }
 
 export function medianCi(m: MedianInterval | null): string {
-  return m ? `${num(m.estimate)} [${num(m.lo)}, ${num(m.hi)}]` : DASH;
+  return m ? `${num(m.estimate)} [${num(m.lo)}, ${num(m.hi)}]${intervalFlagText(m)}` : DASH;
 }
 
 export function differenceCi(d: DifferenceInterval | MedianInterval | null): string {
-  return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]` : DASH;
+  return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]${intervalFlagText(d)}` : DASH;
+}
+
+/** ` (⚠ 2 runs per arm: interval may be too narrow)` after an interval the coverage bench found too narrow; empty otherwise. */
+export function intervalFlagText(i: { flags?: readonly string[] }): string {
+  return i.flags && i.flags.length > 0 ? ` (⚠ ${i.flags.join('; ')})` : '';
 }
 
 /** Beside every interval that rests on one run per arm. */
