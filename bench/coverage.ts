@@ -167,11 +167,11 @@ function interval(estimand: Estimand, audit: ShapedAudit, spec: ShapedSpec, labe
     }
     case 'recovery': {
       const p = pooledProportion(audit.focal.recovered, audit.focal.runs, audit.focal.canaries);
-      return p ? { lo: p.lo, hi: p.hi, flags: [] } : null;
+      return p ? { lo: p.lo, hi: p.hi, flags: p.flags ?? [] } : null;
     }
     case 'copy': {
       const p = designProportion(audit.copied.values, audit.copied.runs, audit.copied.canaries);
-      return p ? { lo: p.lo, hi: p.hi, flags: [] } : null;
+      return p ? { lo: p.lo, hi: p.hi, flags: p.flags ?? [] } : null;
     }
   }
 }

@@ -63,8 +63,8 @@ export function differenceCell(d: DifferenceInterval | MedianInterval | null, wh
   return d ? `${differenceCi(d)} (${resampling(d, what)})` : DASH;
 }
 
-export function proportion(p: Proportion | null): string {
-  return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]` : DASH;
+export function proportion(p: (Proportion & { flags?: readonly string[] }) | null): string {
+  return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]${intervalFlagText(p)}` : DASH;
 }
 
 /**

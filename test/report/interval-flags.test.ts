@@ -41,7 +41,7 @@ describe('figures the coverage bench found too narrow are marked where they are 
     // Δ vs held-out: the inserted side is piled at the ceiling, so the sides' own intervals are differenced.
     expect(g?.controls.held_out?.difference).toMatchObject({ method: 'bounds', flags: [TWO_RUNS_FLAG] });
     // The top-1 share (the share at the ceiling) pools the runs with an interval that respects them.
-    expect(g?.inserted.top1).toMatchObject({ k: 10, n: 24, n_runs: 2, method: 'design-wilson' });
+    expect(g?.inserted.top1).toMatchObject({ k: 10, n: 24, n_runs: 2, method: 'design-wilson', flags: [TWO_RUNS_FLAG] });
     expect(summary.warnings.find((w) => w.kind === 'two_runs')?.message).toMatch(/^1 focal figure\(s\) rest on 2 runs per arm/);
     const md = renderMarkdown(buildDocument(summary));
     expect(md).toContain(`(⚠ ${TWO_RUNS_FLAG})`);
@@ -56,6 +56,7 @@ describe('figures the coverage bench found too narrow are marked where they are 
     expect(g?.inserted.exposure).toMatchObject({ n_clusters: 3, method: 'studentized' });
     expect(g?.inserted.exposure?.flags).toBeUndefined();
     expect(g?.controls.held_out?.difference?.flags).toBeUndefined();
+    expect(g?.inserted.top1?.flags).toBeUndefined();
     expect(summary.warnings.map((w) => w.kind)).not.toContain('two_runs');
     expect(renderMarkdown(buildDocument(summary))).not.toContain('⚠ 2 runs per arm');
   });
