@@ -181,7 +181,7 @@ function truthOf(estimand: Estimand, t: PopulationTruths): number {
 }
 
 console.log(`${sims} audits per row and seed; seeds ${seeds.join(', ')}; ${resamples} resamples; truths from ${truthDraws} Monte-Carlo draws; nominal 95%`);
-console.log('| case | estimand | runs | design | at ceiling | truth | coverage | above / below | mean width | flagged |');
+console.log('| case | estimand | runs | design | focal at ceiling | truth | coverage | above / below | mean width | flagged |');
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 let outside = 0;
 const started = performance.now();
