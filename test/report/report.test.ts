@@ -252,7 +252,9 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('_Dose: 8 in every row. Exposure median [95% CI]: ⚠ 2 runs per arm: interval may be too narrow in every row. Ceiling: 13.29 in every row.');
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
-    expect(md).toContain('n: 3 canaries · 2 runs; crossed: runs × canaries, two-way in every row.');
+    // The late cell's median sits on its ceiling pile (3 of 6 at rank 1) and is read on the ranks; the early one is not.
+    expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way; on the ranks (values tied at the ceiling or floor) |');
+    expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way |');
     expect(md).toContain('n: 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval in every row.');
     expect(md).toMatch(/\| 8 \| 6 \| 3 · 2 \| 6 \| 0 \| [^\n]*\|/);
     expect(md).toContain('Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way in every row.');
