@@ -45,6 +45,7 @@ describe('figures the coverage bench found too narrow are marked where they are 
     expect(summary.warnings.find((w) => w.kind === 'two_runs')?.message).toMatch(/^1 focal figure\(s\) rest on 2 runs per arm/);
     const md = renderMarkdown(buildDocument(summary));
     expect(md).toContain(`(⚠ ${TWO_RUNS_FLAG})`);
+    expect(md).toContain('crossed: runs × canaries, two-way; on the ranks (values tied at the ceiling or floor)');
   });
 
   it('leaves a healthy 3-run cell unmarked', async () => {
