@@ -154,6 +154,7 @@ export function aggregateGroups(
             seed: options.seed,
             label: `${key}|${name}|difference`,
             bounds: [-first.exposure_ceiling, first.exposure_ceiling],
+            sideBounds: [0, first.exposure_ceiling],
             ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
             ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
             ...(options.median !== undefined ? { median: options.median } : {}),

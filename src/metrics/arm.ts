@@ -2,7 +2,6 @@ import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInte
 import { canaryKey, type Observation } from './observation.js';
 import { designProportion, type DesignProportion } from './design-proportion.js';
 import { median } from './statistics.js';
-import { wilsonInterval, type Proportion } from './wilson.js';
 
 /**
  * Summary of one arm (the inserted canaries of a group, or one of its controls): median exposure
@@ -18,10 +17,10 @@ export interface ArmSummary {
   /** Per run, the median exposure of the arm's canaries in it: the run-to-run spread. */
   run_medians: RunMedian[];
   exposure: MedianInterval | null;
-  /** Share ranked first (rank 1): ranking first is not the same as greedy recovery. */
-  top1: Proportion | null;
-  /** Greedy output == true code, per decode mode; null when the mode was not run. */
-  recovery: { prefill: Proportion | null; free: Proportion | null };
+  /** Share ranked first (rank 1): ranking first is not the same as greedy recovery. Interval: `pooledProportion`. */
+  top1: DesignProportion | null;
+  /** Greedy output == true code, per decode mode; null when the mode was not run. Interval: `pooledProportion`. */
+  recovery: { prefill: DesignProportion | null; free: DesignProportion | null };
   /**
    * Greedy output == shown code (substituted probes only; null otherwise), pooled over the runs
    * with an interval that respects the runs (`designProportion`) and each run's own count.
@@ -54,9 +53,14 @@ export interface StatOptions {
   median?: MedianMethod;
 }
 
-function proportion(values: (boolean | null)[], confidence: number | undefined): Proportion | null {
-  const measured = values.filter((v): v is boolean => v !== null);
-  return wilsonInterval(measured.filter(Boolean).length, measured.length, confidence);
+/**
+ * The top-1 and recovery rates of an arm: `values[i]` of run `runIds[i]` and canary `unitIds[i]`,
+ * with the interval that respects the runs (`designProportion`; Wilson over the canaries for one
+ * run). Wilson over all canary × run observations treated them as independent trials: 44–79%
+ * coverage where recovery varies from run to run (docs/metrics.md, coverage).
+ */
+export function pooledProportion(values: readonly (boolean | null)[], runIds: readonly string[], unitIds: readonly string[], confidence?: number): DesignProportion | null {
+  return designProportion(values, runIds, unitIds, confidence);
 }
 
 /**
@@ -75,6 +79,8 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
   const exposures = exposuresByRun(obs);
   const substituted = obs.length > 0 && obs.every((o) => o.probe_kind === 'substituted');
   const c = options.confidence;
+  const runs = obs.map((o) => o.run_id);
+  const units = obs.map(canaryKey);
   return {
     n_obs: obs.length,
     n_canaries: new Set(obs.map(canaryKey)).size,
@@ -89,17 +95,23 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
       ...(c !== undefined ? { confidence: c } : {}),
       ...(options.median !== undefined ? { median: options.median } : {}),
     }),
-    top1: proportion(
+    top1: pooledProportion(
       obs.map((o) => o.rank === 1),
+      runs,
+      units,
       c,
     ),
     recovery: {
-      prefill: proportion(
+      prefill: pooledProportion(
         obs.map((o) => o.greedy_prefill?.recovered ?? null),
+        runs,
+        units,
         c,
       ),
-      free: proportion(
+      free: pooledProportion(
         obs.map((o) => o.greedy_free?.recovered ?? null),
+        runs,
+        units,
         c,
       ),
     },

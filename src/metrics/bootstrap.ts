@@ -1,6 +1,9 @@
 import { derivedSeed, Rng } from '../random.js';
+import { TWO_RUNS_FLAG, intervalFlags, DEFAULT_CONFIDENCE, clusteredSample, sampleDesign, clusterCount, combineCrossed, type Design, type ClusteredSample, type VarianceEstimate, type VarianceComponents } from './clustered-sample.js';
 import { studentTQuantile } from './distributions.js';
+import { boundTieShare, rankInterval } from './rank-interval.js';
 import { median, quantileSorted, selectMedian } from './statistics.js';
+export { TWO_RUNS_FLAG, intervalFlags, DEFAULT_CONFIDENCE, clusteredSample, sampleDesign, combineCrossed, type Design, type ClusteredSample, type VarianceEstimate, type VarianceComponents };
 
 /**
  * Bootstrap confidence intervals for medians. Resampling is seeded: the same data, seed and label
@@ -38,6 +41,12 @@ export interface BootstrapOptions {
    * population median can lie outside every observed value (all runs on one side of it).
    */
   bounds?: readonly [number, number];
+  /**
+   * A difference's two sides: the parameter space of each side's median (exposure: [0, log2|C|]),
+   * where a side read on the ranks (`rankInterval`) ends when no observed value bounds it.
+   * Default: unbounded.
+   */
+  sideBounds?: readonly [number, number];
 }
 
 export type MedianMethod = 'count' | 'select' | 'sort';
@@ -46,20 +55,29 @@ export type MedianMethod = 'count' | 'select' | 'sort';
 export type Resampling = 'hierarchical' | 'flat';
 
 /**
- * How a median's sampling design was read and resampled:
- * - `crossed`: every run holds the same canaries (same ids and codes; seeds of one cell), so
- *   canaries and runs are two crossed random factors: runs and canaries are resampled
- *   independently (two-way), and the interval is studentised with a variance-component
- *   correction (see `crossedVariance`);
- * - `nested`: each run holds its own canaries: runs, then canaries within each drawn run, with the
- *   two-stage correction (see `nestedVariance`);
- * - `flat`: one run (or run pair): canaries only, percentile interval. It covers canary sampling,
- *   not run-to-run variation.
+ * `percentile`: quantiles of the resampled medians; `studentized`: estimate ± t(df) · se; `rank`:
+ * test inversion on the ranks (`rankInterval`), for a median that can land on a pile of values
+ * tied at an end of the parameter space (exposure at its ceiling or floor); `bounds`: a
+ * difference of two medians either of which is such a sample, [lo_a − hi_b, hi_a − lo_b] from
+ * the two sides' own intervals (it covers whenever both sides do: at least 1 − 2α, and
+ * 95–99.5% in the coverage bench, where MOVER's √(Δlo² + Δhi²) combination fell to 89%).
  */
-export type Design = 'crossed' | 'nested' | 'flat';
+export type IntervalMethod = 'percentile' | 'studentized' | 'rank' | 'bounds';
 
-/** `percentile`: quantiles of the resampled medians; `studentized`: estimate ± t(df) · se. */
-export type IntervalMethod = 'percentile' | 'studentized';
+/**
+ * A sample whose middle half reaches a pile at an end of its parameter space this large (or
+ * larger; `boundTieShare`) is read on the ranks (`rankInterval`): its bootstrap variance
+ * collapses on the tie.
+ */
+export const RANK_TIE_SHARE = 0.2;
+
+function tiedAtBound(s: ClusteredSample, bounds: readonly [number, number] | undefined): boolean {
+  return bounds !== undefined && boundTieShare(s.values, bounds) >= RANK_TIE_SHARE;
+}
+
+function flagged<T extends { flags?: string[] }>(interval: T, flags: string[]): T {
+  return flags.length > 0 ? { ...interval, flags } : interval;
+}
 
 export interface MedianInterval {
   /** Median of the sample itself (not of the resamples). */
@@ -76,6 +94,8 @@ export interface MedianInterval {
   df: number | null;
   /** The variance's components (one entry; studentised intervals only): what power planning scales. */
   components?: VarianceComponents[];
+  /** Why the interval may be too narrow, in words the report prints beside it (see `intervalFlags`). */
+  flags?: string[];
 }
 
 export interface DifferenceInterval {
@@ -94,10 +114,11 @@ export interface DifferenceInterval {
   df: number | null;
   /** Each side's variance components (studentised intervals only; a flat side has none). */
   components?: VarianceComponents[];
+  /** Why the interval may be too narrow (see `intervalFlags`). */
+  flags?: string[];
 }
 
 export const DEFAULT_RESAMPLES = 2000;
-export const DEFAULT_CONFIDENCE = 0.95;
 
 function settings(options: BootstrapOptions): { resamples: number; alpha: number } {
   const resamples = options.resamples ?? DEFAULT_RESAMPLES;
@@ -105,98 +126,6 @@ function settings(options: BootstrapOptions): { resamples: number; alpha: number
   if (!Number.isInteger(resamples) || resamples < 1) throw new RangeError(`resamples must be an integer >= 1, got ${resamples}`);
   if (!(confidence > 0 && confidence < 1)) throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
   return { resamples, alpha: 1 - confidence };
-}
-
-/**
- * A sample laid out by cluster: `values[offsets[c] .. offsets[c + 1])` are cluster c's
- * observations, clusters in order of first appearance. `units` (when given) names the unit of
- * each value — the canary (id + code) — as an index in [0, nUnits): the same canary in two runs
- * has the same unit, which is how a crossed design is told from a nested one.
- */
-export interface ClusteredSample {
-  values: Float64Array;
-  offsets: Int32Array;
-  units?: Int32Array;
-  nUnits?: number;
-}
-
-/** Group `values` by `clusters` (one key per value; omitted: one cluster), keeping each value's unit. */
-export function clusteredSample(values: ArrayLike<number>, clusters?: ArrayLike<string>, units?: ArrayLike<string>): ClusteredSample {
-  const n = values.length;
-  if (units && units.length !== n) throw new RangeError(`clusteredSample: ${n} values but ${units.length} unit keys`);
-  const unitIndex = new Map<string, number>();
-  const unitOf = (i: number): number => {
-    const key = (units as ArrayLike<string>)[i] as string;
-    let u = unitIndex.get(key);
-    if (u === undefined) unitIndex.set(key, (u = unitIndex.size));
-    return u;
-  };
-  if (!clusters) {
-    const out: ClusteredSample = { values: Float64Array.from(values), offsets: Int32Array.of(0, n) };
-    if (units) {
-      out.units = Int32Array.from({ length: n }, (_, i) => unitOf(i));
-      out.nUnits = unitIndex.size;
-    }
-    return out;
-  }
-  if (clusters.length !== n) throw new RangeError(`clusteredSample: ${n} values but ${clusters.length} cluster keys`);
-  const byCluster = new Map<string, number[]>();
-  for (let i = 0; i < n; i += 1) {
-    const key = clusters[i] as string;
-    const list = byCluster.get(key);
-    if (list) list.push(i);
-    else byCluster.set(key, [i]);
-  }
-  const out = new Float64Array(n);
-  const unitOut = units ? new Int32Array(n) : null;
-  const offsets = new Int32Array(byCluster.size + 1);
-  let at = 0;
-  let c = 0;
-  for (const list of byCluster.values()) {
-    offsets[c] = at;
-    for (const i of list) {
-      if (unitOut) unitOut[at] = unitOf(i);
-      out[at++] = values[i] as number;
-    }
-    c += 1;
-  }
-  offsets[c] = at;
-  const sample: ClusteredSample = { values: out, offsets };
-  if (unitOut) {
-    sample.units = unitOut;
-    sample.nUnits = unitIndex.size;
-  }
-  return sample;
-}
-
-/**
- * The design of a sample: `flat` for one cluster; `crossed` when there are several clusters, the
- * units are known, and every cluster holds every unit (the same canaries in every run); `nested`
- * otherwise (each run its own canaries, or canary sets that only partly overlap).
- */
-export function sampleDesign(s: ClusteredSample): Design {
-  const k = clusterCount(s);
-  if (k <= 1) return 'flat';
-  const { units, nUnits } = s;
-  if (!units || nUnits === undefined || nUnits < 2) return 'nested';
-  const seen = new Uint8Array(nUnits);
-  for (let c = 0; c < k; c += 1) {
-    seen.fill(0);
-    let distinct = 0;
-    for (let i = s.offsets[c] as number; i < (s.offsets[c + 1] as number); i += 1) {
-      const u = units[i] as number;
-      if (seen[u] === 0) {
-        seen[u] = 1;
-        distinct += 1;
-      }
-    }
-    if (distinct !== nUnits) return 'nested';
-  }
-  return 'crossed';
-}
-
-function clusterCount(s: ClusteredSample): number {
-  return s.offsets.length - 1;
 }
 
 /** Largest resample a sample can produce: every draw the biggest cluster. */
@@ -406,33 +335,6 @@ function variance(xs: Float64Array): number {
   return ss / (n - 1);
 }
 
-/** A median's sampling variance with its (Satterthwaite) degrees of freedom. */
-export interface VarianceEstimate {
-  variance: number;
-  df: number;
-  design: Design;
-  /** Its split into run, canary and residual parts (crossed and nested designs). */
-  components?: VarianceComponents;
-}
-
-/**
- * A median's sampling variance split by source, each part at the sample's own size (they sum to
- * the variance before flooring): `run` shrinks as 1/runs, `canary` as 1/canaries, `residual` (the
- * run × canary part; nested: the within-run part) as 1/(runs × canaries). From the two-way mean
- * squares of the crossed combination (run = (MS_R − MS_E)/(RC), canary = (MS_C − MS_E)/(RC),
- * residual = MS_E/(RC)); nested: the between-run part less the within-run one, and the within-run
- * part. Negative estimates are set to 0. Power planning (`src/metrics/verdict.ts`) scales them.
- */
-export interface VarianceComponents {
-  design: 'crossed' | 'nested';
-  run: number;
-  canary: number;
-  residual: number;
-  /** Runs (run pairs) and canaries per run they were measured at. */
-  runs: number;
-  canaries: number;
-}
-
 /**
  * Crossed design (R runs × C canaries). Three bootstrap variances of the median: runs resampled
  * with the canaries fixed (V_R), canaries resampled with the runs fixed (V_C), both at once
@@ -462,18 +364,6 @@ function crossedVariance(s: ClusteredSample, rng: Rng, resamples: number): Varia
     vrc[i] = wm.twoWay(multinomial(rng, runW), multinomial(rng, unitW));
   }
   return combineCrossed(variance(vr), variance(vc), variance(vrc), k, c);
-}
-
-/** The crossed variance-component combination of the three bootstrap variances (see `crossedVariance`). */
-export function combineCrossed(VR: number, VC: number, VRC: number, k: number, c: number): VarianceEstimate {
-  const tR = (k / (k - 1)) * VR;
-  const tC = (c / (c - 1)) * VC;
-  const tE = Math.max(0, ((k * c) / ((k - 1) * (c - 1))) * (VRC - VR - VC));
-  const v = tR + tC - tE;
-  const components: VarianceComponents = { design: 'crossed', run: Math.max(0, tR - tE), canary: Math.max(0, tC - tE), residual: tE, runs: k, canaries: c };
-  if (v <= Math.max(tR, tC)) return tR >= tC ? { variance: tR, df: k - 1, design: 'crossed', components } : { variance: tC, df: c - 1, design: 'crossed', components };
-  const df = (v * v) / ((tR * tR) / (k - 1) + (tC * tC) / (c - 1) + (tE * tE) / ((k - 1) * (c - 1)));
-  return { variance: v, df, design: 'crossed', components };
 }
 
 /**
@@ -551,7 +441,9 @@ export function studentizedInterval(
 }
 
 /**
- * Median with a bootstrap interval; null for an empty sample. One run (`flat`): the percentile
+ * Median with a bootstrap interval; null for an empty sample. A sample whose middle half reaches
+ * a pile of values tied at an end of `options.bounds` (`RANK_TIE_SHARE`): the interval on the
+ * ranks (`rankInterval`, method `rank`), whatever the design. One run (`flat`): the percentile
  * interval over canaries. Several runs: the design is read from the units (`sampleDesign`) and
  * the interval is estimate ± t(df) · se with the design's corrected bootstrap variance
  * (`crossedVariance`, `nestedVariance`), kept inside `options.bounds`; its coverage is measured in
@@ -565,19 +457,25 @@ export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, opt
   const estimate = median(s.values);
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
   const k = clusterCount(s);
+  if (tiedAtBound(s, options.bounds)) {
+    const i: MedianInterval = { estimate, ...rankInterval(s, alpha, options.bounds as readonly [number, number]), n, n_clusters: k, resampling: sampleDesign(s), method: 'rank', se: null, df: null };
+    return flagged(i, intervalFlags(k));
+  }
   if (k <= 1) {
     const stats = flatStats(s, rng, resamples, options.median);
     return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: 'flat', method: 'percentile', se: null, df: null };
   }
   const v = medianVariance(s, rng, resamples, options.median);
-  return { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized', ...(v.components ? { components: [v.components] } : {}) };
+  const i: MedianInterval = { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized', ...(v.components ? { components: [v.components] } : {}) };
+  return flagged(i, intervalFlags(k));
 }
 
 /**
  * median(a) − median(b) for two independent samples (focal canaries against a control arm);
- * null when either is empty. Both from one run: the percentile interval of the differences of
- * resampled medians. Otherwise each side's variance under its own design, summed, with
- * Welch–Satterthwaite degrees of freedom.
+ * null when either is empty. Either side piled at an end of `sideBounds` (exposure at its
+ * ceiling or floor): the difference of the sides' own intervals (method `bounds`). Both from
+ * one run: the percentile interval of the differences of resampled medians. Otherwise each
+ * side's variance under its own design, summed, with Welch–Satterthwaite degrees of freedom.
  */
 export function bootstrapMedianDifference(
   a: ArrayLike<number> | ClusteredSample,
@@ -593,6 +491,16 @@ export function bootstrapMedianDifference(
   const ka = clusterCount(sa);
   const kb = clusterCount(sb);
   const counts = { n_a: sa.values.length, n_b: sb.values.length, n_clusters_a: ka, n_clusters_b: kb };
+  if (tiedAtBound(sa, options.sideBounds) || tiedAtBound(sb, options.sideBounds)) {
+    // Either side on a pile of ties: each side's own interval (ranks where tied), the difference of their bounds.
+    const side = { ...options, bounds: options.sideBounds };
+    const ia = bootstrapMedian(sa, { ...side, label: `${options.label}|a` }) as MedianInterval;
+    const ib = bootstrapMedian(sb, { ...side, label: `${options.label}|b` }) as MedianInterval;
+    const [min, max] = options.bounds ?? [-Infinity, Infinity];
+    const resampling: Design = ka <= 1 && kb <= 1 ? 'flat' : sampleDesign(sa) === 'crossed' || sampleDesign(sb) === 'crossed' ? 'crossed' : 'nested';
+    const d: DifferenceInterval = { estimate, lo: Math.max(min, ia.lo - ib.hi), hi: Math.min(max, ia.hi - ib.lo), ...counts, resampling, method: 'bounds', se: null, df: null };
+    return flagged(d, intervalFlags(ka, kb));
+  }
   if (ka <= 1 && kb <= 1) {
     const resampleA = new Resampler(sa, options.median);
     const resampleB = new Resampler(sb, options.median);
@@ -608,5 +516,5 @@ export function bootstrapMedianDifference(
   const df = denominator > 0 ? (total * total) / denominator : Math.min(va.df, vb.df);
   const design: Design = va.design === 'crossed' || vb.design === 'crossed' ? 'crossed' : 'nested';
   const components = [va.components, vb.components].filter((c): c is VarianceComponents => c !== undefined);
-  return { estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized', ...(components.length > 0 ? { components } : {}) };
+  return flagged({ estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized', ...(components.length > 0 ? { components } : {}) } as DifferenceInterval, intervalFlags(ka, kb));
 }

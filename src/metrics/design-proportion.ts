@@ -1,4 +1,4 @@
-import { clusteredSample, combineCrossed, DEFAULT_CONFIDENCE, sampleDesign, type ClusteredSample, type Design, type VarianceEstimate } from './bootstrap.js';
+import { clusteredSample, combineCrossed, DEFAULT_CONFIDENCE, intervalFlags, sampleDesign, type ClusteredSample, type Design, type VarianceEstimate } from './clustered-sample.js';
 import { studentTQuantile } from './distributions.js';
 import { wilsonBounds, wilsonInterval, type Proportion } from './wilson.js';
 
@@ -44,6 +44,8 @@ export interface DesignProportion extends Proportion {
   df: number | null;
   /** Per run: k of its n measured observations, runs in order of first appearance. */
   runs: RunCount[];
+  /** Why the interval may be too narrow (`intervalFlags`: 2 runs); absent when nothing is known to be wrong. */
+  flags?: string[];
 }
 
 /** Per-run counts of measured (non-null) indicators, runs in order of first appearance. */
@@ -156,5 +158,6 @@ export function designProportion(values: readonly (boolean | null)[], runIds: re
   }
   const z = studentTQuantile(1 - (1 - confidence) / 2, df);
   const [lo, hi] = wilsonBounds(p, nEff, z);
-  return { k, n, rate: p, lo, hi, method: 'design-wilson', resampling: design, n_runs: r, n_eff: nEff, df, runs };
+  const flags = intervalFlags(r);
+  return { k, n, rate: p, lo, hi, method: 'design-wilson', resampling: design, n_runs: r, n_eff: nEff, df, runs, ...(flags.length > 0 ? { flags } : {}) };
 }

@@ -54,12 +54,14 @@ export function tCdf(t: number, df: number): number {
 }
 
 /**
- * The spread of an interval: a studentised one gives its se and df; a percentile one (one run per
- * arm) is read as a normal interval, se = (hi − lo) / (2 z_{1−α/2}).
+ * The spread of an interval: a studentised one gives its se and df; any other (a percentile one
+ * for one run per arm, a rank or bounds one for a ceiling-heavy cell, often lopsided) is read as a
+ * normal interval with its wider half, se = max(estimate − lo, hi − estimate) / z_{1−α/2}, so that a
+ * decided difference never contradicts the printed interval (higher implies lo > 0).
  */
 export function spreadOf(i: { estimate: number; lo: number; hi: number; se: number | null; df: number | null }, alpha: number): Spread {
   if (i.se !== null && i.df !== null) return { estimate: i.estimate, se: i.se, df: i.df };
-  return { estimate: i.estimate, se: Math.max(0, i.hi - i.lo) / (2 * normalQuantile(1 - alpha / 2)), df: Infinity };
+  return { estimate: i.estimate, se: Math.max(0, i.estimate - i.lo, i.hi - i.estimate) / normalQuantile(1 - alpha / 2), df: Infinity };
 }
 
 /** The difference test and the two one-sided tests against ±margin. */

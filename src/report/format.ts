@@ -24,11 +24,16 @@ export function signed(x: number, digits = 2): string {
 }
 
 export function medianCi(m: MedianInterval | null): string {
-  return m ? `${num(m.estimate)} [${num(m.lo)}, ${num(m.hi)}]` : DASH;
+  return m ? `${num(m.estimate)} [${num(m.lo)}, ${num(m.hi)}]${intervalFlagText(m)}` : DASH;
 }
 
 export function differenceCi(d: DifferenceInterval | MedianInterval | null): string {
-  return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]` : DASH;
+  return d ? `${signed(d.estimate)} [${signed(d.lo)}, ${signed(d.hi)}]${intervalFlagText(d)}` : DASH;
+}
+
+/** ` (⚠ 2 runs per arm: interval may be too narrow)` after an interval the coverage bench found too narrow; empty otherwise. */
+export function intervalFlagText(i: { flags?: readonly string[] }): string {
+  return i.flags && i.flags.length > 0 ? ` (⚠ ${i.flags.join('; ')})` : '';
 }
 
 /** Beside every interval that rests on one run per arm. */
@@ -45,12 +50,13 @@ export function runMedianList(a: { run_medians: { median: number }[] } | null): 
  * for a paired difference) when it pools several, canary sampling only when a single run (per
  * arm) stands behind it.
  */
-export function resampling(i: Pick<MedianInterval, 'resampling'> | Pick<DifferenceInterval, 'resampling'> | null, what: 'arm' | 'difference' | 'paired'): string {
+export function resampling(i: (Pick<MedianInterval, 'resampling'> & { method?: string }) | (Pick<DifferenceInterval, 'resampling'> & { method?: string }) | null, what: 'arm' | 'difference' | 'paired'): string {
   if (!i) return DASH;
-  if (i.resampling === 'crossed') return what === 'paired' ? 'crossed: run pairs × canaries, two-way' : 'crossed: runs × canaries, two-way';
-  if (i.resampling === 'nested') return what === 'paired' ? 'nested: run pairs → canary pairs' : 'nested: runs → canaries';
-  if (what === 'paired') return `single run pair: canary pairs only; ${ONE_RUN}`;
-  return what === 'difference' ? `single run per arm: canaries only; ${ONE_RUN}` : `single run: canaries only; ${ONE_RUN}`;
+  const ranks = i.method === 'rank' ? '; on the ranks (values tied at the ceiling or floor)' : i.method === 'bounds' ? '; from the two sides’ intervals (values tied at the ceiling or floor)' : '';
+  if (i.resampling === 'crossed') return (what === 'paired' ? 'crossed: run pairs × canaries, two-way' : 'crossed: runs × canaries, two-way') + ranks;
+  if (i.resampling === 'nested') return (what === 'paired' ? 'nested: run pairs → canary pairs' : 'nested: runs → canaries') + ranks;
+  if (what === 'paired') return `single run pair: canary pairs only${ranks}; ${ONE_RUN}`;
+  return what === 'difference' ? `single run per arm: canaries only${ranks}; ${ONE_RUN}` : `single run: canaries only${ranks}; ${ONE_RUN}`;
 }
 
 /** A difference with its interval and the resampling behind it. */
@@ -58,8 +64,8 @@ export function differenceCell(d: DifferenceInterval | MedianInterval | null, wh
   return d ? `${differenceCi(d)} (${resampling(d, what)})` : DASH;
 }
 
-export function proportion(p: Proportion | null): string {
-  return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]` : DASH;
+export function proportion(p: (Proportion & { flags?: readonly string[] }) | null): string {
+  return p ? `${p.k}/${p.n} (${num(p.rate)}) [${num(p.lo)}, ${num(p.hi)}]${intervalFlagText(p)}` : DASH;
 }
 
 /**

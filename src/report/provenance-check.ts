@@ -15,7 +15,7 @@ export interface StampBrief {
 }
 
 export interface ReportWarning {
-  kind: 'mixed_code_versions' | 'changed_mid_run' | 'uncommitted_code' | 'failed_runs' | 'missing_runs' | 'no_control' | 'mixed_dataset_versions' | 'mixed_numerics' | 'single_run' | ControlWarningKind;
+  kind: 'mixed_code_versions' | 'changed_mid_run' | 'uncommitted_code' | 'failed_runs' | 'missing_runs' | 'no_control' | 'mixed_dataset_versions' | 'mixed_numerics' | 'single_run' | 'two_runs' | ControlWarningKind;
   message: string;
   runs: string[];
   /** The cells (cell ids) the warning is about, where it names cells. */

@@ -99,7 +99,7 @@ describe('design-aware intervals', () => {
     expect([bounded?.lo, bounded?.hi]).toEqual([4, 8]);
   });
 
-  it('covers the true value near 95% on a small simulation (the full table: bench/coverage.ts)', () => {
+  it('covers the true value near 95% on a small simulation (the full table: bench/coverage-normal.ts)', () => {
     // 150 audits, 400 resamples: a binomial 95% band around 0.95 is about ±3.5 points.
     for (const design of ['crossed', 'nested'] as const) {
       const row = coverage({ design, runs: 3, canaries: 12, components }, 'median', 150, 7, 400);

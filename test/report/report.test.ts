@@ -92,7 +92,9 @@ describe('writeReport on the study fixture', () => {
     expect(g?.dose).toBe(8);
     expect(g?.space.ceiling).toBeCloseTo(13.2877, 4);
     expect(g?.inserted).toMatchObject({ n_obs: 6, n_canaries: 3, n_runs: 2 });
-    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'crossed', method: 'studentized' });
+    // 3 of the 6 values sit at the ceiling (rank 1): the median is read on the ranks, since the
+    // bootstrap variance collapses on such a pile (docs/metrics.md, coverage); 2 runs are flagged.
+    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'crossed', method: 'rank', flags: ['2 runs per arm: interval may be too narrow'] });
     expect(g?.inserted.exposure?.estimate).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(median(EXPECTED.lateExposures)).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(g?.inserted.exposure?.lo).toBeLessThanOrEqual(EXPECTED.lateMedian);
@@ -246,10 +248,13 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('**Visibility: redacted**');
     // Columns constant in every row (here: dose 8, the ceiling, n) are said once, under the table.
     expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | ${EXPECTED.lateMedian.toFixed(2)} [`);
-    expect(md).toContain('_Dose: 8 in every row. Ceiling: 13.29 in every row.');
+    // Every redacted row rests on 2 runs: the flag beside each interval is common to the rows, so it is stated once under the table.
+    expect(md).toContain('_Dose: 8 in every row. Exposure median [95% CI]: ⚠ 2 runs per arm: interval may be too narrow in every row. Ceiling: 13.29 in every row.');
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
-    expect(md).toContain('n: 3 canaries · 2 runs; crossed: runs × canaries, two-way in every row.');
+    // The late cell's median sits on its ceiling pile (3 of 6 at rank 1) and is read on the ranks; the early one is not.
+    expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way; on the ranks (values tied at the ceiling or floor) |');
+    expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way |');
     expect(md).toContain('n: 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval in every row.');
     expect(md).toMatch(/\| 8 \| 6 \| 3 · 2 \| 6 \| 0 \| [^\n]*\|/);
     expect(md).toContain('Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way in every row.');
