@@ -154,7 +154,7 @@ export async function openInside(root: string, path: string, options: ReadBounda
 }
 
 /** The whole file at `path` through the boundary (see the module comment). */
-export async function readInside(root: string, path: string, options: ReadBoundaryOptions): Promise<Buffer> {
+export async function readInside(root: string, path: string, options: ReadBoundaryOptions): Promise<Buffer<ArrayBuffer>> {
   const { handle, size, path: full } = await openInside(root, path, options);
   try {
     const buffer = Buffer.alloc(Math.min(size, options.maxBytes) + 1);
@@ -172,7 +172,7 @@ export async function readInside(root: string, path: string, options: ReadBounda
 }
 
 /** readInside, synchronously (for callers on a synchronous path, such as plan's dataset images). */
-export function readInsideSync(root: string, path: string, options: ReadBoundaryOptions): Buffer {
+export function readInsideSync(root: string, path: string, options: ReadBoundaryOptions): Buffer<ArrayBuffer> {
   const full = resolve(root, path);
   let realRoot: string;
   let real: string;
