@@ -391,6 +391,7 @@ export function createGroundingTask(written: Record<string, unknown>, data: Task
     params: recorded,
     metrics: ['loss', 'point_in_box', 'parse_rate'],
     utilityRows: utilityRows.length,
+    trainRows: trainRows.length,
     dataset: structuredClone(p),
     images,
     drawIdentity: gui.drawIdentity,
