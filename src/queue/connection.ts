@@ -50,6 +50,12 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
   try {
     url = new URL(raw);
   } catch {
+    // A port out of range makes the URL unparsable too: name it rather than the password.
+    const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]/]*\]|[^:/?#@]*):([^/?#]*)(?:[/?#]|$)/i.exec(raw)?.[1];
+    // Digits only: `redis://:a/b@host` also parses here with "a" as a port, and that is the password's fault.
+    if (port !== undefined && /^\d+$/.test(port) && Number(port) > 65535) {
+      throw new UserInputError(`${source}: port ${quoteValue(port)} in ${quoteValue(maskRedisUrl(raw))} is not a port; a port is a number from 1 to 65535 (Redis listens on 6379 by default)`, { code: 'E_BAD_REDIS_URL' });
+    }
     throw new UserInputError(
       `${source}: ${quoteValue(maskRedisUrl(raw))} is not a URL (a password with /, # or ? must be percent-encoded, or given by --redis-password-file or $REDIS_PASSWORD); use redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix:///path.sock`,
       { code: 'E_BAD_REDIS_URL' },
