@@ -176,6 +176,23 @@ function passwordFrom(file: string | undefined): string | undefined {
 }
 
 /** Like redisTargetFrom, but a missing URL is a user error that says how to give one. */
+/**
+ * The warning for a password inside `--redis` (null when none): the flag is in the process's
+ * argv, which every local user reads with `ps` for as long as the process runs (a worker: days),
+ * and shell history keeps it. The password itself is never printed.
+ */
+export function passwordInFlagWarning(flag: string | undefined, command: string): string | null {
+  if (flag === undefined) return null;
+  let password: string | undefined;
+  try {
+    password = parseRedisUrl(flag).options.password;
+  } catch {
+    return null;
+  }
+  if (password === undefined) return null;
+  return `canary-audit ${command}: warning: the Redis password is in --redis, so every user of this host can read it with \`ps\` while the ${command} runs (and shell history keeps it); leave it out of the URL and give it by --redis-password-file FILE (mode 0600) or $REDIS_PASSWORD`;
+}
+
 export function requireRedisTarget(flag: string | undefined, command: string, passwordFile?: string): RedisTarget {
   const target = redisTargetFrom(flag, passwordFile);
   if (!target) {
