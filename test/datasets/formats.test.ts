@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -21,6 +22,20 @@ async function failure(path: string, format?: 'jsonl' | 'json' | 'csv' | 'parque
   expect(error).toBeInstanceOf(DatasetError);
   return error as DatasetError;
 }
+
+describe('data files through the read boundary', () => {
+  it('a FIFO and a link to /dev/zero are refused at once, in every format, not waited on or read without end', async () => {
+    for (const format of ['jsonl', 'parquet'] as const) {
+      const fifo = join(root, `pipe.${format}`);
+      execFileSync('mkfifo', [fifo]);
+      expect((await failure(fifo, format)).message).toMatch(new RegExp(`pipe\\.${format}: dataset file is a FIFO \\(named pipe\\), not a regular file; not read`));
+      const zero = join(root, `zero.${format}`);
+      symlinkSync('/dev/zero', zero);
+      expect((await failure(zero, format)).message).toMatch(new RegExp(`zero\\.${format}: dataset file is a character device, not a regular file; not read`));
+    }
+    expect((await failure(join(root, 'gone.jsonl'))).message).toMatch(/gone\.jsonl: cannot be read \(ENOENT\); check the file exists/);
+  }, 10_000);
+});
 
 describe('data file formats', () => {
   it('knows the formats by extension', () => {
