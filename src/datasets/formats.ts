@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as zlib from 'node:zlib';
 import { parquetMetadataAsync, parquetReadObjects, type Compressors } from 'hyparquet';
 import { jsonErrorOffset } from '../fs/index.js';
-import { readInside, ReadBoundaryError } from '../fs/read-boundary.js';
+import { readInside, readInsideSync, ReadBoundaryError } from '../fs/read-boundary.js';
 import type { DatasetFeature, DatasetFormat, DatasetRecord } from '../manifest/tasks/data.js';
 import { csvRecords } from './csv.js';
 import { badFile, DatasetError } from './errors.js';
@@ -210,6 +210,14 @@ export const MAX_DATA_FILE_BYTES = 2 ** 31 - 1;
  */
 function readDataBytes(file: string): Promise<Buffer> {
   return readInside('/', file, { maxBytes: MAX_DATA_FILE_BYTES, what: 'dataset file' });
+}
+
+/** Largest dataset card (README.md) read, bytes. */
+const MAX_CARD_BYTES = 16 * 1024 * 1024;
+
+/** A dataset's README.md through the read boundary (a regular file, at most 16 MiB), as text. */
+export function readCardText(file: string): string {
+  return readInsideSync('/', file, { maxBytes: MAX_CARD_BYTES, what: 'dataset card' }).toString('utf8');
 }
 
 /** A dataset file that cannot be read, in one line: the boundary's reason, or the system's code. */

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DatasetError, formatOfName, readDataFile } from '../../src/datasets/index.js';
+import { readCardText } from '../../src/datasets/formats.js';
 
 const root = mkdtempSync(join(tmpdir(), 'canary-formats-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -34,6 +35,9 @@ describe('data files through the read boundary', () => {
       expect((await failure(zero, format)).message).toMatch(new RegExp(`zero\\.${format}: dataset file is a character device, not a regular file; not read`));
     }
     expect((await failure(join(root, 'gone.jsonl'))).message).toMatch(/gone\.jsonl: cannot be read \(ENOENT\); check the file exists/);
+    // The card too: a README.md that is a FIFO is refused, not waited on.
+    execFileSync('mkfifo', [join(root, 'README.md')]);
+    expect(() => readCardText(join(root, 'README.md'))).toThrow(/README\.md: dataset card is a FIFO \(named pipe\), not a regular file/);
   }, 10_000);
 });
 
