@@ -243,6 +243,8 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
       return c.body(await readInside(auditDir, audit.report, { maxBytes: MAX_REPORT_BYTES, what: 'report' }), 200, { 'Content-Type': 'text/html; charset=utf-8' });
     } catch (error) {
       if (!(error instanceof ReadBoundaryError)) throw error;
+      // Removed since the snapshot (a new report being written): not a refusal.
+      if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return c.json({ error: 'no report for this audit yet' }, 404);
       log.warn({ audit: audit.audit_id, reason: error.message }, 'dashboard: report refused');
       return c.json({ error: `report refused: ${error.message}` }, 403);
     }
