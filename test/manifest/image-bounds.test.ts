@@ -24,6 +24,9 @@ afterAll(() => {
 });
 
 const SSP = join(FIXTURES_DIR, 'screenspot-pro-mini');
+// Hang guard, not a timing claim: a plan of this fixture takes about a second; before, a link to
+// /dev/zero read for a minute and more, and a FIFO blocked plan for good.
+const GUARD_MS = 20_000;
 const IMAGE = 'images/vscode_mac/screenshot_2024-12-03_15-20-41.png';
 
 function chunk(type: string, data: Buffer): Buffer {
@@ -115,7 +118,7 @@ describe('dataset images named by path: refused in one line, fast, never read wh
   it('a symlink to /dev/zero', async () => {
     const message = await refusal('zero', (file) => symlinkSync('/dev/zero', file));
     expect(message).toMatch(/field "img_filename" names the image "images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png": .*screenshot_2024-12-03_15-20-41\.png: image resolves \(through a symlink\) to \/dev\/zero, outside .*; not read — replace it with a regular file inside the dataset's folder, or drop the record$/);
-  });
+   }, GUARD_MS);
 
   it('a symlink to a file outside the dataset', async () => {
     const message = await refusal('outside', (file) => symlinkSync(join(SSP, IMAGE), file));
@@ -131,5 +134,5 @@ describe('dataset images named by path: refused in one line, fast, never read wh
       guards.push(guard);
     });
     expect(message).toMatch(/image is a FIFO \(named pipe\), not a regular file; not read/);
-  });
+   }, GUARD_MS);
 });
