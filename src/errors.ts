@@ -82,7 +82,22 @@ export function quoteValue(value: unknown, max = 60): string {
   } catch {
     text = String(value);
   }
+  // JSON escapes C0 controls but leaves DEL, C1 controls (U+009B is a terminal's CSI) and bidi
+  // overrides raw: escaped here the same way, so the quote stays JSON and inert on a terminal.
+  text = text.replace(UNSAFE_BEYOND_JSON, escapeChar);
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * Bidirectional formatting characters (embeddings, overrides, isolates: U+202A–U+202E,
+ * U+2066–U+2069) and the line and paragraph separators (U+2028, U+2029): not control characters
+ * to Unicode, but they reorder or break what a terminal shows (a "Trojan Source" name).
+ */
+const FORMATTING = '\u202a-\u202e\u2066-\u2069\u2028\u2029';
+const UNSAFE_BEYOND_JSON = new RegExp(`[\u007f-\u009f${FORMATTING}]`, 'g');
+
+function escapeChar(c: string): string {
+  return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 }
 
 /** A damaged or hand-edited artifact (audit.json, manifest.json, a score file): file, field, what is wrong. */
@@ -90,7 +105,7 @@ export function artifactError(file: string, field: string, message: string): Use
   return new UserInputError(message, { location: { file }, field, code: 'E_BAD_ARTIFACT' });
 }
 
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL = new RegExp(`[\u0000-\u0008\u000b-\u001f\u007f-\u009f${FORMATTING}]`, 'g');
 
 /**
  * `text` safe to print on a terminal: control characters other than newline and tab are shown as
@@ -98,10 +113,10 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
  * cursor, retitle the window or recolour the screen.
  */
 export function terminalSafe(text: string): string {
-  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(CONTROL, escapeChar);
 }
 
-/** The first control character of `text` (newline and tab included), or null. */
+/** The first control or bidi formatting character of `text` (newline and tab included), or null. */
 export function firstControlCharacter(text: string): string | null {
-  return /[\u0000-\u001f\u007f-\u009f]/.exec(text)?.[0] ?? null;
+  return new RegExp(`[\u0000-\u001f\u007f-\u009f${FORMATTING}]`).exec(text)?.[0] ?? null;
 }

@@ -1,6 +1,8 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
+import { MAX_JSON_BYTES } from '../fs/json-file.js';
+import { readInsideSync } from '../fs/read-boundary.js';
 import { UserInputError, quoteValue } from '../errors.js';
 import type { SubmitAuditInput } from '../queue/index.js';
 import type { ModelRevisions, PinChoice } from './pinning.js';
@@ -93,7 +95,7 @@ async function plannedSource(gridPath: string, artifactsDir: string, pinning: Pi
 /** training.gpus of a written manifest (1 when absent or unreadable: the trainer reports a bad manifest). */
 function manifestGpus(manifestPath: string): number {
   try {
-    const gpus = (JSON.parse(readFileSync(manifestPath, 'utf8')) as { training?: { gpus?: unknown } }).training?.gpus;
+    const gpus = (JSON.parse(readInsideSync(dirname(manifestPath), manifestPath, { maxBytes: MAX_JSON_BYTES, what: 'manifest' }).toString('utf8')) as { training?: { gpus?: unknown } }).training?.gpus;
     return typeof gpus === 'number' && Number.isInteger(gpus) && gpus > 1 ? gpus : 1;
   } catch {
     return 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CanaryAuditError, EXIT_BAD_INPUT, EXIT_FAILURE } from '../errors.js';
+import { CanaryAuditError, EXIT_BAD_INPUT, EXIT_FAILURE, terminalSafe } from '../errors.js';
 import { explainWriteError } from '../fs/index.js';
 import { log } from '../log.js';
 import { closest } from '../grid/suggest.js';
@@ -94,7 +94,7 @@ export async function main(argv: string[]): Promise<number> {
 /** Print an error the way users should see it: one line per problem, no stack for bad input. */
 export function reportError(error: unknown): number {
   if (error instanceof CanaryAuditError) {
-    process.stderr.write(`canary-audit: ${error.message}\n`);
+    process.stderr.write(`canary-audit: ${terminalSafe(error.message)}\n`);
     if (error.exitCode !== EXIT_BAD_INPUT && error.cause !== undefined) {
       log.debug({ err: error.cause }, 'cause');
     }
@@ -104,7 +104,7 @@ export function reportError(error: unknown): number {
   const fsError = explainWriteError(error, '');
   if (fsError) return reportError(fsError);
   log.error({ err: error }, 'internal error');
-  process.stderr.write(`canary-audit: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`canary-audit: internal error: ${terminalSafe(error instanceof Error ? error.message : String(error))}\n`);
   return EXIT_FAILURE;
 }
 

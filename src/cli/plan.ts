@@ -187,9 +187,10 @@ function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; r
     const task = planTask(plan, value);
     const d = task.dataset;
     if (!d) return [];
-    const all = [...(task.allRows?.() ?? [])].length;
+    // The task counts its own rows: a grounding task lists no allRows, and a utility source apart
+    // (withUtilitySource) is not among the training rows, so a difference of the two was wrong (-1).
     const utility = task.utilityRows ?? 0;
-    return [{ task: value.label, source: d.source, ...(d.repo ? { repo: d.repo, revision: d.revision ?? 'main' } : {}), ...(d.sha ? { sha: d.sha } : {}), ...(d.path ? { path: d.path } : {}), train_rows: all - utility, utility_rows: utility }];
+    return [{ task: value.label, source: d.source, ...(d.repo ? { repo: d.repo, revision: d.revision ?? 'main' } : {}), ...(d.sha ? { sha: d.sha } : {}), ...(d.path ? { path: d.path } : {}), train_rows: task.trainRows ?? 0, utility_rows: utility }];
   });
 }
 

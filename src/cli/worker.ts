@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { UserInputError } from '../errors.js';
 import { log } from '../log.js';
-import { assertRedisReachable, queueConnection, requireRedisTarget } from '../queue/index.js';
+import { assertRedisReachable, passwordInFlagWarning, queueConnection, requireRedisTarget } from '../queue/index.js';
 import { SHUTDOWN_MARGIN_MS, WorkerPool, describeSlot } from '../worker/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
@@ -33,6 +33,8 @@ newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED
   positionals: [0, 0],
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'worker', stringOption(args, 'redis-password-file'));
+    const argvPassword = passwordInFlagWarning(stringOption(args, 'redis'), 'worker');
+    if (argvPassword) process.stderr.write(`${argvPassword}\n`);
     const artifactsDir = artifactsFrom(args);
     if (!existsSync(artifactsDir)) {
       throw new UserInputError(

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { open, readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -8,6 +8,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { CanaryAuditError } from '../errors.js';
+import { openInside, readInside, ReadBoundaryError } from '../fs/read-boundary.js';
 import { log } from '../log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { cancelAudit, type QueueConnection } from '../queue/index.js';
@@ -190,7 +191,7 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
         const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
         // The worker's boundary check on the log itself: a symlink out of the artifact root is not read.
         const logPath = resolveInsideArtifacts(options.artifactsDir, toArtifactRelative(options.artifactsDir, join(outputDirOfManifest(manifest), 'trainer.stderr.log')));
-        trainerLog = await tailLines(logPath, 40);
+        trainerLog = await tailLines(options.artifactsDir, logPath, 40);
       } catch {
         trainerLog = null;
       }
@@ -238,7 +239,18 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
   app.get('/api/audits/:id/report', async (c) => {
     const audit = (await source.current()).audits.find((a) => a.audit_id === c.req.param('id'));
     if (!audit?.report) return c.json({ error: 'no report for this audit yet' }, 404);
-    return c.body(await readFile(audit.report), 200, { 'Content-Type': 'text/html; charset=utf-8' });
+    // Through the read boundary, rooted at the audit's folder: a report.html that is a symlink
+    // out of it (to /etc/passwd), a FIFO or a device is refused, never served.
+    const auditDir = audit.audit_dir ?? dirname(dirname(audit.report));
+    try {
+      return c.body(await readInside(auditDir, audit.report, { maxBytes: MAX_REPORT_BYTES, what: 'report' }), 200, { 'Content-Type': 'text/html; charset=utf-8' });
+    } catch (error) {
+      if (!(error instanceof ReadBoundaryError)) throw error;
+      // Removed since the snapshot (a new report being written): not a refusal.
+      if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return c.json({ error: 'no report for this audit yet' }, 404);
+      log.warn({ audit: audit.audit_id, reason: error.message }, 'dashboard: report refused');
+      return c.json({ error: `report refused: ${error.message}` }, 403);
+    }
   });
 
   const guard = (c: Context): Response | null => {
@@ -289,11 +301,15 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
   return app;
 }
 
-async function tailLines(path: string, n: number): Promise<string[] | null> {
+/** Largest report.html the dashboard serves, bytes. */
+const MAX_REPORT_BYTES = 128 * 1024 * 1024;
+
+/** The last `n` lines of a trainer log (its last 64 kB), read through the boundary of the artifact root. */
+async function tailLines(root: string, path: string, n: number): Promise<string[] | null> {
   if (!existsSync(path)) return null;
-  const size = (await stat(path)).size;
+  // A log has no size cap (only its tail is read); a FIFO or a link out of the root is refused.
+  const { handle, size } = await openInside(root, path, { maxBytes: Number.MAX_SAFE_INTEGER, what: 'trainer log' });
   const start = Math.max(0, size - 64 * 1024);
-  const handle = await open(path, 'r');
   try {
     const buf = Buffer.alloc(size - start);
     await handle.read(buf, 0, buf.length, start);

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import * as zlib from 'node:zlib';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, type Compressors } from 'hyparquet';
+import { parquetMetadataAsync, parquetReadObjects, type Compressors } from 'hyparquet';
 import { jsonErrorOffset } from '../fs/index.js';
 import type { DatasetFeature, DatasetFormat, DatasetRecord } from '../contracts/index.js';
+import { readInside, readInsideSync, ReadBoundaryError } from '../fs/read-boundary.js';
 import { csvRecords } from './csv.js';
 import { badFile, DatasetError } from './errors.js';
 
@@ -47,9 +46,9 @@ export async function readDataFile(file: string, shown: string, format: DatasetF
   if (fmt === 'parquet') return readParquet(file, shown, field);
   let buffer: Buffer;
   try {
-    buffer = await readFile(file);
+    buffer = await readDataBytes(file);
   } catch (error) {
-    throw badFile(shown, `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); check the file exists and is readable`, { field, cause: error });
+    throw unreadable(shown, field, error);
   }
   const sha256 = createHash('sha256').update(buffer).digest('hex');
   const text = decodeUtf8(buffer, shown, field);
@@ -131,17 +130,20 @@ function jsonRecords(text: string, shown: string, field: string | undefined): Da
  * they become numbers, beyond it decimal strings (never a silently rounded number).
  */
 async function readParquet(file: string, shown: string, field: string | undefined): Promise<ReadFile> {
-  let sha256: string;
-  let bytes: number;
+  let data: Buffer;
   try {
-    ({ sha256, bytes } = await hashFile(file));
+    data = await readDataBytes(file);
   } catch (error) {
-    throw badFile(shown, `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); check the file exists and is readable`, { field, cause: error });
+    throw unreadable(shown, field, error);
   }
+  // Read once, through the boundary; the Parquet reader works on these bytes (an ArrayBuffer is
+  // its AsyncBuffer), so the file hashed is the file parsed.
+  const sha256 = createHash('sha256').update(data).digest('hex');
+  const bytes = data.length;
   let rows: Record<string, unknown>[];
   let features: Record<string, DatasetFeature> | null = null;
   try {
-    const buffer = await asyncBufferFromFile(file);
+    const buffer = (data.buffer as ArrayBuffer).slice(data.byteOffset, data.byteOffset + data.byteLength);
     const metadata = await parquetMetadataAsync(buffer);
     features = hfParquetFeatures(metadata.key_value_metadata?.find((kv) => kv.key === 'huggingface')?.value);
     // utf8: false: a BYTE_ARRAY without a string annotation is binary (an image column's
@@ -197,14 +199,34 @@ function hfParquetFeatures(json: string | undefined): Record<string, DatasetFeat
   }
 }
 
-async function hashFile(file: string): Promise<{ sha256: string; bytes: number }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-    hash.update(chunk);
-    bytes += chunk.length;
+/** Largest dataset file read, bytes (a Buffer's practical limit). */
+export const MAX_DATA_FILE_BYTES = 2 ** 31 - 1;
+
+/**
+ * A dataset file's bytes through the read boundary: a regular file (a FIFO or a device is refused,
+ * not waited on or read without end), at most MAX_DATA_FILE_BYTES, opened once. Its root is the
+ * file system's: a Hub snapshot's files are links into the cache's blobs/, and a local dataset
+ * may link its files from elsewhere on purpose.
+ */
+function readDataBytes(file: string): Promise<Buffer> {
+  return readInside('/', file, { maxBytes: MAX_DATA_FILE_BYTES, what: 'dataset file' });
+}
+
+/** Largest dataset card (README.md) read, bytes. */
+const MAX_CARD_BYTES = 16 * 1024 * 1024;
+
+/** A dataset's README.md through the read boundary (a regular file, at most 16 MiB), as text. */
+export function readCardText(file: string): string {
+  return readInsideSync('/', file, { maxBytes: MAX_CARD_BYTES, what: 'dataset card' }).toString('utf8');
+}
+
+/** A dataset file that cannot be read, in one line: the boundary's reason, or the system's code. */
+function unreadable(shown: string, field: string | undefined, error: unknown): Error {
+  if (error instanceof ReadBoundaryError && !/: no such /.test(error.message)) {
+    return badFile(shown, `${error.message.slice(error.message.indexOf(': ') + 2)}`, { field, cause: error });
   }
-  return { sha256: hash.digest('hex'), bytes };
+  const code = error instanceof ReadBoundaryError ? ((error.cause as NodeJS.ErrnoException | undefined)?.code ?? 'ENOENT') : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
+  return badFile(shown, `cannot be read (${code}); check the file exists and is readable`, { field, cause: error });
 }
 
 function isRecord(value: unknown): value is DatasetRecord {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, readlinkSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { DatasetFormat } from '../contracts/index.js';
 import {
@@ -17,6 +17,7 @@ import {
 } from '../hub/index.js';
 import { chooseConfig, EMPTY_CARD, parseCard, type DatasetCard } from './card.js';
 import { DatasetError } from './errors.js';
+import { readCardText } from './formats.js';
 import { globToRegExp } from './glob.js';
 import { resolveSplits } from './splits.js';
 
@@ -168,7 +169,7 @@ export async function fetchDataset(repo: string, request: DatasetRequest, option
   let card = EMPTY_CARD;
   if (listing.includes('README.md')) {
     await fetch(['README.md']);
-    card = parseCard(readFileSync(join(snapshot.snapshotDir, 'README.md'), 'utf8'), `README.md of ${repo}@${pin.sha}`);
+    card = parseCard(readCardText(join(snapshot.snapshotDir, 'README.md')), `README.md of ${repo}@${pin.sha}`);
   }
   const config = chooseConfig(card, request.config, what);
   const resolved = resolveSplits(listing, { splits: request.splits, files: request.files, config, format: request.format }, what);
@@ -204,7 +205,7 @@ function fromCache(repo: string, request: DatasetRequest, pin: RepoPin, reason: 
   }
   const what = `dataset ${repo}@${revision}`;
   const listing = cache.snapshotFiles(repo, pin.sha);
-  const card = listing.includes('README.md') ? parseCard(readFileSync(join(snapshotDir, 'README.md'), 'utf8'), `README.md of ${repo}@${pin.sha}`) : EMPTY_CARD;
+  const card = listing.includes('README.md') ? parseCard(readCardText(join(snapshotDir, 'README.md')), `README.md of ${repo}@${pin.sha}`) : EMPTY_CARD;
   const config = chooseConfig(card, request.config, what);
   let resolved;
   try {

@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isHubId } from '../hub/index.js';
 import type { DatasetFeature, DatasetFile, DatasetRecord, DatasetSourceSpec, TaskData } from '../contracts/index.js';
 import { cardFeatures, chooseConfig, EMPTY_CARD, parseCard, type DatasetCard } from './card.js';
 import { DatasetError } from './errors.js';
-import { FORMATS, readDataFile, type ReadFile } from './formats.js';
+import { FORMATS, readCardText, readDataFile, type ReadFile } from './formats.js';
 import { blobSha256, fetchDataset, type DatasetHubOptions } from './hub.js';
 import { resolveSplits } from './splits.js';
 
@@ -99,7 +99,7 @@ async function loadLocal(source: DatasetSourceSpec, path: string, splits: string
   const listing = isDir ? walk(abs) : [basename(abs)];
   const what = `local dataset ${abs}`;
   let card: DatasetCard = EMPTY_CARD;
-  if (isDir && listing.includes('README.md')) card = parseCard(readFileSync(join(abs, 'README.md'), 'utf8'), join(abs, 'README.md'));
+  if (isDir && listing.includes('README.md')) card = parseCard(readCardText(join(abs, 'README.md')), join(abs, 'README.md'));
   const config = chooseConfig(card, source.config, what);
   const resolved = resolveSplits(listing, { splits, files: source.files, config, format: source.format }, what);
   const read = new Map<string, ReadFile>();

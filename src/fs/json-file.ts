@@ -1,13 +1,19 @@
-import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { UserInputError } from '../errors.js';
+import { readInside } from './read-boundary.js';
+
+/** Largest JSON artifact read (audit.json of a 10,000-run audit is a few MB), bytes. */
+export const MAX_JSON_BYTES = 256 * 1024 * 1024;
 
 /**
  * Read and parse a JSON artifact. A syntax error names the file with its line and column, so a
  * hand-edited or truncated artifact points at the exact spot (V8's own message often gives no
  * position, so the spot is found by a small scanner run only after JSON.parse has failed).
+ * Read through the read boundary: inside `root` (default: the file's own folder) after links, a
+ * regular file, at most MAX_JSON_BYTES.
  */
-export async function readJsonFile(path: string): Promise<unknown> {
-  const text = await readFile(path, 'utf8');
+export async function readJsonFile(path: string, root: string = dirname(path)): Promise<unknown> {
+  const text = (await readInside(root, path, { maxBytes: MAX_JSON_BYTES, what: 'JSON artifact' })).toString('utf8');
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

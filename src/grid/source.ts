@@ -64,10 +64,21 @@ export class GridSource {
     const lines = new LineCounter();
     const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true });
     if (doc.errors.length > 0) {
+      // A stack overflow can be reported at several levels of the same nesting: say it once.
+      const deep = doc.errors.filter((e) => /call stack/i.test(e.message));
+      const errors = deep.length > 0 ? deep.slice(0, 1) : doc.errors;
       throw new UserInputErrors(
-        doc.errors.map((e) => {
+        errors.map((e) => {
           const pos = e.linePos?.[0];
           const reason = (e.message.split('\n')[0] ?? e.message).replace(/ at line \d+, column \d+:?$/, '');
+          // The parser recurses once per level of nesting: hundreds of levels overflow its stack,
+          // which it reports as the engine's own "Maximum call stack size exceeded".
+          if (/call stack/i.test(reason)) {
+            return new UserInputError('the grid nests lists or maps too deeply for the YAML parser (hundreds of levels, here); a grid needs a few levels: remove the extra brackets or indentation (see docs/grid.md)', {
+              location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) },
+              code: 'E_GRID_YAML',
+            });
+          }
           const hint = e.code === 'DUPLICATE_KEY' ? '; each key (e.g. an axis) may appear once' : '';
           return new UserInputError(`YAML: ${reason}${hint}`, {
             location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) },

@@ -232,7 +232,15 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
   let corpus = corpora.get(key);
   if (!corpus) {
     const file = join(tmp, '..', stagingName('shared', `${contentHash(key).slice(0, 16)}-${name}`));
-    const written = await writeLines(file, lines());
+    let written;
+    try {
+      written = await writeLines(file, lines());
+    } catch (error) {
+      // Not yet among the corpora the write removes at its end: a full disk or a failing row
+      // source would leave it behind (a 0-byte .tmp/shared~…-utility.jsonl).
+      await rm(file, { force: true }).catch(() => undefined);
+      throw error;
+    }
     corpus = { file, path: name, sha256: written.sha256, count: written.count };
     corpora.set(key, corpus);
   }

@@ -50,6 +50,12 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
   try {
     url = new URL(raw);
   } catch {
+    // A port out of range makes the URL unparsable too: name it rather than the password.
+    const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]/]*\]|[^:/?#@]*):([^/?#]*)(?:[/?#]|$)/i.exec(raw)?.[1];
+    // Digits only: `redis://:a/b@host` also parses here with "a" as a port, and that is the password's fault.
+    if (port !== undefined && /^\d+$/.test(port) && Number(port) > 65535) {
+      throw new UserInputError(`${source}: port ${quoteValue(port)} in ${quoteValue(maskRedisUrl(raw))} is not a port; a port is a number from 1 to 65535 (Redis listens on 6379 by default)`, { code: 'E_BAD_REDIS_URL' });
+    }
     throw new UserInputError(
       `${source}: ${quoteValue(maskRedisUrl(raw))} is not a URL (a password with /, # or ? must be percent-encoded, or given by --redis-password-file or $REDIS_PASSWORD); use redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix:///path.sock`,
       { code: 'E_BAD_REDIS_URL' },
@@ -170,6 +176,23 @@ function passwordFrom(file: string | undefined): string | undefined {
 }
 
 /** Like redisTargetFrom, but a missing URL is a user error that says how to give one. */
+/**
+ * The warning for a password inside `--redis` (null when none): the flag is in the process's
+ * argv, which every local user reads with `ps` for as long as the process runs (a worker: days),
+ * and shell history keeps it. The password itself is never printed.
+ */
+export function passwordInFlagWarning(flag: string | undefined, command: string): string | null {
+  if (flag === undefined) return null;
+  let password: string | undefined;
+  try {
+    password = parseRedisUrl(flag).options.password;
+  } catch {
+    return null;
+  }
+  if (password === undefined) return null;
+  return `canary-audit ${command}: warning: the Redis password is in --redis, so every user of this host can read it with \`ps\` while the ${command} runs (and shell history keeps it); leave it out of the URL and give it by --redis-password-file FILE (mode 0600) or $REDIS_PASSWORD`;
+}
+
 export function requireRedisTarget(flag: string | undefined, command: string, passwordFile?: string): RedisTarget {
   const target = redisTargetFrom(flag, passwordFile);
   if (!target) {

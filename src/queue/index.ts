@@ -17,6 +17,7 @@ export {
   assertRedisReachable,
   maskRedisUrl,
   parseRedisUrl,
+  passwordInFlagWarning,
   redisTargetFrom,
   requireRedisTarget,
   type RedisTarget,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { UserInputError } from '../errors.js';
 
@@ -8,6 +8,8 @@ import { UserInputError } from '../errors.js';
  * order. Its length and sha256 are checked against result.json before any score is trusted: a
  * truncated or rewritten file would otherwise yield a plausible, wrong rank.
  */
+const SCORE_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+
 export async function readScoreFile(path: string, expected: { n: number; sha256: string }): Promise<Float32Array> {
   const want = expected.n * 4;
   // One buffer kept for the next file: a report reads tens of thousands of 40 kB files, and a
@@ -20,9 +22,18 @@ export async function readScoreFile(path: string, expected: { n: number; sha256:
     // calls (measured: 86-134 vs 18 us per 40 kB file), and a report is bound by that CPU time.
     let fd: number | undefined;
     try {
-      fd = openSync(path, 'r');
+      // The read boundary's open (src/fs/read-boundary.ts), kept to two system calls more: no
+      // final symlink (the trainer writes regular files), no wait on a FIFO, a regular file.
+      fd = openSync(path, SCORE_FLAGS);
+      if (!fstatSync(fd).isFile()) {
+        throw new UserInputError('score file is not a regular file (a FIFO, a device or a folder); not read — rerun the run\'s evaluation', { location: { file: path }, code: 'E_BAD_SCORES' });
+      }
       got = readFully(fd, buffer, want + 1);
     } catch (error) {
+      if (error instanceof UserInputError) throw error;
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP') {
+        throw new UserInputError('score file is a symlink; the trainer writes regular files, so it is not read — rerun the run\'s evaluation', { location: { file: path }, code: 'E_BAD_SCORES', cause: error });
+      }
       throw new UserInputError(`score file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the run's output is incomplete — rerun it`, {
         location: { file: path },
         code: 'E_BAD_SCORES',

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { artifactError } from '../errors.js';
+import { readInside, ReadBoundaryError } from '../fs/read-boundary.js';
 import { sha256Hex } from '../hash.js';
 import { messageImages, type Manifest, type Message } from '../contracts/index.js';
 import type { LoadedRun } from './load-audit.js';
@@ -29,14 +29,15 @@ export async function canaryThumbnails(runs: readonly LoadedRun[]): Promise<Thum
   let probeDone = false;
   for (const run of [...runs].sort((a, b) => (a.run_id < b.run_id ? -1 : 1))) {
     if (!run.manifest) continue;
-    const manifest = JSON.parse(await readFile(run.manifest.path, 'utf8')) as Manifest;
-    if (!manifest.images || manifest.images.length === 0) continue;
     const runDir = dirname(run.manifest.path);
+    // Every file through the read boundary of its run's folder (no link out, no FIFO, capped).
+    const manifest = JSON.parse((await readInside(runDir, run.manifest.path, { maxBytes: MAX_RUN_FILE_BYTES, what: 'manifest' })).toString('utf8')) as Manifest;
+    if (!manifest.images || manifest.images.length === 0) continue;
     const focal = manifest.canaries.find((c) => c.cohort === 'focal' && (canaryId === null || c.id === canaryId));
     if (focal && !seen.has(focal.cue.visibility)) {
       canaryId = focal.id;
       seen.add(focal.cue.visibility);
-      const line = await rowLine(join(runDir, manifest.rows.path), focal.positions[0] as number);
+      const line = await rowLine(runDir, join(runDir, manifest.rows.path), focal.positions[0] as number);
       const row = JSON.parse(line) as { prompt: Message[] };
       const image = messageImages(row.prompt)[0];
       if (image) out.push({ label: `trained: ${focal.cue.visibility}`, canary_id: focal.id, run_id: manifest.run_id, ...(await embed(runDir, image.path, image.sha256)), width: image.width, height: image.height });
@@ -54,8 +55,11 @@ export async function canaryThumbnails(runs: readonly LoadedRun[]): Promise<Thum
   return [...out.filter((t) => t.label.startsWith('trained')), ...out.filter((t) => !t.label.startsWith('trained'))];
 }
 
-async function rowLine(path: string, index: number): Promise<string> {
-  const lines = (await readFile(path, 'utf8')).split('\n');
+/** Largest manifest, rows file or image the report reads for thumbnails, bytes. */
+const MAX_RUN_FILE_BYTES = 1024 * 1024 * 1024;
+
+async function rowLine(runDir: string, path: string, index: number): Promise<string> {
+  const lines = (await readInside(runDir, path, { maxBytes: MAX_RUN_FILE_BYTES, what: 'rows file' })).toString('utf8').split('\n');
   const line = lines[index];
   if (line === undefined) throw artifactError(path, `line ${index + 1}`, 'is missing: the rows file is shorter than the manifest says');
   return line;
@@ -65,8 +69,9 @@ async function embed(runDir: string, path: string, sha256: string): Promise<{ sr
   const file = join(runDir, path);
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
-  } catch {
+    bytes = await readInside(runDir, file, { maxBytes: MAX_RUN_FILE_BYTES, what: 'image' });
+  } catch (error) {
+    if (error instanceof ReadBoundaryError && !/: no such /.test(error.message)) throw error;
     throw artifactError(file, 'image', 'is missing; re-plan the run so its images are written');
   }
   if (sha256Hex(bytes) !== sha256) throw artifactError(file, 'sha256', `differs from the manifest's ${sha256}: the image changed after planning; re-plan the run`);

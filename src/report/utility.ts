@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { artifactError, quoteValue, UserInputError } from '../errors.js';
+import { readInside, ReadBoundaryError } from '../fs/read-boundary.js';
 import { bootstrapMedian, type BootstrapOptions, type MedianInterval } from '../metrics/bootstrap.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import { exposuresByRun } from '../metrics/arm.js';
@@ -70,12 +70,18 @@ function inside(root: string, rel: string, file: string, field: string): string 
   return path;
 }
 
-async function readChecked(path: string, sha: string, count: number, owner: string, what: string): Promise<string[]> {
+/** Largest utility rows or outputs file read, bytes. */
+const MAX_LINES_BYTES = 1024 * 1024 * 1024;
+
+async function readChecked(root: string, path: string, sha: string, count: number, owner: string, what: string): Promise<string[]> {
   let bytes: Buffer;
   try {
-    bytes = await readFile(path);
+    // The read boundary: inside the run's folder after links, a regular file (no FIFO), capped.
+    bytes = await readInside(root, path, { maxBytes: MAX_LINES_BYTES, what });
   } catch (error) {
-    throw new UserInputError(`${what} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the run's output is incomplete — rerun it`, {
+    if (error instanceof ReadBoundaryError && !/: no such /.test(error.message)) throw error;
+    const code = (error instanceof ReadBoundaryError ? (error.cause as NodeJS.ErrnoException | undefined)?.code : (error as NodeJS.ErrnoException).code) ?? String(error);
+    throw new UserInputError(`${what} cannot be read (${code}); the run's output is incomplete — rerun it`, {
       location: { file: path },
       code: 'E_BAD_UTILITY',
       cause: error,
@@ -107,7 +113,7 @@ function parseLine(path: string, n: number, line: string): Record<string, unknow
 async function readReplies(run: LoadedRun, resultPath: string, field: string, ref: UtilityOutputs, rows: number): Promise<string[]> {
   const path = inside(run.outputDir, ref.path, resultPath, `${field}.path`);
   if (ref.count !== rows) throw artifactError(resultPath, `${field}.count`, `${ref.count} replies but utility.jsonl has ${rows} rows`);
-  const lines = await readChecked(path, ref.sha256, ref.count, 'result.json', 'utility outputs file');
+  const lines = await readChecked(run.outputDir, path, ref.sha256, ref.count, 'result.json', 'utility outputs file');
   return lines.map((line, n) => {
     const o = parseLine(path, n, line);
     if (o.i !== n || typeof o.text !== 'string') {
@@ -129,7 +135,7 @@ export async function readUtilityScores(run: LoadedRun, result: Result): Promise
   const rowsPath = inside(dirname(manifestPath), ref.path, manifestPath, 'utility.path');
   const needsBox = metrics.some((m) => BOX_METRICS.includes(m));
   const boxes: (Box | null)[] = [];
-  const targets = (await readChecked(rowsPath, ref.sha256, ref.count, 'manifest.json', 'utility rows file')).map((line, n) => {
+  const targets = (await readChecked(dirname(manifestPath), rowsPath, ref.sha256, ref.count, 'manifest.json', 'utility rows file')).map((line, n) => {
     const row = parseLine(rowsPath, n, line);
     if (typeof row.target !== 'string') throw new UserInputError(`line ${n + 1} has no string target`, { location: { file: rowsPath, line: n + 1 }, code: 'E_BAD_UTILITY' });
     const box = row.box;

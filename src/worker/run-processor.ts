@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import { sha256Hex } from '../hash.js';
@@ -8,6 +8,8 @@ import type { TrainerOutcome } from '../runner/index.js';
 import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../fs/artifact-path.js';
 import { clearFailureRecord, writeFailureRecord } from '../queue/failure-record.js';
 import { explainWriteError } from '../fs/write-error.js';
+import { MAX_JSON_BYTES } from '../fs/json-file.js';
+import { readInsideSync } from '../fs/read-boundary.js';
 import type { RunJobData, RunReturn } from '../queue/job-data.js';
 import { ProgressTracker } from './progress-tracker.js';
 import {
@@ -206,8 +208,10 @@ function reusableResult(outDir: string, manifestPath: string, runId: string): st
   const resultPath = join(outDir, RESULT_FILE);
   if (!existsSync(resultPath)) return null;
   try {
-    const result = JSON.parse(readFileSync(resultPath, 'utf8')) as { run_id?: string; manifest_sha256?: string };
-    const manifestSha = sha256Hex(readFileSync(manifestPath));
+    // Through the read boundary of the run's folder: a result.json or manifest that is a FIFO, a
+    // device or a link out is not reused (the run trains instead), and never hangs the worker.
+    const result = JSON.parse(readInsideSync(outDir, resultPath, { maxBytes: MAX_JSON_BYTES, what: 'result.json' }).toString('utf8')) as { run_id?: string; manifest_sha256?: string };
+    const manifestSha = sha256Hex(readInsideSync(dirname(manifestPath), manifestPath, { maxBytes: MAX_JSON_BYTES, what: 'manifest' }));
     return result.run_id === runId && result.manifest_sha256 === manifestSha ? resultPath : null;
   } catch {
     return null;

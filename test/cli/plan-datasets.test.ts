@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FIXTURES_DIR } from '../fixtures/datasets/build.js';
 import { BANKING77_SHA, datasetHubForTests } from '../hub/dataset-fixture.js';
 import { expectOutput } from '../helpers/output-schema.js';
 import { runMain } from '../queue/helpers/main.js';
@@ -41,6 +42,30 @@ describe('canary-audit plan with dataset-backed tasks', () => {
     const json = await plan(file, { JSON: '1' });
     const out = expectOutput<{ datasets: unknown[] }>('plan-output', json.stdout);
     expect(out.datasets).toEqual([{ task: 'banking77', source: 'hub', repo: 'PolyAI/banking77', revision: 'main', sha: BANKING77_SHA, train_rows: 480, utility_rows: 96 }]);
+  });
+
+  it('counts a grounding dataset\'s train rows, with its utility rows from another source (was -4)', async () => {
+    const file = join(root, 'grounding.yaml');
+    writeFileSync(
+      file,
+      `name: grounding
+axes:
+  visibility: [redacted]
+  dose: [2]
+  model: [tiny-vlm]
+  task: [{name: grounding, preset: screenspot-pro, source: {path: ${join(FIXTURES_DIR, 'screenspot-pro-mini')}}, utility: {preset: osworld-g, source: {path: ${join(FIXTURES_DIR, 'osworld-g-mini')}}}}]
+training: {batch_size: 4, updates: 4, lr: 0.0001}
+canaries: {focal: 2, held_out: 1}
+candidates: {kind: sampled, decoys: 49}
+utility: {rows: 50}
+`,
+    );
+    // screenspot-pro-mini: 6 records, all trained on; osworld-g-mini: 4 of its 6 records are boxes.
+    const text = await plan(file);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/dataset grounding: .*screenspot-pro-mini; 6 train rows, 4 utility rows/);
+    const out = expectOutput<{ datasets: { train_rows: number; utility_rows: number }[] }>('plan-output', (await plan(file, { JSON: '1' })).stdout);
+    expect(out.datasets.map((d) => [d.train_rows, d.utility_rows])).toEqual([[6, 4]]);
   });
 
   it('a revision that does not exist, at the grid line of the task', async () => {

@@ -1,9 +1,10 @@
 import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exposureWarning } from '../../src/cli/dashboard.js';
 import { allowedHostNames, createDashboardApp, type DashboardOptions } from '../../src/dashboard/server.js';
-import type { StatusSource } from '../../src/dashboard/source.js';
+import { diskAuditView, type StatusSource } from '../../src/dashboard/source.js';
 import type { QueueConnection } from '../../src/queue/index.js';
 import { buildStudyAudit } from '../fixtures/study-audit.js';
 import { runMain } from '../queue/helpers/main.js';
@@ -62,6 +63,13 @@ describe('dashboard files', () => {
     expect(body.failure).toBe('trainer exit 1');
   });
 
+  it('does not wait on a trainer.stderr.log that is a FIFO', async () => {
+    const artifacts = join(root, 'fifo-log');
+    execFileSync('mkfifo', [join(runOutput(artifacts), 'trainer.stderr.log')]);
+    const res = await app({ artifactsDir: artifacts }).request('/api/runs/run-00000000000000aa', { headers: { host: 'localhost' } });
+    expect(((await res.json()) as { trainer_log: unknown }).trainer_log).toBeNull();
+  }, 10_000);
+
   it('does not follow an output folder that is a symlink out of the root', async () => {
     const artifacts = join(root, 'outdir');
     const outside = join(root, 'elsewhere');
@@ -89,6 +97,40 @@ describe('dashboard plot files', () => {
     expect(body.reason).toMatch(/result\.json is a symlink that leads outside the artifact root/);
     expect(body.reason).not.toContain('root:');
   });
+});
+
+describe('dashboard report of an audit shown from disk (dashboard --audit DIR)', () => {
+  /** The app over one audit folder, as `dashboard --audit DIR` shows it (no artifact root). */
+  async function fromDisk(auditDir: string) {
+    const view = await diskAuditView(auditDir);
+    const source = { current: async () => ({ audits: [view] }), diskAuditDir: () => auditDir } as unknown as StatusSource;
+    return createDashboardApp(source, { conn: {} as QueueConnection, artifactsDir: null, actionToken: null, auditDirs: [auditDir] });
+  }
+  const report = async (name: string, place: (file: string) => void) => {
+    const audit = await buildStudyAudit(join(root, name));
+    mkdirSync(join(audit.auditDir, 'report'), { recursive: true });
+    place(join(audit.auditDir, 'report', 'report.html'));
+    const res = await (await fromDisk(audit.auditDir)).request(`/api/audits/${audit.auditId}/report`, { headers: { host: 'localhost' } });
+    return { status: res.status, body: await res.text() };
+  };
+
+  it('serves the audit\'s own report.html', async () => {
+    const got = await report('report-ok', (file) => writeFileSync(file, '<html><p>the report</p></html>'));
+    expect(got).toEqual({ status: 200, body: '<html><p>the report</p></html>' });
+  });
+
+  it('refuses a report.html that is a symlink to /etc/passwd', async () => {
+    const got = await report('report-passwd', (file) => symlinkSync('/etc/passwd', file));
+    expect(got.status).toBe(403);
+    expect(got.body).not.toContain('root:');
+    expect(JSON.parse(got.body).error).toMatch(/^report refused: .*report\.html: report resolves \(through a symlink\) to \/etc\/passwd, outside .*report-passwd.*; not read/);
+  });
+
+  it('refuses a report.html that is a FIFO, without waiting for a writer', async () => {
+    const got = await report('report-fifo', (file) => execFileSync('mkfifo', [file]));
+    expect(got.status).toBe(403);
+    expect(JSON.parse(got.body).error).toMatch(/report\.html: report is a FIFO \(named pipe\), not a regular file/);
+  }, 10_000);
 });
 
 describe('dashboard Host check', () => {

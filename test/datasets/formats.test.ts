@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -6,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DatasetError, formatOfName, readDataFile } from '../../src/datasets/index.js';
+import { readCardText } from '../../src/datasets/formats.js';
 
 const root = mkdtempSync(join(tmpdir(), 'canary-formats-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -21,6 +23,23 @@ async function failure(path: string, format?: 'jsonl' | 'json' | 'csv' | 'parque
   expect(error).toBeInstanceOf(DatasetError);
   return error as DatasetError;
 }
+
+describe('data files through the read boundary', () => {
+  it('a FIFO and a link to /dev/zero are refused at once, in every format, not waited on or read without end', async () => {
+    for (const format of ['jsonl', 'parquet'] as const) {
+      const fifo = join(root, `pipe.${format}`);
+      execFileSync('mkfifo', [fifo]);
+      expect((await failure(fifo, format)).message).toMatch(new RegExp(`pipe\\.${format}: dataset file is a FIFO \\(named pipe\\), not a regular file; not read`));
+      const zero = join(root, `zero.${format}`);
+      symlinkSync('/dev/zero', zero);
+      expect((await failure(zero, format)).message).toMatch(new RegExp(`zero\\.${format}: dataset file is a character device, not a regular file; not read`));
+    }
+    expect((await failure(join(root, 'gone.jsonl'))).message).toMatch(/gone\.jsonl: cannot be read \(ENOENT\); check the file exists/);
+    // The card too: a README.md that is a FIFO is refused, not waited on.
+    execFileSync('mkfifo', [join(root, 'README.md')]);
+    expect(() => readCardText(join(root, 'README.md'))).toThrow(/README\.md: dataset card is a FIFO \(named pipe\), not a regular file/);
+  }, 10_000);
+});
 
 describe('data file formats', () => {
   it('knows the formats by extension', () => {

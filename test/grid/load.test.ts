@@ -34,6 +34,17 @@ describe('grid validation errors: one line each, naming file:line:column, field,
     expectOneError(inputErrors(() => parseGrid(F, BASE.replace('[1, 4]', '[1, 4, 1]'))), `${F}:4:16: axes.dose[2]: `, 'repeats item 0');
   });
 
+  it('a grid nested hundreds of levels deep (flow brackets, block indentation) gets a message, not the engine\'s stack overflow', () => {
+    const n = 1300;
+    const flow = `${BASE}\nlabels: ${'['.repeat(n)}${']'.repeat(n)}\n`;
+    const block = `${BASE}\nlabels:\n${Array.from({ length: n }, (_, i) => `${' '.repeat(i + 1)}a:\n`).join('')}${' '.repeat(n + 1)}1\n`;
+    for (const text of [flow, block]) {
+      const msgs = inputErrors(() => parseGrid(F, text));
+      expectOneError(msgs, `${F}:`, 'the grid nests lists or maps too deeply for the YAML parser', 'remove the extra brackets or indentation');
+      expect(msgs.join('\n')).not.toMatch(/call stack/i);
+    }
+  });
+
   it('empty grid, empty axis, missing keys and unknown keys', () => {
     expectOneError(inputErrors(() => parseGrid(F, '# nothing here\n')), `${F}:1:1: `, 'the grid is empty');
     expectOneError(inputErrors(() => parseGrid(F, BASE.replace('[1, 4]', '[]'))), `${F}:4:9: axes.dose: `, 'the list is empty');

@@ -53,6 +53,11 @@ describe('plan --out on a failing file system', () => {
     const { code, err } = await capture(['plan', gridPath, '--out', small]);
     expect(code).toBe(1);
     expect(err).toMatch(new RegExp(`^canary-audit: cannot write the audit to ${small}/audits/audit-\\w+: no space left on the device \\(ENOSPC\\); free space there or choose another folder\\n$`));
+    // Nothing half-written is left in the staging folder (was: .tmp/shared~…-pretrain.jsonl, or a
+    // 0-byte …-utility.jsonl on a fuller disk).
+    const [audit] = readdirSync(join(small, 'audits'));
+    const staging = join(small, 'audits', audit!, '.tmp');
+    expect(existsSync(staging) ? readdirSync(staging) : []).toEqual([]);
   });
 
   it('names the path and the fix for permission errors (EACCES), whatever the operation', () => {

@@ -54,6 +54,9 @@ describe('parseRedisUrl', () => {
     ['http://localhost:6379', /scheme "http" .* not supported/],
     ['redis://localhost/abc', /database "abc"/],
     ['unix://', /names no socket path/],
+    // A port out of range is named as the port, not blamed on the password's encoding.
+    ['redis://127.0.0.1:99999', /^REDIS_URL: port "99999" in "redis:\/\/127\.0\.0\.1:99999" is not a port; a port is a number from 1 to 65535/],
+    ['redis://:pw@[::1]:70000/0', /port "70000" in "redis:\/\/:\*\*\*@\[::1\]:70000\/0" is not a port/],
   ])('rejects %s in one line naming the source', (url, pattern) => {
     let error: unknown;
     try {
@@ -65,6 +68,10 @@ describe('parseRedisUrl', () => {
     expect((error as Error).message).toMatch(pattern);
     expect((error as Error).message).toMatch(/^REDIS_URL: /);
     expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('still says how to write a password when the URL is broken by one, not by its port', () => {
+    expect(() => parseRedisUrl('redis://:a/b@host:6379')).toThrow(/is not a URL \(a password with \/, # or \? must be percent-encoded/);
   });
 
   it('never echoes a password in an error', () => {

@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -34,6 +35,46 @@ async function failure(auditDir: string): Promise<UserInputError> {
 
 const scorePath = (a: FixtureAudit, probe = 'f000.hidden', phase = 'final'): string => join(a.runs[0]!.dir, 'output', 'scores', phase, `${probe}.f32`);
 const resultPath = (a: FixtureAudit): string => join(a.runs[0]!.dir, 'output', 'result.json');
+
+/** The error a report ends with (a ReadBoundaryError is a CanaryAuditError, exit 2, not a UserInputError). */
+async function refusal(auditDir: string): Promise<Error> {
+  return computeReport({ auditDir, resamples: 10 }).then(
+    () => {
+      throw new Error('expected the report to refuse');
+    },
+    (error: unknown) => error as Error,
+  );
+}
+
+describe('files the report reads go through the read boundary', () => {
+  it('a result.json that is a symlink to /etc/passwd is refused, not parsed', async () => {
+    const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
+    await rm(resultPath(a));
+    await symlink('/etc/passwd', resultPath(a));
+    const e = await refusal(a.auditDir);
+    expect(e.message).toMatch(/result\.json: JSON artifact resolves \(through a symlink\) to \/etc\/passwd, outside .*; not read/);
+    expect(e.message).not.toContain('root:');
+  });
+
+  it('a manifest.json that is a FIFO is refused without waiting for a writer', async () => {
+    const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
+    const manifest = join(a.runs[0]!.dir, 'manifest.json');
+    await rm(manifest);
+    execFileSync('mkfifo', [manifest]);
+    const e = await refusal(a.auditDir);
+    expect(e.message).toMatch(/manifest\.json: JSON artifact is a FIFO \(named pipe\), not a regular file; not read/);
+  }, 10_000);
+
+  it('a score file that is a FIFO or a symlink (to /dev/zero) is refused, not read', async () => {
+    const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
+    await rm(scorePath(a));
+    execFileSync('mkfifo', [scorePath(a)]);
+    expect((await failure(a.auditDir)).message).toMatch(/\.f32: score file is not a regular file \(a FIFO, a device or a folder\); not read/);
+    await rm(scorePath(a));
+    await symlink('/dev/zero', scorePath(a));
+    expect((await failure(a.auditDir)).message).toMatch(/\.f32: score file is a symlink; the trainer writes regular files/);
+  }, 10_000);
+});
 
 describe('damaged artifacts are errors that name the file', () => {
   it('a truncated score file', async () => {

@@ -9,6 +9,14 @@ limit: the tiny stem's max_pixels; Qwen2.5-VL's image processor max_pixels (it w
 larger image) and aspect ratio 200; Gemma 3 resizes every image to its fixed square, so only the
 decode is checked.
 
+Every file is read through one bound (`read_bounded`) before a byte of it is hashed or decoded:
+opened without following a final symlink and without waiting on a FIFO, then a regular file of at
+most the size the manifest records (or MAX_IMAGE_FILE_BYTES) by fstat of that same handle. A run
+image that is a link to /dev/zero, a FIFO or an oversized file is refused in one line. The header
+comes before any decode: a size over the pixel cap (the model's where known, else
+DEFAULT_MAX_PIXELS) is refused from the header, so a small file that says 20000x20000 or a zlib
+bomb is never inflated.
+
 Parts (`check_parts`): an image part's width and height are the file's, and its `source` box (the
 canary's source pane, [x0, y0, x1, y1]) lies inside the image. Every problem is one line naming
 the file and the field.
@@ -16,8 +24,11 @@ the file and the field.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
+import os
+import stat
 import warnings
 from pathlib import Path
 
@@ -26,6 +37,60 @@ from .errors import BadManifest, BadRows
 # Backends that read image parts of a message (tiny with model.tiny.vision, hf with a
 # vision-language model).
 IMAGE_BACKENDS: frozenset[str] = frozenset({"tiny", "hf"})
+
+
+# Largest image file read, bytes, when the manifest records no size (the controller's cap too).
+MAX_IMAGE_FILE_BYTES = 256 * 1024 * 1024
+# Pixel cap checked from the header before any decode when the model states none: 8192 x 8192
+# (256 MB decoded as RGBA), the controller's plan-time cap; below PIL's own bomb limit (89.5 M).
+DEFAULT_MAX_PIXELS = 8192 * 8192
+
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_bounded(file: Path, limit: int) -> bytes:
+    """The bytes of `file`, opened once: no final symlink (O_NOFOLLOW), no wait on a FIFO
+    (O_NONBLOCK), then fstat of that handle: a regular file of at most `limit` bytes. ValueError
+    (a phrase) names why a file is refused; OSError when it cannot be opened at all."""
+    try:
+        fd = os.open(file, _O_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last component is a symlink (O_NOFOLLOW)
+            raise ValueError("is a symlink; run images are regular files the controller writes") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"is {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"holds {st.st_size} bytes, over the bound of {limit} bytes")
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > limit:
+            raise ValueError(f"grew past the bound of {limit} bytes while it was read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def hf_config(model: dict) -> dict | None:
@@ -45,15 +110,44 @@ def reads_images(model: dict) -> bool:
     return False
 
 
-def decode_image(raw: bytes, full: bool = True):
+def header_size(raw: bytes) -> tuple[str, int, int] | None:
+    """(format, width, height) from a PNG's IHDR or a JPEG's first SOFn segment, read before PIL
+    sees the bytes; None for anything else (PIL's own header check then applies)."""
+    if raw[:8] == b"\x89PNG\r\n\x1a\n" and raw[12:16] == b"IHDR" and len(raw) >= 24:
+        return "PNG", int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")
+    if raw[:2] != b"\xff\xd8":
+        return None
+    i = 2
+    while i + 9 <= len(raw) and raw[i] == 0xFF:
+        marker = raw[i + 1]
+        if marker == 0xFF:
+            i += 1
+        elif marker == 0x01 or 0xD0 <= marker <= 0xD8:
+            i += 2
+        elif marker in (0xD9, 0xDA):
+            return None
+        elif 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return "JPEG", int.from_bytes(raw[i + 7:i + 9], "big"), int.from_bytes(raw[i + 5:i + 7], "big")
+        else:
+            i += 2 + int.from_bytes(raw[i + 2:i + 4], "big")
+    return None
+
+
+def decode_image(raw: bytes, full: bool = True, max_pixels: int = DEFAULT_MAX_PIXELS):
     """A PIL image decoded from bytes, or ValueError naming why it is not one. `full` False reads
     the header and checks the file's structure (PNG chunk checksums) without decompressing the
-    pixels: the manifest check, cheap for thousands of images; the backend decodes fully."""
+    pixels: the manifest check, cheap for thousands of images; the backend decodes fully. Either
+    way the header's size is checked against `max_pixels` first (opening reads only the header)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
+            header = header_size(raw)
+            if header is not None and header[1] * header[2] > max_pixels:
+                kind, w, h = header
+                raise ValueError(f"its {kind} header says {w}x{h} = {w * h} pixels ({4 * w * h} bytes decoded), "
+                                 f"over the cap of {max_pixels} pixels; not decoded")
             img = Image.open(io.BytesIO(raw))
             if full:
                 img.load()
@@ -72,7 +166,7 @@ def read_image_file(root: Path | None, path: str):
         raise BadRows(f"image {path}: the backend was given no folder to read images from")
     file = root / path
     try:
-        return file, decode_image(file.read_bytes())
+        return file, decode_image(read_bounded(file, MAX_IMAGE_FILE_BYTES))
     except OSError as exc:
         raise BadRows(f"{file}: cannot read the image ({exc.strerror}); fix: re-plan the run so its images "
                       "are written beside the rows") from exc
@@ -89,11 +183,16 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
     raws: list[bytes] = []
     for i, ref in enumerate(images):
         file = folder / ref["path"]
+        # The size the controller recorded bounds the read: a link to /dev/zero, a FIFO or a
+        # swapped file is refused before a byte is hashed.
         try:
-            raw = file.read_bytes()
+            raw = read_bounded(file, int(ref.get("bytes", MAX_IMAGE_FILE_BYTES)))
         except OSError as exc:
             raise BadManifest(f"{path}: field images[{i}]: {file} cannot be read ({exc.strerror}); "
                               "fix: re-plan the run so its images are written beside the rows") from exc
+        except ValueError as exc:
+            raise BadManifest(f"{path}: field images[{i}]: {file} {exc}; not read — fix: re-plan the run so "
+                              "its images are written beside the rows") from exc
         digest = hashlib.sha256(raw).hexdigest()
         if digest != ref["sha256"]:
             raise BadManifest(f"{path}: field images[{i}].sha256: {file} has sha256 {digest}, not {ref['sha256']}; "
@@ -118,6 +217,8 @@ def check_images(path: Path, data: dict) -> dict[str, tuple[int, int]]:
     for i, (ref, raw) in enumerate(zip(images, raws)):
         file = folder / ref["path"]
         try:
+            # Header first (DEFAULT_MAX_PIXELS), then verify: chunk checksums, no inflating; the
+            # model's own limit follows from the same header.
             img = decode_image(raw, full=False)
         except ValueError as exc:
             raise BadManifest(f"{path}: field images[{i}]: {file} is not a readable image ({exc}); "

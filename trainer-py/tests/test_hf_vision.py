@@ -271,6 +271,7 @@ def test_missing_corrupt_and_oversized_images_are_refused(vlm_env, tmp_path):
     assert 300 * 300 > QWEN_MAX_PIXELS
     image.write_bytes(big)
     ref["sha256"] = __import__("hashlib").sha256(big).hexdigest()
+    ref["bytes"] = len(big)  # the recorded size bounds the read, as the controller records it
     manifest.write_text(json.dumps(data))
     with pytest.raises(BadManifest) as err:
         load_manifest(manifest)

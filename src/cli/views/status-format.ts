@@ -2,6 +2,7 @@ import { auditEta } from '../../queue/audit-eta.js';
 import { baseWait } from '../../queue/base-wait.js';
 import { cellColumns } from '../../queue/cell-columns.js';
 import type { AuditStatus, RunState, RunStatus } from '../../queue/status.js';
+import { DEFAULT_TUNING } from '../../queue/tuning.js';
 
 /**
  * Text views of a status snapshot. Pure functions of the snapshot (and a width), so they are tested
@@ -67,8 +68,15 @@ export function runDetail(run: RunStatus, now = Date.now(), peers: readonly RunS
   const p = run.progress;
   const parts: string[] = [];
   if (run.state === 'active' && run.worker_alive === false) {
-    const heartbeat = p ? `; last heartbeat ${formatDuration(Math.max(0, Math.round((now - p.updated) / 1000)))} ago` : '';
-    parts.push(`no live worker (its lock expired${heartbeat}); a live worker takes the run over`);
+    const age = p ? Math.max(0, Math.round((now - p.updated) / 1000)) : null;
+    if (age !== null && age * 1000 < DEFAULT_TUNING.lockMs) {
+      // No lock, yet its worker wrote progress within one lock period: the worker is alive; Redis
+      // lost the lock or the run's completion (an outage, a failover), not the worker.
+      parts.push(`its worker is alive (last heartbeat ${formatDuration(age)} ago) but Redis holds no lock for the run (lost in a Redis outage?); the stalled-job check requeues it, and a finished run's result.json is reused, not trained again`);
+    } else {
+      const heartbeat = age !== null ? `; last heartbeat ${formatDuration(age)} ago` : '';
+      parts.push(`no live worker (its lock expired${heartbeat}); a live worker takes the run over`);
+    }
   }
   const wait = run.state === 'active' ? baseWait(run, peers) : null;
   if (wait && p) {

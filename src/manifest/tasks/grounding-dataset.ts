@@ -1,9 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { Image } from '@napi-rs/canvas';
 import type { DatasetRecord, DatasetSourceSpec, ImagePart, Message, TaskData } from '../../contracts/index.js';
 import { canonicalJson, sha256Hex } from '../../hash.js';
 import { Rng } from '../../random.js';
+import { ReadBoundaryError, readInsideSync } from '../../fs/read-boundary.js';
+import { checkImageHeader, MAX_IMAGE_FILE_BYTES } from '../images/header.js';
 import { ImageStore, pngChunks } from '../images/index.js';
 import { epochs } from './dataset/task.js';
 import { TaskSpecError } from './dataset/records.js';
@@ -160,8 +162,10 @@ interface DecodedImage {
 
 /** The image's format and size; throws a RangeError saying what is wrong with it. */
 export function decodeImage(bytes: Buffer): DecodedImage {
+  // The header first: a size over the pixel cap (or a zlib bomb's) is refused before any decode.
+  const header = checkImageHeader(bytes);
   let ext: 'png' | 'jpg';
-  if (bytes.length >= 8 && bytes[0] === 0x89 && bytes.toString('latin1', 1, 4) === 'PNG') {
+  if (header.format === 'png') {
     let chunks;
     try {
       chunks = pngChunks(bytes);
@@ -170,13 +174,14 @@ export function decodeImage(bytes: Buffer): DecodedImage {
     }
     if (chunks.at(-1)?.type !== 'IEND') throw new RangeError('is a truncated PNG (no IEND chunk)');
     ext = 'png';
-  } else if (bytes.length >= 4 && bytes[0] === 0xff && bytes[1] === 0xd8) {
+  } else {
     if (bytes[bytes.length - 2] !== 0xff || bytes[bytes.length - 1] !== 0xd9) throw new RangeError('is a truncated JPEG (no end-of-image marker)');
     ext = 'jpg';
-  } else throw new RangeError('is neither a PNG nor a JPEG');
+  }
   const image = new Image();
   image.src = bytes;
   if (!(image.width > 0 && image.height > 0)) throw new RangeError(`is a ${ext === 'png' ? 'PNG' : 'JPEG'} that cannot be decoded`);
+  if (image.width !== header.width || image.height !== header.height) throw new RangeError(`is a ${ext === 'png' ? 'PNG' : 'JPEG'} whose header says ${header.width}x${header.height} but decodes to ${image.width}x${image.height}`);
   return { bytes, ext, width: image.width, height: image.height };
 }
 
@@ -261,8 +266,12 @@ function groundingRows(
     }
     let decoded: DecodedImage;
     try {
-      decoded = decodeImage(readFileSync(file));
+      // Inside the dataset's folder (a Hub snapshot's links lead to its repository's blobs/), a
+      // regular file (a FIFO or /dev/zero is refused, not read), at most MAX_IMAGE_FILE_BYTES.
+      const readRoot = prov.source === 'hub' ? resolve(root, '..', '..') : root;
+      decoded = decodeImage(readInsideSync(readRoot, file, { maxBytes: MAX_IMAGE_FILE_BYTES, what: 'image', fix: "replace it with a regular file inside the dataset's folder, or drop the record" }));
     } catch (error) {
+      if (error instanceof ReadBoundaryError) return fail(k, 'image', `field ${JSON.stringify(p.image)} names the image ${JSON.stringify(inDataset)}: ${error.message}`);
       if (!(error instanceof RangeError)) throw error;
       return fail(k, 'image', `field ${JSON.stringify(p.image)} names the image ${JSON.stringify(inDataset)}, which ${error.message}; replace the file or drop the record`);
     }
@@ -382,6 +391,7 @@ export function createGroundingTask(written: Record<string, unknown>, data: Task
     params: recorded,
     metrics: ['loss', 'point_in_box', 'parse_rate'],
     utilityRows: utilityRows.length,
+    trainRows: trainRows.length,
     dataset: structuredClone(p),
     images,
     drawIdentity: gui.drawIdentity,

@@ -43,6 +43,8 @@ export interface Task {
    * never runs out (generated tasks).
    */
   readonly utilityRows: number | null;
+  /** Distinct training rows a dataset-backed task gives (after its hold-out); absent for generated tasks. */
+  readonly trainRows?: number;
   /** Utility rows a task's own `utility` source asks for (`utility.rows`), over the grid's utility.rows. */
   readonly utilityRowsWanted?: number;
   /** Where a dataset-backed task's rows came from (the manifest's task.dataset). */

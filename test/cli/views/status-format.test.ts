@@ -34,6 +34,12 @@ describe('status formatting', () => {
     expect(runDetail(run({ state: 'active', worker_alive: true, progress: progress() }))).not.toContain('no live worker');
   });
 
+  it('does not call a worker dead whose heartbeat is a second old when Redis lost the run\'s lock (a completion lost in an outage)', () => {
+    const text = runDetail(run({ state: 'active', worker_alive: false, progress: progress({ updated: 1_000 }) }), 1_000 + 1_000);
+    expect(text).not.toContain('no live worker');
+    expect(text).toMatch(/^its worker is alive \(last heartbeat 1s ago\) but Redis holds no lock for the run \(lost in a Redis outage\?\); the stalled-job check requeues it, and a finished run's result\.json is reused, not trained again {2}120\/400/);
+  });
+
   it('shows progress, host, GPU and attempt for an active run', () => {
     const text = runDetail(run({ state: 'active', attempts_made: 1, progress: progress() }));
     expect(text).toBe('120/400  loss 1.235  52.1 rows/s  ETA 3m12s  node7 gpu3  attempt 2/3');
