@@ -19,7 +19,7 @@ row's reply tokens (rendered prompt + target minus the rendered prompt; the loss
 of turn, so the targets are at most that), summed over each micro-batch, the largest taken. Scoring (`tree_call_bytes`,
 the same formula that sizes the scoring groups of backends/hf_tree.py) keeps each probe's prompt
 cache once, one layer's keys/values of prompt + tree nodes at a time, per-node working values,
-masks (and attention scores under eager attention), and a block of HEAD_ROWS vocabulary rows; the
+masks (and attention scores under eager attention), and a block of HEAD_ROWS x VOCAB_TILE logits; the
 estimate counts its smallest call, one probe with a chunk of eval.score_batch_size nodes. The
 estimate uses training.max_length for every row and every prompt (an upper bound) and keeps 10%
 of the device for the CUDA context and fragmentation.
@@ -52,6 +52,7 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 USABLE = 0.9
 DEFAULT_LORA = ["q_proj", "v_proj"]
 HEAD_ROWS = 256  # tree nodes per block of the scoring pass's vocabulary projection
+VOCAB_TILE = 4096  # vocabulary columns per chunk of that projection (online log-sum-exp)
 
 
 @dataclass
@@ -139,8 +140,9 @@ def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c
       and the boolean temporaries that build them), the ancestor matrix, and with eager attention
       the scores (the scores, their float32 softmax and the copies between); SDPA kernels stream
       the scores in blocks;
-    - head: the blocked output projection, HEAD_ROWS nodes x vocabulary (logits and the
-      log-sum-exp's exponentials in float32), and the last hidden states with their compacted copy.
+    - head: the blocked output projection, HEAD_ROWS nodes x VOCAB_TILE vocabulary columns at a
+      time (logits and the log-sum-exp's exponentials in float32), and the last hidden states with
+      their compacted copy.
     peak = prompt_cache + max(prompt_pass, tree_pass + head)."""
     p, n, s = probes, nodes, shape
     keys = prompt_len + n
@@ -151,7 +153,7 @@ def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c
     parts = {"prompt_cache": p * prompt_len * s.layers * 2 * s.kv_dim * c,
              "prompt_pass": p * prompt_len * ((work + kv) * c + prompt_len * (scores + masks)) + p * s.vocab * (c + 8),
              "tree_pass": p * keys * kv * c + p * n * (work * c + keys * (scores + masks) + n),
-             "head": min(HEAD_ROWS, p * n) * s.vocab * (8 if c == 4 else c + 8) + 2 * p * n * s.hidden * c}
+             "head": min(HEAD_ROWS, p * n) * min(VOCAB_TILE, s.vocab) * (8 if c == 4 else c + 8) + 2 * p * n * s.hidden * c}
     parts["peak"] = parts["prompt_cache"] + max(parts["prompt_pass"], parts["tree_pass"] + parts["head"])
     return parts
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import copy
 
 import torch
+import torch.nn.functional as F
 
-from ..memory import HEAD_ROWS, config_shape, tree_call_bytes
+from ..memory import HEAD_ROWS, VOCAB_TILE, config_shape, tree_call_bytes
 
 SUPPORTED = ("eager", "sdpa")
 
@@ -160,8 +161,9 @@ def run_tree(model, config, prompts: TreePrompts, tokens, parent, depth, rows, c
     """log p(cols[m] | path to node rows[m]) for each asked pair, float32 (M,). tokens, parent,
     depth are (P, N): row p is probe p's nodes (parent -1: the prompt; parents first; padding
     nodes are never asked); rows index the flattened (P * N) nodes. The vocabulary projection
-    runs in blocks of HEAD_ROWS asked nodes (log-sum-exp and the asked columns only), so full
-    (N, V) logits never exist."""
+    runs in blocks of HEAD_ROWS asked nodes, each over the vocabulary in VOCAB_TILE-column chunks
+    (`tiled_head`: log-sum-exp and the asked columns only), so neither full (N, V) logits nor a
+    block's (HEAD_ROWS, V) ever exist."""
     cache = shared_clone(prompts.cache)
     additive = (getattr(config, "_attn_implementation", None) or "eager") != "sdpa"
     mask = tree_masks(config, cache, prompts.lengths, parent, depth, additive)
@@ -188,13 +190,34 @@ def _head_logprobs(model, config, hidden, rows, cols):
         lo, hi = torch.searchsorted(rows_s, torch.tensor([s, s + HEAD_ROWS], device=rows.device)).tolist()
         if lo == hi:
             continue
-        logits = head(hidden[s: s + HEAD_ROWS]).float()
+        r = rows_s[lo:hi] - s
+        lse, picked = tiled_head(hidden[s: s + HEAD_ROWS], head.weight, head.bias, cap, r, cols_s[lo:hi])
+        out[order[lo:hi]] = picked - lse[r]
+    return out
+
+
+def tiled_head(hidden, weight, bias, cap, rows, cols, tile: int = VOCAB_TILE):
+    """The output projection's log-sum-exp over the vocabulary (R,) and the logits at the asked
+    (rows[m], cols[m]) pairs (M,), float32, for hidden states (R, H) and an output matrix (V, H):
+    the vocabulary in `tile`-column chunks with an online log-sum-exp (a running maximum, the sum
+    rescaled when it rises), so (R, tile) logits exist at a time instead of (R, V). Each chunk is
+    the same projection of the same rows as one (R, V) call, cut by columns; only the
+    log-sum-exp's summation order differs from torch.logsumexp's."""
+    n = hidden.shape[0]
+    top = torch.full((n,), -torch.inf, dtype=torch.float32, device=hidden.device)
+    total = torch.zeros(n, dtype=torch.float32, device=hidden.device)
+    picked = torch.empty(len(rows), dtype=torch.float32, device=hidden.device)
+    for v in range(0, weight.shape[0], tile):
+        logits = F.linear(hidden, weight[v: v + tile], None if bias is None else bias[v: v + tile]).float()  # (R, tile)
         if cap:
             logits = torch.tanh(logits / cap) * cap
-        lse = torch.logsumexp(logits, dim=-1)
-        r = rows_s[lo:hi] - s
-        out[order[lo:hi]] = logits[r, cols_s[lo:hi]] - lse[r]
-    return out
+        new_top = torch.maximum(top, logits.amax(dim=-1))
+        # exp(-inf - finite) is 0: the first chunk's rescale of the empty sum
+        total = total * torch.exp(top - new_top) + torch.exp(logits - new_top[:, None]).sum(dim=-1)
+        top = new_top
+        here = (cols >= v) & (cols < v + tile)
+        picked[here] = logits[rows[here], cols[here] - v]
+    return top + torch.log(total), picked
 
 
 def memory_limit(device, limit_bytes: int | None) -> int:
