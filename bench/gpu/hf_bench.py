@@ -90,12 +90,14 @@ def peak_gib() -> float | None:
 
 class PhaseClock:
     """Where an evaluation phase's time goes. Model time: every call of the decoder and of the
-    output projection (forward hooks; the top-level forward, the tree-attention decoder call and
-    the blocked head all go through these two modules), as device time between CUDA events on a
+    output projection (forward hooks; the top-level forward and the tree-attention decoder call go
+    through these two modules), and every call of the tree scorer's tiled head (`hf_tree.tiled_head`:
+    256 nodes x 4,096 vocabulary columns per projection, with the online log-sum-exp, timed as
+    one), as device time between CUDA events on a
     GPU, as wall time inside the calls on the CPU (device time null there). Outside the model: the
     phase's wall time minus the model time: host work (tokenization, trie building, Python,
-    copies) that the device waits for, plus the tensor work outside those two modules (the tree
-    masks, the log-sum-exp over the vocabulary, greedy's argmax); on a GPU host work that overlaps
+    copies) that the device waits for, plus the tensor work outside those modules (the tree
+    masks, the log-sum-exp of the prompts' next tokens, greedy's argmax); on a GPU host work that overlaps
     device work does not count. The device's own idle time is the profiled run's (profiled_phase).
     Host parts timed on the host (wall, outermost calls only): every
     tokenizer call of the backend, the candidates' in-context split (`code_token_lists`, its
@@ -105,6 +107,7 @@ class PhaseClock:
         import torch
 
         from canary_trainer import evaluate, trie
+        from canary_trainer.backends import hf_tree
 
         self.cuda = b.device.type == "cuda"
         self.parts = {"tokenize": 0.0, "split": 0.0, "trie": 0.0}
@@ -117,6 +120,17 @@ class PhaseClock:
         for m in modules:
             self._hooks.append(m.register_forward_pre_hook(lambda *_: self._start()))
             self._hooks.append(m.register_forward_hook(lambda *_: self._stop()))
+        head = hf_tree.tiled_head
+
+        def timed_head(*a, **kw):
+            self._start()
+            try:
+                return head(*a, **kw)
+            finally:
+                self._stop()
+
+        self._restore.append((hf_tree, "tiled_head", head))
+        hf_tree.tiled_head = timed_head
         self._wrap(b, "tokenize", "tokenize")
         self._wrap(b, "tokenize_batch", "tokenize")
         self._wrap(evaluate, "code_token_lists", "split")
