@@ -37,8 +37,8 @@ import torch
 from _common import each_family, setup_hf, summary, timed
 
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer import trie as _trie  # noqa: E402
-from canary_trainer.trie import code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring import tree as _trie  # noqa: E402
+from canary_trainer.scoring.tree import code_token_lists, score_trie  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 
 TRUE_CODE = "4821"

@@ -38,7 +38,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(int(os.environ.get("CANARY_TRAINER_THREADS", "1")))
-    from canary_trainer import trie
+    from canary_trainer.scoring import tree as trie
     from canary_trainer.manifest import exhaustive_codes
     from tests.hf_fixtures import build_hub, use_hub
 

@@ -36,8 +36,8 @@ from _common import timed
 
 from canary_trainer.batches import right_pad  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.score import score_per_candidate  # noqa: E402
-from canary_trainer.trie import TreeBatcher, build_chunks, code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring.walk import score_per_candidate  # noqa: E402
+from canary_trainer.scoring.tree import TreeBatcher, build_chunks, code_token_lists, score_trie  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
 

@@ -106,8 +106,9 @@ class PhaseClock:
     def __init__(self, b):
         import torch
 
-        from canary_trainer import evaluate, trie
         from canary_trainer.backends import hf_tree
+        from canary_trainer.scoring import scorers
+        from canary_trainer.scoring import tree as trie
 
         self.cuda = b.device.type == "cuda"
         self.parts = {"tokenize": 0.0, "split": 0.0, "trie": 0.0}
@@ -133,7 +134,7 @@ class PhaseClock:
         hf_tree.tiled_head = timed_head
         self._wrap(b, "tokenize", "tokenize")
         self._wrap(b, "tokenize_batch", "tokenize")
-        self._wrap(evaluate, "code_token_lists", "split")
+        self._wrap(scorers, "code_token_lists", "split")
         self._wrap(trie, "build_chunks", "trie")
         probe_cls, clock = trie._Probe, self
 
@@ -365,8 +366,8 @@ def main() -> int:
     from canary_trainer.batches import encode_rows
     from canary_trainer.manifest import exhaustive_codes, load_manifest
     from canary_trainer.rows import read_rows
-    from canary_trainer.score import score_per_candidate
-    from canary_trainer.trie import code_token_lists, score_trie
+    from canary_trainer.scoring.walk import score_per_candidate
+    from canary_trainer.scoring.tree import code_token_lists, score_trie
     from canary_trainer.train import make_optimizer, train_update
     from tests.fixtures import canary_prefill, canary_prompt, make_run
 

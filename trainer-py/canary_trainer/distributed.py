@@ -151,8 +151,7 @@ def shard(backend, dist: Dist) -> None:
         fully_shard(layer, **kw)
     fully_shard(model, **kw)
     # The target-only projection calls the decoder without the root's forward: not under FSDP.
-    if hasattr(backend, "project_every_position"):
-        backend.project_every_position()
+    backend.project_every_position()
 
 
 def update(backend, optimizer, encoded: list[Encoded], update_index: int, training: dict, dist: Dist,

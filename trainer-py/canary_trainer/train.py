@@ -34,13 +34,12 @@ def make_optimizer(backend: TrainableModel, training: Mapping[str, Any]) -> torc
 
 
 def target_loss_sum(backend: TrainableModel, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Summed next-token cross-entropy over target positions of one padded batch. A backend with
-    `target_logits` projects the vocabulary at the target positions only (hf: 151,936 words at a
-    row's ~20 target tokens instead of all of its positions); the others at every position."""
+    """Summed next-token cross-entropy over target positions of one padded batch. A backend whose
+    `target_logits` answers projects the vocabulary at the target positions only (hf: 151,936 words
+    at a row's ~20 target tokens instead of all of its positions); the others at every position."""
     ids, labels = ids.to(backend.device), labels.to(backend.device)
-    targets = getattr(backend, "target_logits", None)
     with backend.autocast():
-        got = targets(ids, labels) if targets is not None else None
+        got = backend.target_logits(ids, labels)
         if got is None:
             logits = backend.logits(ids)
     # Per-token losses in float32, summed in float64: the sum of a few thousand tokens then does not

@@ -186,7 +186,7 @@ def test_scoring_estimate_bounds_a_batched_call_on_a_real_vocabulary(hub_env):
     probes of different prompt lengths through the backend's own batched tree call."""
     import torch
 
-    from canary_trainer.trie import TreeBatcher, code_token_lists
+    from canary_trainer.scoring.tree import TreeBatcher, code_token_lists
 
     from .fixtures import canary_prefill, canary_prompt
     from .test_hf_backend import backend

@@ -15,7 +15,7 @@ from canary_trainer.checkpoint import checkpoint_dir
 from canary_trainer.errors import BadManifest, BadRows
 from canary_trainer.manifest import exhaustive_codes, load_manifest
 from canary_trainer.run import RunOptions, run
-from canary_trainer.score import TokenCheck, score_per_candidate, score_tree
+from canary_trainer.scoring.walk import TokenCheck, score_per_candidate, score_tree
 from canary_trainer.train import make_optimizer, train_update
 
 from .fixtures import make_run, rewrite_manifest

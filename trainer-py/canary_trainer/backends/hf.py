@@ -274,8 +274,8 @@ class HfBackend(HfText, ModelBackend):
                          **self._keep(1))
         return F.log_softmax(out.logits[:, -1].float(), dim=-1).index_select(1, cols), None
 
-    def has_tree(self):
-        return hf_tree.supports(self.text_config)
+    def tree_scorer(self):
+        return self if hf_tree.supports(self.text_config) else None
 
     def tree_limit(self):
         return hf_tree.memory_limit(self.device, self.mem_bytes)

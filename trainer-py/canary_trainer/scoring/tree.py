@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .backends.base import TextModel, TreeScorer
-from .score import context_tail
+from ..backends.base import TextModel, TreeScorer
+from .walk import context_tail
 
 VERIFY = 8  # candidates whose tail tokenization is checked against the whole context's
 SPANS_KEPT = 64  # context tails remembered (many probes share a context tail and a candidate list)
