@@ -34,7 +34,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
 from _common import setup_hf
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402

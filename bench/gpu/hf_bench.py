@@ -366,8 +366,8 @@ def main() -> int:
     from canary_trainer.batches import encode_rows
     from canary_trainer.manifest import exhaustive_codes, load_manifest
     from canary_trainer.rows import read_rows
-    from canary_trainer.scoring.walk import score_per_candidate
     from canary_trainer.scoring.tree import code_token_lists, score_trie
+    from canary_trainer.scoring.walk import score_per_candidate
     from canary_trainer.train import make_optimizer, train_update
     from tests.fixtures import canary_prefill, canary_prompt, make_run
 

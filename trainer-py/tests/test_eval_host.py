@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from canary_trainer.scoring import tree as trie  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
+from canary_trainer.scoring import tree as trie  # noqa: E402
 from canary_trainer.scoring.walk import context_tail  # noqa: E402
 
 from .fixtures import canary_prompt  # noqa: E402

@@ -14,13 +14,13 @@ pytest.importorskip("transformers")
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import encode_row, encode_rows  # noqa: E402
 from canary_trainer.checkpoint import checkpoint_dir  # noqa: E402
-from .greedy_ref import greedy  # noqa: E402
 from canary_trainer.rows import read_rows  # noqa: E402
 from canary_trainer.run import RunOptions, run  # noqa: E402
 from canary_trainer.train import make_optimizer, mean_target_loss, train_update  # noqa: E402
 
 from .conftest import run_cli, run_here, start_cli, trainer_env  # noqa: E402
 from .fixtures import canary_prefill, make_run  # noqa: E402
+from .greedy_ref import greedy  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
 from .test_hf_backend import canary_row, spec  # noqa: E402
 

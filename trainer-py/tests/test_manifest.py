@@ -91,8 +91,9 @@ def test_missing_manifest_file(tmp_path):
 
 
 def test_bad_command_line_emits_an_error_event(tmp_path):
-    from .conftest import PYTHON, trainer_env
     import subprocess
+
+    from .conftest import PYTHON, trainer_env
 
     proc = subprocess.run([PYTHON, "-m", "canary_trainer", "run", "--out", str(tmp_path)], capture_output=True,
                           text=True, env=trainer_env())

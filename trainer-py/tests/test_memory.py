@@ -9,7 +9,13 @@ pytest.importorskip("transformers")
 
 from canary_trainer import exit_codes  # noqa: E402
 from canary_trainer.memory import (  # noqa: E402
-    config_shape, estimate, micro_targets, model_shape, plan, refusal, tree_call_bytes,
+    config_shape,
+    estimate,
+    micro_targets,
+    model_shape,
+    plan,
+    refusal,
+    tree_call_bytes,
 )
 
 from .conftest import run_cli, trainer_env  # noqa: E402

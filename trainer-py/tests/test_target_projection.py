@@ -68,7 +68,7 @@ def test_updates_and_row_order_equal_the_full_projection(hub_env):
         opt = make_optimizer(b, TRAINING)
         seen, losses = [], []
         for u in range(TRAINING["updates"]):
-            res = train_update(b, opt, enc, u, TRAINING, on_batch=lambda u, rows: seen.append(list(rows)))
+            res = train_update(b, opt, enc, u, TRAINING, on_batch=lambda u, rows, seen=seen: seen.append(list(rows)))
             losses.append(res.loss)
         assert b._gather_ok is gather
         runs.append((seen, losses, {n: p.detach().clone() for n, p in b.model.named_parameters()}))
