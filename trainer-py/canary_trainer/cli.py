@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import exit_codes
 from .errors import DiskFull, OutOfMemory, TrainerError, is_disk_full, is_oom
@@ -25,11 +25,11 @@ from .events import Events, log
 
 
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, events: Events, **kwargs):
+    def __init__(self, *args: Any, events: Events, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._events = events
 
-    def error(self, message: str):  # argparse would exit 2 without an event
+    def error(self, message: str) -> NoReturn:  # argparse would exit 2 without an event
         self.print_usage(sys.stderr)
         self._events.emit("error", kind="bad_manifest", message=f"command line: {message}", recoverable=False)
         sys.exit(exit_codes.BAD_INPUT)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from .errors import FolderBusy, Interrupted
+from .interrupt import StopFlag
 
 DEFAULT_WAIT_S = 60.0
 POLL_S = 0.2
@@ -42,7 +43,7 @@ class FileLock:
         self.fd: int | None = None
         self.waited = False  # whether the last acquire had to wait for another holder
 
-    def acquire(self, on_wait: Callable[[Holder], None] | None = None, stop=None) -> None:
+    def acquire(self, on_wait: Callable[[Holder], None] | None = None, stop: StopFlag | None = None) -> None:
         """Take the lock. `on_wait(holder)` is called when another process holds it, and again each
         time the holder changes (another waiter took it first); `stop` (a StopFlag) ends the wait
         early with Interrupted: nothing was done, so nothing is lost."""

@@ -73,7 +73,7 @@ class Shape:
     train_vision: bool = False  # the tower trains (model.hf.train_vision); else it is frozen
 
 
-def plain_head(text_config) -> bool:
+def plain_head(text_config: Any) -> bool:
     """False when the config names a head that does more than project (Gemma 2's final-logit
     soft-capping, Cohere's logit_scale, Granite's logits_scaling): training then projects every
     position (backends/hf.py checks the head itself once the weights are loaded)."""
@@ -82,7 +82,7 @@ def plain_head(text_config) -> bool:
     return all(getattr(text_config, name, None) in (None, 1, 1.0) for name in ("logit_scale", "logits_scaling"))
 
 
-def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
+def config_shape(config: Any, params: int = 0, lora_io: int = 0) -> Shape:
     """The sizes the estimates need, read from a model config (parameters as given). A config not
     yet loaded into a model names no attention implementation: counted as eager (the larger)."""
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -97,7 +97,7 @@ def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
                  eager=getattr(config, "_attn_implementation", None) != "sdpa", plain_head=plain_head(text))
 
 
-def model_shape(config, target_modules: list[str] | None = None, attn_implementation: str | None = None,
+def model_shape(config: Any, target_modules: list[str] | None = None, attn_implementation: str | None = None,
                 train_vision: bool = False) -> Shape:
     """Counts parameters exactly by building the model on the meta device (no memory, no weights);
     the attention implementation is the one transformers resolves for it (or the one asked for).
@@ -213,7 +213,7 @@ def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch
 MAX_RANKS = 64
 
 
-def ranks_needed(fits, limit: int = MAX_RANKS) -> int | None:
+def ranks_needed(fits: Callable[[int], bool], limit: int = MAX_RANKS) -> int | None:
     """The fewest ranks (GPUs of one host) for which `fits(ranks)` holds, or None up to `limit`."""
     for ranks in range(1, limit + 1):
         if fits(ranks):

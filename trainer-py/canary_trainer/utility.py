@@ -43,7 +43,7 @@ def requests(backend: Backend, rows: list[dict], max_new_tokens: int) -> list[tu
     return [(backend.tokenize(backend.render(row["prompt"])), max_new_tokens, None) for row in rows]
 
 
-def decode_rows(backend: Backend, rows: list[dict], max_new_tokens: int, stop=None) -> list[str]:
+def decode_rows(backend: Backend, rows: list[dict], max_new_tokens: int, stop: StopFlag | None = None) -> list[str]:
     """Greedy reply of each row's prompt, batched (equal to one row at a time)."""
     if not rows:
         return []
