@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TextIO
 from . import exit_codes
 from .errors import DiskFull, OutOfMemory, TrainerError, is_disk_full, is_oom
 from .events import Events, log
+from .host import host
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,8 +48,8 @@ def _parser(events: Events) -> argparse.ArgumentParser:
 
 
 def _configure_threads() -> None:
-    threads = os.environ.get("CANARY_TRAINER_THREADS")
-    if threads:
+    threads = host().threads
+    if threads is not None:
         import torch
 
         torch.set_num_threads(max(1, int(threads)))
@@ -69,7 +70,7 @@ def _claim_stdout() -> Events:
         sys.stdout = sys.stderr
     except (OSError, ValueError):  # no real file descriptors (embedded use): write where we can
         stream = sys.stdout
-    if int(os.environ.get("RANK", "0")) != 0:
+    if host().rank != 0:
         # One rank of a sharded run (distributed.py): progress comes from rank 0 only.
         stream = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     return Events(stream=stream)

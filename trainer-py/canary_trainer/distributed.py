@@ -43,6 +43,7 @@ import torch
 from .backends.base import Backend
 from .batches import IGNORE, Encoded, collate
 from .errors import BadManifest
+from .host import host
 from .manifest_types import Training
 from .memory import micro_size
 from .train import UpdateResult, finish_update, start_update
@@ -99,7 +100,7 @@ def start(training: Training, device_kind: str) -> Dist | None:
     """Join the run's process group when the manifest asks for several ranks (None: one process).
     The manifest's rank count and the launcher's must agree."""
     want = ranks_of(training)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = host().world_size
     if want <= 1:
         if world > 1:
             raise BadManifest(f"this trainer was started as {world} ranks but the manifest has no training.gpus; "
@@ -111,7 +112,7 @@ def start(training: Training, device_kind: str) -> Dist | None:
                           "(canary-audit worker does)")
     import torch.distributed as td
 
-    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    rank, local = host().rank, host().local_rank
     if device_kind == "cuda":
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)

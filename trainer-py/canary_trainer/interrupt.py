@@ -11,6 +11,8 @@ import os
 import signal
 import threading
 
+from .host import host
+
 
 class StopFlag:
     def __init__(self) -> None:
@@ -35,7 +37,7 @@ def install(flag: StopFlag, poll_s: float = 0.5) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if os.environ.get("CANARY_TRAINER_PARENT_WATCH", "1") == "0":
+    if not host().parent_watch:
         return
     parent = os.getppid()
 

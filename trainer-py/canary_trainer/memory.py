@@ -37,7 +37,6 @@ the sequence length the activations and the scoring prompts are sized by include
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -45,6 +44,7 @@ import torch
 
 from .errors import OutOfMemory
 from .events import log
+from .host import host
 from .manifest import Manifest
 
 GIB = 1024 ** 3
@@ -299,9 +299,9 @@ def plan(shape: Shape, manifest_model: Mapping[str, Any], training: Mapping[str,
 def device_memory(device: torch.device) -> int | None:
     """Bytes of the device, or None for the CPU. CANARY_TRAINER_DEVICE_MEMORY_GB overrides it (a
     shared GPU, tests)."""
-    forced = os.environ.get("CANARY_TRAINER_DEVICE_MEMORY_GB")
-    if forced:
-        return int(float(forced) * GIB)
+    forced = host().device_memory_gb
+    if forced is not None:
+        return int(forced * GIB)
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
     return None
@@ -348,19 +348,19 @@ def check_fits(manifest: Manifest, device: torch.device,
 
 def micro_size(batch_size: int, world: int) -> int:
     """Rows per micro-batch of one rank of a sharded run (each rank takes its share of an update)."""
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else max(1, math.ceil(batch_size / world))
+    env = host().micro_batch
+    return max(1, min(batch_size, env)) if env is not None else max(1, math.ceil(batch_size / world))
 
 
 def micro_batch_size(batch_size: int) -> int:
     """Rows per forward pass (CANARY_TRAINER_MICRO_BATCH, a host setting): less memory, the same
     update (train.py divides every micro-batch by the whole batch's target tokens)."""
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else batch_size
+    env = host().micro_batch
+    return max(1, min(batch_size, env)) if env is not None else batch_size
 
 
 def gradient_checkpointing() -> bool:
-    return os.environ.get("CANARY_TRAINER_GRADIENT_CHECKPOINTING", "") not in ("", "0")
+    return host().gradient_checkpointing
 
 
 def main(argv: list[str] | None = None) -> int:
