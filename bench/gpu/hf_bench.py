@@ -46,6 +46,7 @@ check fails.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -423,14 +424,14 @@ def main() -> int:
         m = load_manifest(manifest)
         rows = read_rows(m.folder / "rows.jsonl", m.data["rows"]["sha256"], m.data["rows"]["count"], "rows")
         encoded = encode_rows(b, rows, 256, Path("rows.jsonl"))
-        opt = make_optimizer(b, {**m.training, "lr": 1e-5})
+        opt = make_optimizer(b, dataclasses.replace(m.training, lr=1e-5))
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
         times, tokens, targets = [], [], []
         for u in range(args.train_updates + 2):
             sync()
             t0 = time.perf_counter()
-            res = train_update(b, opt, encoded, u, {**m.training, "lr": 1e-5, "loss_explode": 1e9})
+            res = train_update(b, opt, encoded, u, dataclasses.replace(m.training, lr=1e-5, loss_explode=1e9))
             sync()
             if u >= 2:
                 times.append(time.perf_counter() - t0)

@@ -44,9 +44,9 @@ from .backends.base import Backend
 from .batches import IGNORE, Encoded, collate
 from .errors import BadManifest
 from .host import host
-from .manifest_types import Training
 from .memory import micro_size
 from .train import UpdateResult, finish_update, start_update
+from .train_config import TrainingConfig
 
 # Rank 0 may evaluate for a long time while the others wait in a collective.
 TIMEOUT = _dt.timedelta(hours=12)
@@ -92,11 +92,11 @@ class Dist:
         return box[0]
 
 
-def ranks_of(training: Training) -> int:
-    return int(training.get("gpus", 1))
+def ranks_of(training: TrainingConfig) -> int:
+    return training.gpus
 
 
-def start(training: Training, device_kind: str) -> Dist | None:
+def start(training: TrainingConfig, device_kind: str) -> Dist | None:
     """Join the run's process group when the manifest asks for several ranks (None: one process).
     The manifest's rank count and the launcher's must agree."""
     want = ranks_of(training)
@@ -159,7 +159,7 @@ def shard(backend: Backend, dist: Dist) -> None:
 
 
 def update(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update_index: int,
-           training: dict, dist: Dist, loss_sum_fn: Callable[[Backend, torch.Tensor, torch.Tensor], torch.Tensor],
+           training: TrainingConfig, dist: Dist, loss_sum_fn: Callable[[Backend, torch.Tensor, torch.Tensor], torch.Tensor],
            on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
     """One optimizer update of a sharded run (see the module docstring); returns train.UpdateResult.
     The bookkeeping around the passes is the single-process update's (train.start_update,

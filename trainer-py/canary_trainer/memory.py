@@ -330,12 +330,12 @@ def check_fits(manifest: Manifest, device: torch.device,
         log(f"memory estimate skipped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return None
     total = device_memory(device)
-    ranks = int(manifest.training.get("gpus", 1))
+    ranks = manifest.training.gpus
     if ranks > 1:  # each rank runs its own share of the update's micro-batches
-        micro = micro_size(manifest.training["batch_size"], ranks)
+        micro = micro_size(manifest.training.batch_size, ranks)
     else:
-        micro = micro_batch_size(manifest.training["batch_size"])
-    mine, alts = plan(shape, model, manifest.training, manifest.eval["score_batch_size"],
+        micro = micro_batch_size(manifest.training.batch_size)
+    mine, alts = plan(shape, model, manifest.training.as_dict(), manifest.eval["score_batch_size"],
                       on_gpu=device.type == "cuda" or total is not None,
                       micro_batch=micro, checkpointing=gradient_checkpointing(), device_bytes=total,
                       row_targets=row_targets() if row_targets is not None and ranks == 1 and shape.plain_head else None)

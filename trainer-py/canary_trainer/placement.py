@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, cast
+from typing import Callable, Protocol, cast
 
 import torch
 
@@ -22,8 +22,8 @@ from .backends.base import Backend
 from .batches import Encoded
 from .errors import TrainerError
 from .events import log
-from .manifest_types import Training
 from .train import UpdateResult, target_loss_sum, train_update
+from .train_config import TrainingConfig
 
 OnBatch = Callable[[int, range], None] | None
 
@@ -72,7 +72,7 @@ class Placement(Protocol):
         ...
 
     def update(self, backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-               training: Mapping[str, Any], on_batch: OnBatch = None) -> UpdateResult: ...
+               training: TrainingConfig, on_batch: OnBatch = None) -> UpdateResult: ...
 
     def save(self, update: int, backend: Backend, optimizer: torch.optim.Optimizer, meta: dict) -> Path:
         """Checkpoint `update` (every process calls it)."""
@@ -130,7 +130,7 @@ class Single:
         checkpoint.set_rng_state(got.rng)
 
     def update(self, backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-               training: Mapping[str, Any], on_batch: OnBatch = None) -> UpdateResult:
+               training: TrainingConfig, on_batch: OnBatch = None) -> UpdateResult:
         return train_update(backend, optimizer, encoded, update, training, on_batch)
 
     def save(self, update: int, backend: Backend, optimizer: torch.optim.Optimizer, meta: dict) -> Path:
@@ -183,8 +183,8 @@ class Sharded:
         checkpoint.set_rng_state(rng)
 
     def update(self, backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-               training: Mapping[str, Any], on_batch: OnBatch = None) -> UpdateResult:
-        return distributed.update(backend, optimizer, encoded, update, cast(dict, training), self.dist,
+               training: TrainingConfig, on_batch: OnBatch = None) -> UpdateResult:
+        return distributed.update(backend, optimizer, encoded, update, training, self.dist,
                                   target_loss_sum, on_batch)
 
     def save(self, update: int, backend: Backend, optimizer: torch.optim.Optimizer, meta: dict) -> Path:
@@ -198,7 +198,7 @@ class Sharded:
         distributed.stop()
 
 
-def place(training: Training, device: torch.device, out: Path, manifest_sha256: str) -> Placement:
+def place(training: TrainingConfig, device: torch.device, out: Path, manifest_sha256: str) -> Placement:
     """Join the run's process group when the manifest asks for several ranks (distributed.start
     checks the launcher agrees), else one process on `device`."""
     dist = distributed.start(training, device.type)

@@ -57,7 +57,7 @@ def run(opts: RunOptions) -> dict:
     out = check_output_folder(opts.out, opts.manifest)
     out.mkdir(parents=True, exist_ok=True)
     # Several ranks (training.gpus): rank 0 holds the folder's lock and writes what is written once.
-    placement = place(manifest.training, pick_device(manifest.training["device"]), out, manifest.sha256)
+    placement = place(manifest.training, pick_device(manifest.training.device), out, manifest.sha256)
     lock = FolderLock(out) if placement.main else None
     try:
         if lock is not None:
@@ -167,8 +167,8 @@ class _Run:
         # must show up as changed_mid_run.
         self.state = RunState.from_meta(self.saved.meta) if self.saved else \
             RunState(at_start=provenance.stamp(self.versions))
-        self.encoded = encode_rows(self.backend, inputs.rows, self.tr["max_length"], inputs.rows_path)
-        self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr["max_length"], inputs.utility_path) \
+        self.encoded = encode_rows(self.backend, inputs.rows, self.tr.max_length, inputs.rows_path)
+        self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr.max_length, inputs.utility_path) \
             if inputs.utility_path else []
         self.utility_rows = inputs.utility_rows
         # Generation limit of the utility rows when utility.metrics asks for replies (None: loss only).
@@ -193,11 +193,11 @@ class _Run:
     def _announce(self) -> None:
         tr, resumed = self.tr, self.saved is not None
         self.ev.emit("started", run_id=self.manifest.run_id, pid=os.getpid(), device=str(self.device),
-                     backend=self.backend.name, total_updates=tr["updates"],
+                     backend=self.backend.name, total_updates=tr.updates,
                      resumed_from=self.start_update if resumed else None, provenance=self.state.at_start,
                      **({"checkpoints_skipped": self.skipped_now} if self.skipped_now else {}))
         log(f"run {self.manifest.run_id}: {self.backend.describe()['parameters']} parameters on {self.device}, "
-            f"{tr['updates']} updates of {tr['batch_size']} rows"
+            f"{tr.updates} updates of {tr.batch_size} rows"
             + (f", resuming at update {self.start_update}" if resumed else ""))
 
     def resume_or_start(self) -> None:
@@ -206,7 +206,7 @@ class _Run:
         self._base()
         freeze_for_finetuning(self.backend, self.manifest)
         # Seeded after the base so that a cached base and one built here leave the same random stream.
-        torch.manual_seed(self.tr["seed"])
+        torch.manual_seed(self.tr.seed)
         self.optimizer = make_optimizer(self.backend, self.tr)
         if self.saved is not None:
             self.placement.restore(self.saved, self.backend, self.optimizer)
@@ -220,7 +220,7 @@ class _Run:
             return
         self.placement.gather(self.backend, self.scorer)
         if self.main:
-            self.state.base_utility_loss = mean_target_loss(self.scorer, self.utility, self.tr["batch_size"])
+            self.state.base_utility_loss = mean_target_loss(self.scorer, self.utility, self.tr.batch_size)
         if self.utility_gen is not None and self.evaluator is not None:
             self.state.base_utility_texts = utility.base_texts(self.scorer, self.manifest, self.opts.stop,
                                                                self.utility_rows, self.utility_gen,
@@ -246,7 +246,7 @@ class _Run:
     def train(self) -> None:
         """The remaining updates; extra evaluation phases and checkpoints between them. A stop
         writes a checkpoint (unless one was just written) and raises Interrupted."""
-        total, every = self.tr["updates"], self.tr["checkpoint_every"]
+        total, every = self.tr.updates, self.tr.checkpoint_every
         extra_evals = set(self.manifest.eval["checkpoints"])
 
         def after_update(done: int) -> None:
@@ -266,10 +266,10 @@ class _Run:
                       update_fn=self.placement.update, agree=self.placement.agree)
 
     def evaluate(self) -> None:
-        self._evaluate("final", self.tr["updates"])
+        self._evaluate("final", self.tr.updates)
         if not self.main:
             return
-        self.final_utility = mean_target_loss(self.scorer, self.utility, self.tr["batch_size"])
+        self.final_utility = mean_target_loss(self.scorer, self.utility, self.tr.batch_size)
         if self.utility_gen is not None:
             self.final_utility_texts = utility.decode_rows(self.scorer, self.utility_rows, self.utility_gen,
                                                            self.opts.stop)
@@ -278,7 +278,7 @@ class _Run:
         if not self.main:
             return {}
         assert self.evaluator is not None  # rank 0 always has one
-        st, tr, total = self.state, self.tr, self.tr["updates"]
+        st, tr, total = self.state, self.tr, self.tr.updates
         t = st.totals
         result = {
             "schema_version": "canary-audit.result/1",
@@ -289,12 +289,12 @@ class _Run:
             "candidate_space": {"kind": self.manifest.space["kind"], "size": self.manifest.space["size"]},
             "training": {
                 "updates": total,
-                "rows": total * tr["batch_size"],
+                "rows": total * tr.batch_size,
                 "tokens": t.targets,
                 "final_loss": t.losses[-1],
                 "loss_curve": thin_curve(t.losses),
                 "wall_s": round(t.wall_s, 3),
-                "rows_per_s": round(total * tr["batch_size"] / max(t.wall_s, 1e-9), 2),
+                "rows_per_s": round(total * tr.batch_size / max(t.wall_s, 1e-9), 2),
                 "tokens_per_s": round(t.tokens / max(t.wall_s, 1e-9), 1),
                 "resumed_from": self.start_update if self.saved else None,
                 "checkpoints_skipped": self.checkpoints_skipped,
