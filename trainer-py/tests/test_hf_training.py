@@ -112,7 +112,7 @@ def test_greedy_decoding_reads_a_learned_code(hub_env):
     row = canary_row("4821")
     enc = [encode_row(b, row, 256, "row")]
     opt = make_optimizer(b, TRAINING)
-    for _ in range(TRAINING["updates"]):
+    for _ in range(TRAINING.updates):
         train_update(b, opt, enc, 0, TRAINING)
     b.model.eval()
     with torch.no_grad():

@@ -69,7 +69,7 @@ def test_updates_and_row_order_equal_the_full_projection(hub_env):
         enc = _rows(b)
         opt = make_optimizer(b, TRAINING)
         seen, losses = [], []
-        for u in range(TRAINING["updates"]):
+        for u in range(TRAINING.updates):
             res = train_update(b, opt, enc, u, TRAINING, on_batch=lambda u, rows, seen=seen: seen.append(list(rows)))
             losses.append(res.loss)
         assert b._gather_ok is gather
