@@ -47,6 +47,8 @@ class Opened:
 
 class Placement(Protocol):
     device: torch.device
+    # Every trainable weight is whole in this process (False: each rank holds a shard of each).
+    whole_weights: bool
 
     @property
     def main(self) -> bool:
@@ -89,6 +91,7 @@ class Single:
     """One process: the model trains and scores in place; checkpoints are checkpoint.py's."""
 
     main = True
+    whole_weights = True
 
     def __init__(self, out: Path, manifest_sha256: str, device: torch.device):
         self.out, self.manifest_sha256, self.device = out, manifest_sha256, device
@@ -148,6 +151,8 @@ class Single:
 class Sharded:
     """FSDP2 over the run's ranks (distributed.py): every rank trains its shard; rank 0 scores on
     an unsharded copy the trained weights are gathered into before each evaluation phase."""
+
+    whole_weights = False
 
     def __init__(self, out: Path, manifest_sha256: str, dist: distributed.Dist):
         self.out, self.manifest_sha256, self.dist, self.device = out, manifest_sha256, dist, dist.device

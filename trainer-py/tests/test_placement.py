@@ -26,7 +26,7 @@ TRAINING = TrainingConfig(lr=1e-3, schedule={"kind": "constant", "warmup_updates
 def test_one_process_is_single_and_its_collectives_do_nothing(tmp_path, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     p = place(TRAINING, CPU, tmp_path, "sha")
-    assert isinstance(p, Single) and p.main and p.device == CPU
+    assert isinstance(p, Single) and p.main and p.whole_weights and p.device == CPU
     assert p.agree(True) is True and p.agree(False) is False
     assert p.barrier() is None
     b = TinyBackend(SPEC, CPU)
