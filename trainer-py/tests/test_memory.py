@@ -59,13 +59,13 @@ def test_full_fine_tuning_costs_16_bytes_per_parameter_plus_the_autocast_copy(qw
     # Scoring, its parts computed here: one probe's 256-token prompt cache (once, not per node), a
     # 1,024-node tree chunk one layer at a time (keys/values of prompt + nodes and their repeat to
     # the 32 query heads, working values, masks; SDPA, as transformers resolves for Qwen3, keeps no
-    # score matrix), a 256-row vocabulary block.
+    # score matrix), a 256-row x 4,096-column chunk of the vocabulary projection.
     assert not qwen3_8b.eager and qwen3_8b.mask_kinds == 1
     keys, kv, work = 256 + 1024, 2 * (1024 + 32 * 128), 3 * 12288 + 4 * 4096 + 2 * 32 * 128
     per_key = 1 + 2 * 2 + 2  # boolean mask, the kernel's bf16 copy and its aligned copy, temporaries
     prompt_cache = 256 * 36 * 2 * 1024 * 2
     tree = keys * kv * 2 + 1024 * (work * 2 + keys * per_key + 1024)
-    head = 256 * 151936 * (2 + 8) + 2 * 1024 * 4096 * 2
+    head = 256 * 4096 * (2 + 8) + 2 * 1024 * 4096 * 2
     prompt_pass = 256 * ((work + kv) * 2 + 256 * per_key) + 151936 * 10
     assert parts["scoring"] == prompt_cache + max(prompt_pass, tree + head)
     assert parts["scoring"] < 1.5e9 < 1024 * 256 * 36 * 2 * 1024 * 2  # the old repeated cache: 38.7 GB
