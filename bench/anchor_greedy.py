@@ -22,7 +22,6 @@ import statistics
 import sys
 
 import torch
-
 from _common import each_family, probes, setup_hf, spread, timed
 
 from canary_trainer.decode import greedy_many, requests  # noqa: E402
@@ -73,7 +72,7 @@ def run(family: str, args) -> dict:
     reqs = _reqs(b, ps)
     rates = {}
     for batch in args.batches:
-        _, s, _ = timed(lambda: hf_generate(b, reqs, batch))
+        _, s, _ = timed(lambda batch=batch: hf_generate(b, reqs, batch))
         rates[batch] = round(s / len(ps), 4)
     batch = min(rates, key=rates.get)
     times: dict[str, list[float]] = {"trainer": [], "generate": []}

@@ -33,12 +33,11 @@ import sys
 
 import numpy as np
 import torch
-
 from _common import each_family, setup_hf, summary, timed
 
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer import trie as _trie  # noqa: E402
-from canary_trainer.trie import code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring import tree as _trie  # noqa: E402
+from canary_trainer.scoring.tree import code_token_lists, score_trie  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 
 TRUE_CODE = "4821"
@@ -70,7 +69,7 @@ def bench_family(family: str, args) -> dict:
     block = codes[: args.block]
     rates = {}
     for batch in args.batches:  # tuning on a short block (complete cache groups: 10 codes each)
-        _, s, c = timed(lambda: lm_eval_scores(b, ctx, block[:200], batch))
+        _, s, c = timed(lambda batch=batch: lm_eval_scores(b, ctx, block[:200], batch))
         rates[batch] = round(c / 200 * len(codes), 2)
     batch = min(rates, key=rates.get)
     # wall/cpu: per probe; tree = scoring with the candidates' tokenization already done (a run
@@ -86,7 +85,7 @@ def bench_family(family: str, args) -> dict:
                 split, s, c = timed(lambda: code_token_lists(b, ctx, ids, codes))
                 times["tokenize_wall"].append(s)
                 times["tokenize_cpu"].append(c)
-                tree, s, c = timed(lambda: score_trie(b, ids, split))
+                tree, s, c = timed(lambda split=split: score_trie(b, ids, split))
                 times["tree_wall"].append(s)
                 times["tree_cpu"].append(c)
             else:

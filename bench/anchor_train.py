@@ -34,12 +34,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
 from _common import setup_hf
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import IGNORE, collate, encode_row  # noqa: E402
 from canary_trainer.train import make_optimizer, train_update  # noqa: E402
+from canary_trainer.train_config import TrainingConfig  # noqa: E402
 from tests.fixtures import background_row, canary_prompt, canary_target  # noqa: E402
 from tests.test_hf_backend import spec  # noqa: E402
 
@@ -59,10 +59,10 @@ def rows(n: int) -> list[dict]:
     return out
 
 
-def training(args) -> dict:
-    return {"lr": 1e-3, "betas": [0.9, 0.999], "weight_decay": 0.0, "batch_size": args.batch,
-            "updates": args.updates, "schedule": {"kind": "constant", "warmup_updates": 0}, "grad_clip": 1.0,
-            "loss_explode": 1e9}
+def training(batch: int, updates: int, lr: float = 1e-3, grad_clip: float = 1.0) -> TrainingConfig:
+    return TrainingConfig(lr=lr, betas=(0.9, 0.999), weight_decay=0.0, batch_size=batch, updates=updates,
+                          schedule={"kind": "constant", "warmup_updates": 0, "min_lr_ratio": 0.0}, grad_clip=grad_clip,
+                          loss_explode=1e9, max_length=1024, seed=0, checkpoint_every=updates, device="cpu")
 
 
 def ours(family: str, data: list[dict], args, full_vocabulary: bool = False) -> tuple[list[float], float, int]:
@@ -71,7 +71,7 @@ def ours(family: str, data: list[dict], args, full_vocabulary: bool = False) -> 
     b = HfBackend(spec(family), CPU)
     if full_vocabulary:
         b._gather_ok = False
-    cfg = training(args)
+    cfg = training(args.batch, args.updates)
     enc = [encode_row(b, r, 1024, f"row {i}") for i, r in enumerate(data)]
     opt = make_optimizer(b, cfg)
     times, first = [], None
@@ -92,8 +92,7 @@ def reference_loss(family: str, data: list[dict], batch: int) -> tuple[float, fl
         logits = b.logits(ids)
         full = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
                                ignore_index=IGNORE, reduction="sum") / sum(e.targets for e in enc)
-    cfg = {"lr": 0.0, "betas": [0.9, 0.999], "weight_decay": 0.0, "batch_size": batch, "updates": 1,
-           "schedule": {"kind": "constant", "warmup_updates": 0}, "grad_clip": 0.0, "loss_explode": 1e9}
+    cfg = training(batch, 1, lr=0.0, grad_clip=0.0)
     res = train_update(b, make_optimizer(b, cfg), enc, 0, cfg)
     return res.loss, float(full)
 

@@ -38,8 +38,8 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(int(os.environ.get("CANARY_TRAINER_THREADS", "1")))
-    from canary_trainer import trie
     from canary_trainer.manifest import exhaustive_codes
+    from canary_trainer.scoring import tree as trie
     from tests.hf_fixtures import build_hub, use_hub
 
     use_hub(build_hub())
@@ -52,7 +52,7 @@ def main() -> int:
         calls = {"n": 0}
         batch = b.tokenize_batch
 
-        def counted(texts, batch=batch):
+        def counted(texts, batch=batch, calls=calls):
             if len(texts) >= len(codes):
                 calls["n"] += 1
             return batch(texts)

@@ -20,7 +20,7 @@ import sys
 from _common import each_family, setup_hf, spread, timed
 
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.trie import code_token_lists  # noqa: E402
+from canary_trainer.scoring.tree import code_token_lists  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 
 

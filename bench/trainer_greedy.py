@@ -18,7 +18,6 @@ import sys
 import time
 
 import torch
-
 from _common import probes
 
 from canary_trainer.decode import decided, greedy_many, requests  # noqa: E402

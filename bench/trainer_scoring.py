@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "trainer-py"))
 
 from canary_trainer.backends.tiny import TinyBackend  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
+from canary_trainer.scoring.walk import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 
 

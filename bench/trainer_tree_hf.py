@@ -31,13 +31,12 @@ import sys
 
 import numpy as np
 import torch
-
 from _common import timed
 
 from canary_trainer.batches import right_pad  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.score import score_per_candidate  # noqa: E402
-from canary_trainer.trie import TreeBatcher, build_chunks, code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring.tree import TreeBatcher, build_chunks, code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring.walk import score_per_candidate  # noqa: E402
 from tests.fixtures import canary_prefill, canary_prompt  # noqa: E402
 from tests.hf_fixtures import build_hub, use_hub  # noqa: E402
 
@@ -91,7 +90,7 @@ def bench_family(family: str, args) -> dict:
         fast, s = _timed(lambda: score_trie(b, ids, split))
         times["tree"].append(s)
         for name, fn in baselines.items():
-            slow, s = _timed(lambda: fn(len(sub), tuned[name]))
+            slow, s = _timed(lambda fn=fn, name=name: fn(len(sub), tuned[name]))
             times[name].append(s * len(codes) / len(sub))
             diff = max(diff, float(np.max(np.abs(fast[picked] - slow))))
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -131,7 +130,7 @@ def bench_probes(family: str, args) -> dict:
     calls, out = {}, {}
     for r in range(args.repeats):  # interleaved, alternating which goes first
         for name in (("one", "batched") if r % 2 == 0 else ("batched", "one")):
-            (scores, calls[name]), s = _timed(lambda: _batched(b, probes, 1 if name == "one" else None))
+            (scores, calls[name]), s = _timed(lambda name=name: _batched(b, probes, 1 if name == "one" else None))
             times[name].append(s / len(probes))
             out[name] = scores
     diff = max(float(np.max(np.abs(x - y))) for x, y in zip(out["one"], out["batched"]))
@@ -153,7 +152,7 @@ def _tune(fn, batches: list[int]) -> int:
     """The batch size with the best candidates/s on a short slice."""
     rates = {}
     for batch in batches:
-        _, s = _timed(lambda: fn(2 * batch, batch))
+        _, s = _timed(lambda batch=batch: fn(2 * batch, batch))
         rates[batch] = s / (2 * batch)
     return min(rates, key=rates.get)
 

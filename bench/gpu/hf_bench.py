@@ -46,6 +46,7 @@ check fails.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -90,12 +91,14 @@ def peak_gib() -> float | None:
 
 class PhaseClock:
     """Where an evaluation phase's time goes. Model time: every call of the decoder and of the
-    output projection (forward hooks; the top-level forward, the tree-attention decoder call and
-    the blocked head all go through these two modules), as device time between CUDA events on a
+    output projection (forward hooks; the top-level forward and the tree-attention decoder call go
+    through these two modules), and every call of the tree scorer's tiled head (`hf_tree.tiled_head`:
+    256 nodes x 4,096 vocabulary columns per projection, with the online log-sum-exp, timed as
+    one), as device time between CUDA events on a
     GPU, as wall time inside the calls on the CPU (device time null there). Outside the model: the
     phase's wall time minus the model time: host work (tokenization, trie building, Python,
-    copies) that the device waits for, plus the tensor work outside those two modules (the tree
-    masks, the log-sum-exp over the vocabulary, greedy's argmax); on a GPU host work that overlaps
+    copies) that the device waits for, plus the tensor work outside those modules (the tree
+    masks, the log-sum-exp of the prompts' next tokens, greedy's argmax); on a GPU host work that overlaps
     device work does not count. The device's own idle time is the profiled run's (profiled_phase).
     Host parts timed on the host (wall, outermost calls only): every
     tokenizer call of the backend, the candidates' in-context split (`code_token_lists`, its
@@ -104,7 +107,9 @@ class PhaseClock:
     def __init__(self, b):
         import torch
 
-        from canary_trainer import evaluate, trie
+        from canary_trainer.backends import hf_tree
+        from canary_trainer.scoring import scorers
+        from canary_trainer.scoring import tree as trie
 
         self.cuda = b.device.type == "cuda"
         self.parts = {"tokenize": 0.0, "split": 0.0, "trie": 0.0}
@@ -117,9 +122,20 @@ class PhaseClock:
         for m in modules:
             self._hooks.append(m.register_forward_pre_hook(lambda *_: self._start()))
             self._hooks.append(m.register_forward_hook(lambda *_: self._stop()))
+        head = hf_tree.tiled_head
+
+        def timed_head(*a, **kw):
+            self._start()
+            try:
+                return head(*a, **kw)
+            finally:
+                self._stop()
+
+        self._restore.append((hf_tree, "tiled_head", head))
+        hf_tree.tiled_head = timed_head
         self._wrap(b, "tokenize", "tokenize")
         self._wrap(b, "tokenize_batch", "tokenize")
-        self._wrap(evaluate, "code_token_lists", "split")
+        self._wrap(scorers, "code_token_lists", "split")
         self._wrap(trie, "build_chunks", "trie")
         probe_cls, clock = trie._Probe, self
 
@@ -351,8 +367,8 @@ def main() -> int:
     from canary_trainer.batches import encode_rows
     from canary_trainer.manifest import exhaustive_codes, load_manifest
     from canary_trainer.rows import read_rows
-    from canary_trainer.score import score_per_candidate
-    from canary_trainer.trie import code_token_lists, score_trie
+    from canary_trainer.scoring.tree import code_token_lists, score_trie
+    from canary_trainer.scoring.walk import score_per_candidate
     from canary_trainer.train import make_optimizer, train_update
     from tests.fixtures import canary_prefill, canary_prompt, make_run
 
@@ -408,14 +424,14 @@ def main() -> int:
         m = load_manifest(manifest)
         rows = read_rows(m.folder / "rows.jsonl", m.data["rows"]["sha256"], m.data["rows"]["count"], "rows")
         encoded = encode_rows(b, rows, 256, Path("rows.jsonl"))
-        opt = make_optimizer(b, {**m.training, "lr": 1e-5})
+        opt = make_optimizer(b, dataclasses.replace(m.training, lr=1e-5))
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
         times, tokens, targets = [], [], []
         for u in range(args.train_updates + 2):
             sync()
             t0 = time.perf_counter()
-            res = train_update(b, opt, encoded, u, {**m.training, "lr": 1e-5, "loss_explode": 1e9})
+            res = train_update(b, opt, encoded, u, dataclasses.replace(m.training, lr=1e-5, loss_explode=1e9))
             sync()
             if u >= 2:
                 times.append(time.perf_counter() - t0)

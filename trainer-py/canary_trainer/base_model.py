@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -70,7 +71,7 @@ def key_material(manifest: Manifest, device: torch.device, threads: int | None =
         "pretrain": {**{k: v for k, v in spec.items() if k not in ("rows", "init_seed")},
                      "rows_sha256": spec["rows"]["sha256"],
                      "rows_count": spec["rows"]["count"]},
-        "optimizer": {"betas": list(tr["betas"]), "weight_decay": tr["weight_decay"], "grad_clip": tr["grad_clip"]},
+        "optimizer": {"betas": list(tr.betas), "weight_decay": tr.weight_decay, "grad_clip": tr.grad_clip},
         "trainer_code_sha256": provenance.code_sha256(),
         "torch": torch.__version__,
         "device": device.type,
@@ -159,8 +160,8 @@ def pretrain(backend: Backend, manifest: Manifest, events: Events, stop: StopFla
     # built one accept the same rows (training.max_length governs fine-tuning rows only).
     encoded = encode_rows(backend, rows, manifest.model["tiny"]["max_len"], rows_path)
     del rows
-    cfg = {**manifest.training, "lr": spec["lr"], "schedule": spec["schedule"], "batch_size": spec["batch_size"],
-           "updates": spec["updates"]}
+    cfg = replace(manifest.training, lr=spec["lr"], schedule=spec["schedule"], batch_size=spec["batch_size"],
+                  updates=spec["updates"])
     torch.manual_seed(spec["seed"])  # the pretraining's dropout stream
     optimizer = make_optimizer(backend, cfg)
     backend.model.train()

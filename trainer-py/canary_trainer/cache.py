@@ -3,10 +3,10 @@ base evaluation and utility replies): `$CANARY_TRAINER_CACHE`, default `~/.cache
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from .host import host
 
 
 def cache_root() -> Path:
-    env = os.environ.get("CANARY_TRAINER_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "canary-audit"
+    return host().cache

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from .backends.hf_load import import_transformers, load_tokenizer_and_config
 from .backends.hf_text import HfText
@@ -29,7 +30,7 @@ from .hf_config import image_limit_problem, image_limits, is_vision_config
 
 
 class _Text(HfText):
-    def __init__(self, tokenizer, template_kwargs: dict):
+    def __init__(self, tokenizer: Any, template_kwargs: dict) -> None:
         self.tokenizer = tokenizer
         self.template_kwargs = dict(template_kwargs)
 

@@ -17,19 +17,20 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import exit_codes
 from .errors import DiskFull, OutOfMemory, TrainerError, is_disk_full, is_oom
 from .events import Events, log
+from .host import host
 
 
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, events: Events, **kwargs):
+    def __init__(self, *args: Any, events: Events, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._events = events
 
-    def error(self, message: str):  # argparse would exit 2 without an event
+    def error(self, message: str) -> NoReturn:  # argparse would exit 2 without an event
         self.print_usage(sys.stderr)
         self._events.emit("error", kind="bad_manifest", message=f"command line: {message}", recoverable=False)
         sys.exit(exit_codes.BAD_INPUT)
@@ -47,8 +48,8 @@ def _parser(events: Events) -> argparse.ArgumentParser:
 
 
 def _configure_threads() -> None:
-    threads = os.environ.get("CANARY_TRAINER_THREADS")
-    if threads:
+    threads = host().threads
+    if threads is not None:
         import torch
 
         torch.set_num_threads(max(1, int(threads)))
@@ -69,7 +70,7 @@ def _claim_stdout() -> Events:
         sys.stdout = sys.stderr
     except (OSError, ValueError):  # no real file descriptors (embedded use): write where we can
         stream = sys.stdout
-    if int(os.environ.get("RANK", "0")) != 0:
+    if host().rank != 0:
         # One rank of a sharded run (distributed.py): progress comes from rank 0 only.
         stream = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     return Events(stream=stream)

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from .backends.base import Backend, TextModel
 from .greedy_batch import run_batched
+from .interrupt import StopFlag
 from .manifest_types import Probe
 
 FREE_MARGIN = 16  # tokens past prefill + code that free mode may still use
@@ -77,7 +78,7 @@ def requests(backend: TextModel, messages: Sequence[Mapping[str, Any]], prefill:
 
 
 def greedy_many(backend: Backend, probes: list[Probe], max_new_tokens: int, alphabet: str, length: int,
-                stop=None) -> list[dict]:
+                stop: StopFlag | None = None) -> list[dict]:
     """{mode: {"text", "code"}} for each probe (its "prompt", "prefill", "decode" modes), decoded in
     batches across probes."""
     reqs, where = [], []

@@ -36,13 +36,17 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
+from .backends.base import Backend
 from .batches import IGNORE, Encoded, collate
 from .errors import BadManifest
-from .manifest_types import Training
+from .host import host
 from .memory import micro_size
+from .train import UpdateResult, finish_update, start_update
+from .train_config import TrainingConfig
 
 # Rank 0 may evaluate for a long time while the others wait in a collective.
 TIMEOUT = _dt.timedelta(hours=12)
@@ -79,7 +83,7 @@ class Dist:
         td.all_reduce(t)
         return float(t.item())
 
-    def broadcast(self, obj):
+    def broadcast(self, obj: Any) -> Any:
         """Rank 0's `obj` on every rank."""
         import torch.distributed as td
 
@@ -88,15 +92,15 @@ class Dist:
         return box[0]
 
 
-def ranks_of(training: Training) -> int:
-    return int(training.get("gpus", 1))
+def ranks_of(training: TrainingConfig) -> int:
+    return training.gpus
 
 
-def start(training: Training, device_kind: str) -> Dist | None:
+def start(training: TrainingConfig, device_kind: str) -> Dist | None:
     """Join the run's process group when the manifest asks for several ranks (None: one process).
     The manifest's rank count and the launcher's must agree."""
     want = ranks_of(training)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = host().world_size
     if want <= 1:
         if world > 1:
             raise BadManifest(f"this trainer was started as {world} ranks but the manifest has no training.gpus; "
@@ -108,7 +112,7 @@ def start(training: Training, device_kind: str) -> Dist | None:
                           "(canary-audit worker does)")
     import torch.distributed as td
 
-    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    rank, local = host().rank, host().local_rank
     if device_kind == "cuda":
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)
@@ -138,7 +142,7 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     return best
 
 
-def shard(backend, dist: Dist) -> None:
+def shard(backend: Backend, dist: Dist) -> None:
     """FSDP2 over the backend's model, in place: each decoder layer, then the root (embeddings,
     final norm, output layer)."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -151,17 +155,15 @@ def shard(backend, dist: Dist) -> None:
         fully_shard(layer, **kw)
     fully_shard(model, **kw)
     # The target-only projection calls the decoder without the root's forward: not under FSDP.
-    if hasattr(backend, "project_every_position"):
-        backend.project_every_position()
+    backend.project_every_position()
 
 
-def update(backend, optimizer, encoded: list[Encoded], update_index: int, training: dict, dist: Dist,
-           loss_sum_fn, on_batch=None):
+def update(backend: Backend, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update_index: int,
+           training: TrainingConfig, dist: Dist, loss_sum_fn: Callable[[Backend, torch.Tensor, torch.Tensor], torch.Tensor],
+           on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
     """One optimizer update of a sharded run (see the module docstring); returns train.UpdateResult.
     The bookkeeping around the passes is the single-process update's (train.start_update,
     train.finish_update); only the passes and the loss's sum over ranks are this module's."""
-    from .train import finish_update, start_update
-
     t0 = time.perf_counter()
     items, n_targets, lr = start_update(optimizer, encoded, update_index, training, on_batch if dist.main else None)
     micro = micro_size(len(items), dist.world)
@@ -183,7 +185,7 @@ def update(backend, optimizer, encoded: list[Encoded], update_index: int, traini
 
 # ---- checkpoints --------------------------------------------------------------------------------
 
-def save(out: Path, update_index: int, backend, optimizer, rng: dict, meta: dict, dist: Dist, keep: int) -> Path:
+def save(out: Path, update_index: int, backend: Backend, optimizer: torch.optim.Optimizer, rng: dict, meta: dict, dist: Dist, keep: int) -> Path:
     """Checkpoint `update_index` of a sharded run; every rank calls it."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
@@ -260,7 +262,7 @@ def newest(out: Path, manifest_sha256: str, dist: Dist) -> SavedShards | None:
     return SavedShards(found[0], Path(found[1]), found[2]) if found else None
 
 
-def load(saved: SavedShards, backend, optimizer, dist: Dist) -> dict:
+def load(saved: SavedShards, backend: Backend, optimizer: torch.optim.Optimizer, dist: Dist) -> dict:
     """Weights and optimizer state from a sharded checkpoint into this rank's shards; its RNG state."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
@@ -274,7 +276,7 @@ def load(saved: SavedShards, backend, optimizer, dist: Dist) -> dict:
 
 # ---- evaluation ---------------------------------------------------------------------------------
 
-def gather_into(backend, eval_backend, dist: Dist) -> None:
+def gather_into(backend: Backend, eval_backend: Backend | None, dist: Dist) -> None:
     """The trained weights, gathered whole, into rank 0's unsharded evaluation copy (every rank calls)."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 

@@ -28,65 +28,18 @@ class TrainerError(Exception):
             self.recoverable = recoverable
 
 
-class BadManifest(TrainerError):
-    kind = "bad_manifest"
-    exit_code = exit_codes.BAD_INPUT
-    recoverable = False
-
-
-class BadRows(TrainerError):
-    kind = "bad_rows"
-    exit_code = exit_codes.BAD_INPUT
-    recoverable = False
-
-
-class Diverged(TrainerError):
-    kind = "diverged"
-    exit_code = exit_codes.DIVERGED
-    recoverable = False
-
-
-class OutOfMemory(TrainerError):
-    kind = "oom"
-    exit_code = exit_codes.OOM
-    recoverable = False
-
-
-class MissingModel(TrainerError):
-    kind = "missing_model"
-    exit_code = exit_codes.MISSING_MODEL
-    recoverable = False
-
-
-class MissingDependency(TrainerError):
-    kind = "missing_dependency"
-    exit_code = exit_codes.MISSING_MODEL
-    recoverable = False
-
-
-class Interrupted(TrainerError):
-    """SIGTERM/SIGINT or the parent process died: state is checkpointed, `--resume` continues."""
-
-    kind = "interrupted"
-    exit_code = exit_codes.INTERRUPTED
-    recoverable = True
-
-
-class FolderBusy(TrainerError):
-    """Another trainer holds the output folder's lock; nothing was done, a later try can succeed."""
-
-    kind = "internal"
-    exit_code = exit_codes.BUSY
-    recoverable = True
-
-
-class DiskFull(TrainerError):
-    """No space left where the run writes: retrying on the same disk cannot help until space is
-    freed, so the run fails for good with the path (the newest intact checkpoint stays for a retry)."""
-
-    kind = "disk_full"
-    exit_code = exit_codes.FAILURE
-    recoverable = False
+# Every way a run ends early, one row each: the progress event's kind, the exit code, whether the
+# worker may retry (resume) it, and when it happens (tests/test_errors.py holds the table to
+# schemas/progress.schema.json's kinds).
+class BadManifest(TrainerError):       kind, exit_code, recoverable = "bad_manifest", exit_codes.BAD_INPUT, False  # the manifest or command line is wrong
+class BadRows(TrainerError):           kind, exit_code, recoverable = "bad_rows", exit_codes.BAD_INPUT, False  # a rows or image file is wrong
+class Diverged(TrainerError):          kind, exit_code, recoverable = "diverged", exit_codes.DIVERGED, False  # NaN, infinite or exploding loss
+class OutOfMemory(TrainerError):       kind, exit_code, recoverable = "oom", exit_codes.OOM, False  # the device cannot hold the run
+class MissingModel(TrainerError):      kind, exit_code, recoverable = "missing_model", exit_codes.MISSING_MODEL, False  # weights not in the local cache
+class MissingDependency(TrainerError): kind, exit_code, recoverable = "missing_dependency", exit_codes.MISSING_MODEL, False  # a package to install
+class Interrupted(TrainerError):       kind, exit_code, recoverable = "interrupted", exit_codes.INTERRUPTED, True  # SIGTERM/SIGINT or the parent died: checkpointed, --resume continues
+class FolderBusy(TrainerError):        kind, exit_code, recoverable = "internal", exit_codes.BUSY, True  # another trainer holds the output folder's lock; nothing was done
+class DiskFull(TrainerError):          kind, exit_code, recoverable = "disk_full", exit_codes.FAILURE, False  # no space where the run writes: a retry on the same disk cannot help until space is freed (the newest intact checkpoint stays)
 
 
 # torch.save on a full disk: "[enforce fail at inline_container.cc:...] . unexpected pos N vs M" or

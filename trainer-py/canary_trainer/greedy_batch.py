@@ -10,15 +10,18 @@ stops.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from .backends.base import BatchedGreedy
 from .errors import Interrupted
+from .interrupt import StopFlag
 
 EVERY = 8
 
 
-def cut(backend: BatchedGreedy, ids: list[int], rule) -> list[int]:
+def cut(backend: BatchedGreedy, ids: list[int], rule: Callable[[str], bool]) -> list[int]:
     """The shortest prefix of ids after which `rule(text)` holds (all of ids if none)."""
     for n in range(1, len(ids) + 1):
         if rule(backend.decode(ids[:n])):
@@ -26,7 +29,7 @@ def cut(backend: BatchedGreedy, ids: list[int], rule) -> list[int]:
     return ids
 
 
-def run_batched(backend: BatchedGreedy, reqs: list[tuple], stop=None) -> list[list[int]]:
+def run_batched(backend: BatchedGreedy, reqs: list[tuple], stop: StopFlag | None = None) -> list[list[int]]:
     """Generated ids for each (context ids, limit, rule); a rule of None never ends a row early (it
     runs to a stop token or its limit: utility replies)."""
     limits = [_limit(backend, ctx, lim) for ctx, lim, _ in reqs]

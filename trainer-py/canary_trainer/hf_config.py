@@ -88,7 +88,7 @@ def is_vision_config(config: Any) -> bool:
     return vision is not None
 
 
-def vision_modules(model) -> dict[str, Any]:
+def vision_modules(model: Any) -> dict[str, Any]:
     """The modules of a vision-language model outside its language model and head (the vision
     tower, its projector or merger), by qualified name."""
     inner = model.model

@@ -31,6 +31,7 @@ import os
 import stat
 import warnings
 from pathlib import Path
+from typing import Any
 
 from .errors import BadManifest, BadRows
 
@@ -133,7 +134,7 @@ def header_size(raw: bytes) -> tuple[str, int, int] | None:
     return None
 
 
-def decode_image(raw: bytes, full: bool = True, max_pixels: int = DEFAULT_MAX_PIXELS):
+def decode_image(raw: bytes, full: bool = True, max_pixels: int = DEFAULT_MAX_PIXELS) -> Any:
     """A PIL image decoded from bytes, or ValueError naming why it is not one. `full` False reads
     the header and checks the file's structure (PNG chunk checksums) without decompressing the
     pixels: the manifest check, cheap for thousands of images; the backend decodes fully. Either
@@ -159,7 +160,7 @@ def decode_image(raw: bytes, full: bool = True, max_pixels: int = DEFAULT_MAX_PI
     return img
 
 
-def read_image_file(root: Path | None, path: str):
+def read_image_file(root: Path | None, path: str) -> tuple[Path, Any]:
     """(file, image): the image at `path` (relative to a run folder `root`), fully decoded, or BadRows
     naming the file and the fix: no folder given, a file that cannot be read, bytes not an image."""
     if root is None:

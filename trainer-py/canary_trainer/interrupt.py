@@ -11,6 +11,8 @@ import os
 import signal
 import threading
 
+from .host import host
+
 
 class StopFlag:
     def __init__(self) -> None:
@@ -30,12 +32,12 @@ def install(flag: StopFlag, poll_s: float = 0.5) -> None:
     """Route SIGTERM/SIGINT to `flag`, and watch the parent unless CANARY_TRAINER_PARENT_WATCH=0
     (for a trainer started by hand with nohup, whose shell may exit on purpose)."""
 
-    def on_signal(signum, _frame):
+    def on_signal(signum: int, _frame: object) -> None:
         flag.set(f"received {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if os.environ.get("CANARY_TRAINER_PARENT_WATCH", "1") == "0":
+    if not host().parent_watch:
         return
     parent = os.getppid()
 

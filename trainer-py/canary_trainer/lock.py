@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from .errors import FolderBusy, Interrupted
+from .host import host
+from .interrupt import StopFlag
 
 DEFAULT_WAIT_S = 60.0
 POLL_S = 0.2
@@ -42,7 +44,7 @@ class FileLock:
         self.fd: int | None = None
         self.waited = False  # whether the last acquire had to wait for another holder
 
-    def acquire(self, on_wait: Callable[[Holder], None] | None = None, stop=None) -> None:
+    def acquire(self, on_wait: Callable[[Holder], None] | None = None, stop: StopFlag | None = None) -> None:
         """Take the lock. `on_wait(holder)` is called when another process holds it, and again each
         time the holder changes (another waiter took it first); `stop` (a StopFlag) ends the wait
         early with Interrupted: nothing was done, so nothing is lost."""
@@ -99,6 +101,6 @@ class FolderLock(FileLock):
     """`<folder>/.lock`, waiting CANARY_TRAINER_LOCK_WAIT_S (default 60 s) for another trainer."""
 
     def __init__(self, folder: Path, wait_s: float | None = None):
-        env = os.environ.get("CANARY_TRAINER_LOCK_WAIT_S")
-        super().__init__(folder / ".lock", wait_s if wait_s is not None else float(env) if env else DEFAULT_WAIT_S,
+        env = host().lock_wait_s
+        super().__init__(folder / ".lock", wait_s if wait_s is not None else env if env is not None else DEFAULT_WAIT_S,
                          "this output folder")

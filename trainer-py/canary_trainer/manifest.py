@@ -3,6 +3,7 @@ schema-valid, defaults applied, cross-field rules checked, paths resolved inside
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -13,7 +14,8 @@ from typing import cast
 from . import schemas
 from .errors import BadManifest
 from .images import check_images, check_parts
-from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain, Training
+from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain
+from .train_config import TrainingConfig
 
 
 @dataclass
@@ -43,9 +45,9 @@ class Manifest:
         """model.tiny.pretrain (defaults applied), or None: fine-tune the random initialisation."""
         return self.model.get("tiny", {}).get("pretrain") if self.model["backend"] == "tiny" else None
 
-    @property
-    def training(self) -> Training:
-        return self.data["training"]
+    @functools.cached_property
+    def training(self) -> TrainingConfig:
+        return TrainingConfig.from_manifest(self.data["training"])
 
     @property
     def eval(self) -> Eval:

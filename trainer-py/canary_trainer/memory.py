@@ -19,7 +19,7 @@ row's reply tokens (rendered prompt + target minus the rendered prompt; the loss
 of turn, so the targets are at most that), summed over each micro-batch, the largest taken. Scoring (`tree_call_bytes`,
 the same formula that sizes the scoring groups of backends/hf_tree.py) keeps each probe's prompt
 cache once, one layer's keys/values of prompt + tree nodes at a time, per-node working values,
-masks (and attention scores under eager attention), and a block of HEAD_ROWS vocabulary rows; the
+masks (and attention scores under eager attention), and a block of HEAD_ROWS x VOCAB_TILE logits; the
 estimate counts its smallest call, one probe with a chunk of eval.score_batch_size nodes. The
 estimate uses training.max_length for every row and every prompt (an upper bound) and keeps 10%
 of the device for the CUDA context and fragmentation.
@@ -37,7 +37,6 @@ the sequence length the activations and the scoring prompts are sized by include
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -45,6 +44,7 @@ import torch
 
 from .errors import OutOfMemory
 from .events import log
+from .host import host
 from .manifest import Manifest
 
 GIB = 1024 ** 3
@@ -52,6 +52,7 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 USABLE = 0.9
 DEFAULT_LORA = ["q_proj", "v_proj"]
 HEAD_ROWS = 256  # tree nodes per block of the scoring pass's vocabulary projection
+VOCAB_TILE = 4096  # vocabulary columns per chunk of that projection (online log-sum-exp)
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Shape:
     train_vision: bool = False  # the tower trains (model.hf.train_vision); else it is frozen
 
 
-def plain_head(text_config) -> bool:
+def plain_head(text_config: Any) -> bool:
     """False when the config names a head that does more than project (Gemma 2's final-logit
     soft-capping, Cohere's logit_scale, Granite's logits_scaling): training then projects every
     position (backends/hf.py checks the head itself once the weights are loaded)."""
@@ -81,7 +82,7 @@ def plain_head(text_config) -> bool:
     return all(getattr(text_config, name, None) in (None, 1, 1.0) for name in ("logit_scale", "logits_scaling"))
 
 
-def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
+def config_shape(config: Any, params: int = 0, lora_io: int = 0) -> Shape:
     """The sizes the estimates need, read from a model config (parameters as given). A config not
     yet loaded into a model names no attention implementation: counted as eager (the larger)."""
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
@@ -96,7 +97,7 @@ def config_shape(config, params: int = 0, lora_io: int = 0) -> Shape:
                  eager=getattr(config, "_attn_implementation", None) != "sdpa", plain_head=plain_head(text))
 
 
-def model_shape(config, target_modules: list[str] | None = None, attn_implementation: str | None = None,
+def model_shape(config: Any, target_modules: list[str] | None = None, attn_implementation: str | None = None,
                 train_vision: bool = False) -> Shape:
     """Counts parameters exactly by building the model on the meta device (no memory, no weights);
     the attention implementation is the one transformers resolves for it (or the one asked for).
@@ -139,8 +140,9 @@ def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c
       and the boolean temporaries that build them), the ancestor matrix, and with eager attention
       the scores (the scores, their float32 softmax and the copies between); SDPA kernels stream
       the scores in blocks;
-    - head: the blocked output projection, HEAD_ROWS nodes x vocabulary (logits and the
-      log-sum-exp's exponentials in float32), and the last hidden states with their compacted copy.
+    - head: the blocked output projection, HEAD_ROWS nodes x VOCAB_TILE vocabulary columns at a
+      time (logits and the log-sum-exp's exponentials in float32), and the last hidden states with
+      their compacted copy.
     peak = prompt_cache + max(prompt_pass, tree_pass + head)."""
     p, n, s = probes, nodes, shape
     keys = prompt_len + n
@@ -151,7 +153,7 @@ def tree_call_bytes(shape: Shape, *, probes: int, prompt_len: int, nodes: int, c
     parts = {"prompt_cache": p * prompt_len * s.layers * 2 * s.kv_dim * c,
              "prompt_pass": p * prompt_len * ((work + kv) * c + prompt_len * (scores + masks)) + p * s.vocab * (c + 8),
              "tree_pass": p * keys * kv * c + p * n * (work * c + keys * (scores + masks) + n),
-             "head": min(HEAD_ROWS, p * n) * s.vocab * (8 if c == 4 else c + 8) + 2 * p * n * s.hidden * c}
+             "head": min(HEAD_ROWS, p * n) * min(VOCAB_TILE, s.vocab) * (8 if c == 4 else c + 8) + 2 * p * n * s.hidden * c}
     parts["peak"] = parts["prompt_cache"] + max(parts["prompt_pass"], parts["tree_pass"] + parts["head"])
     return parts
 
@@ -211,7 +213,7 @@ def estimate(shape: Shape, *, method: str, dtype: str, on_gpu: bool, micro_batch
 MAX_RANKS = 64
 
 
-def ranks_needed(fits, limit: int = MAX_RANKS) -> int | None:
+def ranks_needed(fits: Callable[[int], bool], limit: int = MAX_RANKS) -> int | None:
     """The fewest ranks (GPUs of one host) for which `fits(ranks)` holds, or None up to `limit`."""
     for ranks in range(1, limit + 1):
         if fits(ranks):
@@ -297,9 +299,9 @@ def plan(shape: Shape, manifest_model: Mapping[str, Any], training: Mapping[str,
 def device_memory(device: torch.device) -> int | None:
     """Bytes of the device, or None for the CPU. CANARY_TRAINER_DEVICE_MEMORY_GB overrides it (a
     shared GPU, tests)."""
-    forced = os.environ.get("CANARY_TRAINER_DEVICE_MEMORY_GB")
-    if forced:
-        return int(float(forced) * GIB)
+    forced = host().device_memory_gb
+    if forced is not None:
+        return int(forced * GIB)
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
     return None
@@ -328,12 +330,12 @@ def check_fits(manifest: Manifest, device: torch.device,
         log(f"memory estimate skipped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return None
     total = device_memory(device)
-    ranks = int(manifest.training.get("gpus", 1))
+    ranks = manifest.training.gpus
     if ranks > 1:  # each rank runs its own share of the update's micro-batches
-        micro = micro_size(manifest.training["batch_size"], ranks)
+        micro = micro_size(manifest.training.batch_size, ranks)
     else:
-        micro = micro_batch_size(manifest.training["batch_size"])
-    mine, alts = plan(shape, model, manifest.training, manifest.eval["score_batch_size"],
+        micro = micro_batch_size(manifest.training.batch_size)
+    mine, alts = plan(shape, model, manifest.training.as_dict(), manifest.eval["score_batch_size"],
                       on_gpu=device.type == "cuda" or total is not None,
                       micro_batch=micro, checkpointing=gradient_checkpointing(), device_bytes=total,
                       row_targets=row_targets() if row_targets is not None and ranks == 1 and shape.plain_head else None)
@@ -346,19 +348,19 @@ def check_fits(manifest: Manifest, device: torch.device,
 
 def micro_size(batch_size: int, world: int) -> int:
     """Rows per micro-batch of one rank of a sharded run (each rank takes its share of an update)."""
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else max(1, math.ceil(batch_size / world))
+    env = host().micro_batch
+    return max(1, min(batch_size, env)) if env is not None else max(1, math.ceil(batch_size / world))
 
 
 def micro_batch_size(batch_size: int) -> int:
     """Rows per forward pass (CANARY_TRAINER_MICRO_BATCH, a host setting): less memory, the same
     update (train.py divides every micro-batch by the whole batch's target tokens)."""
-    env = os.environ.get("CANARY_TRAINER_MICRO_BATCH")
-    return max(1, min(batch_size, int(env))) if env else batch_size
+    env = host().micro_batch
+    return max(1, min(batch_size, env)) if env is not None else batch_size
 
 
 def gradient_checkpointing() -> bool:
-    return os.environ.get("CANARY_TRAINER_GRADIENT_CHECKPOINTING", "") not in ("", "0")
+    return host().gradient_checkpointing
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,15 +10,16 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Callable
 
 import torch
 
-from . import checkpoint, distributed, provenance, utility, weight_change
+from . import checkpoint, provenance, utility, weight_change
 from .atomic import write_text_atomic
 from .backends import load_backend, pick_device, reply_tokens
 from .backends.base import Backend
 from .backends.hf_load import tokenizers_read_once
+from .base_eval import SharedBase
 from .base_model import freeze_for_finetuning, frozen_in_finetuning, prepare_base
 from .batches import encode_rows
 from .errors import Interrupted, TrainerError
@@ -30,10 +31,11 @@ from .lock import FolderLock
 from .manifest import Manifest, load_manifest
 from .memory import check_fits
 from .out_path import check_output_folder
+from .placement import Placement, place
 from .result import thin_curve, write_result
 from .rows import check_lines, read_rows
 from .run_state import PhaseRecord, RunState
-from .train import make_optimizer, mean_target_loss, target_loss_sum, train_updates
+from .train import make_optimizer, mean_target_loss, train_updates
 
 
 @dataclass
@@ -55,25 +57,25 @@ def run(opts: RunOptions) -> dict:
     out = check_output_folder(opts.out, opts.manifest)
     out.mkdir(parents=True, exist_ok=True)
     # Several ranks (training.gpus): rank 0 holds the folder's lock and writes what is written once.
-    dist = distributed.start(manifest.training, pick_device(manifest.training["device"]).type)
-    lock = FolderLock(out) if dist is None or dist.main else None
+    placement = place(manifest.training, pick_device(manifest.training.device), out, manifest.sha256)
+    lock = FolderLock(out) if placement.main else None
     try:
         if lock is not None:
             lock.acquire(on_wait=lambda h: log(f"waiting for the lock on {out} held by pid {h.pid}"), stop=opts.stop)
-        return _run_locked(opts, manifest, wall0, dist)
+        return _run_locked(opts, manifest, wall0, placement)
     finally:
         if lock is not None:
             lock.release()
-        distributed.stop()
+        placement.close()
 
 
-def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float, dist: distributed.Dist | None = None) -> dict:
+def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float, placement: Placement) -> dict:
     result_path = opts.out / "result.json"
     if not opts.force and _finished(opts.out, manifest):
         log(f"{result_path} already holds this manifest's result; nothing to do (--force reruns)")
         result = json.loads(result_path.read_text())
     else:
-        steps = _Run(opts, manifest, dist)
+        steps = _Run(opts, manifest, placement)
         steps.resume_or_start()
         steps.train()
         steps.evaluate()
@@ -122,9 +124,7 @@ def _read_inputs(manifest: Manifest) -> _Inputs:
 def _load(manifest: Manifest, device: torch.device) -> Backend:
     """The manifest's backend; one that reads images reads them from the run folder."""
     backend = load_backend(manifest.model, device)
-    attach = getattr(backend, "attach_images", None)
-    if attach is not None:
-        attach(manifest.folder)
+    backend.attach_images(manifest.folder)
     return backend
 
 
@@ -147,64 +147,41 @@ class _Run:
 
     optimizer: torch.optim.Optimizer
 
-    def __init__(self, opts: RunOptions, manifest: Manifest, dist: distributed.Dist | None = None):
+    def __init__(self, opts: RunOptions, manifest: Manifest, placement: Placement):
         self.opts, self.manifest, self.out, self.ev = opts, manifest, opts.out, opts.events
         self.tr = manifest.training
-        self.dist = dist
-        self.saved = self._open_checkpoint()
+        self.placement = placement
+        # Checkpoints that failed their content hashes (or did not load) at this start, and over the
+        # whole run (carried in each later checkpoint): the started event and result.json say so.
+        opened = placement.open(opts.resume, self._clear)
+        self.saved, self.skipped_now, self.checkpoints_skipped = opened.saved, opened.skipped_now, opened.skipped
         inputs = _read_inputs(manifest)
-        self.device = dist.device if dist else pick_device(self.tr["device"])
+        self.device = placement.device
         with tokenizers_read_once():
             # hf: refuse a run its device cannot hold, before loading weights
             check_fits(manifest, self.device, lambda: reply_tokens(manifest.model, inputs.rows))
-            self.backend = _load(manifest, self.device)
             # A sharded run evaluates on rank 0, on an unsharded copy the trained weights are gathered into.
-            self.eval_backend = _load(manifest, self.device) if dist is not None and dist.main else None
-        if dist is not None:
-            if self.eval_backend is not None and self.device.type == "cuda":
-                self.eval_backend.model.to(cast(Any, self.eval_backend).compute_dtype)
-            distributed.shard(self.backend, dist)
+            self.backend, self.scorer = placement.models(lambda: _load(manifest, self.device))
         self.versions = self.backend.versions()
         # A resumed run keeps the stamp of its first start: a code change between the two processes
         # must show up as changed_mid_run.
         self.state = RunState.from_meta(self.saved.meta) if self.saved else \
             RunState(at_start=provenance.stamp(self.versions))
-        self.encoded = encode_rows(self.backend, inputs.rows, self.tr["max_length"], inputs.rows_path)
-        self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr["max_length"], inputs.utility_path) \
+        self.encoded = encode_rows(self.backend, inputs.rows, self.tr.max_length, inputs.rows_path)
+        self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr.max_length, inputs.utility_path) \
             if inputs.utility_path else []
         self.utility_rows = inputs.utility_rows
         # Generation limit of the utility rows when utility.metrics asks for replies (None: loss only).
         self.utility_gen = manifest.utility_generation
         preflight(self.backend, manifest)
-        self.main = dist is None or dist.main
+        self.main = placement.main
         self.rendered = _rendered(self.backend, inputs.rows, self.out) if self.main else {}
         self.start_update = self.saved.update if self.saved else 0
-        self.scorer = self.eval_backend or self.backend
         self.evaluator = Evaluator(self.scorer, manifest, self.out, self.ev, opts.stop) if self.main else None
         self.final_utility: float | None = None
         self.final_utility_texts: list[str] | None = None
         self.weights_start: weight_change.WeightStart | None = None
         self._announce()
-
-    def _open_checkpoint(self):
-        # Checkpoints that failed their content hashes (or did not load) at this start, and over the
-        # whole run (carried in each later checkpoint): the started event and result.json say so.
-        self.skipped_now: list[dict] = []
-        if self.dist is not None:
-            shards = distributed.newest(self.out, self.manifest.sha256, self.dist) if self.opts.resume else None
-            self.checkpoints_skipped = shards.meta.get("checkpoints_skipped", []) if shards else []
-            if shards is None and self.dist.main:
-                self._clear()
-            self.dist.barrier()
-            return shards
-        saved = checkpoint.load_newest(self.out, self.manifest.sha256, self.skipped_now) if self.opts.resume else None
-        for s in self.skipped_now:
-            log(f"warning: checkpoint update {s['update']} not resumed from: {s['reason']}; "
-                + (f"falling back to update {saved.update}" if saved else "starting from scratch"))
-        self.checkpoints_skipped = (saved.meta.get("checkpoints_skipped", []) if saved else []) + self.skipped_now
-        if saved is None:
-            self._clear()
-        return saved
 
     def _clear(self) -> None:
         # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
@@ -217,11 +194,11 @@ class _Run:
     def _announce(self) -> None:
         tr, resumed = self.tr, self.saved is not None
         self.ev.emit("started", run_id=self.manifest.run_id, pid=os.getpid(), device=str(self.device),
-                     backend=self.backend.name, total_updates=tr["updates"],
+                     backend=self.backend.name, total_updates=tr.updates,
                      resumed_from=self.start_update if resumed else None, provenance=self.state.at_start,
                      **({"checkpoints_skipped": self.skipped_now} if self.skipped_now else {}))
         log(f"run {self.manifest.run_id}: {self.backend.describe()['parameters']} parameters on {self.device}, "
-            f"{tr['updates']} updates of {tr['batch_size']} rows"
+            f"{tr.updates} updates of {tr.batch_size} rows"
             + (f", resuming at update {self.start_update}" if resumed else ""))
 
     def resume_or_start(self) -> None:
@@ -230,13 +207,10 @@ class _Run:
         self._base()
         freeze_for_finetuning(self.backend, self.manifest)
         # Seeded after the base so that a cached base and one built here leave the same random stream.
-        torch.manual_seed(self.tr["seed"])
+        torch.manual_seed(self.tr.seed)
         self.optimizer = make_optimizer(self.backend, self.tr)
         if self.saved is not None:
-            if self.dist is not None:
-                checkpoint.set_rng_state(distributed.load(self.saved, self.backend, self.optimizer, self.dist))
-            else:
-                self._restore(self.saved)
+            self.placement.restore(self.saved, self.backend, self.optimizer)
             # phases finished before an interruption keep their scoring label
             if self.evaluator is not None:
                 self.evaluator.modes_used.update(self.state.scoring_modes())
@@ -245,11 +219,12 @@ class _Run:
                                    f"for; fix: remove {self.out / 'checkpoints'} so the next attempt starts from scratch",
                                    recoverable=False)
             return
-        self._gather()
+        self.placement.gather(self.backend, self.scorer)
         if self.main:
-            self.state.base_utility_loss = mean_target_loss(self.scorer, self.utility, self.tr["batch_size"])
+            self.state.base_utility_loss = mean_target_loss(self.scorer, self.utility, self.tr.batch_size)
         if self.utility_gen is not None and self.evaluator is not None:
-            self.state.base_utility_texts = utility.base_texts(self.evaluator, self.utility_rows, self.utility_gen,
+            self.state.base_utility_texts = utility.base_texts(self.scorer, self.manifest, self.opts.stop,
+                                                               self.utility_rows, self.utility_gen,
                                                                self.state.base_model)
         if self.manifest.eval["base_model"]:
             self._evaluate("base", 0, self.state.base_model)
@@ -269,22 +244,10 @@ class _Run:
             log(f"base model: weights come with the checkpoint ({base['kind']}"
                 + (f" {base['cache_key'][:12]})" if "cache_key" in base else ")"))
 
-    def _restore(self, saved: checkpoint.Saved) -> None:
-        own = dict(self.backend.trainable())
-        missing = set(own) - set(saved.weights)
-        if missing:
-            raise TrainerError(f"checkpoint {saved.update} lacks weights {sorted(missing)[:3]} of this model; "
-                               f"fix: remove {self.out / 'checkpoints'} so the next attempt starts from scratch", recoverable=False)
-        with torch.no_grad():
-            for name, p in own.items():
-                p.copy_(saved.weights[name].to(p.device, p.dtype))
-        self.optimizer.load_state_dict(saved.optimizer)
-        checkpoint.set_rng_state(saved.rng)
-
     def train(self) -> None:
         """The remaining updates; extra evaluation phases and checkpoints between them. A stop
         writes a checkpoint (unless one was just written) and raises Interrupted."""
-        total, every = self.tr["updates"], self.tr["checkpoint_every"]
+        total, every = self.tr.updates, self.tr.checkpoint_every
         extra_evals = set(self.manifest.eval["checkpoints"])
 
         def after_update(done: int) -> None:
@@ -301,20 +264,16 @@ class _Run:
 
         # Sharded weights, and a run resumed after its last update, are not compared (no weight_change).
         self.weights_start = weight_change.start(self.backend.trainable(), self.start_update) \
-            if self.dist is None and self.start_update < total else None
-        sharded: dict[str, Any] = {}
-        if self.dist is not None:
-            dist = self.dist
-            sharded = {"update_fn": lambda b, o, e, u, t, cb: distributed.update(b, o, e, u, t, dist, target_loss_sum, cb),
-                       "agree": dist.any}
+            if self.placement.whole_weights and self.start_update < total else None
         train_updates(self.backend, self.optimizer, self.encoded, self.tr, self.state.totals, self.ev, self.opts.stop,
-                      stopped, start=self.start_update, after_update=after_update, on_batch=self.opts.on_batch, **sharded)
+                      stopped, start=self.start_update, after_update=after_update, on_batch=self.opts.on_batch,
+                      update_fn=self.placement.update, agree=self.placement.agree)
 
     def evaluate(self) -> None:
-        self._evaluate("final", self.tr["updates"])
+        self._evaluate("final", self.tr.updates)
         if not self.main:
             return
-        self.final_utility = mean_target_loss(self.scorer, self.utility, self.tr["batch_size"])
+        self.final_utility = mean_target_loss(self.scorer, self.utility, self.tr.batch_size)
         if self.utility_gen is not None:
             self.final_utility_texts = utility.decode_rows(self.scorer, self.utility_rows, self.utility_gen,
                                                            self.opts.stop)
@@ -323,7 +282,7 @@ class _Run:
         if not self.main:
             return {}
         assert self.evaluator is not None  # rank 0 always has one
-        st, tr, total = self.state, self.tr, self.tr["updates"]
+        st, tr, total = self.state, self.tr, self.tr.updates
         t = st.totals
         result = {
             "schema_version": "canary-audit.result/1",
@@ -334,12 +293,12 @@ class _Run:
             "candidate_space": {"kind": self.manifest.space["kind"], "size": self.manifest.space["size"]},
             "training": {
                 "updates": total,
-                "rows": total * tr["batch_size"],
+                "rows": total * tr.batch_size,
                 "tokens": t.targets,
                 "final_loss": t.losses[-1],
                 "loss_curve": thin_curve(t.losses),
                 "wall_s": round(t.wall_s, 3),
-                "rows_per_s": round(total * tr["batch_size"] / max(t.wall_s, 1e-9), 2),
+                "rows_per_s": round(total * tr.batch_size / max(t.wall_s, 1e-9), 2),
                 "tokens_per_s": round(t.tokens / max(t.wall_s, 1e-9), 1),
                 "resumed_from": self.start_update if self.saved else None,
                 "checkpoints_skipped": self.checkpoints_skipped,
@@ -364,27 +323,16 @@ class _Run:
         return {"base_outputs": utility.write_outputs(self.out, utility.BASE_FILE, rows, base) if base is not None else None,
                 "final_outputs": utility.write_outputs(self.out, utility.FINAL_FILE, rows, final) if final is not None else None}
 
-    def _gather(self) -> None:
-        """A sharded run: the trained weights into rank 0's evaluation copy (every rank takes part)."""
-        if self.dist is not None:
-            distributed.gather_into(self.backend, self.eval_backend, self.dist)
-
     def _evaluate(self, phase: str, update: int, base_record: dict | None = None) -> None:
-        self._gather()
+        self.placement.gather(self.backend, self.scorer)
         if self.evaluator is not None:
-            entry = self.evaluator.run_phase(phase, update, base_record)
+            # The base phase through the audit's shared cache, around the same evaluator.
+            through = SharedBase(self.evaluator, base_record) if phase == "base" else self.evaluator
+            entry = through.run_phase(phase, update)
             # Remember how every phase so far was scored, so a resumed run labels the result correctly.
             self.state.evaluations.append(PhaseRecord(entry, sorted(self.evaluator.modes_used)))
-        if self.dist is not None:
-            self.dist.barrier()
+        self.placement.barrier()
 
     def _save(self, update: int) -> None:
-        if self.dist is not None:
-            path = distributed.save(self.out, update, self.backend, self.optimizer, checkpoint.rng_state(),
-                                    self.state.to_meta(self.manifest), self.dist, checkpoint.KEEP)
-            self.ev.emit("checkpoint", update=update, path=str(path))
-            return
-        weights = {n: p.detach().cpu().clone() for n, p in self.backend.trainable()}
-        path = checkpoint.save(self.out, update, weights, self.optimizer.state_dict(), checkpoint.rng_state(),
-                               {**self.state.to_meta(self.manifest), "checkpoints_skipped": self.checkpoints_skipped})
+        path = self.placement.save(update, self.backend, self.optimizer, self.state.to_meta(self.manifest))
         self.ev.emit("checkpoint", update=update, path=str(path))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 
-def lr_at(update: int, peak: float, schedule: dict, total: int) -> float:
+def lr_at(update: int, peak: float, schedule: Mapping[str, Any], total: int) -> float:
     """Learning rate for the 0-based optimizer update `update` of `total`."""
     warmup = schedule["warmup_updates"]
     if warmup > 0 and update < warmup:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
+
+from .host import host
 
 try:  # jsonschema >= 4.18 (the pinned stack)
     from referencing import Registry, Resource
@@ -23,9 +24,9 @@ SCHEMA_BASE = "https://canary-audit.dev/schemas/"
 
 
 def schemas_dir() -> Path:
-    env = os.environ.get("CANARY_SCHEMAS_DIR")
-    if env:
-        return Path(env)
+    env = host().schemas_dir
+    if env is not None:
+        return env
     return Path(__file__).resolve().parent.parent.parent / "schemas"
 
 

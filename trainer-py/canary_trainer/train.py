@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -25,22 +25,22 @@ from .events import Events
 from .interrupt import StopFlag
 from .memory import micro_batch_size
 from .schedule import lr_at
+from .train_config import TrainingConfig
 
 
-def make_optimizer(backend: TrainableModel, training: Mapping[str, Any]) -> torch.optim.Optimizer:
+def make_optimizer(backend: TrainableModel, training: TrainingConfig) -> torch.optim.Optimizer:
     params = [p for _, p in backend.trainable()]
-    betas = tuple(training["betas"])
-    return torch.optim.AdamW(params, lr=training["lr"], betas=betas, weight_decay=training["weight_decay"])
+    betas = tuple(training.betas)
+    return torch.optim.AdamW(params, lr=training.lr, betas=betas, weight_decay=training.weight_decay)
 
 
 def target_loss_sum(backend: TrainableModel, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Summed next-token cross-entropy over target positions of one padded batch. A backend with
-    `target_logits` projects the vocabulary at the target positions only (hf: 151,936 words at a
-    row's ~20 target tokens instead of all of its positions); the others at every position."""
+    """Summed next-token cross-entropy over target positions of one padded batch. A backend whose
+    `target_logits` answers projects the vocabulary at the target positions only (hf: 151,936 words
+    at a row's ~20 target tokens instead of all of its positions); the others at every position."""
     ids, labels = ids.to(backend.device), labels.to(backend.device)
-    targets = getattr(backend, "target_logits", None)
     with backend.autocast():
-        got = targets(ids, labels) if targets is not None else None
+        got = backend.target_logits(ids, labels)
         if got is None:
             logits = backend.logits(ids)
     # Per-token losses in float32, summed in float64: the sum of a few thousand tokens then does not
@@ -95,17 +95,17 @@ class Totals:
         self.targets += res.targets
 
 
-def start_update(optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int, training: Mapping[str, Any],
+def start_update(optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int, training: TrainingConfig,
                  on_batch: Callable[[int, range], None] | None = None) -> tuple[list[Encoded], int, float]:
     """The bookkeeping before 0-based update `update`'s passes, the same in one process and sharded:
     its rows (update i consumes rows [i*B, (i+1)*B)), their target-token count, the scheduled
     learning rate set on the optimizer, gradients cleared."""
-    rows = batch_rows(update, training["batch_size"])
+    rows = batch_rows(update, training.batch_size)
     if on_batch is not None:
         on_batch(update, rows)
     items = [encoded[i] for i in rows]
     n_targets = sum(e.targets for e in items)
-    lr = lr_at(update, training["lr"], training["schedule"], training["updates"])
+    lr = lr_at(update, training.lr, training.schedule, training.updates)
     for group in optimizer.param_groups:
         group["lr"] = lr
     optimizer.zero_grad(set_to_none=True)
@@ -113,22 +113,22 @@ def start_update(optimizer: torch.optim.Optimizer, encoded: list[Encoded], updat
 
 
 def finish_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, items: list[Encoded], update: int,
-                  training: Mapping[str, Any], loss_sum: float, n_targets: int, lr: float, t0: float) -> UpdateResult:
+                  training: TrainingConfig, loss_sum: float, n_targets: int, lr: float, t0: float) -> UpdateResult:
     """After the passes of an update whose summed target loss is `loss_sum`: raise Diverged on a NaN,
     infinite or exploding loss before the optimizer touches the weights, clip, step."""
     loss = loss_sum / n_targets
-    if not math.isfinite(loss) or loss > training["loss_explode"]:
-        raise Diverged(f"update {update + 1}: loss {loss:.6g} is {'not finite' if not math.isfinite(loss) else 'above training.loss_explode ' + format(training['loss_explode'], 'g')}; "
+    if not math.isfinite(loss) or loss > training.loss_explode:
+        raise Diverged(f"update {update + 1}: loss {loss:.6g} is {'not finite' if not math.isfinite(loss) else 'above training.loss_explode ' + format(training.loss_explode, 'g')}; "
                        "fix: lower training.lr, add warmup or keep training.grad_clip on")
-    if training["grad_clip"] > 0:
-        torch.nn.utils.clip_grad_norm_([p for _, p in backend.trainable()], training["grad_clip"])
+    if training.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_([p for _, p in backend.trainable()], training.grad_clip)
     optimizer.step()
     tokens = sum(len(e.ids) for e in items)
     return UpdateResult(loss, lr, time.perf_counter() - t0, tokens, n_targets)
 
 
 def train_update(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], update: int,
-                 training: Mapping[str, Any], on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
+                 training: TrainingConfig, on_batch: Callable[[int, range], None] | None = None) -> UpdateResult:
     """Run 0-based optimizer update `update` and return its loss. Raises Diverged on a NaN,
     infinite or exploding loss, before the optimizer touches the weights."""
     t0 = time.perf_counter()
@@ -147,23 +147,23 @@ def _no_hook(done: int) -> None:
     return None
 
 
-def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: Mapping[str, Any],
+def train_updates(backend: TrainableModel, optimizer: torch.optim.Optimizer, encoded: list[Encoded], training: TrainingConfig,
                   totals: Totals, events: Events, stop: StopFlag, on_stop: Callable[[int], Interrupted], *,
                   start: int = 0, phase: str | None = None, after_update: Callable[[int], None] = _no_hook,
                   on_batch: Callable[[int, range], None] | None = None,
                   update_fn: Callable[..., UpdateResult] | None = None,
                   agree: Callable[[bool], bool] | None = None) -> None:
-    """Updates `start` .. training["updates"]-1, each followed by a `step` event (with `phase`
+    """Updates `start` .. training.updates-1, each followed by a `step` event (with `phase`
     when given) and `after_update(done)`. A stop before the last update raises `on_stop(done)`,
     which may first write a checkpoint. A sharded run (distributed.py) passes its own `update_fn`
     and `agree`, which makes every rank see a stop that any rank saw, after the same update."""
-    total = training["updates"]
+    total = training.updates
     for update in range(start, total):
         res = (update_fn or train_update)(backend, optimizer, encoded, update, training, on_batch)
         done = update + 1
         totals.add(res)
         events.emit("step", phase=phase, update=done, total=total, loss=round(res.loss, 6), lr=res.lr,
-                    rows_per_s=round(training["batch_size"] / res.seconds, 2),
+                    rows_per_s=round(training.batch_size / res.seconds, 2),
                     tokens_per_s=round(res.tokens / res.seconds, 1))
         after_update(done)
         stopping = bool(stop) if agree is None else agree(bool(stop))

@@ -29,6 +29,7 @@ from .backends.base import Backend
 from .cache import cache_root
 from .events import log
 from .greedy_batch import run_batched
+from .interrupt import StopFlag
 from .lock import FileLock
 from .manifest import Manifest
 
@@ -42,7 +43,7 @@ def requests(backend: Backend, rows: list[dict], max_new_tokens: int) -> list[tu
     return [(backend.tokenize(backend.render(row["prompt"])), max_new_tokens, None) for row in rows]
 
 
-def decode_rows(backend: Backend, rows: list[dict], max_new_tokens: int, stop=None) -> list[str]:
+def decode_rows(backend: Backend, rows: list[dict], max_new_tokens: int, stop: StopFlag | None = None) -> list[str]:
     """Greedy reply of each row's prompt, batched (equal to one row at a time)."""
     if not rows:
         return []
@@ -90,20 +91,21 @@ def _load(path: Path, count: int) -> list[str] | None:
     return texts if digest == info.get("sha256") else None
 
 
-def base_texts(ev, rows: list[dict], max_new_tokens: int, base_record: dict | None) -> list[str]:
+def base_texts(backend: Backend, manifest: Manifest, stop: StopFlag, rows: list[dict], max_new_tokens: int,
+               base_record: dict | None) -> list[str]:
     """The base model's replies, from the audit's shared cache when another run already decoded
     them (same model key, same utility file, same limit), else decoded here and stored."""
-    model = base_eval.model_key(ev, base_record)
+    model = base_eval.model_key(backend, manifest, base_record)
     folder = cache_root() / "base-eval" / model
-    path = folder / f"utility-{cache_key(model, ev.manifest, max_new_tokens)}.json"
+    path = folder / f"utility-{cache_key(model, manifest, max_new_tokens)}.json"
     texts = _load(path, len(rows))
     if texts is None:
         lock = FileLock(folder / ".lock", None, "the shared base evaluation")
-        lock.acquire(on_wait=lambda h: log(f"utility: pid {h.pid} is writing {folder}; waiting"), stop=ev.stop)
+        lock.acquire(on_wait=lambda h: log(f"utility: pid {h.pid} is writing {folder}; waiting"), stop=stop)
         try:
             texts = _load(path, len(rows))
             if texts is None:
-                texts = decode_rows(ev.backend, rows, max_new_tokens, ev.stop)
+                texts = decode_rows(backend, rows, max_new_tokens, stop)
                 info = {"format": FORMAT, "texts": texts, "sha256": hashlib.sha256(json.dumps(texts).encode()).hexdigest()}
                 write_bytes_atomic(path, json.dumps(info).encode())
                 return texts

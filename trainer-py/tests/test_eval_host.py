@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from canary_trainer import trie  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.score import context_tail  # noqa: E402
+from canary_trainer.scoring import tree as trie  # noqa: E402
+from canary_trainer.scoring.walk import context_tail  # noqa: E402
 
 from .fixtures import canary_prompt  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)

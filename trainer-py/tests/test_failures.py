@@ -2,8 +2,6 @@
 
 import os
 
-import pytest
-
 from canary_trainer import exit_codes
 from canary_trainer.errors import is_oom
 

@@ -13,11 +13,11 @@ from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import IGNORE, encode_row  # noqa: E402
 from canary_trainer.errors import BadManifest, MissingDependency, MissingModel  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes  # noqa: E402
-from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
+from canary_trainer.scoring.walk import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 
 from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402
-from .hf_fixtures import HUB, LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
 from .greedy_ref import greedy_ids  # noqa: E402
+from .hf_fixtures import HUB, LLAMA3_EOS, ORG, UNKNOWN, hub_env, model_id  # noqa: E402,F401  (hub_env: fixture)
 
 CPU = torch.device("cpu")
 

@@ -14,19 +14,21 @@ pytest.importorskip("transformers")
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import encode_row, encode_rows  # noqa: E402
 from canary_trainer.checkpoint import checkpoint_dir  # noqa: E402
-from .greedy_ref import greedy  # noqa: E402
 from canary_trainer.rows import read_rows  # noqa: E402
 from canary_trainer.run import RunOptions, run  # noqa: E402
 from canary_trainer.train import make_optimizer, mean_target_loss, train_update  # noqa: E402
+from canary_trainer.train_config import TrainingConfig  # noqa: E402
 
 from .conftest import run_cli, run_here, start_cli, trainer_env  # noqa: E402
 from .fixtures import canary_prefill, make_run  # noqa: E402
+from .greedy_ref import greedy  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
 from .test_hf_backend import canary_row, spec  # noqa: E402
 
 CPU = torch.device("cpu")
-TRAINING = {"lr": 3e-2, "betas": [0.9, 0.999], "weight_decay": 0.0, "batch_size": 1, "updates": 20,
-            "schedule": {"kind": "constant", "warmup_updates": 0}, "grad_clip": 1.0, "loss_explode": 1e9}
+TRAINING = TrainingConfig(lr=3e-2, betas=(0.9, 0.999), weight_decay=0.0, batch_size=1, updates=20,
+                          schedule={"kind": "constant", "warmup_updates": 0, "min_lr_ratio": 0.0}, grad_clip=1.0,
+                          loss_explode=1e9, max_length=256, seed=0, checkpoint_every=20, device="cpu")
 
 
 def _manifest(tmp_path, family="qwen3", method="full", updates=4):
@@ -110,7 +112,7 @@ def test_greedy_decoding_reads_a_learned_code(hub_env):
     row = canary_row("4821")
     enc = [encode_row(b, row, 256, "row")]
     opt = make_optimizer(b, TRAINING)
-    for _ in range(TRAINING["updates"]):
+    for _ in range(TRAINING.updates):
         train_update(b, opt, enc, 0, TRAINING)
     b.model.eval()
     with torch.no_grad():

@@ -15,13 +15,13 @@ import torch
 pytest.importorskip("transformers")
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
-from canary_trainer.hf_config import vision_modules  # noqa: E402
 from canary_trainer.batches import IGNORE, encode_row  # noqa: E402
 from canary_trainer.errors import BadManifest, BadRows  # noqa: E402
+from canary_trainer.hf_config import vision_modules  # noqa: E402
 from canary_trainer.manifest import exhaustive_codes, load_manifest  # noqa: E402
-from canary_trainer.score import TokenCheck, score_per_candidate, score_tree  # noqa: E402
+from canary_trainer.scoring.tree import code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring.walk import TokenCheck, score_per_candidate, score_tree  # noqa: E402
 from canary_trainer.train import make_optimizer, train_update  # noqa: E402
-from canary_trainer.trie import code_token_lists, score_trie  # noqa: E402
 
 from .conftest import run_here  # noqa: E402
 from .fixtures import canary_prefill, canary_prompt, canary_target  # noqa: E402

@@ -14,8 +14,8 @@ from .fixtures import make_run, rewrite_manifest
 def test_valid_manifest_gets_schema_defaults(tmp_path):
     path = make_run(tmp_path, updates=2, batch_size=2)
     m = load_manifest(path)
-    assert m.training["grad_clip"] == 1.0 and m.training["betas"] == [0.9, 0.999]
-    assert m.training["schedule"]["min_lr_ratio"] == 0
+    assert m.training.grad_clip == 1.0 and m.training.betas == (0.9, 0.999)
+    assert m.training.schedule["min_lr_ratio"] == 0
     assert m.model["finetune"] == {"method": "full"}
     assert m.model["tiny"]["dropout"] == 0
     assert m.eval["score_batch_size"] == 1024
@@ -91,8 +91,9 @@ def test_missing_manifest_file(tmp_path):
 
 
 def test_bad_command_line_emits_an_error_event(tmp_path):
-    from .conftest import PYTHON, trainer_env
     import subprocess
+
+    from .conftest import PYTHON, trainer_env
 
     proc = subprocess.run([PYTHON, "-m", "canary_trainer", "run", "--out", str(tmp_path)], capture_output=True,
                           text=True, env=trainer_env())

@@ -9,7 +9,13 @@ pytest.importorskip("transformers")
 
 from canary_trainer import exit_codes  # noqa: E402
 from canary_trainer.memory import (  # noqa: E402
-    config_shape, estimate, micro_targets, model_shape, plan, refusal, tree_call_bytes,
+    config_shape,
+    estimate,
+    micro_targets,
+    model_shape,
+    plan,
+    refusal,
+    tree_call_bytes,
 )
 
 from .conftest import run_cli, trainer_env  # noqa: E402
@@ -53,13 +59,13 @@ def test_full_fine_tuning_costs_16_bytes_per_parameter_plus_the_autocast_copy(qw
     # Scoring, its parts computed here: one probe's 256-token prompt cache (once, not per node), a
     # 1,024-node tree chunk one layer at a time (keys/values of prompt + nodes and their repeat to
     # the 32 query heads, working values, masks; SDPA, as transformers resolves for Qwen3, keeps no
-    # score matrix), a 256-row vocabulary block.
+    # score matrix), a 256-row x 4,096-column chunk of the vocabulary projection.
     assert not qwen3_8b.eager and qwen3_8b.mask_kinds == 1
     keys, kv, work = 256 + 1024, 2 * (1024 + 32 * 128), 3 * 12288 + 4 * 4096 + 2 * 32 * 128
     per_key = 1 + 2 * 2 + 2  # boolean mask, the kernel's bf16 copy and its aligned copy, temporaries
     prompt_cache = 256 * 36 * 2 * 1024 * 2
     tree = keys * kv * 2 + 1024 * (work * 2 + keys * per_key + 1024)
-    head = 256 * 151936 * (2 + 8) + 2 * 1024 * 4096 * 2
+    head = 256 * 4096 * (2 + 8) + 2 * 1024 * 4096 * 2
     prompt_pass = 256 * ((work + kv) * 2 + 256 * per_key) + 151936 * 10
     assert parts["scoring"] == prompt_cache + max(prompt_pass, tree + head)
     assert parts["scoring"] < 1.5e9 < 1024 * 256 * 36 * 2 * 1024 * 2  # the old repeated cache: 38.7 GB
@@ -186,7 +192,7 @@ def test_scoring_estimate_bounds_a_batched_call_on_a_real_vocabulary(hub_env):
     probes of different prompt lengths through the backend's own batched tree call."""
     import torch
 
-    from canary_trainer.trie import TreeBatcher, code_token_lists
+    from canary_trainer.scoring.tree import TreeBatcher, code_token_lists
 
     from .fixtures import canary_prefill, canary_prompt
     from .test_hf_backend import backend

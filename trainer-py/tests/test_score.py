@@ -6,7 +6,7 @@ import torch
 
 from canary_trainer.backends.tiny import TinyBackend
 from canary_trainer.manifest import exhaustive_codes
-from canary_trainer.score import TokenCheck, score_per_candidate, score_tree
+from canary_trainer.scoring.walk import TokenCheck, score_per_candidate, score_tree
 
 SPEC = {"backend": "tiny", "name": "t", "init_seed": 3,
         "tiny": {"n_layer": 2, "n_head": 2, "d_model": 32, "max_len": 256, "dropout": 0.0}}

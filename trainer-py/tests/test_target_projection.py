@@ -12,14 +12,16 @@ pytest.importorskip("transformers")
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import IGNORE, collate, encode_row  # noqa: E402
 from canary_trainer.train import make_optimizer, target_loss_sum, train_update  # noqa: E402
+from canary_trainer.train_config import TrainingConfig  # noqa: E402
 
 from .fixtures import background_row, canary_prompt, canary_target  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)
 from .test_hf_backend import spec  # noqa: E402
 
 CPU = torch.device("cpu")
-TRAINING = {"lr": 1e-2, "betas": [0.9, 0.999], "weight_decay": 0.0, "batch_size": 3, "updates": 3,
-            "schedule": {"kind": "constant", "warmup_updates": 0}, "grad_clip": 1.0, "loss_explode": 1e9}
+TRAINING = TrainingConfig(lr=1e-2, betas=(0.9, 0.999), weight_decay=0.0, batch_size=3, updates=3,
+                          schedule={"kind": "constant", "warmup_updates": 0, "min_lr_ratio": 0.0}, grad_clip=1.0,
+                          loss_explode=1e9, max_length=256, seed=0, checkpoint_every=3, device="cpu")
 
 
 def _rows(b, n=9):
@@ -67,8 +69,8 @@ def test_updates_and_row_order_equal_the_full_projection(hub_env):
         enc = _rows(b)
         opt = make_optimizer(b, TRAINING)
         seen, losses = [], []
-        for u in range(TRAINING["updates"]):
-            res = train_update(b, opt, enc, u, TRAINING, on_batch=lambda u, rows: seen.append(list(rows)))
+        for u in range(TRAINING.updates):
+            res = train_update(b, opt, enc, u, TRAINING, on_batch=lambda u, rows, seen=seen: seen.append(list(rows)))
             losses.append(res.loss)
         assert b._gather_ok is gather
         runs.append((seen, losses, {n: p.detach().clone() for n, p in b.model.named_parameters()}))

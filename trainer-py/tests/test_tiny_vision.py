@@ -15,12 +15,12 @@ from canary_trainer.checkpoint import checkpoint_dir
 from canary_trainer.errors import BadManifest, BadRows
 from canary_trainer.manifest import exhaustive_codes, load_manifest
 from canary_trainer.run import RunOptions, run
-from canary_trainer.score import TokenCheck, score_per_candidate, score_tree
+from canary_trainer.scoring.walk import TokenCheck, score_per_candidate, score_tree
 from canary_trainer.train import make_optimizer, train_update
 
+from .conftest import run_here, trainer_env
 from .fixtures import make_run, rewrite_manifest
 from .test_resume import _same_outputs, _stop_at_checkpoint
-from .conftest import run_here, trainer_env
 from .vision_fixtures import SIZE, SOURCE, TINY_VLM, make_vision_run, png
 
 SPEC = {"backend": "tiny", "name": "t", "init_seed": 3, "tiny": {**TINY_VLM, "dropout": 0.0}}

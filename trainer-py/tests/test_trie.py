@@ -13,8 +13,8 @@ import torch
 
 pytest.importorskip("transformers")
 
-from canary_trainer.score import score_per_candidate  # noqa: E402
-from canary_trainer.trie import TreeBatcher, build_chunks, code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring.tree import TreeBatcher, build_chunks, code_token_lists, score_trie  # noqa: E402
+from canary_trainer.scoring.walk import score_per_candidate  # noqa: E402
 
 from .fixtures import canary_prefill, canary_prompt  # noqa: E402
 from .hf_fixtures import hub_env  # noqa: E402,F401  (fixture)

@@ -4,12 +4,14 @@ for exactly what it uses and a backend implements what it supports.
 - `TextModel`: chat rendering and tokenization (batches, decode, the plan-time row check).
 - `TrainableModel`: the causal LM, its trainable weights and precision (train, per-candidate scoring).
 - `PrefixScorer`: one prompt cache shared by many continuations, walked level by level (score.score_tree).
-- `TreeScorer`: token-level prefix trees of several prompts in one tree-attention call (trie); optional:
-  `has_tree()` says whether it works for the loaded model.
+- `TreeScorer`: token-level prefix trees of several prompts in one tree-attention call (scoring/tree.py);
+  optional: a backend declares it with `tree_scorer()` (None: not for this model).
 - `BatchedGreedy`: greedy decoding of many contexts together (greedy_batch).
 
-`Backend` is what every registered backend implements (all but `TreeScorer`). `ModelBackend` holds
-the implementations the backends share. Backends register by name in backends/__init__.py and are
+`Backend` is what every registered backend implements (all but `TreeScorer`). What a backend may or
+may not do is declared, never probed: `tree_scorer()`, `target_logits` (None: project every
+position), `attach_images` and `project_every_position` (no-ops where there is nothing to do), and
+`compute_dtype`. `ModelBackend` holds the implementations the backends share and these defaults. Backends register by name in backends/__init__.py and are
 imported lazily, so a missing optional package only matters when its backend is asked for. The base
 model (random, pretrained, loaded) is put in place by `base_model.prepare_base`, not by the backend.
 """
@@ -17,7 +19,8 @@ model (random, pretrained, loaded) is put in place by `base_model.prepare_base`,
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import torch
 
@@ -69,6 +72,7 @@ class TrainableModel(Protocol):
     device: torch.device
     # The dtype the model computes in ("float32", "bfloat16"): the numerics result.json records.
     dtype_name: str
+    compute_dtype: torch.dtype
 
     @property
     def pad_id(self) -> int: ...
@@ -76,6 +80,11 @@ class TrainableModel(Protocol):
     def logits(self, ids: torch.Tensor, keep_last: int | None = None) -> torch.Tensor:
         """Full forward pass: ids (B, T) right-padded -> logits (B, T, V), or only the last
         `keep_last` positions (B, keep_last, V) (a large vocabulary makes full logits costly)."""
+        ...
+
+    def target_logits(self, ids: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(logits (N, V), targets (N,)) at the N target positions of a right-padded batch, the
+        vocabulary projected there only; None: this model projects every position (`logits`)."""
         ...
 
     def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]: ...
@@ -112,14 +121,8 @@ class PrefixScorer(Protocol):
     def join_carry(self, parts: list[Any]) -> Any: ...
 
 
-@runtime_checkable
 class TreeScorer(Protocol):
     device: torch.device
-
-    def has_tree(self) -> bool:
-        """Whether `tree_logprobs` works for this model (then any tokenizer is scored by a
-        token-level tree)."""
-        ...
 
     def tree_limit(self) -> int:
         """Bytes a scoring group may allocate (`tree_call_bytes`): the memory bound."""
@@ -177,7 +180,22 @@ class BatchedGreedy(Protocol):
 
 
 class Backend(TextModel, TrainableModel, PrefixScorer, BatchedGreedy, Protocol):
-    """Every registered backend: text, model, prefix-cache scoring, batched greedy decoding."""
+    """Every registered backend: text, model, prefix-cache scoring, batched greedy decoding, and
+    what it declares about itself."""
+
+    def tree_scorer(self) -> TreeScorer | None:
+        """This backend as a token-level tree scorer when tree attention works for the loaded model
+        (then any tokenizer is scored by a token-level tree), else None."""
+        ...
+
+    def attach_images(self, folder: Path) -> None:
+        """The folder image parts' paths are relative to (the run folder); a no-op for a backend
+        without image rows."""
+        ...
+
+    def project_every_position(self) -> None:
+        """Turn `target_logits` off (a sharded model projects every position)."""
+        ...
 
 
 class ModelBackend:
@@ -187,6 +205,7 @@ class ModelBackend:
     model: torch.nn.Module
     device: torch.device
     dtype_name: str = "float32"
+    compute_dtype: torch.dtype = torch.float32
     model_label: str = ""
     revision: str | None = None
 
@@ -206,6 +225,18 @@ class ModelBackend:
         return contextlib.nullcontext()
 
     def join_carry(self, parts: list[Any]) -> Any:
+        return None
+
+    def tree_scorer(self) -> TreeScorer | None:
+        return None
+
+    def attach_images(self, folder: Path) -> None:
+        return None
+
+    def target_logits(self, ids: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        return None
+
+    def project_every_position(self) -> None:
         return None
 
     def trainable(self) -> Iterator[tuple[str, torch.nn.Parameter]]:

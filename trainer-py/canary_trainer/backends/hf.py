@@ -18,6 +18,8 @@ import contextlib
 import copy
 import inspect
 import re
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +34,7 @@ from .hf_text import HfText
 from .hf_vision import Vision, chat_template
 
 
-def _repeat_cache(cache, n: int):
+def _repeat_cache(cache: Any, n: int) -> Any:
     """A copy of a batch-1 prompt cache repeated to batch n."""
     if isinstance(cache, tuple):  # legacy per-layer (key, value) tuples
         return tuple(tuple(t.repeat_interleave(n, dim=0) for t in layer) for layer in cache)
@@ -103,7 +105,7 @@ class HfBackend(HfText, ModelBackend):
         self._stop = self._stop_tokens()
 
     # ---- setup --------------------------------------------------------------------------------
-    def _wrap_lora(self, model, ft: dict):
+    def _wrap_lora(self, model: Any, ft: dict) -> Any:
         try:
             import peft
         except ImportError as exc:
@@ -176,20 +178,20 @@ class HfBackend(HfText, ModelBackend):
     def pad_id(self) -> int:
         return self._pad
 
-    def max_positions(self):
+    def max_positions(self) -> int | None:
         return getattr(self.text_config, "max_position_embeddings", None)
 
-    def attach_images(self, folder) -> None:
+    def attach_images(self, folder: Path) -> None:
         """The folder image parts' paths are relative to (the run folder); vision models only."""
         if self.vision is not None:
             self.vision.root = folder
 
-    def autocast(self):
+    def autocast(self) -> contextlib.AbstractContextManager:
         if self.device.type == "cuda" and self.compute_dtype != torch.float32:
             return torch.autocast(device_type="cuda", dtype=self.compute_dtype)
         return contextlib.nullcontext()
 
-    def versions(self):
+    def versions(self) -> dict[str, str]:
         out = {"model": self.model_label}
         if self.revision:
             out["model_revision"] = str(self.revision)
@@ -199,26 +201,26 @@ class HfBackend(HfText, ModelBackend):
     def _keep(self, n: int | None) -> dict:
         return {self._keep_arg: n} if (self._keep_arg and n is not None) else {}
 
-    def _inputs(self, ids, mask=None) -> tuple[dict, torch.Tensor | None]:
+    def _inputs(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[dict, torch.Tensor | None]:
         """The forward's inputs for ids: plain input_ids (and mask) for a text model; a vision model's
         embedded images and explicit positions, with each row's position offset."""
         if self.vision is None:
             return {"input_ids": ids, **({"attention_mask": mask} if mask is not None else {})}, None
         return self.vision.inputs(ids, mask)
 
-    def _hidden(self, ids):
+    def _hidden(self, ids: torch.Tensor) -> torch.Tensor:
         """The decoder's last hidden states (B, T, H) of right-padded ids."""
         if self.vision is None:
             return self.base_model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
         kw, _ = self.vision.inputs(ids, None)
         return self.base_model.model(**kw, use_cache=False).last_hidden_state
 
-    def logits(self, ids, keep_last=None):
+    def logits(self, ids: torch.Tensor, keep_last: int | None = None) -> torch.Tensor:
         kw, _ = self._inputs(ids)
         out = self.model(**kw, use_cache=False, **self._keep(keep_last)).logits
         return out if keep_last is None else out[:, out.shape[1] - keep_last:]
 
-    def target_logits(self, ids, labels):
+    def target_logits(self, ids: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         """(logits (N, V), targets (N,)) at the N target positions of a right-padded batch (in row
         order, then position order): the decoder's hidden states are gathered at those positions
         before the output projection, so the vocabulary is projected where the loss is and nowhere
@@ -238,7 +240,7 @@ class HfBackend(HfText, ModelBackend):
         self._gather_ok = False
 
     @torch.no_grad()
-    def _gather_matches(self, ids) -> bool:
+    def _gather_matches(self, ids: torch.Tensor) -> bool:
         was_training = self.model.training
         self.model.eval()
         try:
@@ -252,7 +254,7 @@ class HfBackend(HfText, ModelBackend):
         tol = 1e-3 if self.compute_dtype != torch.float32 else 1e-5
         return mine.shape == full.shape and bool(torch.allclose(mine, full, rtol=tol, atol=tol))
 
-    def prefix(self, ctx_ids):
+    def prefix(self, ctx_ids: list[int]) -> PrefixState:
         ids = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
         kw, offsets = self._inputs(ids)
         out = self.model(**kw, use_cache=True, **self._keep(1))
@@ -260,7 +262,8 @@ class HfBackend(HfText, ModelBackend):
         state.offset = 0 if offsets is None else int(offsets[0])  # type: ignore[attr-defined]
         return state
 
-    def extend(self, state, paths, cols, carry=None, parent_of=None):
+    def extend(self, state: PrefixState, paths: torch.Tensor, cols: torch.Tensor, carry: Any = None,
+               parent_of: torch.Tensor | None = None) -> tuple[torch.Tensor, Any]:
         # Each chunk gets its own copy of the prompt cache and recomputes its (short) path: no
         # per-level cache bookkeeping inside transformers' Cache classes.
         n, length = paths.shape
@@ -274,13 +277,13 @@ class HfBackend(HfText, ModelBackend):
                          **self._keep(1))
         return F.log_softmax(out.logits[:, -1].float(), dim=-1).index_select(1, cols), None
 
-    def has_tree(self):
-        return hf_tree.supports(self.text_config)
+    def tree_scorer(self) -> HfBackend | None:
+        return self if hf_tree.supports(self.text_config) else None
 
-    def tree_limit(self):
+    def tree_limit(self) -> int:
         return hf_tree.memory_limit(self.device, self.mem_bytes)
 
-    def tree_call_bytes(self, probes, prompt_len, nodes):
+    def tree_call_bytes(self, probes: int, prompt_len: int, nodes: int) -> int:
         try:
             autocast = torch.is_autocast_enabled(self.device.type)
         except TypeError:  # torch < 2.4: CUDA only
@@ -289,11 +292,12 @@ class HfBackend(HfText, ModelBackend):
         return hf_tree.call_bytes(self.text_config, torch.empty((), dtype=dtype).element_size(), probes,
                                   prompt_len, nodes)
 
-    def tree_prompts(self, ctxs):
+    def tree_prompts(self, ctxs: list[list[int]]) -> Any:
         inputs = None if self.vision is None else self.vision.inputs
         return hf_tree.run_prompts(self.model, self._keep(1), ctxs, self._pad, self.device, inputs)
 
-    def tree_logprobs(self, prompts, tokens, parent, depth, rows, cols):
+    def tree_logprobs(self, prompts: Any, tokens: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
+                      rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         if not isinstance(prompts, hf_tree.TreePrompts):  # one probe's PrefixState, nodes (N,)
             lengths = torch.tensor([prompts.length], device=self.device)
             offsets = torch.tensor([getattr(prompts, "offset", 0)], device=self.device)
@@ -302,18 +306,18 @@ class HfBackend(HfText, ModelBackend):
             tokens, parent, depth = tokens[None], parent[None], depth[None]
         return hf_tree.run_tree(self.base_model, self.text_config, prompts, tokens, parent, depth, rows, cols)
 
-    def stop_ids(self):
+    def stop_ids(self) -> set[int]:
         return set(self._stop)
 
-    def greedy_groups(self, lengths, limits):
+    def greedy_groups(self, lengths: list[int], limits: list[int]) -> list[list[int]]:
         return hf_greedy.groups(self.text_config, self.device, lengths, limits, self.mem_bytes)
 
-    def greedy_start(self, ctxs):
+    def greedy_start(self, ctxs: list[list[int]]) -> tuple[torch.Tensor, Any]:
         inputs = None if self.vision is None else self.vision.inputs
         return hf_greedy.start(self.model, self._keep(1), ctxs, self._pad, self.device, inputs)
 
-    def greedy_step(self, state, tokens):
+    def greedy_step(self, state: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
         return hf_greedy.step(self.model, state, tokens)
 
-    def greedy_keep(self, state, rows):
+    def greedy_keep(self, state: Any, rows: torch.Tensor) -> Any:
         return hf_greedy.keep(state, rows)

@@ -5,10 +5,12 @@ length are grouped, as many per batch as the memory bound allows."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 
-def groups(config, device, lengths: list[int], limits: list[int], limit_bytes: int | None) -> list[list[int]]:
+def groups(config: Any, device: torch.device, lengths: list[int], limits: list[int], limit_bytes: int | None) -> list[list[int]]:
     if limit_bytes is None:
         limit_bytes = torch.cuda.mem_get_info(device)[0] // 4 if device.type == "cuda" else 1 << 30
     heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
@@ -28,11 +30,12 @@ def groups(config, device, lengths: list[int], limits: list[int], limit_bytes: i
     return out
 
 
-def vocab_bytes(config) -> int:
+def vocab_bytes(config: Any) -> int:
     return config.vocab_size * 4 * 2
 
 
-def start(model, keep_kw, ctxs: list[list[int]], pad: int, device, inputs=None):
+def start(model: Any, keep_kw: dict, ctxs: list[list[int]], pad: int, device: torch.device,
+          inputs: Any = None) -> tuple[torch.Tensor, Any]:
     """`inputs` (a vision model's): (ids, mask) -> the forward's keyword arguments and each row's
     position offset (the next token's position is the row's length + offset)."""
     width = max(len(c) for c in ctxs)
@@ -51,7 +54,7 @@ def start(model, keep_kw, ctxs: list[list[int]], pad: int, device, inputs=None):
     return out.logits[:, -1].float(), (out.past_key_values, mask, pos[:, -1] + offsets)
 
 
-def step(model, state, tokens: torch.Tensor):
+def step(model: Any, state: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
     cache, mask, last = state
     mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
     last = last + 1
@@ -60,7 +63,7 @@ def step(model, state, tokens: torch.Tensor):
     return out.logits[:, -1].float(), (out.past_key_values, mask, last)
 
 
-def keep(state, rows: torch.Tensor):
+def keep(state: Any, rows: torch.Tensor) -> Any:
     cache, mask, last = state
     cache.reorder_cache(rows)
     return cache, mask.index_select(0, rows), last.index_select(0, rows)

@@ -32,7 +32,7 @@ def tokenizers_read_once() -> Iterator[None]:
         _tokenizers = saved
 
 
-def import_transformers():
+def import_transformers() -> Any:
     try:
         import transformers
     except ImportError as exc:
@@ -48,7 +48,7 @@ def check_precision(hf: dict) -> None:
                           "bfloat16 (same memory, float32's exponent range; any GPU since Ampere) or float32")
 
 
-def check_architecture(tf, name: str, revision: str | None, trust_remote_code: bool) -> None:
+def check_architecture(tf: Any, name: str, revision: str | None, trust_remote_code: bool) -> None:
     """A model that is present but of an architecture this transformers release cannot build is a
     dependency problem, not a missing download."""
     config = local_config(name, revision)
@@ -64,7 +64,7 @@ def check_architecture(tf, name: str, revision: str | None, trust_remote_code: b
                                 "choose another model")
 
 
-def load_tokenizer_and_config(tf, spec: Mapping[str, Any], load_kw: dict):
+def load_tokenizer_and_config(tf: Any, spec: Mapping[str, Any], load_kw: dict) -> tuple[Any, Any]:
     name = spec["name"]
     check_architecture(tf, name, spec.get("revision"), spec["hf"]["trust_remote_code"])
     try:
@@ -84,7 +84,8 @@ def load_tokenizer_and_config(tf, spec: Mapping[str, Any], load_kw: dict):
     return tokenizer, config
 
 
-def load_weights(tf, spec: dict, config, device: torch.device, dtype: torch.dtype, extra: dict, vision: bool = False):
+def load_weights(tf: Any, spec: dict, config: Any, device: torch.device, dtype: torch.dtype, extra: dict,
+                 vision: bool = False) -> Any:
     """The causal LM on `device` in `dtype`, without an intermediate float32 copy on the CPU:
     pretrained weights stream from the checkpoint files straight onto the device in `dtype`
     (device_map), random weights are allocated there (torch's device context)."""

@@ -4,10 +4,10 @@ count exactly the same tokens."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 
-def rust_tokenizer(tok) -> Any | None:
+def rust_tokenizer(tok: Any) -> Any | None:
     """A private copy of a fast tokenizer's Rust `tokenizers.Tokenizer`, set up as the transformers
     wrapper sets it for `tok(text, add_special_tokens=False)`: no padding, no truncation, special
     tokens in the text matched unless the wrapper splits them. Calling it directly skips the
@@ -39,12 +39,12 @@ class HfText:
     chat_template: str | None = None
     _rust: tuple[Any, Any] | None = None  # (the tokenizer it was made from, its Rust copy or None)
 
-    def _rust_for(self):
+    def _rust_for(self) -> Any:
         if self._rust is None or self._rust[0] is not self.tokenizer:
             self._rust = (self.tokenizer, rust_tokenizer(self.tokenizer))
         return self._rust[1]
 
-    def render(self, messages, target=None):
+    def render(self, messages: Sequence[Mapping[str, Any]], target: str | None = None) -> str:
         tok = self.tokenizer
         if self.vision is not None:
             kw = dict(self.template_kwargs, chat_template=self.chat_template) if self.chat_template else \
@@ -59,7 +59,7 @@ class HfText:
             if target is None:
                 return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                                **self.template_kwargs)
-            return tok.apply_chat_template(messages + [{"role": "assistant", "content": target}], tokenize=False,
+            return tok.apply_chat_template(list(messages) + [{"role": "assistant", "content": target}], tokenize=False,
                                            **self.template_kwargs)
         # No template (a base model): a plain, visible format. The assistant line ends with a newline,
         # not a space, which BPE tokenizers would merge into the reply's first word.
@@ -68,7 +68,7 @@ class HfText:
             text += target + (tok.eos_token or "")
         return text
 
-    def tokenize(self, text):
+    def tokenize(self, text: str) -> list[int]:
         if self.vision is not None:
             return self.tokenize_batch([text])[0]
         rust = self._rust_for()
@@ -76,19 +76,19 @@ class HfText:
             return rust.encode(text, add_special_tokens=False).ids
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def tokenize_batch(self, texts):
+    def tokenize_batch(self, texts: list[str]) -> list[list[int]]:
         if self.vision is not None:
             return self.vision.tokenize_batch(list(texts), self._tokenize_plain)
         return self._tokenize_plain(texts)
 
-    def _tokenize_plain(self, texts):
+    def _tokenize_plain(self, texts: list[str]) -> list[list[int]]:
         rust = self._rust_for()
         if rust is not None:
             # encode_batch_fast: the same ids without the character offsets (not read here).
             return [e.ids for e in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
         return [list(x) for x in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
-    def decode(self, ids):
+    def decode(self, ids: list[int]) -> str:
         if self.vision is not None:
             ids = [i for i in ids if i < self.vision.base]
         return self.tokenizer.decode(ids, skip_special_tokens=True)

@@ -16,10 +16,12 @@ intact and no layer's concatenation outlives its attention.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
+import torch.nn.functional as F
 
-from ..memory import HEAD_ROWS, config_shape, tree_call_bytes
+from ..memory import HEAD_ROWS, VOCAB_TILE, config_shape, tree_call_bytes
 
 SUPPORTED = ("eager", "sdpa")
 
@@ -31,7 +33,7 @@ class TreePrompts:
     position lengths[p] + offsets[p] + d (Qwen2.5-VL's 3D rope: an image spans fewer positions
     than tokens)."""
 
-    def __init__(self, cache, lengths: torch.Tensor, width: int, next_logprobs: torch.Tensor,
+    def __init__(self, cache: Any, lengths: torch.Tensor, width: int, next_logprobs: torch.Tensor,
                  offsets: torch.Tensor | None = None):
         self.cache = cache
         self.lengths = lengths
@@ -40,7 +42,7 @@ class TreePrompts:
         self.offsets = offsets
 
 
-def _layer_tensors(cache):
+def _layer_tensors(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(keys, values) of each cache layer."""
     layers = getattr(cache, "layers", None)
     if layers is not None:
@@ -48,7 +50,8 @@ def _layer_tensors(cache):
     return list(zip(cache.key_cache, cache.value_cache))  # older transformers
 
 
-def run_prompts(model, keep_kw: dict, ctxs: list[list[int]], pad: int, device, inputs=None) -> TreePrompts:
+def run_prompts(model: Any, keep_kw: dict, ctxs: list[list[int]], pad: int, device: torch.device,
+                inputs: Any = None) -> TreePrompts:
     """`inputs` (a vision model's): (ids, mask or None) -> the forward's keyword arguments and each
     row's position offset; it replaces input_ids and the positions counted here."""
     width = max(len(c) for c in ctxs)
@@ -81,11 +84,12 @@ def run_prompts(model, keep_kw: dict, ctxs: list[list[int]], pad: int, device, i
     return TreePrompts(out.past_key_values, lengths, width, lp, offsets)
 
 
-def _peek(layer, key_states, value_states, *args, **kwargs):
+def _peek(layer: Any, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
+          **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([layer.keys, key_states], dim=-2), torch.cat([layer.values, value_states], dim=-2)
 
 
-def shared_clone(cache):
+def shared_clone(cache: Any) -> Any:
     """A copy of a prompt cache that shares (does not copy) its key/value tensors; its layers
     return prompt + new keys/values without storing them."""
     memo: dict[int, torch.Tensor] = {}
@@ -117,16 +121,17 @@ def ancestors(parent: torch.Tensor, depth: torch.Tensor) -> torch.Tensor:
     return allowed
 
 
-def _kept(cache, layer: int) -> int:
+def _kept(cache: Any, layer: int) -> int:
     return int(_layer_tensors(cache)[layer][0].shape[-2])
 
 
-def layer_kinds(config) -> list[str]:
+def layer_kinds(config: Any) -> list[str]:
     n = config.num_hidden_layers
     return list(getattr(config, "layer_types", None) or ["full_attention"] * n)
 
 
-def tree_masks(config, cache, lengths, parent, depth, additive: bool):
+def tree_masks(config: Any, cache: Any, lengths: torch.Tensor, parent: torch.Tensor, depth: torch.Tensor,
+               additive: bool) -> torch.Tensor | dict[str, torch.Tensor]:
     """The attention mask(s) of one call: a (P, 1, N, kept + N) tensor, or a dict by layer kind
     when the model has sliding-window layers. The cache's kept keys of row p are its last `kept`
     positions: real positions lengths[p] - kept ... lengths[p] - 1, padding below 0."""
@@ -151,17 +156,19 @@ def tree_masks(config, cache, lengths, parent, depth, additive: bool):
     return masks if "sliding_attention" in masks else masks["full_attention"]
 
 
-def supports(config) -> bool:
+def supports(config: Any) -> bool:
     impl = getattr(config, "_attn_implementation", None) or "eager"
     return impl in SUPPORTED and set(layer_kinds(config)) <= {"full_attention", "sliding_attention"}
 
 
-def run_tree(model, config, prompts: TreePrompts, tokens, parent, depth, rows, cols):
+def run_tree(model: Any, config: Any, prompts: TreePrompts, tokens: torch.Tensor, parent: torch.Tensor,
+             depth: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     """log p(cols[m] | path to node rows[m]) for each asked pair, float32 (M,). tokens, parent,
     depth are (P, N): row p is probe p's nodes (parent -1: the prompt; parents first; padding
     nodes are never asked); rows index the flattened (P * N) nodes. The vocabulary projection
-    runs in blocks of HEAD_ROWS asked nodes (log-sum-exp and the asked columns only), so full
-    (N, V) logits never exist."""
+    runs in blocks of HEAD_ROWS asked nodes, each over the vocabulary in VOCAB_TILE-column chunks
+    (`tiled_head`: log-sum-exp and the asked columns only), so neither full (N, V) logits nor a
+    block's (HEAD_ROWS, V) ever exist."""
     cache = shared_clone(prompts.cache)
     additive = (getattr(config, "_attn_implementation", None) or "eager") != "sdpa"
     mask = tree_masks(config, cache, prompts.lengths, parent, depth, additive)
@@ -178,7 +185,8 @@ def run_tree(model, config, prompts: TreePrompts, tokens, parent, depth, rows, c
     return _head_logprobs(model, config, hidden[used], rows, cols)
 
 
-def _head_logprobs(model, config, hidden, rows, cols):
+def _head_logprobs(model: Any, config: Any, hidden: torch.Tensor, rows: torch.Tensor,
+                   cols: torch.Tensor) -> torch.Tensor:
     head = model.get_output_embeddings()
     cap = getattr(config, "final_logit_softcapping", None)
     order = torch.argsort(rows, stable=True)
@@ -188,16 +196,38 @@ def _head_logprobs(model, config, hidden, rows, cols):
         lo, hi = torch.searchsorted(rows_s, torch.tensor([s, s + HEAD_ROWS], device=rows.device)).tolist()
         if lo == hi:
             continue
-        logits = head(hidden[s: s + HEAD_ROWS]).float()
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        lse = torch.logsumexp(logits, dim=-1)
         r = rows_s[lo:hi] - s
-        out[order[lo:hi]] = logits[r, cols_s[lo:hi]] - lse[r]
+        lse, picked = tiled_head(hidden[s: s + HEAD_ROWS], head.weight, head.bias, cap, r, cols_s[lo:hi])
+        out[order[lo:hi]] = picked - lse[r]
     return out
 
 
-def memory_limit(device, limit_bytes: int | None) -> int:
+def tiled_head(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, cap: float | None,
+               rows: torch.Tensor, cols: torch.Tensor, tile: int = VOCAB_TILE) -> tuple[torch.Tensor, torch.Tensor]:
+    """The output projection's log-sum-exp over the vocabulary (R,) and the logits at the asked
+    (rows[m], cols[m]) pairs (M,), float32, for hidden states (R, H) and an output matrix (V, H):
+    the vocabulary in `tile`-column chunks with an online log-sum-exp (a running maximum, the sum
+    rescaled when it rises), so (R, tile) logits exist at a time instead of (R, V). Each chunk is
+    the same projection of the same rows as one (R, V) call, cut by columns; only the
+    log-sum-exp's summation order differs from torch.logsumexp's."""
+    n = hidden.shape[0]
+    top = torch.full((n,), -torch.inf, dtype=torch.float32, device=hidden.device)
+    total = torch.zeros(n, dtype=torch.float32, device=hidden.device)
+    picked = torch.empty(len(rows), dtype=torch.float32, device=hidden.device)
+    for v in range(0, weight.shape[0], tile):
+        logits = F.linear(hidden, weight[v: v + tile], None if bias is None else bias[v: v + tile]).float()  # (R, tile)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        new_top = torch.maximum(top, logits.amax(dim=-1))
+        # exp(-inf - finite) is 0: the first chunk's rescale of the empty sum
+        total = total * torch.exp(top - new_top) + torch.exp(logits - new_top[:, None]).sum(dim=-1)
+        top = new_top
+        here = (cols >= v) & (cols < v + tile)
+        picked[here] = logits[rows[here], cols[here] - v]
+    return top + torch.log(total), picked
+
+
+def memory_limit(device: torch.device, limit_bytes: int | None) -> int:
     """The memory bound of a scoring group: `limit_bytes` when set, else half the GPU memory this
     process can still use (free plus what its allocator holds unused), 1 GiB on the CPU."""
     if limit_bytes is not None:
@@ -208,6 +238,6 @@ def memory_limit(device, limit_bytes: int | None) -> int:
     return 1 << 30
 
 
-def call_bytes(config, dtype_bytes: int, probes: int, prompt_len: int, nodes: int) -> int:
+def call_bytes(config: Any, dtype_bytes: int, probes: int, prompt_len: int, nodes: int) -> int:
     return tree_call_bytes(config_shape(config), probes=probes, prompt_len=prompt_len, nodes=nodes,
                            c=dtype_bytes)["peak"]

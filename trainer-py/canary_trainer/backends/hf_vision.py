@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -45,12 +45,12 @@ def marker(path: str) -> str:
     return f"{MARKER_PREFIX}{path}|>"
 
 
-def message_parts(messages) -> list[dict]:
+def message_parts(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
     """The image parts of messages, in order."""
     return [p for m in messages if not isinstance(m["content"], str) for p in m["content"] if p["type"] == "image"]
 
 
-def template_messages(messages) -> list[dict]:
+def template_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict]:
     """Messages as chat templates read them: image parts stay {"type": "image", ...}; text parts
     {"type": "text", "text": ...}; string content unchanged."""
     return [dict(m) for m in messages]
@@ -62,7 +62,7 @@ class Vision:
 
     model: Any = None  # the loaded model (set once its weights are in place)
 
-    def __init__(self, tf, spec: dict, config, tokenizer, load_kw: dict):
+    def __init__(self, tf: Any, spec: dict, config: Any, tokenizer: Any, load_kw: dict) -> None:
         self.family = config.model_type
         if self.family not in FAMILIES:
             raise BadManifest(f"model.name {spec['name']!r}: a {self.family} vision-language model, but the hf "
@@ -95,7 +95,7 @@ class Vision:
         self._grids: list[torch.Tensor | None] = []
 
     # ---- text ---------------------------------------------------------------------------------
-    def place(self, text: str, messages) -> str:
+    def place(self, text: str, messages: Sequence[Mapping[str, Any]]) -> str:
         """The rendered text with the k-th image placeholder replaced by the k-th part's marker."""
         parts = message_parts(messages)
         pieces = text.split(self.placeholder)
@@ -138,7 +138,7 @@ class Vision:
             return int(self.image_processor.get_number_of_image_patches(height, width, {})) // self.merge ** 2
         return self.per_image
 
-    def _add(self, path: str, count: int, pixels, grid) -> int:
+    def _add(self, path: str, count: int, pixels: Any, grid: Any) -> int:
         slot = len(self._counts)
         self._starts.append(self.base + sum(self._counts))
         self._counts.append(count)
@@ -147,7 +147,7 @@ class Vision:
         self._slot[path] = slot
         return slot
 
-    def tokenize_batch(self, texts: list[str], encode_many) -> list[list[int]]:
+    def tokenize_batch(self, texts: list[str], encode_many: Callable[[list[str]], list[list[int]]]) -> list[list[int]]:
         """Ids of rendered texts: `encode_many` tokenizes the text between markers, a marker
         becomes its image's ids."""
         split = [MARKER_RE.split(t) for t in texts]
@@ -217,7 +217,7 @@ class Vision:
         return kw, offsets
 
     @staticmethod
-    def _text_positions(b: int, t: int, mask, device) -> torch.Tensor:
+    def _text_positions(b: int, t: int, mask: torch.Tensor | None, device: torch.device) -> torch.Tensor:
         if mask is None:
             return torch.arange(t, device=device)[None].expand(b, t)
         return (mask.long().cumsum(1) - 1).clamp(min=0)
@@ -238,7 +238,7 @@ class Vision:
         return len(self.image_ids(path))
 
 
-def load_image_processor(spec: dict, load_kw: dict):
+def load_image_processor(spec: dict, load_kw: dict) -> Any:
     """The model's image processor, offline, in its PIL implementation: the same pixels on every
     host (the torchvision one differs slightly, and the pinned trainer environment has no
     torchvision, which AutoProcessor would also need for Qwen2.5-VL's video processor). The
@@ -254,7 +254,7 @@ def load_image_processor(spec: dict, load_kw: dict):
                           "fix: download the model's processor files with it") from exc
 
 
-def chat_template(spec: dict, tokenizer) -> str | None:
+def chat_template(spec: dict, tokenizer: Any) -> str | None:
     """The processor's chat template (the one that writes image placeholders), else the tokenizer's."""
     for filename in ("chat_template.json",):
         data = local_json(spec["name"], spec.get("revision"), filename)

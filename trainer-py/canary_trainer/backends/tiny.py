@@ -9,7 +9,7 @@ Images are read once per run from the folder `attach_images` names and kept as t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,32 +95,33 @@ class TinyBackend(ModelBackend):
     def _bank(self, slots: list[int]) -> torch.Tensor:
         return torch.stack([self._pixels[s] for s in slots]).to(self.device)
 
-    def render(self, messages, target=None):
+    def render(self, messages: Sequence[Mapping[str, Any]], target: str | None = None) -> str:
         return self.tokenizer.render(messages, target)
 
-    def tokenize(self, text):
+    def tokenize(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
 
-    def decode(self, ids):
+    def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids)
 
     @property
     def pad_id(self) -> int:
         return PAD
 
-    def max_positions(self):
+    def max_positions(self) -> int | None:
         return self.config.max_len
 
-    def logits(self, ids, keep_last=None):
+    def logits(self, ids: torch.Tensor, keep_last: int | None = None) -> torch.Tensor:
         out = self.model(ids)[0]
         return out if keep_last is None else out[:, out.shape[1] - keep_last:]
 
-    def prefix(self, ctx_ids):
+    def prefix(self, ctx_ids: list[int]) -> PrefixState:
         idx = torch.tensor([ctx_ids], dtype=torch.long, device=self.device)
         logits, kv = self.model(idx, last_only=True)
         return PrefixState(kv, len(ctx_ids), F.log_softmax(logits[0].float(), dim=-1))
 
-    def extend(self, state, paths, cols, carry=None, parent_of=None):
+    def extend(self, state: PrefixState, paths: torch.Tensor, cols: torch.Tensor, carry: Any = None,
+               parent_of: torch.Tensor | None = None) -> tuple[torch.Tensor, Any]:
         if carry is None:  # first level below the prompt, or a caller without a tree
             logits, kv = self.model(paths, prefix=state.cache, pos0=state.length, last_only=True)  # (N, V)
         else:
@@ -130,29 +131,29 @@ class TinyBackend(ModelBackend):
                                     pos0=state.length + paths.shape[1] - 1, last_only=True)
         return F.log_softmax(logits.float(), dim=-1).index_select(1, cols), kv
 
-    def join_carry(self, parts):
+    def join_carry(self, parts: list[Any]) -> Any:
         return [(torch.cat([p[i][0] for p in parts]), torch.cat([p[i][1] for p in parts])) for i in range(len(parts[0]))]
 
-    def stop_ids(self):
+    def stop_ids(self) -> set[int]:
         return {END}
 
-    def greedy_groups(self, lengths, limits):
+    def greedy_groups(self, lengths: list[int], limits: list[int]) -> list[list[int]]:
         """Contexts of equal length decode together (one position per step for the whole batch)."""
         by_len: dict[int, list[int]] = {}
         for i, n in enumerate(lengths):
             by_len.setdefault(n, []).append(i)
         return [g[s: s + GREEDY_ROWS] for g in by_len.values() for s in range(0, len(g), GREEDY_ROWS)]
 
-    def greedy_start(self, ctxs):
+    def greedy_start(self, ctxs: list[list[int]]) -> tuple[torch.Tensor, Any]:
         idx = torch.tensor(ctxs, dtype=torch.long, device=self.device)
         logits, past = self.model(idx, last_only=True)
         return logits, (past, idx.shape[1])
 
-    def greedy_step(self, state, tokens):
+    def greedy_step(self, state: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
         past, pos = state
         logits, past = self.model(tokens[:, None], past=past, pos0=pos, last_only=True)
         return logits, (past, pos + 1)
 
-    def greedy_keep(self, state, rows):
+    def greedy_keep(self, state: Any, rows: torch.Tensor) -> Any:
         past, pos = state
         return [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in past], pos

@@ -129,7 +129,8 @@ class Block(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def attend(self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None,
-               prefix: tuple[torch.Tensor, torch.Tensor] | None, rope: tuple[torch.Tensor, torch.Tensor]):
+               prefix: tuple[torch.Tensor, torch.Tensor] | None,
+               rope: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         B, T, C = x.shape
         H, hd = self.n_head, C // self.n_head
         q, k, v = self.qkv(x).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4).unbind(0)  # each (B, H, T, hd)
@@ -165,7 +166,9 @@ class Block(nn.Module):
         y = y.transpose(1, 2).reshape(B, T, C)
         return self.drop(self.proj(y)), (k, v)
 
-    def forward(self, x, rope, past=None, prefix=None):
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor],
+                past: tuple[torch.Tensor, torch.Tensor] | None = None,
+                prefix: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         a, kv = self.attend(self.ln1(x), past, prefix, rope)
         x = x + a
         x = x + self.drop(self.fc_out(F.gelu(self.fc(self.ln2(x)))))
@@ -221,7 +224,7 @@ class TinyGPT(nn.Module):
         return x
 
     def forward(self, idx: torch.Tensor, past: KV | None = None, prefix: KV | None = None,
-                pos0: int = 0, last_only: bool = False):
+                pos0: int = 0, last_only: bool = False) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """idx (B, T) token ids at positions pos0..pos0+T-1. `past`: this batch's own earlier keys
         and values (incremental decoding); `prefix`: a batch-1 cache shared by every row (candidate
         paths under one prompt). Returns logits (B, T, V) or (B, V) with last_only, and the new own

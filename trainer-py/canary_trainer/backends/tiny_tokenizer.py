@@ -13,7 +13,7 @@ with its vision stem, never predicts them). Without the callback a marker is an 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable, Mapping, Sequence
 
 SPECIALS = ["<|pad|>", "<|unk|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
 CHARS = ["\n", "\t"] + [chr(c) for c in range(32, 127)]
@@ -22,12 +22,12 @@ _SPECIAL_RE = re.compile("(" + "|".join(re.escape(s) for s in SPECIALS) + r"|<\|
 IMAGE_PREFIX = "<|image:"
 
 
-def image_marker(part: dict) -> str:
+def image_marker(part: Mapping[str, Any]) -> str:
     box = part.get("source")
     return f"{IMAGE_PREFIX}{part['path']}" + ("" if box is None else "#" + ",".join(str(v) for v in box)) + "|>"
 
 
-def content_text(content) -> str:
+def content_text(content: str | Sequence[Mapping[str, Any]]) -> str:
     """A message's content as the tiny model reads it: the string, or its parts in order (image
     parts as markers)."""
     if isinstance(content, str):
@@ -46,7 +46,7 @@ class CharTokenizer:
     def vocab_size(self) -> int:
         return len(self.itos)
 
-    def render(self, messages: list[dict], target: str | None = None) -> str:
+    def render(self, messages: Sequence[Mapping[str, Any]], target: str | None = None) -> str:
         # One line per turn keeps the rendered files readable; the final assistant turn has no
         # trailing newline so <|end|> is the last trained token and the natural stop signal.
         text = "".join(f"<|{m['role']}|>{content_text(m['content'])}<|end|>\n" for m in messages) + "<|assistant|>"

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .backends.base import TextModel, TreeScorer
-from .score import context_tail
+from ..backends.base import TextModel, TreeScorer
+from .walk import context_tail
 
 VERIFY = 8  # candidates whose tail tokenization is checked against the whole context's
 SPANS_KEPT = 64  # context tails remembered (many probes share a context tail and a candidate list)
@@ -84,7 +84,7 @@ class Chunk:
     """A trie over some candidates: fed nodes (token, parent, depth; parents first, -1 is the
     prompt) and every candidate's edges as (node before the token, token)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.index: dict[tuple[int, int], int] = {}
         self.token: list[int] = []
         self.parent: list[int] = []
@@ -131,7 +131,7 @@ class _Probe:
     """One probe's tree: its prompt (the context's first k tokens), the spans below it (plus the
     context's own last tokens when k is shorter: subtracted), and its whole trie."""
 
-    def __init__(self, key, ctx_ids: list[int], split: Split):
+    def __init__(self, key: object, ctx_ids: list[int], split: Split) -> None:
         k, spans = split
         self.key = key
         self.prompt = ctx_ids[:k]
@@ -180,7 +180,7 @@ class TreeBatcher:
                                               max(len(p.whole.token) for p in probes))
         return nbytes <= self.limit
 
-    def add(self, key, ctx_ids: list[int], split: Split) -> list[tuple[object, np.ndarray]]:
+    def add(self, key: object, ctx_ids: list[int], split: Split) -> list[tuple[object, np.ndarray]]:
         probe = _Probe(key, ctx_ids, split)
         if not self.pending or self.fits(self.pending + [probe]):
             self.pending.append(probe)

@@ -16,8 +16,8 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from .backends.base import PrefixScorer, TextModel, TrainableModel
-from .batches import right_pad
+from ..backends.base import PrefixScorer, TextModel, TrainableModel
+from ..batches import right_pad
 
 MIN_TAIL_CHARS = 8
 MAX_TAIL_CHARS = 64
