@@ -133,7 +133,8 @@ async function previousStatusRead(conn: Conn, auditId: string, queues: ReturnTyp
 }
 
 function gridFor(n: number): { text: string; runs: number } {
-  const seeds = Math.ceil(n / CELLS);
+  // At most n runs: the grid refuses more than 10,000 cells by default.
+  const seeds = Math.max(1, Math.floor(n / CELLS));
   const text = QUICKSTART.replace(/^name: .*$/m, `name: scale-${n}`)
     .replace(/^(\s*)seed: \[0, 1, 2\].*$/m, `$1seed: [${Array.from({ length: seeds }, (_, i) => i).join(', ')}]`)
     .replace(/^(\s*)updates: \d+.*$/m, `$1updates: ${UPDATES}`)
