@@ -4,6 +4,7 @@
  *
  *   npx tsx bench/scale.ts [--sizes 100,1000] [--updates 32] [--drain 60] [--slots 2] [--keep DIR]
  *   npx tsx bench/scale.ts --sizes 100,1000,10000     # the table in docs/benchmarks.md
+ *   npx tsx bench/scale.ts --report-only --sizes 1000,10000   # `report` alone (no Redis, no submit)
  *   npx tsx bench/scale.ts --help
  *
  * For each size N, on a fresh private redis-server (the one `run` starts: 127.0.0.1, append-only):
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     drain: { type: 'string', default: '60' },
     slots: { type: 'string', default: '2' },
     keep: { type: 'string' },
+    'report-only': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
@@ -332,6 +334,22 @@ async function timeReport(root: string, runs: number): Promise<number> {
 }
 
 const root = values.keep ? resolve(values.keep) : tempDir('bench-scale');
+if (values['report-only']) {
+  try {
+    const lines = [`report (2,000 resamples) on a finished audit built from stored scores, ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores`];
+    let previous: number | null = null;
+    for (const n of SIZES) {
+      const runs = gridFor(n).runs;
+      const s = await timeReport(join(root, `report-${n}`), runs);
+      lines.push(`  ${String(runs).padStart(6)} runs  ${s.toFixed(1).padStart(7)} s${previous ? `   growth ${(s / previous).toFixed(1)}` : ''}`);
+      previous = s;
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    if (!values.keep) removeDir(root);
+  }
+  process.exit(0);
+}
 const points: Point[] = [];
 try {
   for (const n of SIZES) {
