@@ -1,4 +1,4 @@
-import type { Job } from 'bullmq';
+import { Job, type JobJsonRaw, type Queue } from 'bullmq';
 import { UserInputError, quoteValue } from '../errors.js';
 import type { AuditJobData, AuditReturn, RunJobData, RunProgress, RunReturn } from './job-data.js';
 import type { Redis } from 'ioredis';
@@ -111,17 +111,7 @@ export async function collectStatus(conn: QueueConnection, auditId?: string, sha
         client.get(conn.keys.cancelled(id)),
         client.hgetall(conn.keys.cancelledRuns(id)),
       ]);
-      const runs = await Promise.all(
-        parent.data.runs.map(async ({ run_id, cell_id }): Promise<RunStatus> => {
-          const job = await queues.runs.getJob(run_id);
-          if (!job) {
-            return emptyRun(run_id, cell_id, cancelledRuns[run_id] !== undefined ? 'cancelled' : 'unknown');
-          }
-          const status = runStatus(job, runStateOf(await job.getState()), cell_id);
-          if (status.state === 'active') status.worker_alive = (await client.exists(`${queues.runs.toKey(run_id)}:lock`)) === 1;
-          return status;
-        }),
-      );
+      const runs = await readRuns(client, queues.runs, parent.data.runs, cancelledRuns);
       const counts: Partial<Record<RunState, number>> = {};
       for (const run of runs) counts[run.state] = (counts[run.state] ?? 0) + 1;
       const finished = parentState === 'completed' || parentState === 'failed';
@@ -149,6 +139,108 @@ export async function collectStatus(conn: QueueConnection, auditId?: string, sha
       await queues.close();
     }
   }
+}
+
+/**
+ * Every run of an audit as one status read: run states and job fields in one transaction (a
+ * consistent snapshot of the queue), then one pipelined lock check for the active runs. Work is
+ * linear in the audit's runs and the queue's list lengths, with a fixed number of round trips:
+ * `Job.getState` per run (a script that scans the wait list with LPOS) made one status call cost
+ * O(runs x waiting runs) of single-threaded Redis time, shared with the workers renewing their locks.
+ */
+async function readRuns(
+  client: Redis,
+  runsQueue: Queue<RunJobData, RunReturn>,
+  list: AuditJobData['runs'],
+  cancelledRuns: Record<string, string>,
+): Promise<RunStatus[]> {
+  const ids = [...new Set(list.map((r) => r.run_id))];
+  let snapshot: Map<string, { state: string; job: Job<RunJobData, RunReturn> | null }>;
+  try {
+    snapshot = await readRunSnapshot(client, runsQueue, ids, true);
+  } catch (error) {
+    // ZMSCORE came with Redis 6.2; an older server gets one ZSCORE per run and set.
+    if (!/unknown command|EXECABORT/i.test(String((error as Error)?.message))) throw error;
+    snapshot = await readRunSnapshot(client, runsQueue, ids, false);
+  }
+  const runs = list.map(({ run_id, cell_id }): RunStatus => {
+    const found = snapshot.get(run_id);
+    if (!found?.job) return emptyRun(run_id, cell_id, cancelledRuns[run_id] !== undefined ? 'cancelled' : 'unknown');
+    return runStatus(found.job, runStateOf(found.state), cell_id);
+  });
+  const active = runs.filter((r) => r.state === 'active');
+  if (active.length > 0) {
+    const pipe = client.pipeline();
+    for (const run of active) pipe.exists(`${runsQueue.toKey(run.run_id)}:lock`);
+    const locks = (await pipe.exec()) ?? [];
+    active.forEach((run, i) => {
+      const [err, n] = locks[i] ?? [null, 0];
+      if (err) throw err;
+      run.worker_alive = n === 1;
+    });
+  }
+  return runs;
+}
+
+/** The job-hash fields a run's status needs: not its data, logs or stack traces. */
+const JOB_FIELDS = ['name', 'timestamp', 'opts', 'atm', 'attemptsMade', 'progress', 'failedReason', 'returnvalue', 'processedOn', 'finishedOn'] as const;
+/** BullMQ's sets and lists, in the order its getState script tests them. */
+const STATE_SETS = ['completed', 'failed', 'delayed', 'prioritized'] as const;
+const STATE_LISTS = [['active', 'active'], ['wait', 'waiting'], ['paused', 'waiting']] as const;
+const SCORE_CHUNK = 1_000;
+
+async function readRunSnapshot(
+  client: Redis,
+  runsQueue: Queue<RunJobData, RunReturn>,
+  ids: string[],
+  multiScore: boolean,
+): Promise<Map<string, { state: string; job: Job<RunJobData, RunReturn> | null }>> {
+  const keys = runsQueue.keys;
+  const tx = client.multi();
+  const sets = [...STATE_SETS, 'waiting-children'] as const;
+  for (const set of sets) {
+    if (multiScore) for (let i = 0; i < ids.length; i += SCORE_CHUNK) tx.zmscore(keys[set] as string, ...ids.slice(i, i + SCORE_CHUNK));
+    else for (const id of ids) tx.zscore(keys[set] as string, id);
+  }
+  for (const [list] of STATE_LISTS) tx.lrange(keys[list] as string, 0, -1);
+  for (const id of ids) tx.hmget(runsQueue.toKey(id), ...JOB_FIELDS);
+  const replies = (await tx.exec()) ?? [];
+  let at = 0;
+  const next = (): unknown => {
+    const [err, value] = replies[at++] ?? [new Error('status read: a reply is missing'), null];
+    if (err) throw err;
+    return value;
+  };
+  const inSet = new Map<string, Set<string>>();
+  for (const set of sets) {
+    const members = new Set<string>();
+    if (multiScore) {
+      for (let i = 0; i < ids.length; i += SCORE_CHUNK) {
+        (next() as (string | null)[]).forEach((score, j) => {
+          if (score !== null) members.add(ids[i + j] as string);
+        });
+      }
+    } else {
+      for (const id of ids) if (next() !== null) members.add(id);
+    }
+    inSet.set(set, members);
+  }
+  const inList = STATE_LISTS.map(([, state]) => ({ state, members: new Set(next() as string[]) }));
+  const out = new Map<string, { state: string; job: Job<RunJobData, RunReturn> | null }>();
+  for (const id of ids) {
+    const values = next() as (string | null)[];
+    const raw: Record<string, string> = {};
+    JOB_FIELDS.forEach((field, i) => {
+      const v = values[i];
+      if (v !== null && v !== undefined) raw[field] = v;
+    });
+    const job = Object.keys(raw).length > 0 ? (Job.fromJSON(runsQueue, raw as unknown as JobJsonRaw, id) as Job<RunJobData, RunReturn>) : null;
+    let state = STATE_SETS.find((set) => inSet.get(set)?.has(id)) as string | undefined;
+    state ??= inList.find((l) => l.members.has(id))?.state;
+    if (state === undefined && inSet.get('waiting-children')?.has(id)) state = 'waiting-children';
+    out.set(id, { state: state ?? 'unknown', job });
+  }
+  return out;
 }
 
 function emptyRun(runId: string, cellId: string, state: RunState): RunStatus {
