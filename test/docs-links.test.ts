@@ -26,13 +26,13 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 function proseLines(text: string): string[] {
   let fence: string | null = null;
   return text.split('\n').map((line) => {
-    const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line);
+    const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
     if (fence !== null) {
-      if (marker && marker[1][0] === fence[0] && marker[1].length >= fence.length) fence = null;
+      if (marker !== undefined && marker[0] === fence[0] && marker.length >= fence.length) fence = null;
       return '';
     }
-    if (marker) {
-      fence = marker[1];
+    if (marker !== undefined) {
+      fence = marker;
       return '';
     }
     return line.replace(/(`+)[^`]*?\1/g, '');
@@ -58,9 +58,9 @@ function anchors(text: string): Set<string> {
   for (const line of text.split('\n')) {
     if (/^\s{0,3}(`{3,}|~{3,})/.test(line)) fence = !fence;
     if (fence) continue;
-    const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-    if (!h) continue;
-    const base = slug(h[1]);
+    const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line)?.[1];
+    if (h === undefined) continue;
+    const base = slug(h);
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -77,18 +77,11 @@ interface Link {
 function links(text: string): Link[] {
   const out: Link[] = [];
   // Joined so that a link whose text wraps onto the next line is still found.
-  const lines = proseLines(text);
-  const joined = lines.join('\n');
-  const lineStarts = [0];
-  for (let i = 0; i < joined.length; i++) if (joined[i] === '\n') lineStarts.push(i + 1);
-  const lineOf = (offset: number): number => {
-    let lo = 0;
-    while (lo + 1 < lineStarts.length && lineStarts[lo + 1] <= offset) lo++;
-    return lo + 1;
-  };
+  const joined = proseLines(text).join('\n');
+  const lineOf = (offset: number): number => joined.slice(0, offset).split('\n').length;
   const re = /\]\(\s*(<[^>]*>|[^\s)]*)(?:\s+"[^"]*")?\s*\)/g;
   for (let m = re.exec(joined); m !== null; m = re.exec(joined)) {
-    const target = m[1].replace(/^<|>$/g, '');
+    const target = (m[1] ?? '').replace(/^<|>$/g, '');
     out.push({ line: lineOf(m.index), target });
   }
   return out;

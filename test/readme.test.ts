@@ -18,8 +18,8 @@ const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
 function cliCommands(): string[] {
   const main = readFileSync(join(root, 'src', 'cli', 'main.ts'), 'utf8');
   const table = /const COMMANDS\b.*= \{\n([\s\S]*?)\n\};/.exec(main);
-  if (!table) throw new Error('src/cli/main.ts: no COMMANDS table found');
-  return [...table[1].matchAll(/^ {2}(\w+): \{/gm)].map((m) => m[1]);
+  if (!table?.[1]) throw new Error('src/cli/main.ts: no COMMANDS table found');
+  return [...table[1].matchAll(/^ {2}(\w+): \{/gm)].map((m) => m[1] ?? '');
 }
 
 describe('README.md', () => {
