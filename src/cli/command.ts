@@ -183,7 +183,7 @@ export function parseCommandArgs(command: Command, argv: string[]): ParsedArgs {
   if (parsed.values.help) return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
   const wrong = positionalProblem(command, parsed.positionals);
   if (wrong !== undefined) {
-    throw new UserInputError(`${wrong}; usage: canary-audit ${command.name} ${positionalUsage(command)}; ${seeHelp(command)}`.replace(/  +/g, ' '), { code: 'E_BAD_ARGS' });
+    throw new UserInputError(`${wrong}; usage: canary-audit ${command.name} ${positionalUsage(command)}; ${seeHelp(command)}`.replace(/ {2,}/g, ' '), { code: 'E_BAD_ARGS' });
   }
   return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
 }

@@ -6,7 +6,7 @@ import { contentHash } from '../hash.js';
 import { codeSpaceOf } from './code-space.js';
 import { cueEncoding } from '../codes/index.js';
 import { validate } from '../schemas/index.js';
-import { type AxisContext } from './axes.js';
+import type { AxisContext } from './axes.js';
 import { maxCells } from './cell-count.js';
 import { expandGrid, type Expansion } from './expand.js';
 import { hfModelProblem, modelFromObject, modelProblem } from './models.js';

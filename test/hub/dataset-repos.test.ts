@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { datasetInfo, downloadFile, listFiles } from '@huggingface/hub';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchSnapshot, HubCache, HubError, hubClient, remoteCommit } from '../../src/hub/index.js';
+import { fetchSnapshot, HubCache, type HubError, hubClient, remoteCommit } from '../../src/hub/index.js';
 import { BANKING77_SHA, startDatasetHub } from './dataset-fixture.js';
 import { FakeHub } from './fake-hub.js';
 import { fakeRepos, SHA_MAIN, TOKEN } from './hub-fixture.js';

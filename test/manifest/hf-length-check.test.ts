@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { type ImagePart, type Message } from '../../src/contracts/index.js';
+import type { ImagePart, Message } from '../../src/contracts/index.js';
 import { checkHfLengths, planAudit, type TokenJob, type TokenRow } from '../../src/manifest/index.js';
 
 /**

@@ -33,7 +33,7 @@ describe('fleet helpers', () => {
     // A worker inside a Slurm job says which job and node.
     const slurm = slurmJobInfo({ SLURM_JOB_ID: '1240', SLURM_ARRAY_JOB_ID: '1234', SLURM_ARRAY_TASK_ID: '5', SLURMD_NODENAME: 'node07' });
     expect(slurm).toEqual({ job_id: '1240', array_job_id: '1234', array_task_id: '5', node: 'node07' });
-    expect(renderFleet([w({ slurm: slurm! })], new Map())).toMatch(/gpu1 +10 +busy .*  slurm 1234_5 \(job 1240\) on node07\n/);
+    expect(renderFleet([w({ slurm: slurm! })], new Map())).toMatch(/gpu1 +10 +busy .* {2}slurm 1234_5 \(job 1240\) on node07\n/);
     expect(describeSlurmJob({ job_id: '77', array_job_id: null, array_task_id: null, node: null })).toBe('slurm 77');
     expect(slurmJobInfo({})).toBeNull();
   });

@@ -1,6 +1,6 @@
 // tier: slow (redis-server)
 import { join } from 'node:path';
-import { Job, UnrecoverableError, Worker } from 'bullmq';
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStatus, openQueues, openRedis, runStateOf, submitAudit, type EmbeddedRedis, type QueueConnection } from '../../src/queue/index.js';
 import type { RunJobData, RunReturn } from '../../src/queue/job-data.js';

@@ -1,8 +1,8 @@
 // canary-audit dashboard page. Every value from the server is set with textContent or as an
 // attribute through the DOM API, never as HTML: grid names, cell values and error text are data.
-'use strict';
 
-(function () {
+
+(() => {
   const state = { snapshot: null, sort: { key: null, dir: 1 }, filter: '', openRun: null, plotKey: null };
   const params = new URLSearchParams(location.search);
   if (params.get('token')) {

@@ -30,7 +30,7 @@ describe('status formatting', () => {
 
   it('says when an active run has no live worker, with its last heartbeat', () => {
     const text = runDetail(run({ state: 'active', worker_alive: false, progress: progress({ updated: 1_000 }) }), 1_000 + 312_000);
-    expect(text).toMatch(/^no live worker \(its lock expired; last heartbeat 5m12s ago\); a live worker takes the run over  120\/400/);
+    expect(text).toMatch(/^no live worker \(its lock expired; last heartbeat 5m12s ago\); a live worker takes the run over {2}120\/400/);
     expect(runDetail(run({ state: 'active', worker_alive: true, progress: progress() }))).not.toContain('no live worker');
   });
 
