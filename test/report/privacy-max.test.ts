@@ -84,6 +84,12 @@ describe('the report’s ε readout', () => {
       expect(p.epsilon.threshold_strategy).toBe('bonferroni');
       expect(p.auc_hull).toBeGreaterThanOrEqual(0.5);
     }
+    // A split strategy is seeded by the report's seed and named in every readout.
+    const split = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3, thresholdStrategy: 'split' })).summary;
+    expect(split.privacy?.map((p) => [p.epsilon.threshold_strategy, p.epsilon.fdp_one_run?.threshold_strategy])).toEqual([
+      ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
+      ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
+    ]);
     const md = renderMarkdown(buildDocument(summary));
     expect(md).toContain('over the 2 runs searched — picking the largest is a search, so each run\'s bound here is at 97.50% (1 − 0.05/2, Bonferroni)');
   });
