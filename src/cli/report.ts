@@ -2,10 +2,9 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { UserInputError, quoteValue, terminalSafe } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
-import { parseFormats, writeReport, REPORT_FORMATS } from '../report/index.js';
+import { parseFormats, writeReport, REPORT_FORMATS, THRESHOLD_STRATEGIES } from '../report/index.js';
 import { intOption, stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';
-import { THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
 import { AUDIT_INDEX_FILE, auditDirOf, auditsRoot } from '../layout.js';
 
 /**
