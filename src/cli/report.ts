@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { UserInputError, quoteValue, terminalSafe } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
-import { parseFormats, writeReport, REPORT_FORMATS } from '../report/index.js';
+import { parseFormats, writeReport, REPORT_FORMATS, THRESHOLD_STRATEGIES } from '../report/index.js';
 import { intOption, stringOption, type Command } from './command.js';
 import { jsonLine } from './json-output.js';
 import { AUDIT_INDEX_FILE, auditDirOf, auditsRoot } from '../layout.js';
@@ -35,7 +35,7 @@ export async function resolveAuditDir(audit: string, artifactsDir: string): Prom
 export const command: Command = {
   name: 'report',
   summary: 'Compute exposure and recovery from stored scores; write reports.',
-  usage: 'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--margin BITS] [--json]',
+  usage: 'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--margin BITS] [--threshold-strategy NAME] [--json]',
   description: `
 AUDIT is an audit id (looked up under <artifacts>/audits/) or the path of an audit folder.
 Writes report.md, report.csv (one row per run x canary x probe x phase), summary.json
@@ -49,6 +49,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     seed: { type: 'string', value: 'N', description: 'Bootstrap seed (same seed, same intervals). Default 0.' },
     resamples: { type: 'string', value: 'N', description: 'Bootstrap resamples per interval. Default 2000.' },
     margin: { type: 'string', value: 'BITS', description: "Equivalence margin of the verdicts, bits (> 0). Default: the grid's analysis.margin_bits, else 1." },
+    'threshold-strategy': { type: 'string', value: 'NAME', description: 'How the f-DP one-run ε bound picks its threshold: bonferroni (every ROC-hull threshold, level split), split (choose on half the canaries, audit the other half; seeded by --seed) or multisplit (median of 100 splits at half the level, Meinshausen et al. 2009). Default bonferroni.' },
     json: { type: 'boolean', description: 'Print {schema_version, audit_dir, files, summary, counts, warnings} as JSON on stdout; schemas/report-output.schema.json.' },
   },
   positionals: [1, 1],
@@ -60,6 +61,10 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     const marginText = stringOption(args, 'margin');
     const margin = marginText === undefined ? undefined : Number(marginText);
     if (margin !== undefined && !(margin > 0 && Number.isFinite(margin))) throw new UserInputError(`--margin must be a number of bits > 0, got ${JSON.stringify(marginText)}`, { field: '--margin', code: 'E_BAD_FLAG' });
+    const strategyText = stringOption(args, 'threshold-strategy');
+    if (strategyText !== undefined && !(THRESHOLD_STRATEGIES as readonly string[]).includes(strategyText)) {
+      throw new UserInputError(`--threshold-strategy must be one of ${THRESHOLD_STRATEGIES.join(', ')}, got ${JSON.stringify(strategyText)}`, { field: '--threshold-strategy', code: 'E_BAD_FLAG' });
+    }
     const result = await writeReport({
       auditDir,
       ...(out !== undefined ? { outDir: resolve(out) } : {}),
@@ -67,6 +72,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
       seed: intOption(args, 'seed', 0, 0),
       resamples: intOption(args, 'resamples', 2000, 1),
       ...(margin !== undefined ? { marginBits: margin } : {}),
+      ...(strategyText !== undefined ? { thresholdStrategy: strategyText as (typeof THRESHOLD_STRATEGIES)[number] } : {}),
     });
     if (args.values.json) {
       process.stdout.write(jsonLine('report', { audit_dir: auditDir, files: result.files, summary: result.summaryPath ?? null, counts: result.counts, warnings: result.warnings }));

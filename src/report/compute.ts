@@ -15,6 +15,7 @@ import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { controlWarnings } from './control-checks.js';
 import { largestEpsilon, membershipPools } from './privacy-max.js';
+import { thresholdStrategy, type THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
 import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
@@ -38,6 +39,8 @@ export interface WriteReportOptions {
   hooks?: ObserveHooks;
   /** Equivalence margin of the verdicts, bits. Default: the audit grid's `analysis.margin_bits`, else 1. */
   marginBits?: number;
+  /** How the f-DP one-run ε bound picks its threshold (split seeds: `seed`). Default bonferroni. */
+  thresholdStrategy?: (typeof THRESHOLD_STRATEGIES)[number];
 }
 
 export interface WriteReportResult {
@@ -117,9 +120,9 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
       )
     : undefined;
   const summary = buildSummary({
-    privacy: privacyReadouts(audit, observations, settings.confidence),
+    privacy: privacyReadouts(audit, observations, settings.confidence, thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed)),
     // Only where the privacy readouts exist (some manifest randomizes inclusion).
-    epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized') ? largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence) : [],
+    epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized') ? largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence, thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed)) : [],
     controlWarnings: controlWarnings({ audit, observations, outcomes, seedAxes: settings.seed_axes, confidence: settings.confidence, delta: PRIVACY_DELTA }),
     audit,
     labelAxes,

@@ -435,6 +435,8 @@ export function compactTable(t: Table): Table {
 // The summary box states each of their comparisons in a sentence; the full tables and plots are a click away.
 const FOLDED = new Set(['recovery', 'paired', 'auxiliary', 'overview', 'checkpoints', 'utility', 'failed-missing', 'provenance']);
 
+const BOUND_NAMES: Record<string, string> = { clopper_pearson: 'Clopper–Pearson', one_run: 'one run', gdp: 'Gaussian DP', fdp_one_run: 'f-DP one run' };
+
 /** Membership and ε readouts per run, only for an audit whose manifests randomize inclusion. */
 function privacy(s: ReportSummary): Section | null {
   if (!s.privacy || s.privacy.length === 0) return null;
@@ -445,18 +447,21 @@ function privacy(s: ReportSummary): Section | null {
     title: 'Privacy readouts',
     paragraphs: [
       privacyNote(first),
-      ...(s.epsilon_max ?? []).map((x) => `**Largest ε bound (${x.bound === 'one_run' ? 'one run' : 'Clopper–Pearson'})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`),
+      `Two more ε lower bounds at the same δ and confidence (docs/metrics.md, Privacy readouts): Gaussian DP (μ from Clopper–Pearson bounds on FPR and FNR at every ROC-hull threshold, Bonferroni over 2 × the hull's thresholds, converted to ε; Nasr et al. 2023) and the f-DP one-run bound of Mahloujifar et al. (2024), refused like the one-run bound unless inclusion was randomized; its threshold strategy: ${first.epsilon.threshold_strategy}. AUC (hull) is the area under the ROC convex hull (randomizing between thresholds allowed), never below ½.`,
+      ...(s.epsilon_max ?? []).map((x) => `**Largest ε bound (${BOUND_NAMES[x.bound] ?? x.bound})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`),
     ],
     tables: [
       {
-        columns: ['Run', 'Cell', 'Inclusion', 'n in · out', 'AUC [95% CI]', 'TPR @ 1% FPR', 'TPR @ 0.1% FPR', 'ε ≥ (Clopper–Pearson)', 'ε ≥ (one run)'],
+        columns: ['Run', 'Cell', 'Inclusion', 'n in · out', 'AUC [95% CI]', 'AUC (hull)', 'TPR @ 1% FPR', 'TPR @ 0.1% FPR', 'ε ≥ (Clopper–Pearson)', 'ε ≥ (one run)', 'ε ≥ (GDP)', 'ε ≥ (f-DP one run)'],
         rows: s.privacy.map((p) => {
           const tpr = (f: number): string => {
             const t = p.tpr_at_fpr.find((x) => x.fpr === f);
             return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})` : DASH;
           };
           const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m}${p.epsilon.one_run.abstained ? `, ${p.epsilon.one_run.abstained} tied at a cut: no guess` : ''})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
-          return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one];
+          const gdp = p.epsilon.gdp ? `${num(p.epsilon.gdp.epsilon)} (μ ≥ ${num(p.epsilon.gdp.mu)})` : DASH;
+          const fdp = p.epsilon.fdp_one_run ? `${num(p.epsilon.fdp_one_run.epsilon)}${p.epsilon.fdp_one_run.guesses ? ` (${p.epsilon.fdp_one_run.correct}/${p.epsilon.fdp_one_run.guesses} guesses right, m = ${p.epsilon.fdp_one_run.m})` : ''}` : p.epsilon.one_run_refused ? 'refused' : DASH;
+          return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), p.auc_hull === null ? DASH : num(p.auc_hull), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one, gdp, fdp];
         }),
       },
     ],

@@ -5,6 +5,7 @@
 export { computeReport, type ComputedReport, type WriteReportOptions, type WriteReportResult } from './compute.js';
 export { writeReport } from './write-report.js';
 export { parseFormats, REPORT_FILES, REPORT_FORMATS, type ReportFormat } from './formats.js';
+export { THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
 export type { ReportSummary } from './summary.js';
 export { loadAudit } from './load-audit.js';
 export { findings, headline, type Finding } from './findings.js';

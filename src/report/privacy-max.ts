@@ -1,5 +1,7 @@
 import type { Observation } from '../metrics/observation.js';
 import { clopperPearsonEpsilon, oneRunBound, type ScoredCanary } from '../metrics/privacy.js';
+import { gdpEpsilon } from '../metrics/privacy-gdp.js';
+import { fdpOneRunBound, type ThresholdStrategy } from '../metrics/privacy-fdp.js';
 import type { LoadedAudit, LoadedRun } from './load-audit.js';
 
 /**
@@ -42,7 +44,7 @@ export function membershipPools(audit: LoadedAudit, observations: readonly Obser
 }
 
 export interface EpsilonMax {
-  bound: 'clopper_pearson' | 'one_run';
+  bound: 'clopper_pearson' | 'one_run' | 'gdp' | 'fdp_one_run';
   /** The largest bound over the runs searched, each at `confidence_each`. */
   epsilon: number;
   /** The run (and its cell) that gave it; null when every bound is 0. */
@@ -57,16 +59,18 @@ export interface EpsilonMax {
   delta: number;
 }
 
-export function largestEpsilon(pools: readonly MembershipPool[], delta: number, confidence: number): EpsilonMax[] {
+export function largestEpsilon(pools: readonly MembershipPool[], delta: number, confidence: number, strategy: ThresholdStrategy = { kind: 'bonferroni' }): EpsilonMax[] {
   const out: EpsilonMax[] = [];
-  for (const bound of ['clopper_pearson', 'one_run'] as const) {
-    // The one-run bound exists only for randomized inclusion: only those runs are searched for it.
-    const searched = bound === 'one_run' ? pools.filter((p) => p.randomized) : pools;
+  const boundAt = (bound: EpsilonMax['bound'], scored: ScoredCanary[], each: number): number | undefined =>
+    (bound === 'one_run' ? oneRunBound(scored, delta, each) : bound === 'gdp' ? gdpEpsilon(scored, delta, each) : bound === 'fdp_one_run' ? fdpOneRunBound(scored, delta, each, strategy) : clopperPearsonEpsilon(scored, delta, each))?.epsilon;
+  for (const bound of ['clopper_pearson', 'one_run', 'gdp', 'fdp_one_run'] as const) {
+    // The one-run bounds exist only for randomized inclusion: only those runs are searched for them.
+    const searched = bound === 'one_run' || bound === 'fdp_one_run' ? pools.filter((p) => p.randomized) : pools;
     if (searched.length === 0) continue;
     const each = 1 - (1 - confidence) / searched.length;
     let best: EpsilonMax = { bound, epsilon: 0, run_id: null, cell_id: null, searched: searched.length, confidence, confidence_each: each, delta };
     for (const p of searched) {
-      const eps = (bound === 'one_run' ? oneRunBound(p.scored, delta, each) : clopperPearsonEpsilon(p.scored, delta, each))?.epsilon ?? 0;
+      const eps = boundAt(bound, p.scored, each) ?? 0;
       // Strictly larger: of equal bounds the first run in audit order is named, whatever the order of its canaries.
       if (eps > best.epsilon) best = { ...best, epsilon: eps, run_id: p.run.run_id, cell_id: p.run.cell_id };
     }

@@ -17,6 +17,8 @@ import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
 import { membershipPools, type EpsilonMax } from './privacy-max.js';
+import { gdpEpsilon, hullAuc, type GdpBound } from '../metrics/privacy-gdp.js';
+import { fdpOneRunBound, strategyLabel, type FdpOneRunBound, type ThresholdStrategy } from '../metrics/privacy-fdp.js';
 import { reportDesign, type ReportDesign } from './design.js';
 import { verdicts, type ComparisonVerdict } from './verdicts.js';
 
@@ -295,6 +297,8 @@ export interface PrivacyReadout {
   n_in: number;
   n_out: number;
   auc: Interval | null;
+  /** Area under the ROC convex hull (jax_privacy's `attack_auroc`): randomizing between thresholds allowed. */
+  auc_hull: number | null;
   tpr_at_fpr: TprAtFpr[];
   epsilon: {
     delta: number;
@@ -303,6 +307,12 @@ export interface PrivacyReadout {
     one_run: OneRunBound | null;
     /** Why the one-run bound is not given (inclusion not randomized); null when it is. */
     one_run_refused: string | null;
+    /** Gaussian-DP bound (Bonferroni over the ROC hull's thresholds). */
+    gdp: GdpBound | null;
+    /** f-DP one-run bound (Mahloujifar et al.), same refusal as `one_run`. */
+    fdp_one_run: FdpOneRunBound | null;
+    /** How the f-DP one-run bound chose its threshold: `bonferroni`, `split(…)`, `multisplit(…)`. */
+    threshold_strategy: string;
   };
 }
 
@@ -310,7 +320,7 @@ export interface PrivacyReadout {
  * Per finished run with inserted and held-out canaries: AUC, TPR at low FPR, ε lower bounds (final
  * phase). Only for an audit whose manifests randomize inclusion (empty otherwise).
  */
-export function privacyReadouts(audit: LoadedAudit, observations: readonly Observation[], confidence: number): PrivacyReadout[] {
+export function privacyReadouts(audit: LoadedAudit, observations: readonly Observation[], confidence: number, strategy: ThresholdStrategy = { kind: 'bonferroni' }): PrivacyReadout[] {
   if (!audit.runs.some((r) => r.manifest?.inclusion === 'randomized')) return [];
   return membershipPools(audit, observations).map(({ run, probe_kind: kind, randomized, scored }) => {
     const nIn = scored.filter((x) => x.member).length;
@@ -322,6 +332,7 @@ export function privacyReadouts(audit: LoadedAudit, observations: readonly Obser
       n_in: nIn,
       n_out: scored.length - nIn,
       auc: membershipAuc(scored, confidence),
+      auc_hull: hullAuc(scored),
       tpr_at_fpr: PRIVACY_FPRS.flatMap((f) => tprAtFpr(scored, f, confidence) ?? []),
       epsilon: {
         delta: PRIVACY_DELTA,
@@ -329,6 +340,9 @@ export function privacyReadouts(audit: LoadedAudit, observations: readonly Obser
         clopper_pearson: clopperPearsonEpsilon(scored, PRIVACY_DELTA, confidence),
         one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence) : null,
         one_run_refused: randomized ? null : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
+        gdp: gdpEpsilon(scored, PRIVACY_DELTA, confidence),
+        fdp_one_run: randomized ? fdpOneRunBound(scored, PRIVACY_DELTA, confidence, strategy) : null,
+        threshold_strategy: strategyLabel(strategy),
       },
     };
   });

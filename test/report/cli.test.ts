@@ -71,12 +71,14 @@ describe('canary-audit report', () => {
     await expect(run([audit.auditDir, '--format', 'md,pdf'])).rejects.toThrow(UserInputError);
     await expect(run([audit.auditDir, '--format', 'md,pdf'])).rejects.toThrow(/unknown report format "pdf"; use a comma-separated list of md, csv, json, html/);
     await expect(run([audit.auditDir, '--resamples', '0'])).rejects.toThrow(/--resamples must be an integer >= 1/);
+    await expect(run([audit.auditDir, '--threshold-strategy', 'holm'])).rejects.toThrow(/--threshold-strategy must be one of bonferroni, split, multisplit, got "holm"/);
   });
 
   it('documents its options and defaults in --help', () => {
     const help = commandHelp(command);
     // The usage line is generated from the option table: every option the parser takes is in it.
-    expect(help).toMatch(/^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--margin BITS\]\s+\[--json\] \[--help\]\n/);
+    expect(help).toMatch(/^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--margin BITS\]\s+\[--threshold-strategy NAME\]\s+\[--json\] \[--help\]\n/);
+    expect(help).toMatch(/--threshold-strategy NAME\s+How the f-DP one-run ε bound picks its threshold: bonferroni/);
     expect(help).toMatch(/--margin BITS\s+Equivalence margin of the verdicts, bits \(> 0\)\. Default: the grid's analysis\.margin_bits, else 1\./);
     expect(help).toMatch(/--out DIR\s+Output folder\. Default: <audit folder>\/report\./);
     expect(help).toMatch(/--resamples N\s+Bootstrap resamples per interval\. Default 2000\./);

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clopperPearsonEpsilon, oneRunBound, type ScoredCanary } from '../../src/metrics/privacy.js';
+import { gdpEpsilon } from '../../src/metrics/privacy-gdp.js';
+import { fdpOneRunBound } from '../../src/metrics/privacy-fdp.js';
 import { buildDocument } from '../../src/report/document.js';
 import { computeReport } from '../../src/report/index.js';
 import type { LoadedRun } from '../../src/report/load-audit.js';
@@ -37,9 +39,21 @@ describe('largest ε bound over runs, selection-aware', () => {
     expect(one?.epsilon).toBe(oneRunBound(scored(16), 1e-5, 1 - 0.05 / 2)?.epsilon);
   });
 
+  it('searches the GDP bound over every run and the f-DP one-run bound over the randomized runs', () => {
+    const [, , gdp, fdp] = largestEpsilon(pools, 1e-5, 0.95);
+    const gdps = pools.map((p) => gdpEpsilon(p.scored, 1e-5, 1 - 0.05 / 3)?.epsilon ?? 0);
+    expect(gdp).toMatchObject({ bound: 'gdp', searched: 3, epsilon: Math.max(...gdps) });
+    const fdps = pools.slice(0, 2).map((p) => fdpOneRunBound(p.scored, 1e-5, 1 - 0.05 / 2)?.epsilon ?? 0);
+    expect(fdp).toMatchObject({ bound: 'fdp_one_run', searched: 2, epsilon: Math.max(...fdps) });
+  });
+
   it('names no run when every bound is 0, and leaves out the one-run bound without randomized runs', () => {
     const flat = [0, 1].map((i) => ({ run: run(i), probe_kind: 'hidden', randomized: false, scored: scored(0).map((c) => ({ ...c, score: 0 })) }));
-    expect(largestEpsilon(flat, 1e-5, 0.95)).toEqual([{ bound: 'clopper_pearson', epsilon: 0, run_id: null, cell_id: null, searched: 2, confidence: 0.95, confidence_each: 0.975, delta: 1e-5 }]);
+    const none = { epsilon: 0, run_id: null, cell_id: null, searched: 2, confidence: 0.95, confidence_each: 0.975, delta: 1e-5 };
+    expect(largestEpsilon(flat, 1e-5, 0.95)).toEqual([
+      { bound: 'clopper_pearson', ...none },
+      { bound: 'gdp', ...none },
+    ]);
   });
 });
 
@@ -60,6 +74,21 @@ describe('the report’s ε readout', () => {
     expect(summary.epsilon_max?.map((x) => [x.bound, x.searched, x.confidence_each])).toEqual([
       ['clopper_pearson', 2, 0.975],
       ['one_run', 2, 0.975],
+      ['gdp', 2, 0.975],
+      ['fdp_one_run', 2, 0.975],
+    ]);
+    // Every run's readout carries all four bounds, the hull AUROC and the threshold strategy.
+    for (const p of summary.privacy ?? []) {
+      expect(p.epsilon.gdp?.threshold_strategy).toBe('bonferroni');
+      expect(p.epsilon.fdp_one_run?.threshold_strategy).toBe('bonferroni');
+      expect(p.epsilon.threshold_strategy).toBe('bonferroni');
+      expect(p.auc_hull).toBeGreaterThanOrEqual(0.5);
+    }
+    // A split strategy is seeded by the report's seed and named in every readout.
+    const split = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3, thresholdStrategy: 'split' })).summary;
+    expect(split.privacy?.map((p) => [p.epsilon.threshold_strategy, p.epsilon.fdp_one_run?.threshold_strategy])).toEqual([
+      ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
+      ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
     ]);
     const md = renderMarkdown(buildDocument(summary));
     expect(md).toContain('over the 2 runs searched — picking the largest is a search, so each run\'s bound here is at 97.50% (1 − 0.05/2, Bonferroni)');

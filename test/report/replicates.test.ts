@@ -131,7 +131,16 @@ describe('single runs and run-to-run spread', () => {
     expect(randomized?.epsilon.one_run_refused).toBeNull();
     expect(fixed?.epsilon.one_run).toBeNull();
     expect(fixed?.epsilon.one_run_refused).toMatch(/inclusion was not randomized/);
+    // GDP for both runs; the f-DP one-run bound, like the one-run bound, only for the randomized one.
+    expect(randomized?.epsilon.gdp?.epsilon).toBeGreaterThan(0);
+    expect(fixed?.epsilon.gdp?.epsilon).toBeGreaterThan(0);
+    expect(randomized?.epsilon.fdp_one_run).toMatchObject({ m: 32, guesses: 16, correct: 16, threshold_strategy: 'bonferroni' });
+    expect(randomized?.epsilon.fdp_one_run?.epsilon).toBeGreaterThan(0);
+    expect(fixed?.epsilon.fdp_one_run).toBeNull();
+    expect(randomized?.auc_hull).toBe(1);
     const md = renderMarkdown(buildDocument(summary));
+    expect(md).toContain('ε ≥ (GDP)');
+    expect(md).toContain('its threshold strategy: bonferroni');
     expect(md).toContain('## Privacy readouts');
     expect(md).toContain('refused: inclusion was not randomized');
   });
