@@ -123,7 +123,7 @@ async function measured(admin: Client, fn: () => Promise<unknown>): Promise<{ ms
 }
 
 /** The read status made before: per run, the job hash and BullMQ's getState script (LPOS on the wait list). */
-async function previousStatusRead(conn: Conn, auditId: string, queues: ReturnType<typeof openQueues>): Promise<void> {
+async function previousStatusRead(_conn: Conn, auditId: string, queues: ReturnType<typeof openQueues>): Promise<void> {
   const parent = await queues.audits.getJob(auditId);
   if (!parent) throw new Error(`no audit ${auditId}`);
   await parent.getState();

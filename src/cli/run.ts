@@ -138,7 +138,7 @@ function logFormat(flag: string | undefined, tty: boolean): 'human' | 'json' {
 }
 
 /** The commands that show this audit while it runs (and after: the dashboard reads its files). */
-export function watchCommands(auditId: string, auditDir: string, target: RedisTarget | undefined): { key: string; label: string; command: string }[] {
+export function watchCommands(_auditId: string, auditDir: string, target: RedisTarget | undefined): { key: string; label: string; command: string }[] {
   const rel = relative(process.cwd(), auditDir);
   const dir = rel !== '' && !rel.startsWith('..') && !rel.includes(' ') ? rel : JSON.stringify(auditDir);
   // A shared Redis from REDIS_URL is found again by the same variable; one from --redis must be named.

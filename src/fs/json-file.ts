@@ -119,7 +119,7 @@ export function jsonErrorOffset(text: string): number {
   try {
     value();
     ws();
-    return i < text.length ? i : text.length;
+    return Math.min(i , text.length);
   } catch (offset) {
     return Math.min(offset as number, text.length);
   }

@@ -41,7 +41,7 @@ function controlSentence(g: GroupSummary): Finding | null {
   if (!e) return null;
   const [name, control] = g.controls.held_out ? ['held-out canaries of the same runs', g.controls.held_out] : g.controls.base ? ['the base model', g.controls.base] : g.controls.no_canary ? ['a no-canary run', g.controls.no_canary] : [null, null];
   const ceiling = `ceiling ${num(g.space.ceiling)}`;
-  if (!control || !control.exposure) {
+  if (!control?.exposure) {
     return { kind: 'control', weight: 0, text: `${where(g)}: median exposure ${medianCi(e)} bits (${ceiling}), no control in this grid; ${n(g.inserted)}.` };
   }
   const d = control.difference;

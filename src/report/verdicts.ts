@@ -226,7 +226,7 @@ function members(s: VerdictInput, alpha: number): Member[] {
     if (doses.length > 1) {
       const low = withDose.find((g) => g.dose === doses[0]) as GroupSummary;
       const high = withDose.find((g) => g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, '')) ?? (top[0] as GroupSummary);
-      const match = paired.find((p) => p.axis === doseAxis && p.from === low.dose && p.to === high.dose && (low.visibility === null || p.context['visibility'] === low.visibility));
+      const match = paired.find((p) => p.axis === doseAxis && p.from === low.dose && p.to === high.dose && (low.visibility === null || p.context.visibility === low.visibility));
       const m = doseMember(low, high, match, doseAxis, alpha);
       if (m) {
         out.push(m);

@@ -62,7 +62,7 @@ describe('plan --power', () => {
       runs,
       outcome: (c) => {
         const k = Number(c.canary.id.slice(-1));
-        if (c.canary.inserted && c.run.cell['visibility'] === 'redacted') return { rank: ([1, 40, 3][c.runIndex % 3] as number) * (1 + k) };
+        if (c.canary.inserted && c.run.cell.visibility === 'redacted') return { rank: ([1, 40, 3][c.runIndex % 3] as number) * (1 + k) };
         return { rank: 300 + 600 * k + 900 * (c.runIndex % 3) };
       },
     });

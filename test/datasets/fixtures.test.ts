@@ -38,6 +38,7 @@ describe('dataset fixtures', () => {
     ]);
     const data = await loadTaskData({ path: join(FIXTURES_DIR, 'banking77-mini') }, ['train', 'test'], { gridDir: FIXTURES_DIR });
     const rows = (split: string) => (data.splits[split] ?? []) as { text: string; label: number }[];
+    // biome-ignore lint/performance/noAccumulatingSpread: a few hundred fixture rows
     const count = (split: string) => rows(split).reduce<Record<string, number>>((acc, r) => ({ ...acc, [BANKING77_LABELS[r.label] as string]: (acc[BANKING77_LABELS[r.label] as string] ?? 0) + 1 }), {});
     expect(Object.values(count('train'))).toEqual(Array(8).fill(60));
     expect(Object.values(count('test'))).toEqual(Array(8).fill(12));
@@ -82,6 +83,7 @@ describe('dataset fixtures', () => {
   it('tat-qa-mini: the original TAT-QA record layout', async () => {
     const data = await loadTaskData({ path: join(FIXTURES_DIR, 'tat-qa-mini') }, ['train', 'dev'], { gridDir: FIXTURES_DIR });
     expect([data.splits.train?.length, data.splits.dev?.length]).toEqual([12, 4]);
+    // biome-ignore lint/suspicious/noExplicitAny: the fixture's documents are read field by field, as a user's loader would
     for (const doc of [...(data.splits.train ?? []), ...(data.splits.dev ?? [])] as Record<string, any>[]) {
       expect(doc.table).toEqual({ uid: expect.stringMatching(/^[0-9a-f-]{36}$/), table: expect.any(Array) });
       expect(doc.table.table.every((row: unknown[]) => row.every((c) => typeof c === 'string'))).toBe(true);

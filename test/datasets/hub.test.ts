@@ -129,6 +129,7 @@ describe('Hub datasets: fetch into the Hugging Face cache and load', () => {
     const data = await loadTaskData({ repo: 'next-tat/TAT-QA' }, ['train', 'dev'], options(cache));
     expect([data.splits.train?.length, data.splits.dev?.length]).toEqual([12, 4]);
     expect(data.provenance).toMatchObject({ repo: 'next-tat/TAT-QA', sha: TATQA_SHA, files: [{ split: 'train', path: 'tatqa_dataset_train.json' }, { split: 'dev', path: 'tatqa_dataset_dev.json' }] });
+    // biome-ignore lint/correctness/noUnsafeOptionalChaining: a missing split fails the test here, as it should
     const q = (data.splits.train?.[0] as { questions: { answer_type: string }[] }).questions[0];
     expect(['span', 'multi-span', 'arithmetic', 'count']).toContain(q?.answer_type);
     const missing = await failure({ repo: 'next-tat/TAT-QA' }, ['test'], options(cache));

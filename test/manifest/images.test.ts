@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCanvas, Image } from '@napi-rs/canvas';
 import { afterAll, describe, expect, it } from 'vitest';
-import { messageImages, messageText, type ImagePart, type Manifest, type Row } from '../../src/contracts/index.js';
+import { messageImages, messageText, type ImagePart, type Row } from '../../src/contracts/index.js';
 import { cueEncoding, REDACTED_PLACEHOLDER, type CodeSpace } from '../../src/codes/index.js';
 import { canonicalPng, pngChunks, pngSize, REGION_RENDERERS } from '../../src/manifest/images/index.js';
 import { CANARY_INSTRUCTION, guiGroundingTask, TYPE_PREFILL } from '../../src/manifest/tasks/gui-grounding/index.js';

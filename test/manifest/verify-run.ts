@@ -52,7 +52,7 @@ export function verifyRunFolder(runDir: string, options: { spacing?: number | nu
   }
   const heldOut = new Set(manifest.held_out.map((h) => h.id));
   const codes = [...manifest.canaries.map((c) => c.code), ...manifest.held_out.map((h) => h.code)];
-  const codeLike = new RegExp(`[${escape(manifest.candidate_space.alphabet)}]{${manifest.candidate_space.length}}`);
+  const codeLike = new RegExp(`[${escapeClass(manifest.candidate_space.alphabet)}]{${manifest.candidate_space.length}}`);
   const byId = new Map(manifest.canaries.map((c) => [c.id, c]));
   const dataset = manifest.task.dataset !== undefined;
   // Problems are collected rather than asserted row by row: 66,176 expects would dominate the run.
@@ -85,7 +85,7 @@ export function verifyRunFolder(runDir: string, options: { spacing?: number | nu
   return { manifest, rows };
 }
 
-function escape(alphabet: string): string {
+function escapeClass(alphabet: string): string {
   return alphabet.replace(/[\\\]^-]/g, '\\$&');
 }
 

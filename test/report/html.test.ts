@@ -40,7 +40,7 @@ describe('HTML report', () => {
     const svg = (id: string): string => html.slice(html.indexOf(`id="plot-${id}"`), html.indexOf('<figcaption>', html.indexOf(`id="plot-${id}"`)));
     expect(svg('exposure-vs-dose')).toContain('ceiling log2|C|');
     // Every figure names its candidate space and the ceiling it gives.
-    const captions = [...html.matchAll(/<figure class="plot"[^]*?<figcaption>([^<]*)<\/figcaption>/g)].map((m) => m[1] as string);
+    const captions = [...html.matchAll(/<figure class="plot"[\s\S]*?<figcaption>([^<]*)<\/figcaption>/g)].map((m) => m[1] as string);
     expect(captions).toHaveLength(4);
     for (const caption of captions) expect(caption).toMatch(/ceiling log2\|C\| = log2 [\d,]+ = \d+\.\d\d \((all [\d,]+ codes|true code \+ [\d,]+ sampled decoys)\)/);
     expect(svg('exposure-vs-dose')).toContain('held-out control: median, 95% CI');

@@ -29,7 +29,7 @@ describe('verdicts of the declared comparisons', () => {
       runs: grid(),
       outcome: (c) => {
         const k = Number(c.canary.id.slice(-1));
-        if (c.canary.inserted && c.run.cell['visibility'] === 'redacted') return { rank: 1 + k + 3 * c.runIndex };
+        if (c.canary.inserted && c.run.cell.visibility === 'redacted') return { rank: 1 + k + 3 * c.runIndex };
         return { rank: 600 + 500 * k + 400 * (c.runIndex % 3) };
       },
     });
@@ -61,7 +61,7 @@ describe('verdicts of the declared comparisons', () => {
   });
 
   it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
-    const runs = grid().filter((r) => r.cell['seed'] === 0);
+    const runs = grid().filter((r) => r.cell.seed === 0);
     const a = await buildFixtureAudit(join(root, 'single'), {
       name: 'single',
       runs,
@@ -83,7 +83,7 @@ describe('verdicts of the declared comparisons', () => {
       runs: grid(),
       outcome: (c) => {
         const k = Number(c.canary.id.slice(-1));
-        if (c.canary.inserted && c.run.cell['visibility'] === 'redacted') return { rank: [1, 40, 3] [c.runIndex % 3] as number * (1 + k) };
+        if (c.canary.inserted && c.run.cell.visibility === 'redacted') return { rank: [1, 40, 3] [c.runIndex % 3] as number * (1 + k) };
         return { rank: 300 + 600 * k + 900 * (c.runIndex % 3) };
       },
     });

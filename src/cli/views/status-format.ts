@@ -133,7 +133,7 @@ export function renderBars(audits: AuditStatus[], columns = 100, slots?: number)
       const p = run.progress;
       let fraction = 0;
       if (run.state === 'completed') fraction = 1;
-      else if (p && p.total) fraction = p.update / p.total;
+      else if (p?.total) fraction = p.update / p.total;
       const line = `  ${progressBar(fraction, barWidth)} ${run.run_id.slice(0, 12)} ${columns.row(run.cell_id)} ${run.state.padEnd(9)} ${runDetail(run, Date.now(), peers)}`;
       lines.push(clip(line, Math.max(40, width - 1)));
     }

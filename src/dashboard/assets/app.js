@@ -1,8 +1,8 @@
 // canary-audit dashboard page. Every value from the server is set with textContent or as an
 // attribute through the DOM API, never as HTML: grid names, cell values and error text are data.
+'use strict';
 
-
-(() => {
+(function () {
   const state = { snapshot: null, sort: { key: null, dir: 1 }, filter: '', openRun: null, plotKey: null };
   const params = new URLSearchParams(location.search);
   if (params.get('token')) {
@@ -27,7 +27,7 @@
   }
 
   function duration(s) {
-    if (s === null || s === undefined || !isFinite(s)) return '-';
+    if (s === null || s === undefined || !Number.isFinite(s)) return '-';
     s = Math.max(0, Math.round(s));
     if (s < 60) return s + 's';
     if (s < 3600) return Math.floor(s / 60) + 'm' + String(s % 60).padStart(2, '0') + 's';
@@ -276,7 +276,7 @@
     // box (the page came back to this audit from another view) is drawn again: without this, it kept
     // its placeholder until another run finished (the server caches the plot, so this costs little).
     const newPlot = content.querySelector('#plot');
-    if (newPlot && keepPlot && state.plotKey && state.plotKey.startsWith(r.id + '|')) newPlot.replaceWith(keepPlot);
+    if (newPlot && keepPlot && state.plotKey?.startsWith(r.id + '|')) newPlot.replaceWith(keepPlot);
     else if (newPlot) state.plotKey = null;
     const focus = document.activeElement && document.activeElement.id === 'filter';
     view.replaceChildren(content);
