@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeReport, writeReport } from '../../src/report/index.js';
+import { computeReport, findings, writeReport } from '../../src/report/index.js';
 import { readScoreFile } from '../../src/report/scores.js';
 import { trainerPython } from '../../src/runner/python.js';
 import type { ReportSummary } from '../../src/report/summary.js';
@@ -23,12 +23,14 @@ let root: string;
 let audit: FixtureAudit;
 let summary: ReportSummary;
 let files: string[];
+let written: Awaited<ReturnType<typeof writeReport>>;
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'ca-report-'));
   audit = await buildStudyAudit(root);
   const result = await writeReport({ auditDir: audit.auditDir, seed: 3, resamples: 400 });
   files = result.files;
+  written = result;
   summary = JSON.parse(await readFile(result.summaryPath as string, 'utf8')) as ReportSummary;
 });
 
@@ -76,6 +78,17 @@ describe('writeReport on the study fixture', () => {
     expect(validate('report', summary)).toEqual([]);
     expect(summary.schema_version).toBe('canary-audit.report/2');
     expect(summary.provenance.at_write.component).toBe('controller');
+  });
+
+  it('leads summary.json with the headline, the finding `run` prints: the control comparison with the largest effect', () => {
+    const controls = findings(summary).filter((f) => f.kind === 'control');
+    expect(controls.length).toBeGreaterThan(1);
+    const largest = controls.reduce((a, b) => (b.weight > a.weight ? b : a));
+    expect(summary.headline).toBe(largest.text);
+    expect(summary.headline).toMatch(/bits/);
+    expect(written.headline).toBe(summary.headline);
+    // Near the top of the file, before the runs and groups a reader scrolls past.
+    expect(Object.keys(summary).indexOf('headline')).toBeLessThan(Object.keys(summary).indexOf('runs'));
   });
 
   it('counts runs by status and lists failed and missing ones without failing', () => {
