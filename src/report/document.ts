@@ -423,7 +423,9 @@ export function compactTables(tables: Table[]): Table[] {
   const out = [...tables];
   for (const indices of byColumns.values()) {
     const compacted = compactGroup(indices.map((i) => tables[i] as Table));
-    indices.forEach((i, j) => (out[i] = compacted[j] as Table));
+    indices.forEach((i, j) => {
+      out[i] = compacted[j] as Table;
+    });
   }
   return out;
 }

@@ -64,7 +64,7 @@ describe.skipIf(!hasScript)('canary-audit run on a terminal', () => {
 
     // At the end: the headline finding in one sentence, with its figure, interval, control and n, and the report.
     const finding = lines.find((l) => l.startsWith('finding: '));
-    expect(finding, out).toMatch(/^finding: .+: median exposure \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] bits \(ceiling \d+\.\d\d\) against -?\d+\.\d\d \[.+\] for held-out canaries of the same runs, Δ [+-]?\d+\.\d\d \[.+\]; n = \d+ canar(y|ies) · \d+ runs?/);
+    expect(finding, out).toMatch(/^finding: .+: median exposure \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]( \(⚠ [^)]+\))? bits \(ceiling \d+\.\d\d\) against -?\d+\.\d\d \[.+\]( \(⚠ [^)]+\))? for held-out canaries of the same runs, Δ [+-]?\d+\.\d\d \[.+\]( \(⚠ [^)]+\))?; n = \d+ canar(y|ies) · \d+ runs?/);
     expect(lines).toContain(`report: ${join(study.auditDir, 'report', 'report.html')}`);
     // Last: one verdict line per declared comparison.
     const tail = lines.filter((l) => l.trim() !== '');
