@@ -19,7 +19,6 @@ import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from
 import { membershipPools, type EpsilonMax } from './privacy-max.js';
 import { reportDesign, type ReportDesign } from './design.js';
 import { verdicts, type ComparisonVerdict } from './verdicts.js';
-import { headline } from './findings.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -77,7 +76,7 @@ export interface ReportSummary {
   audit: { id: string; name: string; dir: string; grid_sha256: string | null; axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
   settings: ReportSettings;
   counts: { runs: number; finished: number; failed: number; missing: number; no_canary_runs: number; observations: number; score_files: number };
-  /** The report's headline finding in one sentence, the one `run` prints (report/findings.ts); null without focal canaries. Written by buildSummary; absent from summaries written before it. */
+  /** The report's headline finding in one sentence, the one `run` prints (report/findings.ts); null without focal canaries. Written by computeReport; absent from summaries written before it. */
   headline?: string | null;
   runs: RunReport[];
   groups: GroupSummary[];
@@ -159,7 +158,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
       observations: input.observations,
       score_files: [...outcomes.values()].reduce((n, o) => n + o.scoreFiles, 0),
     },
-    // Set below, once the verdicts are in; here so it comes near the top of summary.json.
+    // Set by computeReport (report/findings.ts reads the whole summary); here so it comes near the top of summary.json.
     headline: null,
     runs,
     groups: input.groups,
@@ -175,7 +174,6 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     provenance: input.provenance,
   };
   summary.verdicts = verdicts(summary, input.marginBits);
-  summary.headline = headline(summary);
   // The summary is a contract: check it against its own schema before anyone reads it.
   const errors = validate('report', JSON.parse(JSON.stringify(summary)));
   if (errors.length > 0) {
