@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
 import { auditIndexPath, auditsRoot } from '../layout.js';
+import { cliCommand, pathArg } from './invocation.js';
 
 /**
  * Audits written under an artifact root (audits/<id>/audit.json). `status` compares them with the
@@ -38,9 +39,9 @@ export async function auditsOnDisk(artifactsDir: string): Promise<DiskAudit[]> {
 export function notQueuedReason(audit: DiskAudit): string {
   if (existsSync(join(audit.dir, 'redis', 'redis.conf'))) {
     const report = join(audit.dir, 'report', 'report.html');
-    return `\`canary-audit run\` ran it on its own private Redis (${join(audit.dir, 'redis')}), not this one${existsSync(report) ? `; its report: ${report}` : ''}; \`canary-audit run ${audit.dir}\` continues it there, \`canary-audit dashboard --audit ${audit.dir}\` shows it`;
+    return `\`canary-audit run\` ran it on its own private Redis (${join(audit.dir, 'redis')}), not this one${existsSync(report) ? `; its report: ${report}` : ''}; \`${cliCommand()} run ${pathArg(audit.dir)}\` continues it there, \`${cliCommand()} dashboard --audit ${pathArg(audit.dir)}\` shows it`;
   }
-  return `it was queued on another Redis, or this one lost it (restarted without its append-only file, or purged); to queue it here: canary-audit submit ${audit.dir} (finished runs reuse their result.json, interrupted ones resume)`;
+  return `it was queued on another Redis, or this one lost it (restarted without its append-only file, or purged); to queue it here: ${cliCommand()} submit ${pathArg(audit.dir)} (finished runs reuse their result.json, interrupted ones resume)`;
 }
 
 /** One line per audit on disk that the queue does not hold, and how to get it back. */

@@ -67,6 +67,7 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable or the port in use, 2 bad
       allowHosts,
       port,
       auditDirs,
+      privateRedisOf: own ? (auditDirs[0] ?? null) : null,
       intervalMs: intOption(args, 'interval', 1000, 200),
       allowActions: Boolean(args.values['allow-actions']),
       ...(process.env.CANARY_AUDIT_DASHBOARD_TOKEN ? { token: process.env.CANARY_AUDIT_DASHBOARD_TOKEN } : {}),

@@ -1,6 +1,5 @@
-import { relative } from 'node:path';
 import { log } from '../log.js';
-import { loadAuditSource, runAuditLocally } from '../app/index.js';
+import { cliCommand, loadAuditSource, pathArg, runAuditLocally, shellWord } from '../app/index.js';
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
@@ -118,7 +117,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         for (const w of result.controlWarnings) process.stdout.write(terminalSafe(`control failed (${w.kind}): ${w.message}\n`));
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
         if (html) process.stdout.write(`report: ${html}\n`);
-        else if (result.interrupted) process.stdout.write(`continue with the same command: canary-audit run ${auditDir}\n`);
+        else if (result.interrupted) process.stdout.write(`continue with the same command: ${cliCommand()} run ${pathArg(auditDir)}\n`);
         // Last: the verdict of each declared comparison, in a sentence.
         for (const v of result.verdicts) process.stdout.write(terminalSafe(`verdict: ${v}\n`));
       }
@@ -138,14 +137,16 @@ function logFormat(flag: string | undefined, tty: boolean): 'human' | 'json' {
 }
 
 /** The commands that show this audit while it runs (and after: the dashboard reads its files). */
-export function watchCommands(_auditId: string, auditDir: string, target: RedisTarget | undefined): { key: string; label: string; command: string }[] {
-  const rel = relative(process.cwd(), auditDir);
-  const dir = rel !== '' && !rel.startsWith('..') && !rel.includes(' ') ? rel : JSON.stringify(auditDir);
-  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis must be named.
-  const redis = target && process.env.REDIS_URL === undefined ? ' --redis URL' : '';
+export function watchCommands(_auditId: string, auditDir: string, target: RedisTarget | undefined, env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): { key: string; label: string; command: string }[] {
+  // Each runs as printed from this folder: the CLI as it is reachable here (cli/invocation.ts).
+  const cli = cliCommand(env, cwd);
+  const dir = pathArg(auditDir, cwd);
+  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis is named
+  // (a URL with a password masked: the user puts theirs back in place of ***).
+  const redis = target && env.REDIS_URL === undefined ? ` --redis ${shellWord(target.redacted)}` : '';
   return [
-    { key: 'dashboard', label: 'watch in the dashboard', command: `canary-audit dashboard --audit ${dir}${redis}` },
-    { key: 'status', label: 'watch in the terminal', command: `canary-audit status --audit ${dir} --watch${redis}` },
+    { key: 'dashboard', label: 'watch in the dashboard', command: `${cli} dashboard --audit ${dir}${redis}` },
+    { key: 'status', label: 'watch in the terminal', command: `${cli} status --audit ${dir} --watch${redis}` },
   ];
 }
 

@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { currentCli, DEFAULT_SLURM, submitSlurmScript, writeSlurmScript, type SlurmScriptOptions } from '../app/index.js';
+import { cliCommand, currentCli, shellWord, DEFAULT_SLURM, submitSlurmScript, writeSlurmScript, type SlurmScriptOptions } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -84,7 +84,7 @@ Exit codes: 0 written (and submitted), 2 bad flags or sbatch refused the job (it
     const jobId = await submitSlurmScript(out, redisUrl as string);
     process.stdout.write(
       `submitted job ${jobId}: ${options.workers} worker${options.workers === 1 ? '' : 's'} against ${target?.redacted ?? ''}; logs in ${options.logDir}\n` +
-        `  watch: canary-audit status --workers (each worker shows its Slurm job and node)\n`,
+        `  watch: ${cliCommand()} status --workers${process.env.REDIS_URL ? '' : ` --redis ${shellWord(target?.redacted ?? 'URL')}`} (each worker shows its Slurm job and node)\n`,
     );
     return 0;
   },

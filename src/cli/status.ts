@@ -12,10 +12,10 @@ import {
   redisTargetFrom,
 } from '../queue/index.js';
 import { LiveView, renderFleet, renderBars, renderPlain } from './views/index.js';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
-import { auditsOnDisk, notQueuedLines, notQueuedReason } from '../app/index.js';
+import { auditsOnDisk, cliCommand, notQueuedLines, notQueuedReason, pathArg } from '../app/index.js';
 import { CanaryAuditError, UserInputError, terminalSafe } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -57,6 +57,13 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       throw new UserInputError(`${auditDir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
     }
     const own = auditDir !== undefined && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(join(auditDir, 'redis')) : null;
+    if (!own && !redisTargetFrom(stringOption(args, 'redis'), stringOption(args, 'redis-password-file'))) {
+      const why =
+        auditDir !== undefined
+          ? `${auditDir} has no private Redis (\`canary-audit run\` did not start this audit): pass the queue it was submitted to with --redis URL or REDIS_URL, or read it from its files: \`${cliCommand()} dashboard --audit ${pathArg(auditDir)}\``
+          : await fromFiles(artifactsFrom(args));
+      throw new UserInputError(`no Redis given: set REDIS_URL or pass --redis redis://host:6379; ${why}`, { code: 'E_NO_REDIS' });
+    }
     const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
     const auditId = args.positionals[0] ?? (auditDir !== undefined ? (await readAuditIndex(join(auditDir, 'audit.json'))).id : undefined);
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
@@ -64,11 +71,14 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     try {
       await assertRedisReachable(target);
     } catch (error) {
-      if (!own || auditDir === undefined) throw error;
+      if (!own || auditDir === undefined) {
+        if (!(error instanceof CanaryAuditError) || error.code !== 'E_REDIS_UNREACHABLE') throw error;
+        throw new CanaryAuditError(error.code, `${error.message}; ${await fromFiles(artifactsFrom(args))}`, { cause: error });
+      }
       const report = join(auditDir, 'report', 'report.html');
       throw new CanaryAuditError(
         'E_REDIS_UNREACHABLE',
-        `the private Redis of ${auditDir} is not running (\`canary-audit run\` stops it when the audit ends, or was interrupted)${existsSync(report) ? `; its report: ${report}` : ''}; \`canary-audit dashboard --audit ${auditDir}\` shows the audit from its files, \`canary-audit run ${auditDir}\` continues it`,
+        `the private Redis of ${auditDir} is not running (\`canary-audit run\` stops it when the audit ends, or was interrupted)${existsSync(report) ? `; its report: ${report}` : ''}; \`${cliCommand()} dashboard --audit ${pathArg(auditDir)}\` shows the audit from its files, \`${cliCommand()} run ${pathArg(auditDir)}\` continues it`,
       );
     }
     const conn = queueConnection(target);
@@ -127,3 +137,19 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     return 0;
   },
 };
+
+/**
+ * Without a queue, what reads an audit from its folder: `status --audit DIR` (an audit `run` is
+ * running, on its private Redis) and `dashboard --audit DIR`, named with the newest audit under the
+ * artifact root when there is one, so the command runs as printed.
+ */
+async function fromFiles(artifactsDir: string): Promise<string> {
+  const audits = await auditsOnDisk(artifactsDir);
+  const newest = audits
+    .map((a) => ({ a, at: statSync(join(a.dir, 'audit.json')).mtimeMs }))
+    .sort((x, y) => y.at - x.at)[0]?.a;
+  const cli = cliCommand();
+  if (!newest) return `for an audit \`canary-audit run\` started, pass its folder: \`${cli} status --audit DIR\` (DIR: <artifacts>/audits/<audit-id>; none under ${artifactsDir})`;
+  const dir = pathArg(newest.dir);
+  return `for an audit \`canary-audit run\` started, pass its folder: \`${cli} status --audit ${dir}\` (the newest under ${artifactsDir}, ${newest.name}), or \`${cli} dashboard --audit ${dir}\` to read it from its files`;
+}

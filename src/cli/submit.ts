@@ -1,4 +1,4 @@
-import { submitSource } from '../app/index.js';
+import { cliCommand, shellWord, submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
@@ -52,7 +52,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     if (outcome.added) {
       process.stdout.write(
         `queued ${outcome.auditId} (${outcome.runs} run${outcome.runs === 1 ? '' : 's'}) on ${target.redacted}\n` +
-          `  manifests: ${source.input.auditDir}\n  watch: canary-audit status ${outcome.auditId} --watch\n`,
+          `  manifests: ${source.input.auditDir}\n  watch: ${cliCommand()} status ${outcome.auditId} --watch${process.env.REDIS_URL ? '' : ` --redis ${shellWord(target.redacted)}`}\n`,
       );
     } else {
       process.stdout.write(`${outcome.auditId} is already in the queue (${outcome.existingState}); nothing added\n`);

@@ -42,6 +42,8 @@ export interface DashboardOptions {
   intervalMs?: number;
   /** Audit folders to show even when the queue does not hold them (read from their files). */
   auditDirs?: string[];
+  /** The audit folder whose private Redis (`canary-audit run`'s) `conn` is, for the unreachable banner; null: a Redis the user gave. */
+  privateRedisOf?: string | null;
 }
 
 export interface Dashboard {
@@ -325,7 +327,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const host = options.host ?? '127.0.0.1';
   const actions = Boolean(options.allowActions);
   const token = actions ? (options.token ?? randomBytes(24).toString('base64url')) : null;
-  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions, artifactsDir: options.artifactsDir, auditDirs: options.auditDirs ?? [] });
+  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions, artifactsDir: options.artifactsDir, auditDirs: options.auditDirs ?? [], privateRedisOf: options.privateRedisOf ?? null });
   const app = createDashboardApp(source, { ...options, actionToken: token });
   const wanted = options.port ?? 8790;
   let server: ServerType;

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import type { Redis } from 'ioredis';
 import { log } from '../log.js';
 import { loadAudit } from '../report/index.js';
+import { runFiles } from './run-files.js';
 import {
   auditEta,
   baseWait,
@@ -166,27 +167,33 @@ export function auditView(audit: AuditStatus, curves: Map<string, [number, numbe
  */
 export async function diskAuditView(auditDir: string): Promise<AuditView> {
   const audit = await loadAudit(auditDir);
-  const runs: RunView[] = audit.runs.map((r) => ({
-    run_id: r.run_id,
-    cell_id: r.cell_id,
-    cell: parseCellId(r.cell_id),
-    state: r.status === 'finished' ? 'completed' : r.status === 'failed' ? 'failed' : 'not run',
-    update: null,
-    total: null,
-    loss: null,
-    rows_per_s: null,
-    eta_s: null,
-    phase: null,
-    eval: null,
-    attempt: r.failure?.attempts ?? 0,
-    max_attempts: r.failure?.attempts ?? 0,
-    host: null,
-    gpu: null,
-    failure: r.failure ? `${r.failure.kind}: ${r.failure.message}` : null,
-    started: null,
-    finished: null,
-    loss_curve: [],
-  }));
+  const runs: RunView[] = [];
+  for (const r of audit.runs) {
+    // Loss, curve, rows/s and attempts from the run's own files (dashboard/run-files.ts).
+    const files = await runFiles(r.outputDir);
+    const attempts = Math.max(r.failure?.attempts ?? 0, files.attempts);
+    runs.push({
+      run_id: r.run_id,
+      cell_id: r.cell_id,
+      cell: parseCellId(r.cell_id),
+      state: r.status === 'finished' ? 'completed' : r.status === 'failed' ? 'failed' : 'not run',
+      update: files.update,
+      total: r.status === 'finished' ? files.update : null,
+      loss: files.loss,
+      rows_per_s: files.rows_per_s,
+      eta_s: null,
+      phase: null,
+      eval: null,
+      attempt: attempts,
+      max_attempts: attempts,
+      host: files.host,
+      gpu: files.gpu,
+      failure: r.failure ? `${r.failure.kind}: ${r.failure.message}` : null,
+      started: files.started,
+      finished: r.status === 'finished' ? files.finished : null,
+      loss_curve: files.loss_curve,
+    });
+  }
   const count = (state: string) => runs.filter((r) => r.state === state).length;
   const missing = count('not run');
   const report = join(audit.dir, 'report', 'report.html');
@@ -248,7 +255,7 @@ export class StatusSource {
 
   constructor(
     readonly conn: QueueConnection,
-    private readonly options: { intervalMs: number; actions: boolean; artifactsDir?: string | null; auditDirs?: string[] },
+    private readonly options: { intervalMs: number; actions: boolean; artifactsDir?: string | null; auditDirs?: string[]; privateRedisOf?: string | null },
   ) {
     this.queues = openQueues(conn);
     this.client = openRedis(conn);
@@ -309,9 +316,10 @@ export class StatusSource {
       const liveSlots = workers.filter((w) => w.state !== 'lost').reduce((n, w) => n + w.slots.length, 0);
       const peers = audits.flatMap((a) => a.runs);
       const views = audits.map((a) => auditView(a, curves, liveSlots > 0 ? liveSlots : undefined, peers));
-      // An audit named on the command line that this Redis does not hold is shown from its files.
+      // An audit named on the command line, or under the artifact root, that this Redis does not
+      // hold is shown from its files (a finished `canary-audit run` on its own private Redis).
       const queued = new Set(views.map((v) => v.audit_id));
-      const fromDisk = (await this.diskViews((this.options.auditDirs ?? []).map((d) => resolve(d)))).filter((v) => !queued.has(v.audit_id));
+      const fromDisk = (await this.cachedDiskViews(this.diskAuditDirs().filter((d) => !queued.has(basename(d))))).filter((v) => !queued.has(v.audit_id));
       snapshot = {
         time: new Date().toISOString(),
         actions: this.options.actions,
@@ -333,7 +341,9 @@ export class StatusSource {
         workers: [],
         hosts: [],
         queue: 'unreachable',
-        error: `queue unreachable: Redis at ${this.conn.redacted} does not answer (\`canary-audit run\` stops its private Redis when the audit ends); audits are shown from their files on disk`,
+        error: this.options.privateRedisOf
+          ? `queue unreachable: the private Redis \`canary-audit run\` started for ${this.options.privateRedisOf} is not running (run stops it when the audit ends); audits are shown from their files on disk`
+          : `queue unreachable: Redis at ${this.conn.redacted} does not answer; audits are shown from their files on disk (check that it is running, and the URL, password and TLS given with --redis or REDIS_URL)`,
       };
     }
     const key = JSON.stringify({ ...snapshot, time: '', workers: snapshot.workers.map((w) => ({ ...w, beat: 0, age_s: Math.round(w.age_s / 5) })) });
@@ -356,6 +366,42 @@ export class StatusSource {
     }
     for (const a of this.latest?.audits ?? []) if (a.audit_dir) dirs.add(a.audit_dir);
     return [...dirs];
+  }
+
+  /** Named audit folders and every audit folder under the artifact root. */
+  private diskAuditDirs(): string[] {
+    const dirs = new Set((this.options.auditDirs ?? []).map((d) => resolve(d)));
+    const root = this.options.artifactsDir ? join(this.options.artifactsDir, 'audits') : null;
+    if (root && existsSync(root)) for (const id of readdirSync(root)) if (existsSync(join(root, id, 'audit.json'))) dirs.add(join(root, id));
+    return [...dirs];
+  }
+
+  /**
+   * Disk views beside a live queue, re-read when their folder changes: a finished audit when its
+   * audit.json or report changes, a stopped one (perhaps running on another Redis) every 10 s.
+   */
+  private readonly diskCache = new Map<string, { key: string; at: number; view: AuditView }>();
+
+  private async cachedDiskViews(dirs: string[]): Promise<AuditView[]> {
+    const views: AuditView[] = [];
+    for (const dir of dirs) {
+      let key: string;
+      try {
+        key = `${statSync(join(dir, 'audit.json')).mtimeMs}:${existsSync(join(dir, 'report', 'report.html'))}`;
+      } catch {
+        continue;
+      }
+      const hit = this.diskCache.get(dir);
+      if (hit && hit.key === key && (hit.view.state === 'finished' || Date.now() - hit.at < 10_000)) {
+        views.push(hit.view);
+        continue;
+      }
+      const [view] = await this.diskViews([dir]);
+      if (!view) continue;
+      this.diskCache.set(dir, { key, at: Date.now(), view });
+      views.push(view);
+    }
+    return views;
   }
 
   private async diskViews(dirs: string[]): Promise<AuditView[]> {

@@ -1,6 +1,7 @@
 import type { TaskData } from '../contracts/index.js';
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, extname, resolve } from 'node:path';
+import { basename, dirname, extname, join, relative, resolve } from 'node:path';
+import { CONFIGS_DIR } from '../paths.js';
 import { UserInputError, UserInputErrors, firstControlCharacter, quoteValue } from '../errors.js';
 import { contentHash } from '../hash.js';
 import { codeSpaceOf } from './code-space.js';
@@ -49,6 +50,25 @@ export function maxGridBytes(): number {
   return Math.max(1 << 20, maxCells() * 100);
 }
 
+/** Why a grid file could not be read, and what to do about it. */
+export function gridReadReason(error: NodeJS.ErrnoException): string {
+  const quickstart = join(CONFIGS_DIR, 'quickstart.yaml');
+  const shown = relative(process.cwd(), quickstart);
+  const example = shown !== '' && !shown.startsWith('..') ? shown : quickstart;
+  const examples = `the examples are in ${dirname(example)}/ (e.g. ${example})`;
+  switch (error.code) {
+    case 'ENOENT':
+      return `no such file (paths are relative to ${process.cwd()}); check the path, ${examples}`;
+    case 'EISDIR':
+      return `it is a folder; name a grid YAML file, ${examples}`;
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied; make the file readable by this user (chmod u+r) or copy it somewhere you can read';
+    default:
+      return `${error.message}; check that the path names a readable YAML file`;
+  }
+}
+
 export async function loadGrid(file: string): Promise<LoadedGrid> {
   let text: string;
   try {
@@ -59,8 +79,7 @@ export async function loadGrid(file: string): Promise<LoadedGrid> {
     text = await readFile(file, 'utf8');
   } catch (error) {
     if (error instanceof UserInputError) throw error;
-    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
-    throw new UserInputError(`cannot read the grid: ${reason}`, { location: { file }, code: 'E_GRID_READ', cause: error });
+    throw new UserInputError(`cannot read the grid: ${gridReadReason(error as NodeJS.ErrnoException)}`, { location: { file }, code: 'E_GRID_READ', cause: error });
   }
   return parseGrid(file, text);
 }

@@ -14,6 +14,7 @@ import type { ReportFormat } from './formats.js';
 import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { controlWarnings } from './control-checks.js';
+import { headline } from './findings.js';
 import { largestEpsilon, membershipPools } from './privacy-max.js';
 import { thresholdStrategy, type THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
 import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
@@ -135,6 +136,8 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     ...(utilityHeadline ? { utilityHeadline } : {}),
     marginBits: options.marginBits ?? (await gridMargin(options.auditDir)) ?? undefined,
   });
+  // The finding `run` prints, in summary.json too (report/findings.ts reads the summary built above).
+  summary.headline = headline(summary);
   const csvRuns = new Map(audit.runs.map((r) => [r.run_id, { audit_id: audit.id, cell_id: r.cell_id, cell: r.cell }]));
   return { summary, observations, csvRuns };
 }

@@ -406,30 +406,73 @@ function repeatsCell(t: Table, column: number): boolean {
  * that only repeats what the Cell column says (visibility=... beside Visibility) is dropped.
  */
 export function compactTable(t: Table): Table {
-  if (t.rows.length < 2) return t;
-  const notes = [...(t.notes ?? [])];
+  return compactGroup([t])[0] as Table;
+}
+
+/**
+ * A section's tables compacted together: tables with the same columns (one per visibility, one
+ * per compared axis) keep one column set, a column dropped only when every row of every one of
+ * them repeats it, and what they all repeat is said once, under the last of them.
+ */
+export function compactTables(tables: Table[]): Table[] {
+  const byColumns = new Map<string, number[]>();
+  tables.forEach((t, i) => {
+    const key = t.columns.join('\u0000');
+    byColumns.set(key, [...(byColumns.get(key) ?? []), i]);
+  });
+  const out = [...tables];
+  for (const indices of byColumns.values()) {
+    const compacted = compactGroup(indices.map((i) => tables[i] as Table));
+    indices.forEach((i, j) => {
+      out[i] = compacted[j] as Table;
+    });
+  }
+  return out;
+}
+
+/** Tables with one column set, compacted as one: see compactTables. */
+function compactGroup(tables: Table[]): Table[] {
+  const first = tables[0];
+  const all = tables.flatMap((t) => t.rows);
+  if (!first || all.length < 2) return tables;
+  const shared: string[] = [];
   const keep: number[] = [];
-  const rows = t.rows.map((r) => [...r]);
-  t.columns.forEach((name, i) => {
-    const values = rows.map((r) => r[i] ?? '');
+  const rows = tables.map((t) => t.rows.map((r) => [...r]));
+  const annotations: string[][] = tables.map(() => []);
+  first.columns.forEach((name, i) => {
+    const values = all.map((r) => r[i] ?? '');
     if (name === 'Cell' || name === 'Run') {
       keep.push(i);
       return;
     }
-    if (repeatsCell(t, i)) return;
+    if (tables.every((t) => t.rows.length === 0 || repeatsCell(t, i))) return;
     if (values.every((v) => v === values[0])) {
-      if (values[0] !== DASH) notes.push(`${name}: ${values[0]} in every row.`);
-      else notes.push(`${name}: ${DASH} in every row (not in this grid).`);
+      // One table: with its own annotations, in column order, under one "In every row".
+      (tables.length === 1 ? (annotations[0] as string[]) : shared).push(values[0] !== DASH ? `${name}: ${values[0]}.` : `${name}: ${DASH} (not in this grid).`);
       return;
     }
-    const suffix = /\s\(([^()]*(?:\([^()]*\)[^()]*)*)\)$/.exec(values[0] as string)?.[0];
-    if (suffix && values.every((v) => v.endsWith(suffix) || v === DASH)) {
-      notes.push(`${name}: ${suffix.trim().slice(1, -1)} in every row.`);
-      for (const r of rows) if (r[i] !== DASH) r[i] = (r[i] as string).slice(0, -suffix.length);
-    }
+    // An annotation every cell of the column ends with, table by table (the column stays).
+    rows.forEach((tableRows, j) => {
+      if (tableRows.length < 2) return;
+      const own = tableRows.map((r) => r[i] ?? '');
+      const suffix = /\s\(([^()]*(?:\([^()]*\)[^()]*)*)\)$/.exec(own[0] as string)?.[0];
+      if (suffix && own.every((v) => v.endsWith(suffix) || v === DASH)) {
+        (annotations[j] as string[]).push(`${name}: ${suffix.trim().slice(1, -1)}.`);
+        for (const r of tableRows) if (r[i] !== DASH) r[i] = (r[i] as string).slice(0, -suffix.length);
+      }
+    });
     keep.push(i);
   });
-  return { ...t, columns: keep.map((i) => t.columns[i] as string), rows: rows.map((r) => keep.map((i) => r[i] as string)), ...(notes.length ? { notes } : {}) };
+  const where = tables.length === 1 ? 'In every row' : `In every row of these ${tables.length} tables`;
+  return tables.map((t, j) => {
+    const own = annotations[j] as string[];
+    const notes = [
+      ...(t.notes ?? []),
+      ...(own.length > 0 ? [`In every row${tables.length === 1 ? '' : ' of this table'} — ${own.join(' ')}`] : []),
+      ...(j === tables.length - 1 && shared.length > 0 ? [`${where} — ${shared.join(' ')}`] : []),
+    ];
+    return { ...t, columns: keep.map((i) => t.columns[i] as string), rows: (rows[j] as string[][]).map((r) => keep.map((i) => r[i] as string)), ...(notes.length ? { notes } : {}) };
+  });
 }
 
 // The summary box states each of their comparisons in a sentence; the full tables and plots are a click away.
@@ -474,6 +517,6 @@ export function buildDocument(s: ReportSummary): ReportDocument {
     title: `canary-audit report: ${s.audit.name}`,
     sections: sections
       .filter((x): x is Section => x !== null)
-      .map((sec) => ({ ...sec, tables: sec.tables.map(compactTable), ...(FOLDED.has(sec.id) ? { folded: true } : {}) })),
+      .map((sec) => ({ ...sec, tables: compactTables(sec.tables), ...(FOLDED.has(sec.id) ? { folded: true } : {}) })),
   };
 }

@@ -66,10 +66,13 @@ function doseAxis(doses: number[]): Record<string, unknown> {
  */
 function controlLayers(x: Record<string, unknown>, y: Record<string, unknown>): Layer[] {
   const legend = { field: 'control_label', type: 'nominal', scale: { range: ['#777'] }, legend: { title: 'controls', symbolType: 'square', symbolOpacity: 0.5, orient: 'bottom', direction: 'vertical' } };
+  // Only rows that carry a control: the exposure plot's run-median rows (and a cell without a
+  // held-out cohort) have none, and would otherwise add an `undefined` legend entry and NaN marks.
+  const band = [{ filter: 'isValid(datum.control_lo) && isValid(datum.control_hi) && isValid(datum.control_label)' }];
   return [
-    { mark: { type: 'area', opacity: 0.15 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' }, detail: { field: 'series' }, fill: legend } },
-    { mark: { type: 'rule', color: '#999', strokeWidth: 6, opacity: 0.5 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' } } },
-    { mark: { type: 'tick', orient: 'horizontal', color: '#666', thickness: 2, size: 16 }, encoding: { x, y: { field: 'control', ...y } } },
+    { transform: band, mark: { type: 'area', opacity: 0.15 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' }, detail: { field: 'series' }, fill: legend } },
+    { transform: band, mark: { type: 'rule', color: '#999', strokeWidth: 6, opacity: 0.5 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' } } },
+    { transform: [{ filter: 'isValid(datum.control)' }], mark: { type: 'tick', orient: 'horizontal', color: '#666', thickness: 2, size: 16 }, encoding: { x, y: { field: 'control', ...y } } },
   ] as Layer[];
 }
 
@@ -116,8 +119,8 @@ function ceilingText(y: Record<string, unknown>): Layer {
 function estimateLayers(x: Record<string, unknown>, y: Record<string, unknown>, estimate: string, series: string[]): Layer[] {
   const color = { field: 'series', type: 'nominal', title: 'cell', sort: series };
   return [
-    { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
-    { mark: { type: 'line', point: true }, encoding: { x, y: { field: estimate, ...y }, color } },
+    { transform: [{ filter: 'isValid(datum.lo) && isValid(datum.hi)' }], mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
+    { transform: [{ filter: `isValid(datum[${JSON.stringify(estimate)}])` }], mark: { type: 'line', point: true }, encoding: { x, y: { field: estimate, ...y }, color } },
   ] as Layer[];
 }
 

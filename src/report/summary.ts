@@ -78,6 +78,8 @@ export interface ReportSummary {
   audit: { id: string; name: string; dir: string; grid_sha256: string | null; axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
   settings: ReportSettings;
   counts: { runs: number; finished: number; failed: number; missing: number; no_canary_runs: number; observations: number; score_files: number };
+  /** The report's headline finding in one sentence, the one `run` prints (report/findings.ts); null without focal canaries. Written by computeReport; absent from summaries written before it. */
+  headline?: string | null;
   runs: RunReport[];
   groups: GroupSummary[];
   paired: PairedSummary[];
@@ -158,6 +160,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
       observations: input.observations,
       score_files: [...outcomes.values()].reduce((n, o) => n + o.scoreFiles, 0),
     },
+    // Set by computeReport (report/findings.ts reads the whole summary); here so it comes near the top of summary.json.
+    headline: null,
     runs,
     groups: input.groups,
     paired: input.paired,

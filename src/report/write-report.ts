@@ -8,7 +8,6 @@ import { renderCsv, renderDataPackage, renderUtilityCsv, utilityResource } from 
 import { buildDocument } from './document.js';
 import { REPORT_FILES, REPORT_FORMATS, type ReportFormat } from './formats.js';
 import { renderHtml, type RenderedPlot } from './html.js';
-import { headline } from './findings.js';
 import { loadAudit } from './load-audit.js';
 import { canaryThumbnails, type Thumbnail } from './thumbnails.js';
 import { renderMarkdown } from './markdown.js';
@@ -34,7 +33,7 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
     const written = await stageReport(stage, outDir, formats, summary, observations, csvRuns, thumbnails);
     await stage.commit([join(outDir, REPORT_FILES.html)]);
     log.debug({ audit: summary.audit.id, out: outDir, files: written.files.length, runs: summary.counts }, 'report written');
-    const base = { files: written.files, counts: summary.counts, warnings: summary.warnings, headline: headline(summary), verdicts: (summary.verdicts ?? []).map((v) => v.sentence) };
+    const base = { files: written.files, counts: summary.counts, warnings: summary.warnings, headline: summary.headline ?? null, verdicts: (summary.verdicts ?? []).map((v) => v.sentence) };
     return written.summaryPath === undefined ? base : { ...base, summaryPath: written.summaryPath };
   } catch (error) {
     await stage?.abort().catch(() => undefined);

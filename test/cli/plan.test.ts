@@ -94,6 +94,11 @@ describe('canary-audit plan', () => {
     err = '';
     expect(await main(['plan', join(root, 'missing.yaml')])).toBe(2);
     expect(err).toContain('missing.yaml: cannot read the grid: no such file');
+    // The fix is named: check the path, and where the example grids are.
+    expect(err).toMatch(/check the path, the examples are in configs\/ \(e\.g\. configs\/quickstart\.yaml\)\n$/);
+    err = '';
+    expect(await main(['plan', root])).toBe(2);
+    expect(err).toContain(`${root}: cannot read the grid: it is a folder; name a grid YAML file`);
   });
 
   it('exits 2 with one line at the alias or merge key for an alias bomb and a scalar merge key', async () => {

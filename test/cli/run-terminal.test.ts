@@ -56,15 +56,15 @@ describe.skipIf(!hasScript)('canary-audit run on a terminal', () => {
     expect(out).toContain(`${study.auditId} study-fixture: ${runIds.length} run(s) in ${study.auditDir}`);
     for (const id of runIds) expect(lines.filter((l) => l.startsWith(`  ${id}  `)), id).toHaveLength(1);
     const dashboard = lines.find((l) => l.startsWith('watch in the dashboard: '));
-    expect(dashboard).toBe(`watch in the dashboard: canary-audit dashboard --audit ${JSON.stringify(study.auditDir)}`);
-    expect(lines).toContain(`watch in the terminal: canary-audit status --audit ${JSON.stringify(study.auditDir)} --watch`);
+    // From the package root, `npx canary-audit` runs this CLI (cli/invocation: no bin on PATH here).
+    expect(dashboard).toBe(`watch in the dashboard: npx canary-audit dashboard --audit ${study.auditDir}`);
+    expect(lines).toContain(`watch in the terminal: npx canary-audit status --audit ${study.auditDir} --watch`);
     // No log records on a terminal: neither pino's blocks nor NDJSON.
     expect(out).not.toMatch(/INFO|"level":|run manifest/);
 
     // At the end: the headline finding in one sentence, with its figure, interval, control and n, and the report.
     const finding = lines.find((l) => l.startsWith('finding: '));
-    // A figure on two runs per arm carries its flag (docs/metrics.md, coverage) beside the interval.
-    expect(finding, out).toMatch(/^finding: .+: median exposure \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\](?: \(⚠[^)]*\))? bits \(ceiling \d+\.\d\d\) against -?\d+\.\d\d \[.+\](?: \(⚠[^)]*\))? for held-out canaries of the same runs, Δ [+-]?\d+\.\d\d \[.+\](?: \(⚠[^)]*\))?; n = \d+ canar(y|ies) · \d+ runs?/);
+    expect(finding, out).toMatch(/^finding: .+: median exposure \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]( \(⚠ [^)]+\))? bits \(ceiling \d+\.\d\d\) against -?\d+\.\d\d \[.+\]( \(⚠ [^)]+\))? for held-out canaries of the same runs, Δ [+-]?\d+\.\d\d \[.+\]( \(⚠ [^)]+\))?; n = \d+ canar(y|ies) · \d+ runs?/);
     expect(lines).toContain(`report: ${join(study.auditDir, 'report', 'report.html')}`);
     // Last: one verdict line per declared comparison.
     const tail = lines.filter((l) => l.trim() !== '');
@@ -84,13 +84,13 @@ describe('canary-audit run with stderr not a terminal', () => {
     const piped = await runCli(['run', audit.auditDir, '--cpu', '1', '--no-report'], env);
     expect(piped.exitCode, piped.all).toBe(0);
     const records = piped.stderr.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { msg: string; dashboard?: string; state?: string });
-    expect(records.find((r) => r.dashboard !== undefined)?.dashboard, piped.stderr.slice(0, 3000)).toBe(`canary-audit dashboard --audit ${JSON.stringify(audit.auditDir)}`);
+    expect(records.find((r) => r.dashboard !== undefined)?.dashboard, piped.stderr.slice(0, 3000)).toBe(`npx canary-audit dashboard --audit ${audit.auditDir}`);
     expect(records.filter((r) => r.msg === 'run state' && r.state === 'completed')).toHaveLength(2);
     expect(piped.stdout).toMatch(new RegExp(`^${audit.auditId}: 2/2 runs completed$`));
 
     const human = await runCli(['run', audit.auditDir, '--cpu', '1', '--no-report', '--log-format', 'human'], env);
     expect(human.exitCode, human.all).toBe(0);
     expect(human.stderr).not.toMatch(/^\{/m);
-    expect(human.stderr).toContain(`watch in the dashboard: canary-audit dashboard --audit ${JSON.stringify(audit.auditDir)}`);
+    expect(human.stderr).toContain(`watch in the dashboard: npx canary-audit dashboard --audit ${audit.auditDir}`);
   }, 120_000);
 });

@@ -107,7 +107,7 @@ describe('canary-audit status', () => {
     const plain = await runMain(['status', '--artifacts', artifacts], env);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain('no audits in the queue\n1 audit(s) under the artifact root are not on this Redis (redis://:***@');
-    expect(plain.stdout).toContain(`  ${audit.auditId} (lost): it was queued on another Redis, or this one lost it (restarted without its append-only file, or purged); to queue it here: canary-audit submit ${audit.auditDir} (`);
+    expect(plain.stdout).toContain(`  ${audit.auditId} (lost): it was queued on another Redis, or this one lost it (restarted without its append-only file, or purged); to queue it here: npx canary-audit submit ${audit.auditDir} (`);
     const json = JSON.parse((await runMain(['status', '--json', '--artifacts', artifacts], env)).stdout) as { not_queued: unknown[] };
     expect(json.not_queued).toEqual([{ audit_id: audit.auditId, name: 'lost', dir: audit.auditDir }]);
     const one = await runMain(['status', audit.auditId, '--artifacts', artifacts], env);

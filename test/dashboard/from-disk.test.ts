@@ -82,6 +82,14 @@ describe.skipIf(!hasChromium)('dashboard without its Redis', () => {
     await page.locator('#audits').waitFor({ timeout: 10_000 });
     await page.goto(`${dashboard.url}#/audit/${study.auditId}`);
     await page.locator('#plot svg.marks').waitFor({ timeout: 15_000 });
+    // No `undefined`, `NaN` or empty entry in the page's text, the plot's mark labels or its legends.
+    expect((await page.evaluate(() => document.body.innerText)).split('\n').filter((l) => /\b(undefined|NaN)\b/.test(l))).toEqual([]);
+    const labels = await page.locator('#plot svg [aria-label]').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+    expect(labels.length).toBeGreaterThan(0);
+    expect(labels.filter((l) => /\b(undefined|NaN)\b/.test(l))).toEqual([]);
+    const legend = await page.locator('#plot svg g.role-legend .role-legend-label text').allTextContents();
+    expect(legend.length).toBeGreaterThan(0);
+    expect(legend.filter((t) => t.trim() === '' || /\b(undefined|NaN)\b/.test(t))).toEqual([]);
     // Nothing reads "active" or a live ETA any more.
     expect(await page.locator('#runs td.state', { hasText: /active|waiting/ }).count()).toBe(0);
     const href = await page.locator('#report-link').getAttribute('href');
@@ -116,8 +124,56 @@ describe.skipIf(!hasChromium)('dashboard without its Redis', () => {
     }, 30_000);
     expect(snapshot.queue).toBe('unreachable');
     expect(snapshot.audits).toEqual([expect.objectContaining({ audit_id: study.auditId, state: 'finished', report: join(study.auditDir, 'report', 'report.html') })]);
+    // The banner names the situation: run's private Redis, stopped (not a Redis the user gave).
+    expect((snapshot as unknown as { error: string }).error).toBe(`queue unreachable: the private Redis \`canary-audit run\` started for ${study.auditDir} is not running (run stops it when the audit ends); audits are shown from their files on disk`);
     child.kill('SIGTERM');
     const result = await child;
     expect(result.exitCode, result.all).toBe(0);
+  }, 120_000);
+});
+
+describe('dashboard with a live Redis and an audit only on disk', () => {
+  it('lists the audit from the artifact root beside the queue, with loss, loss curve, rows/s and attempts from its run files', async () => {
+    const dir = join(root, 'live');
+    const liveArtifacts = join(dir, 'artifacts');
+    const study = await finishedStudy(liveArtifacts);
+    // One finished run as a worker leaves it: a result with its rows/s, two attempts in its trainer log.
+    const run = (await loadAudit(study.auditDir)).runs.find((r) => r.status === 'finished')!;
+    const result = JSON.parse(readFileSync(run.resultPath, 'utf8')) as { training: Record<string, unknown> };
+    result.training.rows_per_s = 123.4;
+    writeFileSync(run.resultPath, JSON.stringify(result));
+    writeFileSync(
+      join(run.outputDir, 'trainer.stderr.log'),
+      [
+        `[canary-audit] 2026-01-02T03:04:05.000Z attempt 1 of ${run.run_id} on node-a gpu=none worker_pid=11`,
+        'Traceback (most recent call last): killed',
+        `[canary-audit] 2026-01-02T03:05:00.000Z attempt 2 of ${run.run_id} on node-b gpu=1 worker_pid=12`,
+        '',
+      ].join('\n'),
+    );
+    const own = await startTestRedis(dir);
+    const live = await startDashboard({ conn: isolatedConnection(own), artifactsDir: liveArtifacts, port: 0, intervalMs: 250 });
+    try {
+      const snapshot = (await (await fetch(`${live.url}api/snapshot`)).json()) as {
+        queue: string;
+        error: string | null;
+        audits: { audit_id: string; source: string; state: string; runs: { run_id: string; loss: number | null; loss_curve: [number, number][]; rows_per_s: number | null; attempt: number; host: string | null; gpu: string | null; started: string | null }[] }[];
+      };
+      expect(snapshot.queue).toBe('live');
+      expect(snapshot.error).toBeNull();
+      // The queue is empty: the audit comes from disk, finished, with each finished run's training.
+      expect(snapshot.audits.map((a) => [a.audit_id, a.source, a.state])).toEqual([[study.auditId, 'disk', 'finished']]);
+      const view = snapshot.audits[0]!.runs.find((r) => r.run_id === run.run_id)!;
+      expect(view).toMatchObject({ loss: 0.5, rows_per_s: 123.4, attempt: 2, host: 'node-b', gpu: '1', started: '2026-01-02T03:04:05.000Z' });
+      expect(view.loss_curve.length).toBeGreaterThanOrEqual(2);
+      expect(view.loss_curve.at(-1)?.[1]).toBe(0.5);
+      // Every finished run has its curve; a run with no trainer log has no attempt to show.
+      const finished = snapshot.audits[0]!.runs.filter((r) => r.loss !== null);
+      expect(finished.length).toBeGreaterThan(1);
+      for (const r of finished) expect(r.loss_curve.length, r.run_id).toBeGreaterThan(0);
+    } finally {
+      await live.close();
+      await own.stop();
+    }
   }, 120_000);
 });

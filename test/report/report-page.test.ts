@@ -1,7 +1,7 @@
 // tier: slow (redis-server, Python or Chromium)
 /// <reference lib="dom" />
 /// <reference lib="dom.iterable" />
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,5 +91,52 @@ describe.skipIf(!hasChromium)('report.html in Chromium', () => {
     const unfolded = await page.evaluate(() => document.documentElement.scrollHeight);
     expect(folded).toBeLessThan(0.5 * unfolded);
     await page.close();
+  }, 120_000);
+  it('has no `undefined`, `NaN` or empty entry in its text, its plots’ labels and legends, or the plot specs’ data', async () => {
+    const study = await buildStudyAudit(join(root, 'words'));
+    const { files } = await writeReport({ auditDir: study.auditDir, resamples: 100 });
+    const html = files.find((f) => f.endsWith('report.html'))!;
+    const bad = /\b(undefined|NaN)\b/;
+    const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.goto(`file://${html}`);
+    for (const d of await page.locator('details').all()) await d.evaluate((el) => ((el as HTMLDetailsElement).open = true));
+
+    // The page as read: every visible line of text, and the SVGs' accessible labels (each mark's data).
+    const text = await page.evaluate(() => document.body.innerText);
+    expect(text.split('\n').filter((l) => /\b(undefined|NaN)\b/.test(l))).toEqual([]);
+    const labels = await page.evaluate(() => [...document.querySelectorAll('svg [aria-label]')].map((e) => e.getAttribute('aria-label') ?? ''));
+    expect(labels.length).toBeGreaterThan(0);
+    expect(labels.filter((l) => bad.test(l))).toEqual([]);
+
+    // Every legend entry as drawn has a name: the controls' legend names the held-out control once.
+    const legends = await page.evaluate(() =>
+      [...document.querySelectorAll('svg g.role-legend')].map((g) => ({
+        title: g.querySelector('.role-legend-title')?.textContent ?? '',
+        entries: [...g.querySelectorAll('.role-legend-label text')].map((t) => t.textContent ?? ''),
+      })),
+    );
+    expect(legends.length).toBeGreaterThan(0);
+    for (const l of legends) {
+      expect(l.entries.length, l.title).toBeGreaterThan(0);
+      for (const e of l.entries) expect(e.trim(), l.title).not.toBe('');
+      for (const e of l.entries) expect(e, l.title).not.toMatch(bad);
+    }
+    const controls = legends.filter((l) => l.title === 'controls');
+    expect(controls.length).toBeGreaterThanOrEqual(2);
+    for (const l of controls) expect(l.entries).toHaveLength(1);
+    await page.close();
+
+    // The specs kept beside the SVGs: no row whose legend field is missing for a layer that draws it.
+    const plotsDir = join(study.auditDir, 'report', 'plots');
+    const specs = readdirSync(plotsDir).filter((f) => f.endsWith('.vl.json'));
+    expect(specs.length).toBeGreaterThanOrEqual(3);
+    for (const f of specs) {
+      const raw = readFileSync(join(plotsDir, f), 'utf8');
+      expect(raw, f).not.toMatch(/\b(undefined|NaN)\b/);
+      const spec = JSON.parse(raw) as { data?: { values?: Record<string, unknown>[] } };
+      for (const row of spec.data?.values ?? []) {
+        for (const [k, v] of Object.entries(row)) if (typeof v === 'number') expect(Number.isFinite(v), `${f} ${k}`).toBe(true);
+      }
+    }
   }, 120_000);
 });

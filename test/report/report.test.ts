@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeReport, writeReport } from '../../src/report/index.js';
+import { computeReport, findings, writeReport } from '../../src/report/index.js';
 import { readScoreFile } from '../../src/report/scores.js';
 import { trainerPython } from '../../src/runner/python.js';
 import type { ReportSummary } from '../../src/report/summary.js';
@@ -23,12 +23,14 @@ let root: string;
 let audit: FixtureAudit;
 let summary: ReportSummary;
 let files: string[];
+let written: Awaited<ReturnType<typeof writeReport>>;
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'ca-report-'));
   audit = await buildStudyAudit(root);
   const result = await writeReport({ auditDir: audit.auditDir, seed: 3, resamples: 400 });
   files = result.files;
+  written = result;
   summary = JSON.parse(await readFile(result.summaryPath as string, 'utf8')) as ReportSummary;
 });
 
@@ -76,6 +78,17 @@ describe('writeReport on the study fixture', () => {
     expect(validate('report', summary)).toEqual([]);
     expect(summary.schema_version).toBe('canary-audit.report/2');
     expect(summary.provenance.at_write.component).toBe('controller');
+  });
+
+  it('leads summary.json with the headline, the finding `run` prints: the control comparison with the largest effect', () => {
+    const controls = findings(summary).filter((f) => f.kind === 'control');
+    expect(controls.length).toBeGreaterThan(1);
+    const largest = controls.reduce((a, b) => (b.weight > a.weight ? b : a));
+    expect(summary.headline).toBe(largest.text);
+    expect(summary.headline).toMatch(/bits/);
+    expect(written.headline).toBe(summary.headline);
+    // Near the top of the file, before the runs and groups a reader scrolls past.
+    expect(Object.keys(summary).indexOf('headline')).toBeLessThan(Object.keys(summary).indexOf('runs'));
   });
 
   it('counts runs by status and lists failed and missing ones without failing', () => {
@@ -246,19 +259,28 @@ describe('writeReport on the study fixture', () => {
       expect(md).toContain(heading);
     }
     expect(md).toContain('**Visibility: redacted**');
-    // Columns constant in every row (here: dose 8, the ceiling, n) are said once, under the table.
+    // Columns constant in every row of both visibilities' tables (here: dose 8, the ceiling) are said once, under the last.
     expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | ${EXPECTED.lateMedian.toFixed(2)} [`);
     // Every redacted row rests on 2 runs: the flag beside each interval is common to the rows, so it is stated once under the table.
-    expect(md).toContain('_Dose: 8 in every row. Exposure median [95% CI]: ⚠ 2 runs per arm: interval may be too narrow in every row. Ceiling: 13.29 in every row.');
+    expect(md).toContain('_In every row of this table — Exposure median [95% CI]: ⚠ 2 runs per arm: interval may be too narrow. ');
+    // What both visibilities' tables repeat is said once, under the last of them; both keep one column set.
+    expect(md).toContain('In every row of these 2 tables — Dose: 8. Ceiling: 13.29._');
+    for (const line of md.split('\n')) expect(line.match(/in every row/gi)?.length ?? 0, line.slice(0, 80)).toBeLessThanOrEqual(2);
+    // The exposure tables of both visibilities have one column set.
+    const exposure = md.slice(md.indexOf('## Exposure vs dose'), md.indexOf('## Controls'));
+    const heads = exposure.split('\n').filter((l) => l.startsWith('| Cell'));
+    expect(heads).toHaveLength(2);
+    expect(heads[0]).toContain('Recovered (prefill)');
+    expect(heads[1]).toBe(heads[0]);
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
     // The late cell's median sits on its ceiling pile (3 of 6 at rank 1) and is read on the ranks; the early one is not.
     expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way; on the ranks (values tied at the ceiling or floor) |');
     expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way |');
-    expect(md).toContain('n: 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval in every row.');
+    expect(md).toContain('| 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval |');
     expect(md).toMatch(/\| 8 \| 6 \| 3 · 2 \| 6 \| 0 \| [^\n]*\|/);
-    expect(md).toContain('Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way in every row.');
-    expect(md).toContain('Median paired Δ [95% CI]: single run pair: canary pairs only; one run: a rerun can fall outside this interval in every row.');
+    expect(md).toContain('_In every row of this table — Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way._');
+    expect(md).toContain('_In every row of this table — Median paired Δ [95% CI]: single run pair: canary pairs only; one run: a rerun can fall outside this interval._');
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
