@@ -56,7 +56,9 @@ const seed = Number(values.seed);
 const components = { run: Number(values.run), canary: Number(values.canary), interaction: Number(values.interaction) };
 const runCounts = values.runs.split(',').map(Number);
 
-console.log(`components (sd): run ${components.run}, canary ${components.canary}, canary×run ${components.interaction}; ${canaries} canaries; ${sims} audits per row; ${resamples} resamples; seed ${seed}`);
+console.log(
+  `components (sd): run ${components.run}, canary ${components.canary}, canary×run ${components.interaction}; ${canaries} canaries; ${sims} audits per row; ${resamples} resamples; seed ${seed}`,
+);
 console.log('| design | statistic | runs | covered | coverage | mean width | resampling read |');
 console.log('|---|---|---|---|---|---|---|');
 const rows: CoverageRow[] = [];
@@ -65,7 +67,13 @@ for (const design of ['crossed', 'nested'] as const) {
   for (const statistic of ['median', 'paired difference'] as const) {
     for (const runs of runCounts) {
       const t = performance.now();
-      const row = (values.plain ? plainCoverage : coverage)({ design, runs, canaries, components }, statistic, sims, (s += 1), resamples);
+      const row = (values.plain ? plainCoverage : coverage)(
+        { design, runs, canaries, components },
+        statistic,
+        sims,
+        (s += 1),
+        resamples,
+      );
       rows.push(row);
       console.log(
         `| ${design} | ${statistic} | ${runs} | ${row.covered}/${row.sims} | ${(100 * row.coverage).toFixed(1)}% | ${row.meanWidth.toFixed(2)} | ${row.detected} |` +

@@ -16,11 +16,25 @@
  * Exit status 1 when an unflagged row falls outside 93–97%.
  */
 import { parseArgs } from 'node:util';
-import { bootstrapMedian, bootstrapMedianDifference, clusteredSample, type DifferenceInterval, type MedianInterval } from '../src/metrics/bootstrap.js';
+import {
+  bootstrapMedian,
+  bootstrapMedianDifference,
+  clusteredSample,
+  type DifferenceInterval,
+  type MedianInterval,
+} from '../src/metrics/bootstrap.js';
 import { pooledProportion } from '../src/metrics/arm.js';
 import { designProportion } from '../src/metrics/design-proportion.js';
 import { Rng } from '../src/random.js';
-import { CEILING, populationTruths, shapedAudit, type EffectSds, type PopulationTruths, type ShapedAudit, type ShapedSpec } from '../test/fixtures/shaped-audit.js';
+import {
+  CEILING,
+  populationTruths,
+  shapedAudit,
+  type EffectSds,
+  type PopulationTruths,
+  type ShapedAudit,
+  type ShapedSpec,
+} from '../test/fixtures/shaped-audit.js';
 
 const HELP = `Coverage of the report's 95% intervals on synthetic audits shaped like real ones.
 
@@ -124,8 +138,16 @@ for (const name of ['ceiling-46', 'ceiling-38-run', 'mid-normal', 'skewed'] as c
   }
 }
 // Unbounded and continuous (no ceiling, no ties), run-dominated: the 2-run degrees of freedom alone.
-for (const [design, runs] of [['crossed', 2], ['crossed', 3], ['nested', 2]] as const) {
-  cases.push({ name: 'unbounded-run', spec: { ...BASE, design, runs, mu: 6, sd: runDominated, transform: 'none' }, estimands: ['median', 'paired'] });
+for (const [design, runs] of [
+  ['crossed', 2],
+  ['crossed', 3],
+  ['nested', 2],
+] as const) {
+  cases.push({
+    name: 'unbounded-run',
+    spec: { ...BASE, design, runs, mu: 6, sd: runDominated, transform: 'none' },
+    estimands: ['median', 'paired'],
+  });
 }
 const chosenCases = opts.cases ? new Set(opts.cases.split(',').map((c) => c.trim())) : null;
 if (chosenCases) {
@@ -147,22 +169,35 @@ interface Interval {
 function interval(estimand: Estimand, audit: ShapedAudit, spec: ShapedSpec, label: string): Interval | null {
   const bounded = spec.transform === 'rank';
   const common = { seed: 7, label, resamples };
-  const sample = (arm: { values: number[]; runs: string[]; canaries: string[] }) => clusteredSample(arm.values, arm.runs, arm.canaries);
+  const sample = (arm: { values: number[]; runs: string[]; canaries: string[] }) =>
+    clusteredSample(arm.values, arm.runs, arm.canaries);
   switch (estimand) {
     case 'median': {
-      const i = bootstrapMedian(sample(audit.focal), { ...common, ...(bounded ? { bounds: [0, CEILING] as const } : {}) }) as MedianInterval;
+      const i = bootstrapMedian(sample(audit.focal), {
+        ...common,
+        ...(bounded ? { bounds: [0, CEILING] as const } : {}),
+      }) as MedianInterval;
       return { lo: i.lo, hi: i.hi, flags: i.flags ?? [] };
     }
     case 'held-out': {
-      const i = bootstrapMedian(sample(audit.heldOut), { ...common, ...(bounded ? { bounds: [0, CEILING] as const } : {}) }) as MedianInterval;
+      const i = bootstrapMedian(sample(audit.heldOut), {
+        ...common,
+        ...(bounded ? { bounds: [0, CEILING] as const } : {}),
+      }) as MedianInterval;
       return { lo: i.lo, hi: i.hi, flags: i.flags ?? [] };
     }
     case 'delta': {
-      const d = bootstrapMedianDifference(sample(audit.focal), sample(audit.heldOut), { ...common, ...(bounded ? { bounds: [-CEILING, CEILING] as const, sideBounds: [0, CEILING] as const } : {}) }) as DifferenceInterval;
+      const d = bootstrapMedianDifference(sample(audit.focal), sample(audit.heldOut), {
+        ...common,
+        ...(bounded ? { bounds: [-CEILING, CEILING] as const, sideBounds: [0, CEILING] as const } : {}),
+      }) as DifferenceInterval;
       return { lo: d.lo, hi: d.hi, flags: d.flags ?? [] };
     }
     case 'paired': {
-      const i = bootstrapMedian(sample(audit.paired), { ...common, ...(bounded ? { bounds: [-CEILING, CEILING] as const } : {}) }) as MedianInterval;
+      const i = bootstrapMedian(sample(audit.paired), {
+        ...common,
+        ...(bounded ? { bounds: [-CEILING, CEILING] as const } : {}),
+      }) as MedianInterval;
       return { lo: i.lo, hi: i.hi, flags: i.flags ?? [] };
     }
     case 'recovery': {
@@ -177,11 +212,22 @@ function interval(estimand: Estimand, audit: ShapedAudit, spec: ShapedSpec, labe
 }
 
 function truthOf(estimand: Estimand, t: PopulationTruths): number {
-  return { median: t.median, 'held-out': t.heldOutMedian, delta: t.delta, paired: t.paired, recovery: t.recovered, copy: t.copied }[estimand];
+  return {
+    median: t.median,
+    'held-out': t.heldOutMedian,
+    delta: t.delta,
+    paired: t.paired,
+    recovery: t.recovered,
+    copy: t.copied,
+  }[estimand];
 }
 
-console.log(`${sims} audits per row and seed; seeds ${seeds.join(', ')}; ${resamples} resamples; truths from ${truthDraws} Monte-Carlo draws; nominal 95%`);
-console.log('| case | estimand | runs | design | focal at ceiling | truth | coverage | above / below | mean width | flagged |');
+console.log(
+  `${sims} audits per row and seed; seeds ${seeds.join(', ')}; ${resamples} resamples; truths from ${truthDraws} Monte-Carlo draws; nominal 95%`,
+);
+console.log(
+  '| case | estimand | runs | design | focal at ceiling | truth | coverage | above / below | mean width | flagged |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 let outside = 0;
 const started = performance.now();
@@ -228,9 +274,11 @@ for (const c of cases) {
     // A row counts as flagged when the report marks most of its figures.
     if (rowOutside && flaggedShare < 0.5) outside += 1;
     console.log(
-      `| ${c.name} | ${estimand} | ${c.spec.runs} | ${c.spec.design} | ${c.spec.transform === 'rank' ? `${((100 * ceilingShare) / (sims * seeds.length)).toFixed(0)}%` : 'unbounded'} | ${truth.toFixed(3)} | ${perSeed.join(' / ')} | ${above} / ${below} | ${(width / total).toFixed(2)} | ${flagged === 0 ? '—' : `${((100 * flaggedShare).toFixed(0))}%: ${[...flagTexts].join('; ')}`} |`,
+      `| ${c.name} | ${estimand} | ${c.spec.runs} | ${c.spec.design} | ${c.spec.transform === 'rank' ? `${((100 * ceilingShare) / (sims * seeds.length)).toFixed(0)}%` : 'unbounded'} | ${truth.toFixed(3)} | ${perSeed.join(' / ')} | ${above} / ${below} | ${(width / total).toFixed(2)} | ${flagged === 0 ? '—' : `${(100 * flaggedShare).toFixed(0)}%: ${[...flagTexts].join('; ')}`} |`,
     );
   }
 }
-console.log(`${((performance.now() - started) / 1000).toFixed(0)} s; ${outside === 0 ? 'every row within 93–97% or flagged' : `${outside} unflagged row(s) outside 93–97%`}`);
+console.log(
+  `${((performance.now() - started) / 1000).toFixed(0)} s; ${outside === 0 ? 'every row within 93–97% or flagged' : `${outside} unflagged row(s) outside 93–97%`}`,
+);
 process.exitCode = outside === 0 ? 0 : 1;

@@ -28,14 +28,18 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npx tsx bench/null-check.ts [--audits N (default 1000)] [--seed S (default 1)] [--shift D (default 0)]\nPrints the share of simulated audits that raise null_broken, per score shape and design: healthy audits (false alarms) with --shift 0, members drawn D higher (power) otherwise.');
+  console.log(
+    'usage: npx tsx bench/null-check.ts [--audits N (default 1000)] [--seed S (default 1)] [--shift D (default 0)]\nPrints the share of simulated audits that raise null_broken, per score shape and design: healthy audits (false alarms) with --shift 0, members drawn D higher (power) otherwise.',
+  );
   process.exit(0);
 }
 const audits = Number(values.audits);
 const seed = Number(values.seed);
 const shift = Number(values.shift);
 if (!(Number.isInteger(audits) && audits > 0) || !Number.isInteger(seed) || !Number.isFinite(shift)) {
-  console.error(`--audits must be a positive integer, --seed an integer and --shift a number, got ${values.audits}, ${values.seed} and ${values.shift}`);
+  console.error(
+    `--audits must be a positive integer, --seed an integer and --shift a number, got ${values.audits}, ${values.seed} and ${values.shift}`,
+  );
   process.exit(2);
 }
 
@@ -69,14 +73,22 @@ const designs = [
   { name: 'held-out halves, 8 vs 8, 18 runs (quickstart)', members: 8, others: 8, runs: 18, k: 1 },
   { name: 'held-out halves, 50 vs 50, 3 runs', members: 50, others: 50, runs: 3, k: 1 },
 ];
-function canaryScore(r: () => number, centre: number, d: number, runs: number, transform: (x: number) => number): number {
+function canaryScore(
+  r: () => number,
+  centre: number,
+  d: number,
+  runs: number,
+  transform: (x: number) => number,
+): number {
   const effect = 2 * normal(r);
   let sum = 0;
   for (let i = 0; i < runs; i += 1) sum += transform(centre + d + effect + 3 * normal(r));
   return sum / runs;
 }
 
-console.log(`null_broken on ${shift === 0 ? 'healthy audits' : `audits whose members draw ${shift} higher`}: ${audits} audits per row, seed ${seed}, δ = 1e-5, family level 95%`);
+console.log(
+  `null_broken on ${shift === 0 ? 'healthy audits' : `audits whose members draw ${shift} higher`}: ${audits} audits per row, seed ${seed}, δ = 1e-5, family level 95%`,
+);
 console.log('| shape | design | k | each test at | audits warned | rate |');
 console.log('|---|---|---|---|---|---|');
 for (const [shape, { centre, transform }] of Object.entries(shapes)) {
@@ -87,11 +99,22 @@ for (const [shape, { centre, transform }] of Object.entries(shapes)) {
     for (let a = 0; a < audits; a += 1) {
       let broken = false;
       for (let c = 0; c < d.k; c += 1) {
-        const scored = [...Array.from({ length: d.members }, () => ({ score: canaryScore(r, centre, shift, d.runs, transform), member: true })), ...Array.from({ length: d.others }, () => ({ score: canaryScore(r, centre, 0, d.runs, transform), member: false }))];
+        const scored = [
+          ...Array.from({ length: d.members }, () => ({
+            score: canaryScore(r, centre, shift, d.runs, transform),
+            member: true,
+          })),
+          ...Array.from({ length: d.others }, () => ({
+            score: canaryScore(r, centre, 0, d.runs, transform),
+            member: false,
+          })),
+        ];
         if (nullVerdict(scored, each, 1e-5).broken) broken = true;
       }
       if (broken) warned += 1;
     }
-    console.log(`| ${shape} | ${d.name} | ${d.k} | ${(100 * each).toFixed(2)}% | ${warned} | ${((100 * warned) / audits).toFixed(1)}% |`);
+    console.log(
+      `| ${shape} | ${d.name} | ${d.k} | ${(100 * each).toFixed(2)}% | ${warned} | ${((100 * warned) / audits).toFixed(1)}% |`,
+    );
   }
 }

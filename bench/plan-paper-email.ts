@@ -20,10 +20,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { grid: { type: 'string', default: 'configs/paper-email.yaml' }, out: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { grid: { type: 'string', default: 'configs/paper-email.yaml' }, out: { type: 'string' } },
+});
 // Before the logger is created (it reads the level once): one line per run would drown the figures.
 process.env.CANARY_AUDIT_LOG_LEVEL ??= 'warn';
-const { planAudit, writeAudit, writeLines, trainingRowLines, utilityRowLines, runRenderer, buildManifestCore } = await import('../src/manifest/index.js');
+const { planAudit, writeAudit, writeLines, trainingRowLines, utilityRowLines, runRenderer, buildManifestCore } =
+  await import('../src/manifest/index.js');
 const { finishProvenance } = await import('../src/provenance/index.js');
 
 const out = values.out ?? mkdtempSync(join(tmpdir(), 'canary-bench-'));
@@ -53,7 +56,9 @@ try {
   }
   const perRunSeconds = (performance.now() - tp0) / 1000 + (tPlan - t0) / 1000;
 
-  const sample = readFileSync(join(written.runs[0]?.runDir ?? '', 'rows.jsonl'), 'utf8').split('\n').slice(0, -1);
+  const sample = readFileSync(join(written.runs[0]?.runDir ?? '', 'rows.jsonl'), 'utf8')
+    .split('\n')
+    .slice(0, -1);
   const tb0 = performance.now();
   for (let r = 0; r < plan.runs.length; r += 1) {
     const path = join(out, 'baseline.jsonl');
@@ -62,11 +67,19 @@ try {
   }
   const baseSeconds = (performance.now() - tb0) / 1000;
 
-  console.log(`grid        ${values.grid} (${plan.auditId}), ${plan.runs.length} runs x ${fmt(plan.grid.rows)} rows = ${fmt(rows)} rows`);
+  console.log(
+    `grid        ${values.grid} (${plan.auditId}), ${plan.runs.length} runs x ${fmt(plan.grid.rows)} rows = ${fmt(rows)} rows`,
+  );
   console.log(`plan        ${((tPlan - t0) / 1000).toFixed(2)} s to validate, expand, draw and place (no rows)`);
-  console.log(`writeAudit  ${seconds.toFixed(1)} s, ${fmt(rows / seconds)} rows/s (plan + rows + hash + write + manifests)   ratio ${(seconds / baseSeconds).toFixed(2)} x I/O floor`);
-  console.log(`per-run     ${perRunSeconds.toFixed(1)} s, ${fmt(rows / perRunSeconds)} rows/s (plan + every run regenerated, stamped per run)   ratio ${(perRunSeconds / baseSeconds).toFixed(2)} x I/O floor`);
-  console.log(`I/O floor   ${baseSeconds.toFixed(1)} s, ${fmt((plan.runs.length * sample.length) / baseSeconds)} rows/s (the same bytes through the same writer)`);
+  console.log(
+    `writeAudit  ${seconds.toFixed(1)} s, ${fmt(rows / seconds)} rows/s (plan + rows + hash + write + manifests)   ratio ${(seconds / baseSeconds).toFixed(2)} x I/O floor`,
+  );
+  console.log(
+    `per-run     ${perRunSeconds.toFixed(1)} s, ${fmt(rows / perRunSeconds)} rows/s (plan + every run regenerated, stamped per run)   ratio ${(perRunSeconds / baseSeconds).toFixed(2)} x I/O floor`,
+  );
+  console.log(
+    `I/O floor   ${baseSeconds.toFixed(1)} s, ${fmt((plan.runs.length * sample.length) / baseSeconds)} rows/s (the same bytes through the same writer)`,
+  );
   console.log(`speed-up    ${(perRunSeconds / seconds).toFixed(2)} x (per-run / writeAudit)`);
   console.log(`peak RSS    ${peak.toFixed(0)} MiB (writeAudit)`);
 } finally {

@@ -18,7 +18,16 @@
  */
 import { parseArgs } from 'node:util';
 import { bootstrapMedian, clusteredSample, type MedianInterval } from '../src/metrics/bootstrap.js';
-import { decisionProbability, holmAdjust, readVerdict, rescaleComponents, scaledVariance, spreadOf, testSpread, type VerdictKind } from '../src/metrics/verdict.js';
+import {
+  decisionProbability,
+  holmAdjust,
+  readVerdict,
+  rescaleComponents,
+  scaledVariance,
+  spreadOf,
+  testSpread,
+  type VerdictKind,
+} from '../src/metrics/verdict.js';
 import { Rng } from '../src/random.js';
 import { syntheticPaired, type SyntheticSpec } from '../test/fixtures/synthetic-audit.js';
 
@@ -68,7 +77,11 @@ function simulate(runs: number, shift: number, rng: Rng, label: string): MedianI
   return bootstrapMedian(clusteredSample(s.values, s.runs, s.canaries), { seed, label, resamples }) as MedianInterval;
 }
 
-function verdictOf(i: MedianInterval): { verdict: VerdictKind; p: { p_difference: number; p_equivalence: number }; estimate: number } {
+function verdictOf(i: MedianInterval): {
+  verdict: VerdictKind;
+  p: { p_difference: number; p_equivalence: number };
+  estimate: number;
+} {
   const t = testSpread(spreadOf(i, alpha), margin);
   return { ...readVerdict(t, t.p_difference <= alpha, t.p_equivalence <= alpha), p: t, estimate: t.estimate };
 }
@@ -81,8 +94,14 @@ function wrong(v: VerdictKind, shift: number): boolean {
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
-console.log(`paired differences, crossed; sd run ${components.run}, canary ${components.canary}, canary×run ${components.interaction} bits; ${canaries} canaries; margin ±${margin} bits, α ${alpha}; ${sims} audits per row; ${resamples} resamples; seed ${seed}`);
-console.log('| Δ (bits) | run pairs | predicted P(decided) from a ' + pilotRuns + '-run-pair pilot | simulated P(decided) | gap (points) | higher / lower / equivalent | wrong verdicts |');
+console.log(
+  `paired differences, crossed; sd run ${components.run}, canary ${components.canary}, canary×run ${components.interaction} bits; ${canaries} canaries; margin ±${margin} bits, α ${alpha}; ${sims} audits per row; ${resamples} resamples; seed ${seed}`,
+);
+console.log(
+  '| Δ (bits) | run pairs | predicted P(decided) from a ' +
+    pilotRuns +
+    '-run-pair pilot | simulated P(decided) | gap (points) | higher / lower / equivalent | wrong verdicts |',
+);
 console.log('|---|---|---|---|---|---|---|');
 let worst = 0;
 let s = seed;
@@ -95,7 +114,10 @@ for (const shift of shifts) {
     const c = pilot.components ?? [];
     for (const t of targets) {
       const v = scaledVariance(rescaleComponents(c, t, canaries), 1, 1);
-      predicted.set(t, (predicted.get(t) as number) + decisionProbability(shift, Math.sqrt(v.variance), v.df, margin, alpha) / sims);
+      predicted.set(
+        t,
+        (predicted.get(t) as number) + decisionProbability(shift, Math.sqrt(v.variance), v.df, margin, alpha) / sims,
+      );
     }
   }
   for (const t of targets) {
@@ -110,14 +132,18 @@ for (const shift of shifts) {
     const decided = (sims - counts.undecided) / sims;
     const p = predicted.get(t) as number;
     worst = Math.max(worst, Math.abs(p - decided));
-    console.log(`| ${shift} | ${t} | ${pct(p)} | ${pct(decided)} | ${(100 * (p - decided)).toFixed(1)} | ${counts.higher} / ${counts.lower} / ${counts.equivalent} | ${errors}/${sims} (${pct(errors / sims)}) |`);
+    console.log(
+      `| ${shift} | ${t} | ${pct(p)} | ${pct(decided)} | ${(100 * (p - decided)).toFixed(1)} | ${counts.higher} / ${counts.lower} / ${counts.equivalent} | ${errors}/${sims} (${pct(errors / sims)}) |`,
+    );
   }
 }
 
 // Families of m comparisons, all at Δ = 0 (a wrong verdict: higher or lower) or all at Δ = margin
 // (a wrong verdict: equivalent): the share of families with any wrong verdict.
 console.log('');
-console.log(`| family of ${familySize}, all at Δ | run pairs | families with a wrong verdict, unadjusted | after Holm |`);
+console.log(
+  `| family of ${familySize}, all at Δ | run pairs | families with a wrong verdict, unadjusted | after Holm |`,
+);
 console.log('|---|---|---|---|');
 const families = Math.max(1, Math.floor(sims / familySize));
 for (const shift of [0, margin]) {
@@ -126,13 +152,33 @@ for (const shift of [0, margin]) {
     let raw = 0;
     let holm = 0;
     for (let f = 0; f < families; f += 1) {
-      const members = Array.from({ length: familySize }, (_, k) => verdictOf(simulate(t, shift, rng, `family-${shift}-${t}-${f}-${k}`)));
+      const members = Array.from({ length: familySize }, (_, k) =>
+        verdictOf(simulate(t, shift, rng, `family-${shift}-${t}-${f}-${k}`)),
+      );
       if (members.some((m) => wrong(m.verdict, shift))) raw += 1;
       const adjusted = holmAdjust(members.map((m) => m.p));
-      if (members.some((m, k) => wrong(readVerdict(m, (adjusted[k] as { p_difference: number }).p_difference <= alpha, (adjusted[k] as { p_equivalence: number }).p_equivalence <= alpha).verdict, shift))) holm += 1;
+      if (
+        members.some((m, k) =>
+          wrong(
+            readVerdict(
+              m,
+              (adjusted[k] as { p_difference: number }).p_difference <= alpha,
+              (adjusted[k] as { p_equivalence: number }).p_equivalence <= alpha,
+            ).verdict,
+            shift,
+          ),
+        )
+      )
+        holm += 1;
     }
-    console.log(`| ${shift} | ${t} | ${raw}/${families} (${pct(raw / families)}) | ${holm}/${families} (${pct(holm / families)}) |`);
+    console.log(
+      `| ${shift} | ${t} | ${raw}/${families} (${pct(raw / families)}) | ${holm}/${families} (${pct(holm / families)}) |`,
+    );
   }
 }
-console.log(worst <= 0.05 ? 'every power row within 5 points' : `a power row is ${(100 * worst).toFixed(1)} points off (target: within 5)`);
+console.log(
+  worst <= 0.05
+    ? 'every power row within 5 points'
+    : `a power row is ${(100 * worst).toFixed(1)} points off (target: within 5)`,
+);
 process.exitCode = worst <= 0.05 ? 0 : 1;

@@ -17,14 +17,23 @@ import { gdpEpsilon, rocHull } from '../src/metrics/privacy-gdp.js';
 import { oneRunEpsilon, oneRunPValue, type ScoredCanary } from '../src/metrics/privacy.js';
 
 const det = (mu: number, n: number): number[] => Array.from({ length: n }, (_, i) => normalPpf((i + 0.5) / n) + mu);
-const pool = (ins: number[], outs: number[]): ScoredCanary[] => [...ins.map((score) => ({ score, member: true })), ...outs.map((score) => ({ score, member: false }))];
+const pool = (ins: number[], outs: number[]): ScoredCanary[] => [
+  ...ins.map((score) => ({ score, member: true })),
+  ...outs.map((score) => ({ score, member: false })),
+];
 
 const expected: Record<number, number> = { 0: 0, 1: 2.164749, 2: 4.7218075, 4: 9.133752 };
 console.log('f-DP one run: shift, ε here, ε jax_privacy, relative difference, hull thresholds');
 for (const shift of [0, 1, 2, 4]) {
   const b = fdpOneRunBound(pool(det(shift, 10_000), det(0, 10_000)), 1e-6, 0.95);
   const e = expected[shift] as number;
-  console.log(shift, b?.epsilon.toFixed(7), e, e === 0 ? '-' : ((b?.epsilon as number) / e - 1).toExponential(1), b?.thresholds);
+  console.log(
+    shift,
+    b?.epsilon.toFixed(7),
+    e,
+    e === 0 ? '-' : ((b?.epsilon as number) / e - 1).toExponential(1),
+    b?.thresholds,
+  );
 }
 const expectedBinomial: Record<number, number> = { 1: 1.13346, 2: 2.311945, 4: 4.395568 };
 console.log('binomial one run: shift, ε here, ε jax_privacy, relative difference');
@@ -32,12 +41,19 @@ for (const shift of [1, 2, 4]) {
   const h = rocHull(pool(det(shift, 10_000), det(0, 10_000))) as NonNullable<ReturnType<typeof rocHull>>;
   const level = 0.05 / h.thresholds.length;
   const cands = h.thresholds
-    .map((_, i) => ({ correct: h.nIn - (h.fn[i] as number), guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number) }))
+    .map((_, i) => ({
+      correct: h.nIn - (h.fn[i] as number),
+      guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number),
+    }))
     .filter((x) => x.guesses > 0)
     .sort((a, b) => b.correct * a.guesses - a.correct * b.guesses);
   let best = 0;
   for (const x of cands) {
-    if (x.correct / x.guesses <= 1 / (1 + Math.exp(-best)) || oneRunPValue(20_000, x.guesses, x.correct, best, 1e-6) >= level) continue;
+    if (
+      x.correct / x.guesses <= 1 / (1 + Math.exp(-best)) ||
+      oneRunPValue(20_000, x.guesses, x.correct, best, 1e-6) >= level
+    )
+      continue;
     best = Math.max(best, oneRunEpsilon(20_000, x.guesses, x.correct, 1e-6, level));
   }
   const e = expectedBinomial[shift] as number;
@@ -48,6 +64,13 @@ for (const mu of [0.3, 1, 3]) {
   for (const ratio of [0.5, 1, 1.5]) {
     const b = gdpEpsilon(pool(det(mu, 500_000), det(0, 500_000 * ratio)), 5e-2, 0.9);
     const truth = gdpEpsilonAt(mu, 5e-2);
-    console.log(mu, ratio, b?.epsilon.toFixed(4), truth.toFixed(4), ((b?.epsilon as number) / truth - 1).toFixed(4), b?.thresholds);
+    console.log(
+      mu,
+      ratio,
+      b?.epsilon.toFixed(4),
+      truth.toFixed(4),
+      ((b?.epsilon as number) / truth - 1).toFixed(4),
+      b?.thresholds,
+    );
   }
 }

@@ -25,12 +25,18 @@ import { execa } from 'execa';
 
 // Before the queue modules load (the logger reads it once): worker chatter off.
 process.env.CANARY_AUDIT_LOG_LEVEL ??= 'warn';
-const { STAND_IN_DIR, removeDir, tempDir, waitFor, writeFixtureAudit } = await import('../test/queue/helpers/fixtures.js');
-const { openQueues, queueConnection, resolveTuning, startEmbeddedRedis, submitAudit } = await import('../src/queue/index.js');
+const { STAND_IN_DIR, removeDir, tempDir, waitFor, writeFixtureAudit } = await import(
+  '../test/queue/helpers/fixtures.js'
+);
+const { openQueues, queueConnection, resolveTuning, startEmbeddedRedis, submitAudit } = await import(
+  '../src/queue/index.js'
+);
 const { WorkerPool } = await import('../src/worker/index.js');
 const { localRunner, trainerPython } = await import('../src/runner/index.js');
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '1000' }, slots: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '1000' }, slots: { type: 'string', default: '2' } },
+});
 const RUNS = Number(values.runs);
 const SLOTS = Number(values.slots);
 const BASELINE_SAMPLES = 20;
@@ -47,7 +53,9 @@ function p95(xs: number[]): number {
 
 /** n no-op runs on each of `parallel` lanes at once: the same load the worker slots put on the cores. */
 async function timeNoop(manifest: string, outRoot: string, n: number, parallel: number): Promise<number[]> {
-  const lanes = await Promise.all(Array.from({ length: parallel }, (_, lane) => timeLane(manifest, join(outRoot, `lane${lane}`), n)));
+  const lanes = await Promise.all(
+    Array.from({ length: parallel }, (_, lane) => timeLane(manifest, join(outRoot, `lane${lane}`), n)),
+  );
   return lanes.flat();
 }
 
@@ -56,11 +64,24 @@ async function timeLane(manifest: string, outRoot: string, n: number): Promise<n
   for (let i = 0; i < n; i += 1) {
     const t0 = performance.now();
     // Spawned the way the worker spawns it (execa, same interpreter and arguments).
-    await execa(trainerPython(), ['-m', 'stand_in_trainer', 'run', '--manifest', manifest, '--out', join(outRoot, `noop-${i}-${Date.now()}`), '--resume'], {
-      env: { PYTHONPATH: STAND_IN_DIR, PYTHONUNBUFFERED: '1' },
-      stdout: 'ignore',
-      stderr: 'ignore',
-    });
+    await execa(
+      trainerPython(),
+      [
+        '-m',
+        'stand_in_trainer',
+        'run',
+        '--manifest',
+        manifest,
+        '--out',
+        join(outRoot, `noop-${i}-${Date.now()}`),
+        '--resume',
+      ],
+      {
+        env: { PYTHONPATH: STAND_IN_DIR, PYTHONUNBUFFERED: '1' },
+        stdout: 'ignore',
+        stderr: 'ignore',
+      },
+    );
     times.push(performance.now() - t0);
   }
   return times;
@@ -71,7 +92,11 @@ async function main(): Promise<void> {
   const redis = await startEmbeddedRedis({ dir: join(root, 'redis') });
   try {
     const artifacts = join(root, 'artifacts');
-    const audit = writeFixtureAudit(artifacts, 'bench', Array.from({ length: RUNS }, () => ({ updates: 1, knobs: { noop: true } })));
+    const audit = writeFixtureAudit(
+      artifacts,
+      'bench',
+      Array.from({ length: RUNS }, () => ({ updates: 1, knobs: { noop: true } })),
+    );
     const sample = audit.runs[0]!.manifestPath;
     const before = await timeNoop(sample, join(root, 'baseline'), BASELINE_SAMPLES / 2, SLOTS);
 
@@ -89,7 +114,12 @@ async function main(): Promise<void> {
     const t0 = Date.now();
     await submitAudit(conn, artifacts, audit, tuning);
     const enqueueMs = Date.now() - t0;
-    await waitFor('the queue to drain', async () => (await queues.runs.getJobCounts('completed')).completed === RUNS, 3_600_000, 200);
+    await waitFor(
+      'the queue to drain',
+      async () => (await queues.runs.getJobCounts('completed')).completed === RUNS,
+      3_600_000,
+      200,
+    );
     const drainMs = Date.now() - t0;
     await pool.shutdown();
 
@@ -118,12 +148,22 @@ async function main(): Promise<void> {
     const alone = median([...before, ...after]);
 
     const cores = execFileSync('nproc', { encoding: 'utf8' }).trim();
-    const row = (label: string, ms: number) => `  ${label.padEnd(38)} ${ms.toFixed(1).padStart(8)} ms   ${(ms / noop).toFixed(3)} x no-op`;
-    const info = (label: string, value: string, note: string) => `  ${label.padEnd(38)} ${value.padStart(8)} ms   ${note}`;
+    const row = (label: string, ms: number) =>
+      `  ${label.padEnd(38)} ${ms.toFixed(1).padStart(8)} ms   ${(ms / noop).toFixed(3)} x no-op`;
+    const info = (label: string, value: string, note: string) =>
+      `  ${label.padEnd(38)} ${value.padStart(8)} ms   ${note}`;
     const lines = [
       `queue overhead: ${RUNS} runs, ${SLOTS} worker slots, ${cores} cores, bullmq + redis-server on 127.0.0.1`,
-      info('no-op trainer process, in the queue', noop.toFixed(1), `median over the ${RUNS} runs (spawn to exit, timed by the worker)`),
-      info('no-op trainer process, alone', alone.toFixed(1), `median of ${before.length + after.length}, ${SLOTS} at a time, before and after the drain`),
+      info(
+        'no-op trainer process, in the queue',
+        noop.toFixed(1),
+        `median over the ${RUNS} runs (spawn to exit, timed by the worker)`,
+      ),
+      info(
+        'no-op trainer process, alone',
+        alone.toFixed(1),
+        `median of ${before.length + after.length}, ${SLOTS} at a time, before and after the drain`,
+      ),
       info(`enqueue ${RUNS} runs (one flow)`, String(enqueueMs), `${(enqueueMs / RUNS).toFixed(2)} ms per run`),
       info('drain', String(drainMs), `${(RUNS / (drainMs / 1000)).toFixed(1)} runs/s`),
       row('enqueue -> start (first runs)', median(enqueueToStart)),

@@ -38,7 +38,9 @@ try {
       stepS: 0.05,
       stopAt: 100,
     });
-    console.log(`outage ${outageS} s (${(outageS * 1000 / lockMs).toFixed(2)} x the lock): ${line(report)}, attempts spent: ${report.attemptsSpent}`);
+    console.log(
+      `outage ${outageS} s (${((outageS * 1000) / lockMs).toFixed(2)} x the lock): ${line(report)}, attempts spent: ${report.attemptsSpent}`,
+    );
     for (const f of report.failures) console.log(`  ${f}`);
     for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += report[key];
   }

@@ -56,12 +56,27 @@ const root = await mkdtemp(join(tmpdir(), 'ca-bench-'));
 try {
   const mb = (b: number): string => `${(Math.max(0, b) / 2 ** 20).toFixed(2)} MB`;
   for (const runs of sizes) {
-    const focal = Array.from({ length: canaryCount }, (_, i) => ({ id: `f${String(i).padStart(3, '0')}`, code: String((i * 613 + 17) % 10000).padStart(4, '0'), dose: 8 }));
-    const held = Array.from({ length: canaryCount }, (_, i) => ({ id: `h${String(i).padStart(3, '0')}`, code: String((i * 397 + 5003) % 10000).padStart(4, '0') }));
+    const focal = Array.from({ length: canaryCount }, (_, i) => ({
+      id: `f${String(i).padStart(3, '0')}`,
+      code: String((i * 613 + 17) % 10000).padStart(4, '0'),
+      dose: 8,
+    }));
+    const held = Array.from({ length: canaryCount }, (_, i) => ({
+      id: `h${String(i).padStart(3, '0')}`,
+      code: String((i * 397 + 5003) % 10000).padStart(4, '0'),
+    }));
     const audit = await buildFixtureAudit(join(root, String(runs)), {
       name: `bench-${runs}`,
-      runs: Array.from({ length: runs }, (_, r) => ({ cell: { placement: r % 2 === 0 ? 'early' : 'late', seed: Math.floor(r / 2) }, canaries: focal, heldOut: held })),
-      outcome: (c) => ({ rank: c.canary.inserted ? 1 + ((c.runIndex * 31 + Number(c.canary.code)) % 64) : 1 + (Number(c.canary.code) % 5000) }),
+      runs: Array.from({ length: runs }, (_, r) => ({
+        cell: { placement: r % 2 === 0 ? 'early' : 'late', seed: Math.floor(r / 2) },
+        canaries: focal,
+        heldOut: held,
+      })),
+      outcome: (c) => ({
+        rank: c.canary.inserted
+          ? 1 + ((c.runIndex * 31 + Number(c.canary.code)) % 64)
+          : 1 + (Number(c.canary.code) % 5000),
+      }),
     });
     const files = await scoreFiles(audit.auditDir);
     const bytes = files.length * 40000;

@@ -42,7 +42,10 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
 
-const HELP = readFileSync(new URL(import.meta.url), 'utf8').split('*/')[0]!.replace(/^\/\*\*\n?/, '').replace(/^ \* ?/gm, '');
+const HELP = readFileSync(new URL(import.meta.url), 'utf8')
+  .split('*/')[0]!
+  .replace(/^\/\*\*\n?/, '')
+  .replace(/^ \* ?/gm, '');
 const { values } = parseArgs({
   options: {
     sizes: { type: 'string', default: '100,1000' },
@@ -62,9 +65,16 @@ const SIZES = values.sizes!.split(',').map((s) => Number(s.trim()));
 const UPDATES = Number(values.updates);
 const DRAIN = Number(values.drain);
 const SLOTS = Number(values.slots);
-for (const [name, v] of [['--sizes', Math.min(...SIZES)], ['--updates', UPDATES], ['--drain', DRAIN], ['--slots', SLOTS]] as const) {
+for (const [name, v] of [
+  ['--sizes', Math.min(...SIZES)],
+  ['--updates', UPDATES],
+  ['--drain', DRAIN],
+  ['--slots', SLOTS],
+] as const) {
   if (!Number.isInteger(v) || v < 1) {
-    process.stderr.write(`bench/scale.ts: ${name} must be whole numbers >= 1 (got ${JSON.stringify(values[name.slice(2) as 'sizes'])}); see --help\n`);
+    process.stderr.write(
+      `bench/scale.ts: ${name} must be whole numbers >= 1 (got ${JSON.stringify(values[name.slice(2) as 'sizes'])}); see --help\n`,
+    );
     process.exit(2);
   }
 }
@@ -73,7 +83,9 @@ for (const [name, v] of [['--sizes', Math.min(...SIZES)], ['--updates', UPDATES]
 process.env.CANARY_AUDIT_LOG_LEVEL ??= 'warn';
 process.env.STAND_IN_STEP_S ??= '0.001';
 const { STAND_IN_DIR, removeDir, tempDir, waitFor } = await import('../test/queue/helpers/fixtures.js');
-const { collectStatus, openQueues, openRedis, queueConnection, resolveTuning, startEmbeddedRedis } = await import('../src/queue/index.js');
+const { collectStatus, openQueues, openRedis, queueConnection, resolveTuning, startEmbeddedRedis } = await import(
+  '../src/queue/index.js'
+);
 const { WorkerPool } = await import('../src/worker/index.js');
 const { StatusSource } = await import('../src/dashboard/source.js');
 const { localRunner } = await import('../src/runner/index.js');
@@ -113,7 +125,10 @@ async function commandTotals(client: Client): Promise<{ calls: number; usec: num
 }
 
 /** Wall ms, Redis usec and commands of one call, with nothing else talking to this Redis. */
-async function measured(admin: Client, fn: () => Promise<unknown>): Promise<{ ms: number; redisMs: number; calls: number }> {
+async function measured(
+  admin: Client,
+  fn: () => Promise<unknown>,
+): Promise<{ ms: number; redisMs: number; calls: number }> {
   await admin.config('RESETSTAT');
   const t0 = performance.now();
   await fn();
@@ -142,7 +157,8 @@ function gridFor(n: number): { text: string; runs: number } {
     .replace(/^(\s*)seed: \[0, 1, 2\].*$/m, `$1seed: [${Array.from({ length: seeds }, (_, i) => i).join(', ')}]`)
     .replace(/^(\s*)updates: \d+.*$/m, `$1updates: ${UPDATES}`)
     .replace(/^(\s*)checkpoint_every: \d+.*$/m, `$1checkpoint_every: ${UPDATES}`);
-  if (!text.includes(`seed: [0, 1, 2, `) && seeds > 3) throw new Error('configs/quickstart.yaml changed shape: its seed axis was not found');
+  if (!text.includes(`seed: [0, 1, 2, `) && seeds > 3)
+    throw new Error('configs/quickstart.yaml changed shape: its seed axis was not found');
   return { text, runs: seeds * CELLS };
 }
 
@@ -190,7 +206,11 @@ async function measure(n: number, root: string): Promise<Point> {
     const mem0 = await usedMemory(admin);
     const t0 = performance.now();
     // Under /usr/bin/time: on a machine shared with other jobs, CPU seconds are the steadier figure.
-    const submitted = await execa('/usr/bin/time', ['-f', 'cpu %U %S', 'node', CLI, 'submit', gridPath, '--artifacts', artifacts, '--json'], { env });
+    const submitted = await execa(
+      '/usr/bin/time',
+      ['-f', 'cpu %U %S', 'node', CLI, 'submit', gridPath, '--artifacts', artifacts, '--json'],
+      { env },
+    );
     const submitS = (performance.now() - t0) / 1000;
     const cpu = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(submitted.stderr);
     const submitCpuS = cpu ? Number(cpu[1]) + Number(cpu[2]) : null;
@@ -243,11 +263,18 @@ async function measure(n: number, root: string): Promise<Point> {
       tuning,
     });
     const drain = Math.min(DRAIN, grid.runs);
-    await waitFor(`${drain} runs to finish`, async () => ((await queues.runs.getJobCounts('completed')).completed ?? 0) >= drain, 3_600_000, 200);
+    await waitFor(
+      `${drain} runs to finish`,
+      async () => ((await queues.runs.getJobCounts('completed')).completed ?? 0) >= drain,
+      3_600_000,
+      200,
+    );
     await pool.shutdown();
     const mem3 = await usedMemory(admin);
     const done = (await queues.runs.getCompleted(0, -1)).filter(Boolean);
-    const overhead = done.map((j) => (j.finishedOn ?? 0) - (j.processedOn ?? 0) - (j.returnvalue?.process_s ?? 0) * 1000);
+    const overhead = done.map(
+      (j) => (j.finishedOn ?? 0) - (j.processedOn ?? 0) - (j.returnvalue?.process_s ?? 0) * 1000,
+    );
     // Runs the shutdown interrupted went back to the queue: only finished ones count.
     // used_memory over the drain also holds what does not grow with runs (the workers' scripts,
     // the events stream BullMQ caps per queue): a finished run is its own keys, measured below.
@@ -270,8 +297,12 @@ async function measure(n: number, root: string): Promise<Point> {
       tq.srem(`${queues.audits.toKey(auditId)}:dependencies`, queues.runs.toKey(job.id!));
     }
     await tq.exec();
-    const queuedRunBytes = waiting.length > 0 ? (beforeQueuedDelete - (await usedMemory(admin))) / waiting.length : null;
-    const events = { len: Number(await admin.xlen(queues.runs.keys.events as string)), bytes: await usage(queues.runs.keys.events as string) };
+    const queuedRunBytes =
+      waiting.length > 0 ? (beforeQueuedDelete - (await usedMemory(admin))) / waiting.length : null;
+    const events = {
+      len: Number(await admin.xlen(queues.runs.keys.events as string)),
+      bytes: await usage(queues.runs.keys.events as string),
+    };
     await source.close();
 
     const reportS = await timeReport(join(dir, 'report'), grid.runs);
@@ -327,7 +358,11 @@ async function timeReport(root: string, runs: number): Promise<number> {
         space: { kind: 'sampled' as const, decoys: 99 },
       };
     }),
-    outcome: (c) => ({ rank: c.canary.inserted ? 1 + ((c.runIndex * 31 + Number(c.canary.code)) % 20) : 1 + ((Number(c.canary.code) * 13 + c.runIndex) % 100) }),
+    outcome: (c) => ({
+      rank: c.canary.inserted
+        ? 1 + ((c.runIndex * 31 + Number(c.canary.code)) % 20)
+        : 1 + ((Number(c.canary.code) * 13 + c.runIndex) % 100),
+    }),
   });
   const t = performance.now();
   await computeReport({ auditDir: audit.auditDir, resamples: 2000 });
@@ -337,12 +372,16 @@ async function timeReport(root: string, runs: number): Promise<number> {
 const root = values.keep ? resolve(values.keep) : tempDir('bench-scale');
 if (values['report-only']) {
   try {
-    const lines = [`report (2,000 resamples) on a finished audit built from stored scores, ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores`];
+    const lines = [
+      `report (2,000 resamples) on a finished audit built from stored scores, ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores`,
+    ];
     let previous: number | null = null;
     for (const n of SIZES) {
       const runs = gridFor(n).runs;
       const s = await timeReport(join(root, `report-${n}`), runs);
-      lines.push(`  ${String(runs).padStart(6)} runs  ${s.toFixed(1).padStart(7)} s${previous ? `   growth ${(s / previous).toFixed(1)}` : ''}`);
+      lines.push(
+        `  ${String(runs).padStart(6)} runs  ${s.toFixed(1).padStart(7)} s${previous ? `   growth ${(s / previous).toFixed(1)}` : ''}`,
+      );
       previous = s;
     }
     process.stdout.write(`${lines.join('\n')}\n`);
@@ -391,10 +430,14 @@ const lines = [
 for (const [label, get, digits, unit] of rows) {
   const xs = points.map(get);
   const growth = xs.slice(1).map((x, i) => (x !== null && xs[i] ? (x / (xs[i] as number)).toFixed(1) : '-'));
-  lines.push(`${label.padEnd(28)} ${xs.map((x) => `${f(x, digits)} ${unit}`.padStart(12)).join(' ')}   ${growth.join(', ')}`);
+  lines.push(
+    `${label.padEnd(28)} ${xs.map((x) => `${f(x, digits)} ${unit}`.padStart(12)).join(' ')}   ${growth.join(', ')}`,
+  );
 }
 const ratio = points.map((p) => `${(p.oldRedisMs / p.statusRedisMs).toFixed(1)}x`).join(' / ');
-lines.push(`previous / new status read, Redis time: ${ratio}; runs finished in the drain: ${points.map((p) => p.finished).join(' / ')}`);
+lines.push(
+  `previous / new status read, Redis time: ${ratio}; runs finished in the drain: ${points.map((p) => p.finished).join(' / ')}`,
+);
 for (const p of points) {
   lines.push(
     `  ${p.runs} runs, a finished run's keys (median): job hash ${p.parts.hash} B, job log ${p.parts.logs} B, loss curve ${p.parts.loss} B; the queue's events stream (capped by BullMQ) ${p.parts.events.len} entries, ${p.parts.events.bytes} B; used_memory grew ${(p.drainGrowth / 1024).toFixed(0)} KiB over the drain of ${p.finished} runs`,

@@ -78,7 +78,7 @@ function formatUserMessage(message: string, location?: SourceLocation, field?: s
 export function quoteValue(value: unknown, max = 60): string {
   let text: string;
   try {
-    text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value) ?? String(value);
+    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
   } catch {
     text = String(value);
   }

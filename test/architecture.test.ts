@@ -48,7 +48,9 @@ function importGraph(): Map<string, string[]> {
   const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"](\.{1,2}\/[^'"]+)['"]/gm;
   for (const file of sourceFiles(SRC)) {
     const text = readFileSync(file, 'utf8');
-    const targets = [...text.matchAll(pattern)].map((m) => relative(SRC, normalize(join(dirname(file), m[1] as string))).replace(/\.js$/, '.ts'));
+    const targets = [...text.matchAll(pattern)].map((m) =>
+      relative(SRC, normalize(join(dirname(file), m[1] as string))).replace(/\.js$/, '.ts'),
+    );
     graph.set(relative(SRC, file), targets);
   }
   return graph;
@@ -69,7 +71,15 @@ function importsTable(graph: Map<string, string[]>): string {
   }
   const rank = (u: string): number => RANK.get(u) ?? -1;
   const byLayer = (a: string, b: string): number => rank(b) - rank(a) || a.localeCompare(b);
-  const rows = [...uses.keys()].sort(byLayer).map((u) => `| \`${u}\` | ${[...(uses.get(u) as Set<string>)].sort(byLayer).map((t) => `\`${t}\``).join(' ') || '—'} |`);
+  const rows = [...uses.keys()].sort(byLayer).map(
+    (u) =>
+      `| \`${u}\` | ${
+        [...(uses.get(u) as Set<string>)]
+          .sort(byLayer)
+          .map((t) => `\`${t}\``)
+          .join(' ') || '—'
+      } |`,
+  );
   return ['| folder | imports from |', '|---|---|', ...rows].join('\n');
 }
 
@@ -86,7 +96,8 @@ describe('architecture', () => {
     for (const [file, targets] of graph) {
       for (const target of targets) {
         const [from, to] = [unit(file), unit(target)];
-        if (from !== to && !((RANK.get(to) ?? Infinity) < (RANK.get(from) ?? -1))) violations.push(`${file} -> ${target}`);
+        if (from !== to && !((RANK.get(to) ?? Infinity) < (RANK.get(from) ?? -1)))
+          violations.push(`${file} -> ${target}`);
       }
     }
     expect(violations).toEqual([]);
@@ -117,6 +128,8 @@ describe('architecture', () => {
   it('docs/architecture.md tabulates the imports the code has', () => {
     const doc = readFileSync(DOC, 'utf8');
     const table = /<!-- imports:begin -->\n([\s\S]*?)\n<!-- imports:end -->/.exec(doc)?.[1];
-    expect(table, 'the table between <!-- imports:begin --> and <!-- imports:end --> in docs/architecture.md').toBe(importsTable(graph));
+    expect(table, 'the table between <!-- imports:begin --> and <!-- imports:end --> in docs/architecture.md').toBe(
+      importsTable(graph),
+    );
   });
 });

@@ -17,7 +17,12 @@ const files = readdirSync(CONFIGS_DIR).filter((f) => /\.ya?ml$/.test(f));
 const plans = new Map<string, AuditPlan>();
 const planOf = async (file: string): Promise<AuditPlan> => {
   const path = join(CONFIGS_DIR, file);
-  const loadTaskData = taskDataLoader(path, { hubUrl: fixtureHub().url, cacheDir: join(root, 'hf-cache'), accessToken: null, offline: false });
+  const loadTaskData = taskDataLoader(path, {
+    hubUrl: fixtureHub().url,
+    cacheDir: join(root, 'hf-cache'),
+    accessToken: null,
+    offline: false,
+  });
   if (!plans.has(file)) plans.set(file, await planAudit(path, { loadTaskData }));
   return plans.get(file) as AuditPlan;
 };
@@ -47,7 +52,19 @@ function checkLayouts(plan: AuditPlan): void {
 
 describe('configs/', () => {
   it('holds the documented grids', () => {
-    expect(files.sort()).toEqual(expect.arrayContaining(['banking77-cpu.yaml', 'banking77.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'paper-email.yaml', 'quickstart.yaml', 'tat-qa.yaml', 'gui-vlm.yaml', 'gui-vlm-benchmarks.yaml']));
+    expect(files.sort()).toEqual(
+      expect.arrayContaining([
+        'banking77-cpu.yaml',
+        'banking77.yaml',
+        'cohort-order-cpu.yaml',
+        'directions-cpu.yaml',
+        'paper-email.yaml',
+        'quickstart.yaml',
+        'tat-qa.yaml',
+        'gui-vlm.yaml',
+        'gui-vlm-benchmarks.yaml',
+      ]),
+    );
   });
 
   for (const file of files) {
@@ -67,10 +84,17 @@ describe('configs/', () => {
   });
 
   it('fine-tunes one base per model across the seeds in every shipped CPU grid that backs a claim, as the study does', async () => {
-    for (const file of ['quickstart.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'banking77-cpu.yaml', 'gui-vlm-cpu.yaml']) {
+    for (const file of [
+      'quickstart.yaml',
+      'cohort-order-cpu.yaml',
+      'directions-cpu.yaml',
+      'banking77-cpu.yaml',
+      'gui-vlm-cpu.yaml',
+    ]) {
       const plan = await planOf(file);
       expect(plan.grid.design, file).toMatchObject({ joint: true, population: 'fine-tuning seeds of one base' });
-      for (const run of plan.runs) expect(run.cell.values.model.value.pretrain?.init_seed, `${file} ${run.cell.id}`).toBe(0);
+      for (const run of plan.runs)
+        expect(run.cell.values.model.value.pretrain?.init_seed, `${file} ${run.cell.id}`).toBe(0);
     }
   });
 
@@ -100,7 +124,11 @@ describe('configs/', () => {
     // data order and placement, so the base is named in every manifest and the seeds' rows differ.
     const bases = written.runs.map((r) => verifyRunFolder(r.runDir).manifest.model.tiny?.pretrain?.init_seed);
     expect(new Set(bases)).toEqual(new Set([0]));
-    expect(plan.grid.design).toMatchObject({ vary: 'joint', written: false, population: 'fine-tuning seeds of one base' });
+    expect(plan.grid.design).toMatchObject({
+      vary: 'joint',
+      written: false,
+      population: 'fine-tuning seeds of one base',
+    });
     // The quickstart's manifests (their run ids hash every field but provenance, rows.jsonl's
     // sha256 included) are fixed (they moved when the one-base design became the default): a change to what planning draws or writes shows here first.
     expect(written.auditId).toBe('audit-a35aae3dbbda');
@@ -128,7 +156,8 @@ describe('configs/', () => {
 
   it('cohort-order-cpu: the same focal rows alone, with a repeated cohort entirely before them, or entirely after', async () => {
     const plan = await planOf('cohort-order-cpu.yaml');
-    const runOf = (population: string) => plan.runs.find((r) => r.cell.labels.population === population && r.cell.labels.seed === 0)!;
+    const runOf = (population: string) =>
+      plan.runs.find((r) => r.cell.labels.population === population && r.cell.labels.seed === 0)!;
     const [alone, before, after] = ['single-dose', 'repeated-before', 'repeated-after'].map(runOf);
     const focal = (r: typeof alone) => r!.canaries.filter((c) => c.cohort === 'focal');
     const others = (r: typeof alone) => r!.canaries.filter((c) => c.cohort !== 'focal');
@@ -146,7 +175,11 @@ describe('configs/', () => {
     const plan = await planOf('directions-cpu.yaml');
     type Run = (typeof plan.runs)[number];
     const find = (want: Record<string, string>): Run[] =>
-      plan.runs.filter((r) => Object.entries(want).every(([axis, label]) => (r.cell.values as Record<string, { label: string }>)[axis]?.label === label));
+      plan.runs.filter((r) =>
+        Object.entries(want).every(
+          ([axis, label]) => (r.cell.values as Record<string, { label: string }>)[axis]?.label === label,
+        ),
+      );
     const early = find({ placement: 'early', schedule: 'constant', seed: '0' });
     const late = find({ placement: 'late', schedule: 'constant', seed: '0' });
     expect(early).toHaveLength(1);
@@ -172,7 +205,10 @@ describe('configs/', () => {
     expect(plan.grid.expansion.axes.dose.map((d) => d.value)).toEqual([1, 2, 4, 8, 16, 32, 64]);
     expect(plan.runs.length).toBeGreaterThanOrEqual(24);
     for (const run of plan.runs) {
-      expect(run.cell.values.model.value).toMatchObject({ backend: 'hf', name: expect.stringMatching(/^Qwen\/Qwen3-/) });
+      expect(run.cell.values.model.value).toMatchObject({
+        backend: 'hf',
+        name: expect.stringMatching(/^Qwen\/Qwen3-/),
+      });
       expect(run.cell.values.task.value.params.style).toBe('full');
     }
     // Writing all 33 runs takes about a minute (bench/plan-paper-email.ts); write the two most
@@ -180,7 +216,10 @@ describe('configs/', () => {
     const chosen = plan.runs.filter((r) => r.cell.labels.population !== 'single-dose').slice(-2);
     expect(chosen.map((r) => r.cell.labels.population)).toEqual(['mixed-dose', 'none']);
     const written = await writeAudit({ ...plan, runs: chosen }, join(root, 'paper'));
-    const [mixed, control] = written.runs.map((r) => verifyRunFolder(r.runDir, { rowSample: 13 }).manifest) as [Manifest, Manifest];
+    const [mixed, control] = written.runs.map((r) => verifyRunFolder(r.runDir, { rowSample: 13 }).manifest) as [
+      Manifest,
+      Manifest,
+    ];
     expect(mixed.candidate_space).toEqual({ kind: 'exhaustive', alphabet: '0123456789', length: 4, size: 10_000 });
     expect(mixed.canaries).toHaveLength(64 * 7);
     expect(control.canaries).toEqual([]);
@@ -188,7 +227,7 @@ describe('configs/', () => {
     expect(JSON.parse(readFileSync(join(written.auditDir, 'audit.json'), 'utf8')).runs).toHaveLength(2);
   });
 
-  it('gui-vlm: the study\'s vision-language setting (Qwen2.5-VL-7B, 313 updates, doses 1-128, visible/redacted/binary, timing, interactions, three seeds)', async () => {
+  it("gui-vlm: the study's vision-language setting (Qwen2.5-VL-7B, 313 updates, doses 1-128, visible/redacted/binary, timing, interactions, three seeds)", async () => {
     const plan = await planOf('gui-vlm.yaml');
     const { doc } = plan.grid;
     expect(plan.grid.updates).toBe(313);
@@ -201,14 +240,25 @@ describe('configs/', () => {
       expect(run.cell.values.model.value).toMatchObject({ backend: 'hf', name: 'Qwen/Qwen2.5-VL-7B-Instruct' });
       expect(run.cell.values.task.value.name).toBe('gui-grounding');
     }
-    const seeds = (want: (r: AuditPlan['runs'][number]) => boolean): number[] => [...new Set(plan.runs.filter(want).map((r) => r.cell.labels.seed as number))].sort();
+    const seeds = (want: (r: AuditPlan['runs'][number]) => boolean): number[] =>
+      [...new Set(plan.runs.filter(want).map((r) => r.cell.labels.seed as number))].sort();
     // At dose 128 the 36 focal canaries fill 4,608 rows: 46% of the corpus, as in the study.
     const d128 = plan.runs.find((r) => r.cell.labels.dose === 128)!;
     expect(d128.stats.canaryRows).toBe(4_608);
-    expect(seeds((r) => r.cell.labels.dose === 128 && r.cell.labels.visibility === 'encoded:binary')).toEqual([0, 1, 2]);
+    expect(seeds((r) => r.cell.labels.dose === 128 && r.cell.labels.visibility === 'encoded:binary')).toEqual([
+      0, 1, 2,
+    ]);
     // Interactions: the same focal rows, plus 336 companion rows at doses 8 and 16.
-    const alone = plan.runs.find((r) => r.cell.labels.dose === 1 && r.cell.labels.visibility === 'redacted' && r.cell.labels.population === 'single-dose' && r.cell.labels.seed === 0)!;
-    const mixed = plan.runs.find((r) => r.cell.labels.dose === 1 && r.cell.labels.population === 'with-8-16' && r.cell.labels.seed === 0)!;
+    const alone = plan.runs.find(
+      (r) =>
+        r.cell.labels.dose === 1 &&
+        r.cell.labels.visibility === 'redacted' &&
+        r.cell.labels.population === 'single-dose' &&
+        r.cell.labels.seed === 0,
+    )!;
+    const mixed = plan.runs.find(
+      (r) => r.cell.labels.dose === 1 && r.cell.labels.population === 'with-8-16' && r.cell.labels.seed === 0,
+    )!;
     expect(mixed.canaries.filter((c) => c.cohort === 'focal')).toEqual(alone.canaries);
     expect(mixed.stats.canaryRows - alone.stats.canaryRows).toBe(336);
     // Timing: the last appearance in its final window, the two appearances `gap` updates apart.
@@ -226,11 +276,18 @@ describe('configs/', () => {
     expect(seeds((r) => r.cell.labels.population === 'none')).toEqual([0, 1, 2]);
   });
 
-  it('banking77 and tat-qa: the study\'s settings on their Hub datasets; manifests record the pinned dataset and verify when written', async () => {
+  it("banking77 and tat-qa: the study's settings on their Hub datasets; manifests record the pinned dataset and verify when written", async () => {
     const banking = await planOf('banking77.yaml');
     expect(banking.runs.length).toBe(2 * 4 + 8);
-    for (const run of banking.runs) expect(run.cell.values.model.value).toMatchObject({ backend: 'hf', name: 'openai/gpt-oss-20b', finetune: { method: 'lora' } });
-    const placements = banking.runs.filter((r) => r.cell.labels.dose === 8 && r.cell.labels.visibility === 'redacted').map((r) => `${String(r.cell.labels.placement)}/${String(r.cell.labels.schedule)}`);
+    for (const run of banking.runs)
+      expect(run.cell.values.model.value).toMatchObject({
+        backend: 'hf',
+        name: 'openai/gpt-oss-20b',
+        finetune: { method: 'lora' },
+      });
+    const placements = banking.runs
+      .filter((r) => r.cell.labels.dose === 8 && r.cell.labels.visibility === 'redacted')
+      .map((r) => `${String(r.cell.labels.placement)}/${String(r.cell.labels.schedule)}`);
     expect(new Set(placements).size).toBe(7);
     const tat = await planOf('tat-qa.yaml');
     for (const [plan, name, metrics] of [
@@ -240,14 +297,19 @@ describe('configs/', () => {
       const run = plan.runs.find((r) => r.cell.labels.population === 'none') as AuditPlan['runs'][number];
       const written = await writeAudit({ ...plan, runs: [run] }, join(root, plan.name));
       const { manifest, rows } = verifyRunFolder(written.runs[0]?.runDir as string, { rowSample: 13 });
-      expect(manifest.task.dataset).toMatchObject({ source: 'hub', repo: name, revision: 'main', sha: expect.stringMatching(/^[0-9a-f]{40}$/) });
+      expect(manifest.task.dataset).toMatchObject({
+        source: 'hub',
+        repo: name,
+        revision: 'main',
+        sha: expect.stringMatching(/^[0-9a-f]{40}$/),
+      });
       expect(manifest.utility?.metrics).toEqual(metrics);
       expect(manifest.utility?.max_new_tokens).toBeGreaterThan(0);
       expect(rows.length).toBe(plan.grid.rows);
     }
   });
 
-  it('gui-vlm-benchmarks: gui-vlm\'s sweep with ScreenSpot-Pro and OSWorld-G as utility sources (the fixtures under their Hub names)', async () => {
+  it("gui-vlm-benchmarks: gui-vlm's sweep with ScreenSpot-Pro and OSWorld-G as utility sources (the fixtures under their Hub names)", async () => {
     const plan = await planOf('gui-vlm-benchmarks.yaml');
     expect(plan.runs.length).toBe(2 * (3 * 8 * 3 + 3));
     const byTask = new Map(plan.runs.map((r) => [r.cell.values.task.label, runRenderer(plan.grid, r).task]));

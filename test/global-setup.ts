@@ -12,5 +12,9 @@ export default function setup(): void {
   const why = staleBuild();
   if (why === null) return;
   process.stderr.write(`canary-audit tests: ${why}; building it (npm run build)\n`);
-  execFileSync(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: PACKAGE_ROOT, stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    { cwd: PACKAGE_ROOT, stdio: 'inherit' },
+  );
 }

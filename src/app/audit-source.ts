@@ -23,22 +23,32 @@ export interface AuditSource {
   models?: ModelRevisions;
 }
 
-export async function loadAuditSource(arg: string, artifactsDir: string, pinning: PinChoice = {}): Promise<AuditSource> {
+export async function loadAuditSource(
+  arg: string,
+  artifactsDir: string,
+  pinning: PinChoice = {},
+): Promise<AuditSource> {
   const path = resolve(arg);
   if (!existsSync(path)) {
-    throw new UserInputError(`${quoteValue(arg)} does not exist; pass a grid YAML file or an audit folder (with audit.json)`, {
-      field: 'GRID',
-      code: 'E_NO_FILE',
-    });
+    throw new UserInputError(
+      `${quoteValue(arg)} does not exist; pass a grid YAML file or an audit folder (with audit.json)`,
+      {
+        field: 'GRID',
+        code: 'E_NO_FILE',
+      },
+    );
   }
   const isDir = statSync(path).isDirectory();
   if (isDir || basename(path) === AUDIT_INDEX_FILE) {
     const indexFile = isDir ? auditIndexPath(path) : path;
     if (!existsSync(indexFile)) {
-      throw new UserInputError(`${path} is a folder without audit.json; pass a grid YAML file or an audit folder written by \`canary-audit plan --out\``, {
-        field: 'GRID',
-        code: 'E_NO_FILE',
-      });
+      throw new UserInputError(
+        `${path} is a folder without audit.json; pass a grid YAML file or an audit folder written by \`canary-audit plan --out\``,
+        {
+          field: 'GRID',
+          code: 'E_NO_FILE',
+        },
+      );
     }
     return readAuditFolder(indexFile);
   }
@@ -59,10 +69,13 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
   const runs = index.runs.map((run, i) => {
     const manifestPath = manifestPathOf(join(auditDir, run.dir));
     if (!existsSync(manifestPath)) {
-      throw new UserInputError(`${indexFile}: runs[${i}] (${run.run_id}) has no ${manifestPath}; write the audit again`, {
-        field: `runs[${i}].dir`,
-        code: 'E_BAD_AUDIT',
-      });
+      throw new UserInputError(
+        `${indexFile}: runs[${i}] (${run.run_id}) has no ${manifestPath}; write the audit again`,
+        {
+          field: `runs[${i}].dir`,
+          code: 'E_BAD_AUDIT',
+        },
+      );
     }
     const gpus = manifestGpus(manifestPath);
     return { runId: run.run_id, cellId: run.cell_id, manifestPath, ...(gpus > 1 ? { gpus } : {}) };
@@ -84,7 +97,12 @@ async function plannedSource(gridPath: string, artifactsDir: string, pinning: Pi
       name: written.name,
       auditDir: written.auditDir,
       // training.gpus is one value for the whole grid.
-      runs: written.runs.map((r) => ({ runId: r.runId, cellId: r.cellId, manifestPath: r.manifestPath, ...(gpus > 1 ? { gpus } : {}) })),
+      runs: written.runs.map((r) => ({
+        runId: r.runId,
+        cellId: r.cellId,
+        manifestPath: r.manifestPath,
+        ...(gpus > 1 ? { gpus } : {}),
+      })),
     },
     artifactsDir,
     planned: true,
@@ -95,7 +113,13 @@ async function plannedSource(gridPath: string, artifactsDir: string, pinning: Pi
 /** training.gpus of a written manifest (1 when absent or unreadable: the trainer reports a bad manifest). */
 function manifestGpus(manifestPath: string): number {
   try {
-    const gpus = (JSON.parse(readInsideSync(dirname(manifestPath), manifestPath, { maxBytes: MAX_JSON_BYTES, what: 'manifest' }).toString('utf8')) as { training?: { gpus?: unknown } }).training?.gpus;
+    const gpus = (
+      JSON.parse(
+        readInsideSync(dirname(manifestPath), manifestPath, { maxBytes: MAX_JSON_BYTES, what: 'manifest' }).toString(
+          'utf8',
+        ),
+      ) as { training?: { gpus?: unknown } }
+    ).training?.gpus;
     return typeof gpus === 'number' && Number.isInteger(gpus) && gpus > 1 ? gpus : 1;
   } catch {
     return 1;

@@ -34,11 +34,17 @@ export async function gridDatasetRequests(file: string): Promise<DatasetFetchReq
   for (const value of grid.expansion.axes.task) {
     let requests: TaskDataRequest[];
     try {
-      requests = [taskDataRequest(value.value), utilityDataRequest(value.value)].filter((r): r is TaskDataRequest => r !== null);
+      requests = [taskDataRequest(value.value), utilityDataRequest(value.value)].filter(
+        (r): r is TaskDataRequest => r !== null,
+      );
     } catch (error) {
       if (!(error instanceof TaskSpecError)) throw error;
       const path = [...value.path, ...error.field];
-      throw new UserInputError(`task ${value.label}: ${error.message}`, { location: grid.source.locate(path), field: formatPath(path), code: 'E_TASK' });
+      throw new UserInputError(`task ${value.label}: ${error.message}`, {
+        location: grid.source.locate(path),
+        field: formatPath(path),
+        code: 'E_TASK',
+      });
     }
     for (const request of requests) {
       const source = request.source;
@@ -58,16 +64,36 @@ export async function gridDatasetRequests(file: string): Promise<DatasetFetchReq
   return [...seen.values()];
 }
 
-export function datasetFetchRequest(repo: string, flags: { revision?: string; config?: string; splits?: string[] }): DatasetFetchRequest {
+export function datasetFetchRequest(
+  repo: string,
+  flags: { revision?: string; config?: string; splits?: string[] },
+): DatasetFetchRequest {
   if (!isHubId(repo)) {
-    throw new UserInputError(`${quoteValue(repo)} is not a Hub dataset id (org/name); a local file or folder needs no fetch: name it in the task's source.path`, { code: 'E_BAD_ARGS' });
+    throw new UserInputError(
+      `${quoteValue(repo)} is not a Hub dataset id (org/name); a local file or folder needs no fetch: name it in the task's source.path`,
+      { code: 'E_BAD_ARGS' },
+    );
   }
   const splits = flags.splits && flags.splits.length > 0 ? [...new Set(flags.splits)] : null;
   return { repo, revision: flags.revision ?? null, config: flags.config, splits };
 }
 
 /** Always asks the Hub (HF_HUB_OFFLINE notwithstanding, as `models fetch`); an unreachable Hub is an error, not the cache. */
-export async function fetchDatasetToCache(request: DatasetFetchRequest, options: Omit<DatasetHubOptions, 'offline'> = {}): Promise<FetchedDataset> {
+export async function fetchDatasetToCache(
+  request: DatasetFetchRequest,
+  options: Omit<DatasetHubOptions, 'offline'> = {},
+): Promise<FetchedDataset> {
   const { revision, config, splits, files, format, assets } = request;
-  return fetchDataset(request.repo, { revision, config, splits, ...(files ? { files } : {}), ...(format ? { format } : {}), ...(assets ? { assets } : {}) }, { ...options, offline: false, fallbackToCache: false });
+  return fetchDataset(
+    request.repo,
+    {
+      revision,
+      config,
+      splits,
+      ...(files ? { files } : {}),
+      ...(format ? { format } : {}),
+      ...(assets ? { assets } : {}),
+    },
+    { ...options, offline: false, fallbackToCache: false },
+  );
 }

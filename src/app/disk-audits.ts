@@ -48,5 +48,8 @@ export function notQueuedReason(audit: DiskAudit): string {
 export function notQueuedLines(onDisk: DiskAudit[], queued: Set<string>, redacted: string): string[] {
   const missing = onDisk.filter((a) => !queued.has(a.auditId));
   if (missing.length === 0) return [];
-  return [`${missing.length} audit(s) under the artifact root are not on this Redis (${redacted}):`, ...missing.map((a) => `  ${a.auditId} (${a.name}): ${notQueuedReason(a)}`)];
+  return [
+    `${missing.length} audit(s) under the artifact root are not on this Redis (${redacted}):`,
+    ...missing.map((a) => `  ${a.auditId} (${a.name}): ${notQueuedReason(a)}`),
+  ];
 }

@@ -7,9 +7,23 @@ export { planGrid, type PlanGridOptions } from './plan.js';
 export { submitSource } from './submit.js';
 export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from './run-audit.js';
 export { modelsToFetch, fetchModels, type ModelRef } from './models-fetch.js';
-export { datasetFetchRequest, fetchDatasetToCache, gridDatasetRequests, type DatasetFetchRequest } from './datasets-fetch.js';
+export {
+  datasetFetchRequest,
+  fetchDatasetToCache,
+  gridDatasetRequests,
+  type DatasetFetchRequest,
+} from './datasets-fetch.js';
 export { pinIfAsked, pinPlanRevisions, hubModelsOf, type ModelRevisions, type PinChoice } from './pinning.js';
 export { auditsOnDisk, notQueuedLines, notQueuedReason, type DiskAudit } from './disk-audits.js';
 export { CLI_SCRIPT, cliCommand, pathArg, shellWord } from './invocation.js';
 export { taskDataLoader } from './task-data.js';
-export { checkSlurmOptions, currentCli, DEFAULT_SLURM, sbatchAnswer, slurmScript, submitSlurmScript, writeSlurmScript, type SlurmScriptOptions } from './slurm.js';
+export {
+  checkSlurmOptions,
+  currentCli,
+  DEFAULT_SLURM,
+  sbatchAnswer,
+  slurmScript,
+  submitSlurmScript,
+  writeSlurmScript,
+  type SlurmScriptOptions,
+} from './slurm.js';

@@ -22,7 +22,10 @@ export interface ModelRevisions {
   unpinned: { name: string; revision: string | null }[];
 }
 
-export async function pinIfAsked(plan: AuditPlan, choice: PinChoice = {}): Promise<{ plan: AuditPlan; models: ModelRevisions }> {
+export async function pinIfAsked(
+  plan: AuditPlan,
+  choice: PinChoice = {},
+): Promise<{ plan: AuditPlan; models: ModelRevisions }> {
   if (choice.pinRevisions === false) {
     const unpinned = hubModelsOf(plan).filter((m) => !COMMIT_SHA.test(m.revision ?? ''));
     return { plan, models: { pins: [], unpinned } };
@@ -36,7 +39,8 @@ export function hubModelsOf(plan: AuditPlan): { name: string; revision: string |
   const seen = new Map<string, { name: string; revision: string | null }>();
   for (const run of plan.runs) {
     const m = run.cell.values.model.value;
-    if (m.backend === 'hf' && isHubId(m.name)) seen.set(`${m.name}@${m.revision ?? ''}`, { name: m.name, revision: m.revision });
+    if (m.backend === 'hf' && isHubId(m.name))
+      seen.set(`${m.name}@${m.revision ?? ''}`, { name: m.name, revision: m.revision });
   }
   return [...seen.values()];
 }
@@ -45,7 +49,10 @@ export function hubModelsOf(plan: AuditPlan): { name: string; revision: string |
  * Every hf model of the plan, with its revision replaced by a commit sha (one lookup per distinct
  * name and revision), and how each was pinned. The plan given is not changed.
  */
-export async function pinPlanRevisions(plan: AuditPlan, options: PinOptions = {}): Promise<{ plan: AuditPlan; pins: ModelPin[] }> {
+export async function pinPlanRevisions(
+  plan: AuditPlan,
+  options: PinOptions = {},
+): Promise<{ plan: AuditPlan; pins: ModelPin[] }> {
   const pins = new Map<string, ModelPin>();
   const runs = [];
   for (const run of plan.runs) {
@@ -57,19 +64,33 @@ export async function pinPlanRevisions(plan: AuditPlan, options: PinOptions = {}
     }
     const key = `${m.name}@${m.revision ?? ''}`;
     if (!pins.has(key)) pins.set(key, await pinAt(plan, model.path, m.name, m.revision, options));
-    const values = { ...run.cell.values, model: { ...model, value: { ...m, revision: (pins.get(key) as ModelPin).sha } } };
+    const values = {
+      ...run.cell.values,
+      model: { ...model, value: { ...m, revision: (pins.get(key) as ModelPin).sha } },
+    };
     runs.push({ ...run, cell: { ...run.cell, values } });
   }
   return { plan: { ...plan, runs }, pins: [...pins.values()] };
 }
 
 /** pinModel, with a wrong name or a gated model reported at its place in the grid. */
-async function pinAt(plan: AuditPlan, path: GridPath, name: string, revision: string | null, options: PinOptions): Promise<ModelPin> {
+async function pinAt(
+  plan: AuditPlan,
+  path: GridPath,
+  name: string,
+  revision: string | null,
+  options: PinOptions,
+): Promise<ModelPin> {
   try {
     return await pinModel(name, revision, options);
   } catch (error) {
     if (!(error instanceof HubError) || error.failure === 'unreachable') throw error;
     const hint = error.failure === 'unauthorized' ? `; then ${fetchCommand(name, revision)}` : '';
-    throw new UserInputError(`${error.message}${hint}`, { location: plan.grid.source.locate(path), field: formatPath(path), code: 'E_HUB_MODEL', cause: error });
+    throw new UserInputError(`${error.message}${hint}`, {
+      location: plan.grid.source.locate(path),
+      field: formatPath(path),
+      code: 'E_HUB_MODEL',
+      cause: error,
+    });
   }
 }

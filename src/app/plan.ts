@@ -2,7 +2,15 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UserInputErrors } from '../errors.js';
 import { HubCache, hubCacheDir, isHubId } from '../hub/index.js';
-import { checkHfLengths, planAudit, writeAudit, type AuditPlan, type TokenCount, type TokenCounter, type WrittenAudit } from '../manifest/index.js';
+import {
+  checkHfLengths,
+  planAudit,
+  writeAudit,
+  type AuditPlan,
+  type TokenCount,
+  type TokenCounter,
+  type WrittenAudit,
+} from '../manifest/index.js';
 import { countRowTokens, trainerPythonHint } from '../runner/index.js';
 import { taskDataLoader } from './task-data.js';
 import { pinIfAsked, type ModelRevisions, type PinChoice } from './pinning.js';
@@ -22,11 +30,20 @@ export interface PlannedGrid {
  * Expand a grid, pin its model revisions (unless turned off), refuse rows too long for a model,
  * and with `out` write the audit: what `plan` does, and what `submit` and `run` do with a grid.
  */
-export async function planGrid(gridPath: string, options: PlanGridOptions & { out: string }): Promise<Required<PlannedGrid>>;
+export async function planGrid(
+  gridPath: string,
+  options: PlanGridOptions & { out: string },
+): Promise<Required<PlannedGrid>>;
 export async function planGrid(gridPath: string, options?: PlanGridOptions): Promise<PlannedGrid>;
 export async function planGrid(gridPath: string, options: PlanGridOptions = {}): Promise<PlannedGrid> {
   const artifactsDir = options.out ? resolve(options.out) : undefined;
-  const { plan, models } = await pinIfAsked(await planAudit(gridPath, { ...(artifactsDir ? { artifactsDir } : {}), loadTaskData: taskDataLoader(gridPath, options.hub) }), options);
+  const { plan, models } = await pinIfAsked(
+    await planAudit(gridPath, {
+      ...(artifactsDir ? { artifactsDir } : {}),
+      loadTaskData: taskDataLoader(gridPath, options.hub),
+    }),
+    options,
+  );
   await refuseLongRows(plan);
   if (!artifactsDir) return { plan, models };
   return { plan, models, written: await writeAudit(plan, artifactsDir) };
@@ -41,7 +58,10 @@ async function refuseLongRows(plan: AuditPlan): Promise<void> {
 /** The trainer's token count, for the models whose tokenizer is on this machine (the others skipped). */
 const tokenizerCount: TokenCounter = async (jobs) => {
   const why = jobs.map((job) => tokenizerUnavailable(job.model.name, job.model.revision));
-  const counted = await countRowTokens(jobs.filter((_, k) => why[k] === null), hubCacheDir());
+  const counted = await countRowTokens(
+    jobs.filter((_, k) => why[k] === null),
+    hubCacheDir(),
+  );
   return jobs.map((_, k) => (why[k] ? { skipped: why[k] } : (counted.shift() as TokenCount)));
 };
 
@@ -56,5 +76,7 @@ function tokenizerUnavailable(name: string, revision: string | null): string | n
     if (sha === null) return `not in the local cache ${cache.dir}`;
     folder = cache.snapshotDir(name, sha);
   } else folder = name;
-  return ['tokenizer.json', 'tokenizer_config.json'].some((f) => existsSync(join(folder, f))) ? null : `no tokenizer in ${folder}`;
+  return ['tokenizer.json', 'tokenizer_config.json'].some((f) => existsSync(join(folder, f)))
+    ? null
+    : `no tokenizer in ${folder}`;
 }

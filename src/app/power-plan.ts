@@ -46,14 +46,32 @@ interface Planned {
 function row(p: Planned, seeds: number, canaries: number, margin: number, cells: number): PowerRow {
   const scaled = rescaleComponents(p.components, seeds, canaries);
   const a = powerAdvice(p.effect, scaled, margin, ALPHA);
-  if (!a) return { comparison: p.comparison, effect: p.effect, probability: null, seeds: null, canaries: null, advice: 'the pilot has one run per arm here: no run-to-run variance to plan with (give the pilot ≥ 2 seeds)' };
+  if (!a)
+    return {
+      comparison: p.comparison,
+      effect: p.effect,
+      probability: null,
+      seeds: null,
+      canaries: null,
+      advice: 'the pilot has one run per arm here: no run-to-run variance to plan with (give the pilot ≥ 2 seeds)',
+    };
   let advice: string;
   if (a.probability >= TARGET_POWER) advice = 'reaches 80% as written';
-  else if (a.canaries !== null) advice = `cheapest: canaries.focal ${a.canaries} (no more runs)${a.runs !== null ? `, or ${a.runs} seeds per cell (+${(a.runs - seeds) * cells} runs)` : ''}`;
-  else if (a.runs !== null) advice = `cheapest: ${a.runs} seeds per cell (+${(a.runs - seeds) * cells} runs); more canaries alone would not reach 80%`;
-  else if (a.both) advice = `cheapest: ${a.both.runs} seeds per cell (+${(a.both.runs - seeds) * cells} runs) and canaries.focal ${a.both.canaries}; neither alone reaches 80%`;
+  else if (a.canaries !== null)
+    advice = `cheapest: canaries.focal ${a.canaries} (no more runs)${a.runs !== null ? `, or ${a.runs} seeds per cell (+${(a.runs - seeds) * cells} runs)` : ''}`;
+  else if (a.runs !== null)
+    advice = `cheapest: ${a.runs} seeds per cell (+${(a.runs - seeds) * cells} runs); more canaries alone would not reach 80%`;
+  else if (a.both)
+    advice = `cheapest: ${a.both.runs} seeds per cell (+${(a.both.runs - seeds) * cells} runs) and canaries.focal ${a.both.canaries}; neither alone reaches 80%`;
   else advice = `not within ${64 * seeds} seeds per cell and ${64 * canaries} canaries per run`;
-  return { comparison: p.comparison, effect: p.effect, probability: a.probability, seeds: a.runs, canaries: a.canaries, advice };
+  return {
+    comparison: p.comparison,
+    effect: p.effect,
+    probability: a.probability,
+    seeds: a.runs,
+    canaries: a.canaries,
+    advice,
+  };
 }
 
 /** The comparisons the grid declares, as the report will name them, with assumed components. */
@@ -66,17 +84,34 @@ function assumedFamily(plan: AuditPlan, seeds: number, effect: number): Planned[
   const out: Planned[] = [];
   const doses = expansion.axes.dose.map((d) => d.label);
   for (const v of expansion.axes.visibility) {
-    if (heldOut > 0) out.push({ comparison: `visibility=${v.label}, dose=${doses[doses.length - 1]}: inserted − held-out control`, effect, components: [arm(focal), arm(heldOut)] });
-    if (doses.length > 1) out.push({ comparison: `visibility=${v.label}: dose ${doses[doses.length - 1]} − dose ${doses[0]}`, effect, components: [arm(focal), arm(focal)] });
+    if (heldOut > 0)
+      out.push({
+        comparison: `visibility=${v.label}, dose=${doses[doses.length - 1]}: inserted − held-out control`,
+        effect,
+        components: [arm(focal), arm(heldOut)],
+      });
+    if (doses.length > 1)
+      out.push({
+        comparison: `visibility=${v.label}: dose ${doses[doses.length - 1]} − dose ${doses[0]}`,
+        effect,
+        components: [arm(focal), arm(focal)],
+      });
   }
   for (const [axis, values] of Object.entries(expansion.axes)) {
     if (axis === 'seed' || axis === 'dose' || values.length < 2) continue;
-    out.push({ comparison: `${axis} ${values[values.length - 1]?.label} − ${values[0]?.label}, paired`, effect, components: [assumedComponents(pairedSd, seeds, focal)] });
+    out.push({
+      comparison: `${axis} ${values[values.length - 1]?.label} − ${values[0]?.label}, paired`,
+      effect,
+      components: [assumedComponents(pairedSd, seeds, focal)],
+    });
   }
   return out;
 }
 
-export async function planPower(plan: AuditPlan, options: { pilot?: string; effect?: number } = {}): Promise<PowerPlan> {
+export async function planPower(
+  plan: AuditPlan,
+  options: { pilot?: string; effect?: number } = {},
+): Promise<PowerPlan> {
   const { doc, expansion } = plan.grid;
   const seeds = expansion.axes.seed.length;
   const canaries = doc.canaries.focal;
@@ -86,21 +121,36 @@ export async function planPower(plan: AuditPlan, options: { pilot?: string; effe
   let source: string;
   if (options.pilot) {
     const { summary } = await computeReport({ auditDir: options.pilot, resamples: 1000 });
-    planned = declaredFamily(summary).map((m) => ({ comparison: m.comparison, effect: options.effect ?? m.estimate, components: m.components }));
+    planned = declaredFamily(summary).map((m) => ({
+      comparison: m.comparison,
+      effect: options.effect ?? m.estimate,
+      components: m.components,
+    }));
     source = `pilot ${summary.audit.id} (${summary.counts.finished} finished runs): its variance components${options.effect === undefined ? ' and observed effects' : ''}`;
   } else {
     const effect = options.effect ?? DEFAULT_PLAN_EFFECT_BITS;
     planned = assumedFamily(plan, seeds, effect);
     source = `assumed components (sd run ${ASSUMED_SD.run}, canary ${ASSUMED_SD.canary}, run × canary ${ASSUMED_SD.interaction} bits; not measured: give --pilot AUDIT_DIR)`;
   }
-  return { source, margin_bits: margin, alpha: ALPHA, seeds, canaries, rows: planned.map((p) => row(p, seeds, canaries, margin, cells)) };
+  return {
+    source,
+    margin_bits: margin,
+    alpha: ALPHA,
+    seeds,
+    canaries,
+    rows: planned.map((p) => row(p, seeds, canaries, margin, cells)),
+  };
 }
 
 export function powerText(p: PowerPlan): string {
   const lines = [
     `power: ${p.seeds} seed(s) per cell × ${p.canaries} focal canaries per run; α ${p.alpha}, margin ±${p.margin_bits} bits, target 80%; ${p.source}`,
-    ...p.rows.map((r) => `  ${r.comparison} at effect ${r.effect >= 0 ? '+' : ''}${r.effect.toFixed(2)} bits: ${r.probability === null ? '—' : `P(decided) ${r.probability.toFixed(2)}`}; ${r.advice}`),
+    ...p.rows.map(
+      (r) =>
+        `  ${r.comparison} at effect ${r.effect >= 0 ? '+' : ''}${r.effect.toFixed(2)} bits: ${r.probability === null ? '—' : `P(decided) ${r.probability.toFixed(2)}`}; ${r.advice}`,
+    ),
   ];
-  if (p.rows.length === 0) lines.push('  no declared comparison (the grid has no held-out canaries, one dose and no compared axis)');
+  if (p.rows.length === 0)
+    lines.push('  no declared comparison (the grid has no held-out canaries, one dose and no compared axis)');
   return `${lines.join('\n')}\n`;
 }

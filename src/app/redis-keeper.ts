@@ -11,7 +11,10 @@ export class EmbeddedRedisKeeper {
   private restarting: Promise<void> | null = null;
   private stopped = false;
 
-  private constructor(private current: EmbeddedRedis, everyMs: number) {
+  private constructor(
+    private current: EmbeddedRedis,
+    everyMs: number,
+  ) {
     this.timer = setInterval(() => void this.check(), everyMs);
     this.timer.unref();
   }
@@ -34,7 +37,10 @@ export class EmbeddedRedisKeeper {
 
   private check(): Promise<void> {
     if (this.stopped || this.restarting || alive(this.current.pid)) return Promise.resolve();
-    log.warn({ port: this.current.port }, 'the private redis-server exited; starting it again on the same port and append-only file');
+    log.warn(
+      { port: this.current.port },
+      'the private redis-server exited; starting it again on the same port and append-only file',
+    );
     this.restarting = startEmbeddedRedis({ dir: this.current.dir, port: this.current.port })
       .then((server) => {
         this.current = server;

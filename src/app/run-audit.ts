@@ -91,9 +91,21 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     if (!interrupted && options.report !== false) {
       const written = await writeReport({ auditDir });
       ({ files: reportFiles, headline, verdicts } = written);
-      controlWarnings = written.warnings.filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind)).map((w) => ({ kind: w.kind, message: w.message }));
+      controlWarnings = written.warnings
+        .filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind))
+        .map((w) => ({ kind: w.kind, message: w.message }));
     }
-    return { auditId: source.input.auditId, auditDir, status, reportFiles, headline, controlWarnings, verdicts, interrupted, redis: target.redacted };
+    return {
+      auditId: source.input.auditId,
+      auditDir,
+      status,
+      reportFiles,
+      headline,
+      controlWarnings,
+      verdicts,
+      interrupted,
+      redis: target.redacted,
+    };
   } finally {
     await pool?.shutdown();
     await embedded?.stop();

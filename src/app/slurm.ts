@@ -73,7 +73,8 @@ export const DEFAULT_SLURM = {
  */
 export function currentCli(): { node: string; nodeArgs: string[]; cli: string } {
   const script = process.argv[1];
-  if (script && /(^|[/\\])main\.(js|ts)$/.test(script)) return { node: process.execPath, nodeArgs: [...process.execArgv], cli: resolve(script) };
+  if (script && /(^|[/\\])main\.(js|ts)$/.test(script))
+    return { node: process.execPath, nodeArgs: [...process.execArgv], cli: resolve(script) };
   return { node: process.execPath, nodeArgs: [], cli: join(PACKAGE_ROOT, 'dist', 'cli', 'main.js') };
 }
 
@@ -100,7 +101,10 @@ export function slurmScript(o: SlurmScriptOptions): string {
     `--output=${join(o.logDir, '%x-%A_%a.out')}`,
     ...o.extra,
   ];
-  const slots = o.gpusPerWorker > 0 ? '--gpus "${CUDA_VISIBLE_DEVICES:?Slurm set no CUDA_VISIBLE_DEVICES: is --gres=gpu configured on this partition?}"' : '--cpu "${SLURM_CPUS_PER_TASK:-1}"';
+  const slots =
+    o.gpusPerWorker > 0
+      ? '--gpus "${CUDA_VISIBLE_DEVICES:?Slurm set no CUDA_VISIBLE_DEVICES: is --gres=gpu configured on this partition?}"'
+      : '--cpu "${SLURM_CPUS_PER_TASK:-1}"';
   return `#!/bin/bash
 # canary-audit worker pool: one worker per array task, against the Redis in $REDIS_URL.
 # Written by \`canary-audit slurm\`; submit with REDIS_URL set (sbatch copies it into the job):
@@ -147,7 +151,10 @@ exit "$rc"
 /** Check what sbatch cannot: numbers that make no sense together. */
 export function checkSlurmOptions(o: SlurmScriptOptions): void {
   if (o.maxRunning !== null && o.maxRunning > o.workers) {
-    throw new UserInputError(`--max-running ${o.maxRunning} is more than --workers ${o.workers}; use at most ${o.workers}`, { field: '--max-running', code: 'E_BAD_FLAG' });
+    throw new UserInputError(
+      `--max-running ${o.maxRunning} is more than --workers ${o.workers}; use at most ${o.workers}`,
+      { field: '--max-running', code: 'E_BAD_FLAG' },
+    );
   }
   if (o.stopGraceS + 30 > o.signalS) {
     throw new UserInputError(
@@ -156,7 +163,10 @@ export function checkSlurmOptions(o: SlurmScriptOptions): void {
     );
   }
   if (!/^(\d+-)?\d+(:\d+){0,2}$/.test(o.time)) {
-    throw new UserInputError(`--time ${quoteValue(o.time)} is not a Slurm time; e.g. 30, 4:00:00 or 1-00:00:00`, { field: '--time', code: 'E_BAD_FLAG' });
+    throw new UserInputError(`--time ${quoteValue(o.time)} is not a Slurm time; e.g. 30, 4:00:00 or 1-00:00:00`, {
+      field: '--time',
+      code: 'E_BAD_FLAG',
+    });
   }
   if (!existsSync(o.cli)) {
     throw new UserInputError(`${o.cli} does not exist: build the CLI first (npm run build)`, { code: 'E_NO_FILE' });
@@ -175,22 +185,37 @@ export async function writeSlurmScript(path: string, options: SlurmScriptOptions
  */
 export function submitSlurmScript(path: string, redisUrl: string, sbatch = 'sbatch'): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(sbatch, ['--parsable', path], { env: { ...process.env, REDIS_URL: redisUrl }, timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-        reject(new UserInputError(`${sbatch} is not on PATH: run this on a Slurm login node, or write the script without --submit and sbatch it there`, { code: 'E_NO_SBATCH' }));
-        return;
-      }
-      if (error) {
-        reject(new UserInputError(`sbatch refused the job: ${sbatchAnswer(stderr) || error.message.split('\n')[0]}; check the flags against \`sinfo -s\` (partitions) and \`sacctmgr show assoc user=$USER\` (accounts)`, { code: 'E_SBATCH' }));
-        return;
-      }
-      const id = stdout.trim().split(';')[0] ?? '';
-      if (!/^\d+$/.test(id)) {
-        reject(new Error(`sbatch printed no job id: ${stdout.trim().slice(0, 200)}`));
-        return;
-      }
-      resolve(id);
-    });
+    execFile(
+      sbatch,
+      ['--parsable', path],
+      { env: { ...process.env, REDIS_URL: redisUrl }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
+          reject(
+            new UserInputError(
+              `${sbatch} is not on PATH: run this on a Slurm login node, or write the script without --submit and sbatch it there`,
+              { code: 'E_NO_SBATCH' },
+            ),
+          );
+          return;
+        }
+        if (error) {
+          reject(
+            new UserInputError(
+              `sbatch refused the job: ${sbatchAnswer(stderr) || error.message.split('\n')[0]}; check the flags against \`sinfo -s\` (partitions) and \`sacctmgr show assoc user=$USER\` (accounts)`,
+              { code: 'E_SBATCH' },
+            ),
+          );
+          return;
+        }
+        const id = stdout.trim().split(';')[0] ?? '';
+        if (!/^\d+$/.test(id)) {
+          reject(new Error(`sbatch printed no job id: ${stdout.trim().slice(0, 200)}`));
+          return;
+        }
+        resolve(id);
+      },
+    );
   });
 }
 

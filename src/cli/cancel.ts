@@ -30,9 +30,19 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
   options: {
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
-    'no-wait': { type: 'boolean', description: 'Return once the stop is requested, without waiting for trainers to exit.' },
-    purge: { type: 'boolean', description: 'After stopping, remove the audit and its runs from Redis (artifacts stay on disk).' },
-    json: { type: 'boolean', description: 'Print {schema_version, audit_id, cancelled_at, removed, stopping, finished, still_running, purged} as JSON; schemas/cancel-output.schema.json.' },
+    'no-wait': {
+      type: 'boolean',
+      description: 'Return once the stop is requested, without waiting for trainers to exit.',
+    },
+    purge: {
+      type: 'boolean',
+      description: 'After stopping, remove the audit and its runs from Redis (artifacts stay on disk).',
+    },
+    json: {
+      type: 'boolean',
+      description:
+        'Print {schema_version, audit_id, cancelled_at, removed, stopping, finished, still_running, purged} as JSON; schemas/cancel-output.schema.json.',
+    },
   },
   positionals: [1, 1],
   async run(args) {
@@ -43,7 +53,8 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
     const outcome = await cancelAudit(conn, auditId, artifactsFrom(args));
     let stillRunning: string[] = [];
     if (!args.values['no-wait'] && outcome.stopping.length > 0) {
-      if (!args.values.json) process.stderr.write(`waiting for ${outcome.stopping.length} trainer(s) to checkpoint and exit...\n`);
+      if (!args.values.json)
+        process.stderr.write(`waiting for ${outcome.stopping.length} trainer(s) to checkpoint and exit...\n`);
       stillRunning = await waitStopped(conn, outcome.stopping, resolveTuning().stopGraceMs + SHUTDOWN_MARGIN_MS);
     }
     // Purging a run whose trainer still writes would orphan it: purge only once all stopped.
@@ -51,7 +62,9 @@ Exit codes: 0 cancelled, 1 Redis unreachable or trainers still running after the
     let purged = false;
     if (args.values.purge) {
       if (unstopped.length > 0) {
-        process.stderr.write('canary-audit: not purging: trainers are still running; run cancel --purge again once they stopped\n');
+        process.stderr.write(
+          'canary-audit: not purging: trainers are still running; run cancel --purge again once they stopped\n',
+        );
       } else {
         await purgeAudit(conn, auditId);
         purged = true;

@@ -46,7 +46,13 @@ export const COMMON_OPTIONS: Record<string, OptionSpec> = {
   help: { type: 'boolean', short: 'h', description: 'Show this help and exit.' },
 };
 
-type ParseToken = { kind: string; name?: string; rawName?: string; value?: string | undefined; inlineValue?: boolean | undefined };
+type ParseToken = {
+  kind: string;
+  name?: string;
+  rawName?: string;
+  value?: string | undefined;
+  inlineValue?: boolean | undefined;
+};
 
 /** The options a command accepts: its own table and the common ones. */
 function allOptions(command: Command): Record<string, OptionSpec> {
@@ -63,11 +69,19 @@ function seeHelp(command: Command): string {
  */
 function flagProblem(command: Command, argv: string[]): string | undefined {
   const options = allOptions(command);
-  const byShort = new Map(Object.entries(options).flatMap(([name, spec]) => (spec.short ? [[spec.short, name] as const] : [])));
+  const byShort = new Map(
+    Object.entries(options).flatMap(([name, spec]) => (spec.short ? [[spec.short, name] as const] : [])),
+  );
   let tokens: ParseToken[];
   try {
-    const types = Object.fromEntries(Object.entries(options).map(([name, spec]) => [name, { type: spec.type, ...(spec.short ? { short: spec.short } : {}) }]));
-    tokens = parseArgs({ args: argv, allowPositionals: true, strict: false, tokens: true, options: types }).tokens as ParseToken[];
+    const types = Object.fromEntries(
+      Object.entries(options).map(([name, spec]) => [
+        name,
+        { type: spec.type, ...(spec.short ? { short: spec.short } : {}) },
+      ]),
+    );
+    tokens = parseArgs({ args: argv, allowPositionals: true, strict: false, tokens: true, options: types })
+      .tokens as ParseToken[];
   } catch {
     return undefined;
   }
@@ -98,24 +112,33 @@ function flagProblem(command: Command, argv: string[]): string | undefined {
 function positionalProblem(command: Command, positionals: string[]): string | undefined {
   const [min, max] = command.positionals;
   const actions = command.actions;
-  if (actions && positionals.length > 0 && !(positionals[0] as string in actions)) {
+  if (actions && positionals.length > 0 && !((positionals[0] as string) in actions)) {
     const verb = positionals[0] as string;
     const names = Object.keys(actions);
     const hint = closest(verb, names);
-    const list = Object.entries(actions).map(([a, what]) => `${a} (${what})`).join(', ');
+    const list = Object.entries(actions)
+      .map(([a, what]) => `${a} (${what})`)
+      .join(', ');
     return `${command.name} has no action ${JSON.stringify(verb)}${hint ? ` (did you mean ${hint}?)` : ''}; ${names.length === 1 ? 'its one action is' : 'actions:'} ${list}`;
   }
   if (positionals.length >= min && positionals.length <= max) return undefined;
   const names = positionalNames(command);
   if (positionals.length < min) {
     if (actions && positionals.length === 0) {
-      return `${command.name} needs an action: ${Object.entries(actions).map(([a, what]) => `${a} (${what})`).join(', ')}`;
+      return `${command.name} needs an action: ${Object.entries(actions)
+        .map(([a, what]) => `${a} (${what})`)
+        .join(', ')}`;
     }
     const missing = names.slice(positionals.length, min);
     return `${command.name} needs ${missing.length > 0 ? missing.join(' ') : `${min} argument(s)`}`;
   }
-  const extra = positionals.slice(max).map((p) => JSON.stringify(p)).join(' ');
-  return max === 0 ? `${command.name} takes no arguments, got ${extra}` : `${command.name} takes ${max === 1 ? 'one argument' : `at most ${max} arguments`} (${names.join(' ')}); unexpected ${extra}`;
+  const extra = positionals
+    .slice(max)
+    .map((p) => JSON.stringify(p))
+    .join(' ');
+  return max === 0
+    ? `${command.name} takes no arguments, got ${extra}`
+    : `${command.name} takes ${max === 1 ? 'one argument' : `at most ${max} arguments`} (${names.join(' ')}); unexpected ${extra}`;
 }
 
 function positionalNames(command: Command): string[] {
@@ -127,12 +150,17 @@ function positionalNames(command: Command): string[] {
 
 /** The positional part of `usage`, without any option groups written there. */
 function positionalUsage(command: Command): string {
-  return command.usage.replace(/\[-[^\]]*\]/g, '').replace(/\s+/g, ' ').trim();
+  return command.usage
+    .replace(/\[-[^\]]*\]/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** `[--flag VALUE]` for every option, in table order, common options last. */
 export function optionUsage(command: Command): string[] {
-  return Object.entries(allOptions(command)).map(([name, spec]) => `[--${name}${spec.type === 'string' ? ` ${spec.value ?? 'VALUE'}` : ''}]`);
+  return Object.entries(allOptions(command)).map(
+    ([name, spec]) => `[--${name}${spec.type === 'string' ? ` ${spec.value ?? 'VALUE'}` : ''}]`,
+  );
 }
 
 /** The usage line, generated from the positional part and the option table, wrapped at `width`. */
@@ -177,13 +205,20 @@ export function parseCommandArgs(command: Command, argv: string[]): ParsedArgs {
     });
   } catch (error) {
     // What flagProblem does not catch (e.g. a value that looks like a flag): the message, unquoted.
-    const reason = error instanceof Error ? (error.message.split('\n')[0] as string).replace(/['"`]/g, '') : String(error);
+    const reason =
+      error instanceof Error ? (error.message.split('\n')[0] as string).replace(/['"`]/g, '') : String(error);
     throw new UserInputError(`${reason}; ${seeHelp(command)}`, { code: 'E_BAD_FLAG' });
   }
   if (parsed.values.help) return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
   const wrong = positionalProblem(command, parsed.positionals);
   if (wrong !== undefined) {
-    throw new UserInputError(`${wrong}; usage: canary-audit ${command.name} ${positionalUsage(command)}; ${seeHelp(command)}`.replace(/ {2,}/g, ' '), { code: 'E_BAD_ARGS' });
+    throw new UserInputError(
+      `${wrong}; usage: canary-audit ${command.name} ${positionalUsage(command)}; ${seeHelp(command)}`.replace(
+        / {2,}/g,
+        ' ',
+      ),
+      { code: 'E_BAD_ARGS' },
+    );
   }
   return { values: parsed.values as ParsedArgs['values'], positionals: parsed.positionals };
 }
@@ -218,7 +253,9 @@ export function intOption(args: ParsedArgs, name: string, fallback: number, min 
   if (raw === undefined) return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) {
-    throw new UserInputError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`, { code: 'E_BAD_FLAG' });
+    throw new UserInputError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`, {
+      code: 'E_BAD_FLAG',
+    });
   }
   return n;
 }

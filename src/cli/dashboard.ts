@@ -1,7 +1,13 @@
 import { existsSync } from 'node:fs';
 import { startDashboard } from '../dashboard/index.js';
 import { resolve } from 'node:path';
-import { assertRedisReachable, privateRedisTarget, queueConnection, redisTargetFrom, requireRedisTarget } from '../queue/index.js';
+import {
+  assertRedisReachable,
+  privateRedisTarget,
+  queueConnection,
+  redisTargetFrom,
+  requireRedisTarget,
+} from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { UserInputError, quoteValue } from '../errors.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -28,29 +34,56 @@ Exit codes: 0 stopped on a signal, 1 Redis unreachable or the port in use, 2 bad
   options: {
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
-    host: { type: 'string', value: 'ADDR', description: 'Address to listen on. Default 127.0.0.1 (this machine only).' },
-    'allow-host': { type: 'string', value: 'NAME', multiple: true, description: 'A host name requests may use besides loopback (repeatable): how the page is reached through --host 0.0.0.0.' },
+    host: {
+      type: 'string',
+      value: 'ADDR',
+      description: 'Address to listen on. Default 127.0.0.1 (this machine only).',
+    },
+    'allow-host': {
+      type: 'string',
+      value: 'NAME',
+      multiple: true,
+      description:
+        'A host name requests may use besides loopback (repeatable): how the page is reached through --host 0.0.0.0.',
+    },
     port: { type: 'string', value: 'N', description: 'Port to listen on (0: any free port). Default 8790.' },
-    interval: { type: 'string', value: 'MS', description: 'How often the one Redis poller reads, in ms. Default 1000.' },
+    interval: {
+      type: 'string',
+      value: 'MS',
+      description: 'How often the one Redis poller reads, in ms. Default 1000.',
+    },
     'allow-actions': { type: 'boolean', description: 'Enable cancel-audit and retry-run (need the printed token).' },
     audit: {
       type: 'string',
       value: 'DIR',
       multiple: true,
-      description: 'Show this audit folder too (repeatable). Without --redis/REDIS_URL, the Redis is the one `canary-audit run` started for it (DIR/redis); when that Redis is gone, the audit is shown from its files.',
+      description:
+        'Show this audit folder too (repeatable). Without --redis/REDIS_URL, the Redis is the one `canary-audit run` started for it (DIR/redis); when that Redis is gone, the audit is shown from its files.',
     },
   },
   positionals: [0, 0],
   async run(args) {
     const allowHosts = allowHostsFrom(args.values['allow-host']);
     const port = intOption(args, 'port', 8790, 0);
-    if (port > 65535) throw new UserInputError(`must be 0..65535 (0: any free port), got ${port}`, { field: '--port', code: 'E_BAD_FLAG' });
+    if (port > 65535)
+      throw new UserInputError(`must be 0..65535 (0: any free port), got ${port}`, {
+        field: '--port',
+        code: 'E_BAD_FLAG',
+      });
     const auditDirs = ((args.values.audit as string[] | undefined) ?? []).map((d) => resolve(d));
     for (const dir of auditDirs) {
-      if (!existsSync(`${dir}/audit.json`)) throw new UserInputError(`${dir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
+      if (!existsSync(`${dir}/audit.json`))
+        throw new UserInputError(`${dir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, {
+          field: '--audit',
+          code: 'E_NO_AUDIT',
+        });
     }
-    const own = auditDirs.length > 0 && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(`${auditDirs[0]}/redis`) : null;
-    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'dashboard', stringOption(args, 'redis-password-file'));
+    const own =
+      auditDirs.length > 0 && !redisTargetFrom(stringOption(args, 'redis'))
+        ? privateRedisTarget(`${auditDirs[0]}/redis`)
+        : null;
+    const target =
+      own ?? requireRedisTarget(stringOption(args, 'redis'), 'dashboard', stringOption(args, 'redis-password-file'));
     let reachable = true;
     try {
       await assertRedisReachable(target, 2_000);
@@ -92,7 +125,10 @@ function allowHostsFrom(value: unknown): string[] {
   const names = (Array.isArray(value) ? value : value === undefined ? [] : [value]).map(String);
   for (const name of names) {
     if (!/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:.]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/.test(name)) {
-      throw new UserInputError(`--allow-host ${quoteValue(name)} is not a host name or address; e.g. --allow-host dash.internal`, { field: '--allow-host', code: 'E_BAD_FLAG' });
+      throw new UserInputError(
+        `--allow-host ${quoteValue(name)} is not a host name or address; e.g. --allow-host dash.internal`,
+        { field: '--allow-host', code: 'E_BAD_FLAG' },
+      );
     }
   }
   return names;

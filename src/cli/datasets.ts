@@ -34,24 +34,46 @@ revision, config or split, or a gated dataset without access.`,
   },
   options: {
     revision: { type: 'string', value: 'R', description: 'Branch, tag or commit sha (default: main).' },
-    config: { type: 'string', value: 'C', description: "The card's config (subset) whose files to fetch (default: its default config)." },
-    split: { type: 'string', value: 'S', multiple: true, description: 'A split to fetch (repeatable; default: every split of the config).' },
-    json: { type: 'boolean', description: 'Print {repo, revision, sha, config, snapshot_dir, splits, files, downloaded_files, downloaded_bytes} as JSON on stdout.' },
+    config: {
+      type: 'string',
+      value: 'C',
+      description: "The card's config (subset) whose files to fetch (default: its default config).",
+    },
+    split: {
+      type: 'string',
+      value: 'S',
+      multiple: true,
+      description: 'A split to fetch (repeatable; default: every split of the config).',
+    },
+    json: {
+      type: 'boolean',
+      description:
+        'Print {repo, revision, sha, config, snapshot_dir, splits, files, downloaded_files, downloaded_bytes} as JSON on stdout.',
+    },
   },
   positionals: [2, 2],
   async run(args) {
     const [action, target] = args.positionals as [string, string];
-    if (action !== 'fetch') throw new UserInputError(`unknown action ${JSON.stringify(action)}; usage: canary-audit datasets fetch GRID|REPO`, { code: 'E_BAD_ARGS' });
+    if (action !== 'fetch')
+      throw new UserInputError(
+        `unknown action ${JSON.stringify(action)}; usage: canary-audit datasets fetch GRID|REPO`,
+        { code: 'E_BAD_ARGS' },
+      );
     const splits = (args.values.split as string[] | undefined) ?? [];
     const flags = { revision: stringOption(args, 'revision'), config: stringOption(args, 'config'), splits };
     const grid = existsSync(target) && statSync(target).isFile();
     if (grid && (flags.revision !== undefined || flags.config !== undefined || splits.length > 0)) {
-      throw new UserInputError(`--revision, --config and --split apply to a single REPO; ${target} is a grid, whose tasks name their own source and splits`, { field: '--revision', code: 'E_BAD_FLAG' });
+      throw new UserInputError(
+        `--revision, --config and --split apply to a single REPO; ${target} is a grid, whose tasks name their own source and splits`,
+        { field: '--revision', code: 'E_BAD_FLAG' },
+      );
     }
     const requests = grid ? await gridDatasetRequests(target) : [datasetFetchRequest(target, flags)];
     const json = Boolean(args.values.json);
     if (grid && requests.length === 0) {
-      process.stdout.write(json ? '[]\n' : `${target} reads no Hub dataset (generated tasks and local sources need no fetch)\n`);
+      process.stdout.write(
+        json ? '[]\n' : `${target} reads no Hub dataset (generated tasks and local sources need no fetch)\n`,
+      );
       return 0;
     }
     const fetched: FetchedDataset[] = [];
@@ -64,7 +86,10 @@ revision, config or split, or a gated dataset without access.`,
         view.endLine();
       }
     }
-    if (json) process.stdout.write(`${JSON.stringify(grid ? fetched.map(fetchedJson) : fetchedJson(fetched[0] as FetchedDataset), null, 2)}\n`);
+    if (json)
+      process.stdout.write(
+        `${JSON.stringify(grid ? fetched.map(fetchedJson) : fetchedJson(fetched[0] as FetchedDataset), null, 2)}\n`,
+      );
     else process.stdout.write(fetched.map(fetchedText).join(''));
     return 0;
   },
@@ -77,7 +102,12 @@ function fetchedJson(f: FetchedDataset): Record<string, unknown> {
     sha: f.sha,
     config: f.config,
     snapshot_dir: f.snapshotDir,
-    splits: Object.fromEntries(Object.entries(f.splits).map(([split, files]) => [split, files.map((x) => ({ path: x.path, bytes: x.bytes, cached_path: x.local }))])),
+    splits: Object.fromEntries(
+      Object.entries(f.splits).map(([split, files]) => [
+        split,
+        files.map((x) => ({ path: x.path, bytes: x.bytes, cached_path: x.local })),
+      ]),
+    ),
     files: f.files,
     downloaded_files: f.downloadedFiles,
     downloaded_bytes: f.downloadedBytes,
@@ -85,7 +115,10 @@ function fetchedJson(f: FetchedDataset): Record<string, unknown> {
 }
 
 function fetchedText(f: FetchedDataset): string {
-  const got = f.downloadedFiles === 0 ? 'all in the cache already' : `${f.downloadedFiles} downloaded (${formatBytes(f.downloadedBytes)})`;
+  const got =
+    f.downloadedFiles === 0
+      ? 'all in the cache already'
+      : `${f.downloadedFiles} downloaded (${formatBytes(f.downloadedBytes)})`;
   const config = f.config === null ? '' : ` (config ${f.config})`;
   const width = Math.max(0, ...Object.keys(f.splits).map((s) => s.length)) + 2;
   const lines = [`${f.repo}@${f.revision} = ${f.sha}${config}: ${f.files} file(s), ${got}`];

@@ -13,17 +13,50 @@ import { commandHelp, parseCommandArgs, type Command } from './command.js';
  * Exit codes: 0 ok, 1 failure, 2 bad input.
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
-  plan: { summary: 'Expand an audit grid into run manifests (prints them; --out writes them).', load: async () => (await import('./plan.js')).command },
-  run: { summary: 'Run a whole audit on this machine: private Redis, local workers, report.', load: async () => (await import('./run.js')).command },
-  submit: { summary: 'Expand a grid and queue one fine-tuning job per run on Redis.', load: async () => (await import('./submit.js')).command },
-  worker: { summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).', load: async () => (await import('./worker.js')).command },
-  slurm: { summary: 'Write (and with --submit, submit) an sbatch script that runs a worker pool on a Slurm cluster.', load: async () => (await import('./slurm.js')).command },
-  status: { summary: 'Show audits and runs in the queue: state, progress, ETA, failures.', load: async () => (await import('./status.js')).command },
-  dashboard: { summary: 'Serve a live web dashboard of audits, runs and GPU workers (read-only by default).', load: async () => (await import('./dashboard.js')).command },
-  cancel: { summary: 'Cancel an audit: drop waiting runs, stop running trainers.', load: async () => (await import('./cancel.js')).command },
-  models: { summary: 'Download Hub models into the local Hugging Face cache, for offline workers.', load: async () => (await import('./models.js')).command },
-  datasets: { summary: 'Download Hub datasets (card and split files) into the local Hugging Face cache.', load: async () => (await import('./datasets.js')).command },
-  report: { summary: 'Compute exposure and recovery from stored scores; write reports.', load: async () => (await import('./report.js')).command },
+  plan: {
+    summary: 'Expand an audit grid into run manifests (prints them; --out writes them).',
+    load: async () => (await import('./plan.js')).command,
+  },
+  run: {
+    summary: 'Run a whole audit on this machine: private Redis, local workers, report.',
+    load: async () => (await import('./run.js')).command,
+  },
+  submit: {
+    summary: 'Expand a grid and queue one fine-tuning job per run on Redis.',
+    load: async () => (await import('./submit.js')).command,
+  },
+  worker: {
+    summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).',
+    load: async () => (await import('./worker.js')).command,
+  },
+  slurm: {
+    summary: 'Write (and with --submit, submit) an sbatch script that runs a worker pool on a Slurm cluster.',
+    load: async () => (await import('./slurm.js')).command,
+  },
+  status: {
+    summary: 'Show audits and runs in the queue: state, progress, ETA, failures.',
+    load: async () => (await import('./status.js')).command,
+  },
+  dashboard: {
+    summary: 'Serve a live web dashboard of audits, runs and GPU workers (read-only by default).',
+    load: async () => (await import('./dashboard.js')).command,
+  },
+  cancel: {
+    summary: 'Cancel an audit: drop waiting runs, stop running trainers.',
+    load: async () => (await import('./cancel.js')).command,
+  },
+  models: {
+    summary: 'Download Hub models into the local Hugging Face cache, for offline workers.',
+    load: async () => (await import('./models.js')).command,
+  },
+  datasets: {
+    summary: 'Download Hub datasets (card and split files) into the local Hugging Face cache.',
+    load: async () => (await import('./datasets.js')).command,
+  },
+  report: {
+    summary: 'Compute exposure and recovery from stored scores; write reports.',
+    load: async () => (await import('./report.js')).command,
+  },
 };
 
 function mainHelp(): string {
@@ -104,7 +137,9 @@ export function reportError(error: unknown): number {
   const fsError = explainWriteError(error, '');
   if (fsError) return reportError(fsError);
   log.error({ err: error }, 'internal error');
-  process.stderr.write(`canary-audit: internal error: ${terminalSafe(error instanceof Error ? error.message : String(error))}\n`);
+  process.stderr.write(
+    `canary-audit: internal error: ${terminalSafe(error instanceof Error ? error.message : String(error))}\n`,
+  );
   return EXIT_FAILURE;
 }
 

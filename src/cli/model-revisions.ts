@@ -5,8 +5,15 @@ import { fetchCommand } from '../hub/index.js';
 export function revisionLines(models: ModelRevisions | undefined): string[] {
   if (!models) return [];
   const lines = models.pins.map((pin) => {
-    const from = pin.source === 'hub' ? 'from the Hub' : pin.source === 'given' ? 'given as a sha' : `from the local cache: ${pin.reason}`;
-    const fetch = pin.cached ? '' : `; not in the local cache, offline workers need: ${fetchCommand(pin.name, pin.sha)}`;
+    const from =
+      pin.source === 'hub'
+        ? 'from the Hub'
+        : pin.source === 'given'
+          ? 'given as a sha'
+          : `from the local cache: ${pin.reason}`;
+    const fetch = pin.cached
+      ? ''
+      : `; not in the local cache, offline workers need: ${fetchCommand(pin.name, pin.sha)}`;
     return `model ${pin.name}@${pin.revision} = ${pin.sha} (${from})${fetch}`;
   });
   return [...lines, ...models.unpinned.map((m) => `model ${m.name}@${m.revision ?? 'main'}: not pinned`)];
@@ -15,7 +22,14 @@ export function revisionLines(models: ModelRevisions | undefined): string[] {
 export function revisionsJson(models: ModelRevisions | undefined): Record<string, unknown>[] {
   if (!models) return [];
   return [
-    ...models.pins.map((pin) => ({ name: pin.name, revision: pin.revision, sha: pin.sha, source: pin.source, cached: pin.cached, ...(pin.reason ? { reason: pin.reason } : {}) })),
+    ...models.pins.map((pin) => ({
+      name: pin.name,
+      revision: pin.revision,
+      sha: pin.sha,
+      source: pin.source,
+      cached: pin.cached,
+      ...(pin.reason ? { reason: pin.reason } : {}),
+    })),
     ...models.unpinned.map((m) => ({ name: m.name, revision: m.revision ?? 'main', sha: null, source: 'unpinned' })),
   ];
 }
@@ -34,6 +48,6 @@ export const NO_PIN_OPTION = {
   'no-pin-revisions': {
     type: 'boolean' as const,
     description:
-      'Keep each Hub model\'s branch or tag in the manifests instead of its commit sha (default: pin, asking the Hub ($HF_ENDPOINT), else the local cache). Warns: a branch moves.',
+      "Keep each Hub model's branch or tag in the manifests instead of its commit sha (default: pin, asking the Hub ($HF_ENDPOINT), else the local cache). Warns: a branch moves.",
   },
 };

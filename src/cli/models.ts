@@ -25,25 +25,43 @@ Exit codes: 0 fetched, 1 Hub unreachable or a download failed, 2 bad arguments, 
     fetch: 'download models into the local Hugging Face cache',
   },
   options: {
-    revision: { type: 'string', value: 'R', description: 'Branch, tag or commit sha of MODEL (default: main; a grid entry names its own).' },
-    json: { type: 'boolean', description: 'Print [{name, revision, sha, snapshot_dir, files, downloaded_files, downloaded_bytes}] as JSON on stdout.' },
+    revision: {
+      type: 'string',
+      value: 'R',
+      description: 'Branch, tag or commit sha of MODEL (default: main; a grid entry names its own).',
+    },
+    json: {
+      type: 'boolean',
+      description:
+        'Print [{name, revision, sha, snapshot_dir, files, downloaded_files, downloaded_bytes}] as JSON on stdout.',
+    },
   },
   positionals: [2, 2],
   async run(args) {
     const [action, target] = args.positionals as [string, string];
-    if (action !== 'fetch') throw new UserInputError(`unknown action ${JSON.stringify(action)}; usage: canary-audit models fetch GRID|MODEL`, { code: 'E_BAD_ARGS' });
+    if (action !== 'fetch')
+      throw new UserInputError(
+        `unknown action ${JSON.stringify(action)}; usage: canary-audit models fetch GRID|MODEL`,
+        { code: 'E_BAD_ARGS' },
+      );
     const models = await modelsToFetch(target, stringOption(args, 'revision') ?? null);
     const json = Boolean(args.values.json);
     if (models.length === 0) {
       if (json) process.stdout.write('[]\n');
-      else process.stdout.write(`${target} names no Hugging Face Hub model (tiny models and local folders need no fetch)\n`);
+      else
+        process.stdout.write(
+          `${target} names no Hugging Face Hub model (tiny models and local folders need no fetch)\n`,
+        );
       return 0;
     }
     const view = new FetchProgressView();
-    const onModel = (m: { name: string; revision: string | null }): void => void process.stderr.write(`fetching ${m.name}@${m.revision ?? 'main'} into ${hubCacheDir()}\n`);
+    const onModel = (m: { name: string; revision: string | null }): void =>
+      void process.stderr.write(`fetching ${m.name}@${m.revision ?? 'main'} into ${hubCacheDir()}\n`);
     const fetched = await fetchModels(models, { progress: view, onModel });
     view.endLine();
-    process.stdout.write(json ? `${JSON.stringify(fetched.map(fetchedJson), null, 2)}\n` : fetched.map(fetchedLine).join(''));
+    process.stdout.write(
+      json ? `${JSON.stringify(fetched.map(fetchedJson), null, 2)}\n` : fetched.map(fetchedLine).join(''),
+    );
     return 0;
   },
 };
@@ -61,6 +79,9 @@ function fetchedJson(f: FetchedSnapshot): Record<string, unknown> {
 }
 
 function fetchedLine(f: FetchedSnapshot): string {
-  const got = f.downloadedFiles === 0 ? 'all in the cache already' : `${f.downloadedFiles} downloaded (${formatBytes(f.downloadedBytes)})`;
+  const got =
+    f.downloadedFiles === 0
+      ? 'all in the cache already'
+      : `${f.downloadedFiles} downloaded (${formatBytes(f.downloadedBytes)})`;
   return `${f.name}@${f.revision} = ${f.sha}: ${f.files} file(s), ${got}\n  ${f.snapshotDir}\n`;
 }

@@ -3,7 +3,15 @@ import { planPower, powerText } from '../app/power-plan.js';
 import { planGrid } from '../app/index.js';
 import { planTask, pretrainCorpusKey, type AuditPlan, type RunLayout, type WrittenAudit } from '../manifest/index.js';
 import { spaceSize } from '../codes/index.js';
-import { codeSpaceOf, comparisonText, describePretrain, designLine, jointSeeds, pretrainRows, singleRunComparisons } from '../grid/index.js';
+import {
+  codeSpaceOf,
+  comparisonText,
+  describePretrain,
+  designLine,
+  jointSeeds,
+  pretrainRows,
+  singleRunComparisons,
+} from '../grid/index.js';
 import type { ModelRevisions } from '../app/index.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
@@ -39,12 +47,31 @@ standard deviations (run 1.5, canary 2, run × canary 1 bits) at --effect (defau
 docs/metrics.md, "Verdicts and power".`,
   options: {
     json: { type: 'boolean', description: 'Print the plan as JSON on stdout (schemas/plan-output.schema.json).' },
-    out: { type: 'string', value: 'DIR', description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).' },
-    'pin-revisions': { type: 'boolean', description: 'Pin revisions to commit shas (the default; kept for older scripts).' },
+    out: {
+      type: 'string',
+      value: 'DIR',
+      description: 'Write the audit under DIR/audits/<audit_id>/ (default: print only).',
+    },
+    'pin-revisions': {
+      type: 'boolean',
+      description: 'Pin revisions to commit shas (the default; kept for older scripts).',
+    },
     ...NO_PIN_OPTION,
-    power: { type: 'boolean', description: 'Also print, per declared comparison, the probability of a decision and the cheapest change to 80%.' },
-    pilot: { type: 'string', value: 'AUDIT_DIR', description: 'With --power: take variance components and effects from this finished audit (default: assumed components).' },
-    effect: { type: 'string', value: 'BITS', description: 'With --power: the effect to plan for, bits (default: the pilot\'s observed effects, else 2).' },
+    power: {
+      type: 'boolean',
+      description: 'Also print, per declared comparison, the probability of a decision and the cheapest change to 80%.',
+    },
+    pilot: {
+      type: 'string',
+      value: 'AUDIT_DIR',
+      description:
+        'With --power: take variance components and effects from this finished audit (default: assumed components).',
+    },
+    effect: {
+      type: 'string',
+      value: 'BITS',
+      description: "With --power: the effect to plan for, bits (default: the pilot's observed effects, else 2).",
+    },
   },
   positionals: [1, 1],
   async run(args) {
@@ -53,16 +80,31 @@ docs/metrics.md, "Verdicts and power".`,
     const pilot = stringOption(args, 'pilot');
     const effectRaw = stringOption(args, 'effect');
     const effect = effectRaw === undefined ? undefined : Number(effectRaw);
-    if (effect !== undefined && !Number.isFinite(effect)) throw new UserInputError(`--effect must be a number of bits, got ${JSON.stringify(effectRaw)}`, { field: '--effect', code: 'E_BAD_FLAG' });
-    if ((pilot !== undefined || effect !== undefined) && !args.values.power) throw new UserInputError('--pilot and --effect go with --power; add --power', { field: pilot !== undefined ? '--pilot' : '--effect', code: 'E_BAD_FLAG' });
-    const { plan, models, written } = await planGrid(gridPath, { ...(out ? { out } : {}), pinRevisions: !args.values['no-pin-revisions'] });
+    if (effect !== undefined && !Number.isFinite(effect))
+      throw new UserInputError(`--effect must be a number of bits, got ${JSON.stringify(effectRaw)}`, {
+        field: '--effect',
+        code: 'E_BAD_FLAG',
+      });
+    if ((pilot !== undefined || effect !== undefined) && !args.values.power)
+      throw new UserInputError('--pilot and --effect go with --power; add --power', {
+        field: pilot !== undefined ? '--pilot' : '--effect',
+        code: 'E_BAD_FLAG',
+      });
+    const { plan, models, written } = await planGrid(gridPath, {
+      ...(out ? { out } : {}),
+      pinRevisions: !args.values['no-pin-revisions'],
+    });
     warnUnpinned(models);
     warnSingleRuns(plan);
     warnFixedBaseSeeds(plan);
-    if (args.values.json) process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
+    if (args.values.json)
+      process.stdout.write(`${JSON.stringify(versioned('plan', planJson(plan, written, models)), null, 2)}\n`);
     else process.stdout.write(terminalSafe(planText(plan, written, models)));
     if (args.values.power) {
-      const power = await planPower(plan, { ...(pilot !== undefined ? { pilot } : {}), ...(effect !== undefined ? { effect } : {}) });
+      const power = await planPower(plan, {
+        ...(pilot !== undefined ? { pilot } : {}),
+        ...(effect !== undefined ? { effect } : {}),
+      });
       // With --json the plan is the whole of stdout: the power lines go to stderr.
       (args.values.json ? process.stderr : process.stdout).write(terminalSafe(powerText(power)));
     }
@@ -116,15 +158,28 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: Model
     rows: plan.grid.rows,
     updates: plan.grid.updates,
     batch_size: doc.training.batch_size,
-    candidate_space: { kind: doc.candidates.kind, size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)) },
+    candidate_space: {
+      kind: doc.candidates.kind,
+      size: doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys ?? 0) : spaceSize(codeSpaceOf(doc)),
+    },
     single_run_comparisons: singleRunComparisons(plan.runs.map((r) => r.cell)),
-    design: { vary: plan.grid.design.vary, written: plan.grid.design.written, population: plan.grid.design.population, seeds: plan.grid.design.seeds, line: designLine(plan.grid.design, plan.runs.map((r) => r.cell)) },
+    design: {
+      vary: plan.grid.design.vary,
+      written: plan.grid.design.written,
+      population: plan.grid.design.population,
+      seeds: plan.grid.design.seeds,
+      line: designLine(
+        plan.grid.design,
+        plan.runs.map((r) => r.cell),
+      ),
+    },
     ...(written ? { audit_dir: written.auditDir } : {}),
     models: revisionsJson(models),
     ...(datasets.length > 0 ? { datasets } : {}),
     runs: plan.runs.map((run, k) => {
       const w = written?.runs[k];
-      const probed = run.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').length + run.heldOut.length;
+      const probed =
+        run.canaries.filter((c) => doc.probes.auxiliary || c.cohort === 'focal').length + run.heldOut.length;
       return {
         cell_id: run.cell.id,
         cell: run.cell.labels,
@@ -149,9 +204,15 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
     `${plan.auditId}  ${plan.name}: ${plan.runs.length} run(s), ${n(plan.grid.rows)} rows each (${n(plan.grid.updates)} updates x batch ${doc.training.batch_size})`,
     `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
     ...baseModelLines(plan),
-    designLine(plan.grid.design, plan.runs.map((r) => r.cell)),
+    designLine(
+      plan.grid.design,
+      plan.runs.map((r) => r.cell),
+    ),
     ...revisionLines(models),
-    ...datasetsOf(plan).map((d) => `dataset ${d.task}: ${d.source === 'hub' ? `${d.repo}@${d.revision} -> ${d.sha}` : d.path}; ${n(d.train_rows)} train rows, ${n(d.utility_rows)} utility rows`),
+    ...datasetsOf(plan).map(
+      (d) =>
+        `dataset ${d.task}: ${d.source === 'hub' ? `${d.repo}@${d.revision} -> ${d.sha}` : d.path}; ${n(d.train_rows)} train rows, ${n(d.utility_rows)} utility rows`,
+    ),
     '',
   ];
   const table = plan.runs.map((run, k) => {
@@ -170,7 +231,11 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
   });
   const header = ['cell', 'canaries', 'appearances by dose', 'canary rows', 'fraction', ...(written ? ['run id'] : [])];
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] ?? '').length)));
-  const fmt = (r: string[]): string => r.map((c, i) => (i === 0 || i === 2 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ').trimEnd();
+  const fmt = (r: string[]): string =>
+    r
+      .map((c, i) => (i === 0 || i === 2 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .join('  ')
+      .trimEnd();
   lines.push(fmt(header), ...table.map(fmt));
   if (written) {
     const created = written.runs.filter((r) => r.created).length;
@@ -182,7 +247,16 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
 }
 
 /** Each dataset-backed task value of the plan: its source as pinned, and its rows per role. */
-function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; repo?: string; revision?: string; sha?: string; path?: string; train_rows: number; utility_rows: number }[] {
+function datasetsOf(plan: AuditPlan): {
+  task: string;
+  source: 'hub' | 'local';
+  repo?: string;
+  revision?: string;
+  sha?: string;
+  path?: string;
+  train_rows: number;
+  utility_rows: number;
+}[] {
   return plan.grid.expansion.axes.task.flatMap((value) => {
     const task = planTask(plan, value);
     const d = task.dataset;
@@ -190,7 +264,17 @@ function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; r
     // The task counts its own rows: a grounding task lists no allRows, and a utility source apart
     // (withUtilitySource) is not among the training rows, so a difference of the two was wrong (-1).
     const utility = task.utilityRows ?? 0;
-    return [{ task: value.label, source: d.source, ...(d.repo ? { repo: d.repo, revision: d.revision ?? 'main' } : {}), ...(d.sha ? { sha: d.sha } : {}), ...(d.path ? { path: d.path } : {}), train_rows: task.trainRows ?? 0, utility_rows: utility }];
+    return [
+      {
+        task: value.label,
+        source: d.source,
+        ...(d.repo ? { repo: d.repo, revision: d.revision ?? 'main' } : {}),
+        ...(d.sha ? { sha: d.sha } : {}),
+        ...(d.path ? { path: d.path } : {}),
+        train_rows: task.trainRows ?? 0,
+        utility_rows: utility,
+      },
+    ];
   });
 }
 
@@ -198,7 +282,16 @@ function datasetsOf(plan: AuditPlan): { task: string; source: 'hub' | 'local'; r
 function pretrainJson(run: RunLayout): Record<string, unknown> | null {
   const p = run.cell.values.model.value.pretrain;
   if (!p) return null;
-  return { updates: p.updates, batch_size: p.batch_size, rows: pretrainRows(p), lr: p.lr, schedule: { ...p.schedule }, code_fraction: p.code_fraction, seed: p.seed, ...(p.init_seed !== undefined ? { init_seed: p.init_seed } : {}) };
+  return {
+    updates: p.updates,
+    batch_size: p.batch_size,
+    rows: pretrainRows(p),
+    lr: p.lr,
+    schedule: { ...p.schedule },
+    code_fraction: p.code_fraction,
+    seed: p.seed,
+    ...(p.init_seed !== undefined ? { init_seed: p.init_seed } : {}),
+  };
 }
 
 /**
@@ -213,11 +306,20 @@ function baseModelLines(plan: AuditPlan): string[] {
     if (model.value.backend !== 'tiny') continue;
     const p = model.value.pretrain;
     const key = `${model.key}\u0000${p ? pretrainCorpusKey(run.cell.values.task.value, p) : ''}`;
-    const line = p ? `base model ${model.label}: pretrained on ${describePretrain(p)}` : `base model ${model.label}: none, trained from scratch (pretrain: false)`;
-    const base = bases.get(key) ?? { line, pretrained: p !== null && p !== undefined, runs: 0, seeds: new Set<number>() };
+    const line = p
+      ? `base model ${model.label}: pretrained on ${describePretrain(p)}`
+      : `base model ${model.label}: none, trained from scratch (pretrain: false)`;
+    const base = bases.get(key) ?? {
+      line,
+      pretrained: p !== null && p !== undefined,
+      runs: 0,
+      seeds: new Set<number>(),
+    };
     base.runs += 1;
     base.seeds.add(p?.init_seed ?? run.cell.values.seed.value);
     bases.set(key, base);
   }
-  return [...bases.values()].map((b) => `${b.line}; ${b.runs} run(s)${b.pretrained ? `, ${b.seeds.size} base(s)` : ''}`);
+  return [...bases.values()].map(
+    (b) => `${b.line}; ${b.runs} run(s)${b.pretrained ? `, ${b.seeds.size} base(s)` : ''}`,
+  );
 }

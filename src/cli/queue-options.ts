@@ -17,7 +17,8 @@ export const REDIS_OPTION: Record<string, OptionSpec> = {
   'redis-password-file': {
     type: 'string',
     value: 'FILE',
-    description: 'Read the Redis password from the first line of FILE (keep it 0600). Else $REDIS_PASSWORD, else the URL\'s own.',
+    description:
+      "Read the Redis password from the first line of FILE (keep it 0600). Else $REDIS_PASSWORD, else the URL's own.",
   },
 };
 
@@ -25,27 +26,73 @@ export const ARTIFACTS_OPTION: Record<string, OptionSpec> = {
   artifacts: {
     type: 'string',
     value: 'DIR',
-    description: 'Artifact root (audits/<id>/...); every host must see the same files. Default: $CANARY_AUDIT_HOME or ./artifacts.',
+    description:
+      'Artifact root (audits/<id>/...); every host must see the same files. Default: $CANARY_AUDIT_HOME or ./artifacts.',
   },
 };
 
 export const SLOT_OPTIONS: Record<string, OptionSpec> = {
-  gpus: { type: 'string', value: 'LIST', description: 'GPUs to use, one worker each, e.g. 0,1,2,3. Default: every GPU nvidia-smi lists, else CPU workers.' },
-  cpu: { type: 'string', value: 'N', description: 'Run N CPU workers (GPUs hidden), each with cores/N threads. Default when no GPU: one worker per core, 1 thread each.' },
-  runner: { type: 'string', value: 'NAME', description: 'How to start the trainer: local (python on this host) or docker. Default: local.' },
-  image: { type: 'string', value: 'IMAGE', description: 'Trainer image for --runner docker. Default: $CANARY_AUDIT_TRAINER_IMAGE or canary-audit-trainer:latest.' },
+  gpus: {
+    type: 'string',
+    value: 'LIST',
+    description: 'GPUs to use, one worker each, e.g. 0,1,2,3. Default: every GPU nvidia-smi lists, else CPU workers.',
+  },
+  cpu: {
+    type: 'string',
+    value: 'N',
+    description:
+      'Run N CPU workers (GPUs hidden), each with cores/N threads. Default when no GPU: one worker per core, 1 thread each.',
+  },
+  runner: {
+    type: 'string',
+    value: 'NAME',
+    description: 'How to start the trainer: local (python on this host) or docker. Default: local.',
+  },
+  image: {
+    type: 'string',
+    value: 'IMAGE',
+    description:
+      'Trainer image for --runner docker. Default: $CANARY_AUDIT_TRAINER_IMAGE or canary-audit-trainer:latest.',
+  },
 };
 
 export const TIMING_OPTIONS: Record<string, OptionSpec> = {
-  'lock-ms': { type: 'string', value: 'MS', description: 'Job lock time-to-live in ms; a dead worker loses its run after this. Default 30000 ($CANARY_AUDIT_LOCK_MS).' },
-  'stalled-ms': { type: 'string', value: 'MS', description: 'Interval of the check for runs of dead workers, in ms. Default 30000 ($CANARY_AUDIT_STALLED_MS).' },
-  'max-stalled': { type: 'string', value: 'N', description: 'Times a run may be taken over from a dead worker before it fails. Default 3 ($CANARY_AUDIT_MAX_STALLED).' },
-  'stop-grace-s': { type: 'string', value: 'S', description: 'Seconds a trainer gets to checkpoint after SIGTERM before SIGKILL. Default 120 ($CANARY_AUDIT_STOP_GRACE_MS).' },
+  'lock-ms': {
+    type: 'string',
+    value: 'MS',
+    description:
+      'Job lock time-to-live in ms; a dead worker loses its run after this. Default 30000 ($CANARY_AUDIT_LOCK_MS).',
+  },
+  'stalled-ms': {
+    type: 'string',
+    value: 'MS',
+    description: 'Interval of the check for runs of dead workers, in ms. Default 30000 ($CANARY_AUDIT_STALLED_MS).',
+  },
+  'max-stalled': {
+    type: 'string',
+    value: 'N',
+    description:
+      'Times a run may be taken over from a dead worker before it fails. Default 3 ($CANARY_AUDIT_MAX_STALLED).',
+  },
+  'stop-grace-s': {
+    type: 'string',
+    value: 'S',
+    description:
+      'Seconds a trainer gets to checkpoint after SIGTERM before SIGKILL. Default 120 ($CANARY_AUDIT_STOP_GRACE_MS).',
+  },
 };
 
 export const RETRY_OPTIONS: Record<string, OptionSpec> = {
-  attempts: { type: 'string', value: 'N', description: 'Attempts per run for retryable failures (trainer exit 1). Default 3 ($CANARY_AUDIT_ATTEMPTS).' },
-  'backoff-s': { type: 'string', value: 'S', description: 'First retry delay in seconds, doubled each retry. Default 60 ($CANARY_AUDIT_BACKOFF_MS).' },
+  attempts: {
+    type: 'string',
+    value: 'N',
+    description: 'Attempts per run for retryable failures (trainer exit 1). Default 3 ($CANARY_AUDIT_ATTEMPTS).',
+  },
+  'backoff-s': {
+    type: 'string',
+    value: 'S',
+    description: 'First retry delay in seconds, doubled each retry. Default 60 ($CANARY_AUDIT_BACKOFF_MS).',
+  },
 };
 
 export function artifactsFrom(args: ParsedArgs): string {
@@ -75,7 +122,9 @@ export function slotsFrom(args: ParsedArgs): WorkerSlot[] {
   const gpus = stringOption(args, 'gpus');
   const cpu = stringOption(args, 'cpu');
   if (gpus !== undefined && cpu !== undefined) {
-    throw new UserInputError('--gpus and --cpu exclude each other: a host runs GPU workers or CPU workers', { code: 'E_BAD_FLAG' });
+    throw new UserInputError('--gpus and --cpu exclude each other: a host runs GPU workers or CPU workers', {
+      code: 'E_BAD_FLAG',
+    });
   }
   if (gpus !== undefined) return checkedGpuSlots(gpus, stringOption(args, 'runner') ?? 'local');
   if (cpu !== undefined) return cpuSlots(intOption(args, 'cpu', 1, 1));

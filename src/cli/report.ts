@@ -35,7 +35,8 @@ export async function resolveAuditDir(audit: string, artifactsDir: string): Prom
 export const command: Command = {
   name: 'report',
   summary: 'Compute exposure and recovery from stored scores; write reports.',
-  usage: 'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--margin BITS] [--threshold-strategy NAME] [--json]',
+  usage:
+    'AUDIT [--format md,csv,json,html] [--out DIR] [--artifacts DIR] [--margin BITS] [--threshold-strategy NAME] [--json]',
   description: `
 AUDIT is an audit id (looked up under <artifacts>/audits/) or the path of an audit folder.
 Writes report.md, report.csv (one row per run x canary x probe x phase), summary.json
@@ -43,14 +44,35 @@ Writes report.md, report.csv (one row per run x canary x probe x phase), summary
 runs are listed in the report; a damaged artifact (truncated score file, wrong candidate space)
 stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or bad artifact.`,
   options: {
-    format: { type: 'string', value: 'LIST', description: `Comma-separated formats among ${REPORT_FORMATS.join(', ')}. Default: all.` },
+    format: {
+      type: 'string',
+      value: 'LIST',
+      description: `Comma-separated formats among ${REPORT_FORMATS.join(', ')}. Default: all.`,
+    },
     out: { type: 'string', value: 'DIR', description: 'Output folder. Default: <audit folder>/report.' },
-    artifacts: { type: 'string', value: 'DIR', description: 'Artifact root for audit ids. Default: $CANARY_AUDIT_HOME or ./artifacts.' },
+    artifacts: {
+      type: 'string',
+      value: 'DIR',
+      description: 'Artifact root for audit ids. Default: $CANARY_AUDIT_HOME or ./artifacts.',
+    },
     seed: { type: 'string', value: 'N', description: 'Bootstrap seed (same seed, same intervals). Default 0.' },
     resamples: { type: 'string', value: 'N', description: 'Bootstrap resamples per interval. Default 2000.' },
-    margin: { type: 'string', value: 'BITS', description: "Equivalence margin of the verdicts, bits (> 0). Default: the grid's analysis.margin_bits, else 1." },
-    'threshold-strategy': { type: 'string', value: 'NAME', description: 'How the f-DP one-run ε bound picks its threshold: bonferroni (every ROC-hull threshold, level split), split (choose on half the canaries, audit the other half; seeded by --seed) or multisplit (median of 100 splits at half the level, Meinshausen et al. 2009). Default bonferroni.' },
-    json: { type: 'boolean', description: 'Print {schema_version, audit_dir, files, summary, counts, warnings} as JSON on stdout; schemas/report-output.schema.json.' },
+    margin: {
+      type: 'string',
+      value: 'BITS',
+      description: "Equivalence margin of the verdicts, bits (> 0). Default: the grid's analysis.margin_bits, else 1.",
+    },
+    'threshold-strategy': {
+      type: 'string',
+      value: 'NAME',
+      description:
+        'How the f-DP one-run ε bound picks its threshold: bonferroni (every ROC-hull threshold, level split), split (choose on half the canaries, audit the other half; seeded by --seed) or multisplit (median of 100 splits at half the level, Meinshausen et al. 2009). Default bonferroni.',
+    },
+    json: {
+      type: 'boolean',
+      description:
+        'Print {schema_version, audit_dir, files, summary, counts, warnings} as JSON on stdout; schemas/report-output.schema.json.',
+    },
   },
   positionals: [1, 1],
   async run(args) {
@@ -60,10 +82,17 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     const out = stringOption(args, 'out');
     const marginText = stringOption(args, 'margin');
     const margin = marginText === undefined ? undefined : Number(marginText);
-    if (margin !== undefined && !(margin > 0 && Number.isFinite(margin))) throw new UserInputError(`--margin must be a number of bits > 0, got ${JSON.stringify(marginText)}`, { field: '--margin', code: 'E_BAD_FLAG' });
+    if (margin !== undefined && !(margin > 0 && Number.isFinite(margin)))
+      throw new UserInputError(`--margin must be a number of bits > 0, got ${JSON.stringify(marginText)}`, {
+        field: '--margin',
+        code: 'E_BAD_FLAG',
+      });
     const strategyText = stringOption(args, 'threshold-strategy');
     if (strategyText !== undefined && !(THRESHOLD_STRATEGIES as readonly string[]).includes(strategyText)) {
-      throw new UserInputError(`--threshold-strategy must be one of ${THRESHOLD_STRATEGIES.join(', ')}, got ${JSON.stringify(strategyText)}`, { field: '--threshold-strategy', code: 'E_BAD_FLAG' });
+      throw new UserInputError(
+        `--threshold-strategy must be one of ${THRESHOLD_STRATEGIES.join(', ')}, got ${JSON.stringify(strategyText)}`,
+        { field: '--threshold-strategy', code: 'E_BAD_FLAG' },
+      );
     }
     const result = await writeReport({
       auditDir,
@@ -72,14 +101,26 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
       seed: intOption(args, 'seed', 0, 0),
       resamples: intOption(args, 'resamples', 2000, 1),
       ...(margin !== undefined ? { marginBits: margin } : {}),
-      ...(strategyText !== undefined ? { thresholdStrategy: strategyText as (typeof THRESHOLD_STRATEGIES)[number] } : {}),
+      ...(strategyText !== undefined
+        ? { thresholdStrategy: strategyText as (typeof THRESHOLD_STRATEGIES)[number] }
+        : {}),
     });
     if (args.values.json) {
-      process.stdout.write(jsonLine('report', { audit_dir: auditDir, files: result.files, summary: result.summaryPath ?? null, counts: result.counts, warnings: result.warnings }));
+      process.stdout.write(
+        jsonLine('report', {
+          audit_dir: auditDir,
+          files: result.files,
+          summary: result.summaryPath ?? null,
+          counts: result.counts,
+          warnings: result.warnings,
+        }),
+      );
     } else {
       for (const file of result.files) process.stdout.write(`wrote ${file}\n`);
       const c = result.counts;
-      process.stdout.write(`${c.finished}/${c.runs} runs finished, ${c.failed} failed, ${c.missing} missing; ${result.warnings.length} warning(s)\n`);
+      process.stdout.write(
+        `${c.finished}/${c.runs} runs finished, ${c.failed} failed, ${c.missing} missing; ${result.warnings.length} warning(s)\n`,
+      );
       for (const w of result.warnings) process.stdout.write(`warning (${w.kind}): ${w.message}\n`);
       for (const v of result.verdicts) process.stdout.write(terminalSafe(`verdict: ${v}\n`));
     }

@@ -3,7 +3,17 @@ import { cliCommand, loadAuditSource, pathArg, runAuditLocally, shellWord } from
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
-import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
+import {
+  ARTIFACTS_OPTION,
+  REDIS_OPTION,
+  RETRY_OPTIONS,
+  SLOT_OPTIONS,
+  TIMING_OPTIONS,
+  artifactsFrom,
+  runnerFrom,
+  slotsFrom,
+  tuningFrom,
+} from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';
@@ -15,7 +25,8 @@ import { jsonLine } from './json-output.js';
 export const command: Command = {
   name: 'run',
   summary: 'Run a whole audit on this machine: private Redis, local workers, report.',
-  usage: 'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--no-pin-revisions] [--no-report] [--json]',
+  usage:
+    'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--no-pin-revisions] [--no-report] [--json]',
   description: `
 GRID is a grid YAML file or an audit folder written by \`plan --out\`. Without REDIS_URL/--redis a
 private redis-server is started (needs \`redis-server\` on PATH: \`apt-get install redis-server\`),
@@ -40,8 +51,17 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...TIMING_OPTIONS,
     ...NO_PIN_OPTION,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
-    'log-format': { type: 'string', value: 'FORMAT', description: 'stderr as text (human: bars, one line per run) or NDJSON log records (json). Default: human on a terminal, json otherwise.' },
-    json: { type: 'boolean', description: 'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report} as JSON at the end; schemas/run-output.schema.json.' },
+    'log-format': {
+      type: 'string',
+      value: 'FORMAT',
+      description:
+        'stderr as text (human: bars, one line per run) or NDJSON log records (json). Default: human on a terminal, json otherwise.',
+    },
+    json: {
+      type: 'boolean',
+      description:
+        'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report} as JSON at the end; schemas/run-output.schema.json.',
+    },
   },
   positionals: [1, 1],
   async run(args) {
@@ -60,15 +80,26 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       if (format === 'human') process.stderr.write(`${line}\n`);
       else records.info(fields, line);
     };
-    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args), { pinRevisions: !args.values['no-pin-revisions'] });
+    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args), {
+      pinRevisions: !args.values['no-pin-revisions'],
+    });
     warnUnpinned(source.models);
     for (const line of revisionLines(source.models)) say(line);
     const { auditId, auditDir, runs } = source.input;
-    say(`${auditId} ${source.input.name}: ${runs.length} run(s) in ${auditDir}`, { audit: auditId, runs: runs.length, audit_dir: auditDir });
+    say(`${auditId} ${source.input.name}: ${runs.length} run(s) in ${auditDir}`, {
+      audit: auditId,
+      runs: runs.length,
+      audit_dir: auditDir,
+    });
     if (format === 'human') for (const r of runs) say(`  ${r.runId}  ${r.cellId}`);
-    for (const w of watchCommands(auditId, auditDir, target)) say(`${w.label}: ${w.command}`, { audit: auditId, [w.key]: w.command });
+    for (const w of watchCommands(auditId, auditDir, target))
+      say(`${w.label}: ${w.command}`, { audit: auditId, [w.key]: w.command });
     // On its private Redis the audit has exactly these workers: the audit ETA spreads the runs over them.
-    const view = json ? null : format === 'human' ? new LiveView(process.stderr, Boolean(process.stderr.isTTY), target ? undefined : slots.length) : new ProgressLog(records);
+    const view = json
+      ? null
+      : format === 'human'
+        ? new LiveView(process.stderr, Boolean(process.stderr.isTTY), target ? undefined : slots.length)
+        : new ProgressLog(records);
 
     const controller = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => {
@@ -76,7 +107,9 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         log.warn({ signal }, 'second signal: exiting now');
         process.exit(130);
       }
-      process.stderr.write(`\n${signal}: stopping; trainers checkpoint, runs stay queued (run the same command to continue)\n`);
+      process.stderr.write(
+        `\n${signal}: stopping; trainers checkpoint, runs stay queued (run the same command to continue)\n`,
+      );
       controller.abort();
     };
     process.on('SIGINT', onSignal);
@@ -109,15 +142,20 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         );
       } else {
         const done = finished.filter((r) => r.state === 'completed').length;
-        process.stdout.write(`${result.auditId}: ${done}/${finished.length} runs completed${failed.length ? `, ${failed.length} failed or cancelled` : ''}${result.interrupted ? ' (interrupted)' : ''}\n`);
-        for (const r of failed) process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
+        process.stdout.write(
+          `${result.auditId}: ${done}/${finished.length} runs completed${failed.length ? `, ${failed.length} failed or cancelled` : ''}${result.interrupted ? ' (interrupted)' : ''}\n`,
+        );
+        for (const r of failed)
+          process.stdout.write(terminalSafe(`  ${r.run_id} ${r.cell_id} ${r.state}: ${r.failure ?? ''}\n`));
         // The finding first, then where the report is; the other files sit beside it.
         const html = (result.reportFiles ?? []).find((f) => f.endsWith('report.html'));
         // Controls that failed come with the finding: it rests on them.
-        for (const w of result.controlWarnings) process.stdout.write(terminalSafe(`control failed (${w.kind}): ${w.message}\n`));
+        for (const w of result.controlWarnings)
+          process.stdout.write(terminalSafe(`control failed (${w.kind}): ${w.message}\n`));
         if (result.headline) process.stdout.write(`finding: ${result.headline}\n`);
         if (html) process.stdout.write(`report: ${html}\n`);
-        else if (result.interrupted) process.stdout.write(`continue with the same command: ${cliCommand()} run ${pathArg(auditDir)}\n`);
+        else if (result.interrupted)
+          process.stdout.write(`continue with the same command: ${cliCommand()} run ${pathArg(auditDir)}\n`);
         // Last: the verdict of each declared comparison, in a sentence.
         for (const v of result.verdicts) process.stdout.write(terminalSafe(`verdict: ${v}\n`));
       }
@@ -132,12 +170,22 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
 function logFormat(flag: string | undefined, tty: boolean): 'human' | 'json' {
   if (flag === undefined) return tty ? 'human' : 'json';
   const f = flag.toLowerCase();
-  if (f !== 'human' && f !== 'json') throw new UserInputError(`--log-format must be human or json, got ${JSON.stringify(flag)}`, { field: '--log-format', code: 'E_BAD_FLAG' });
+  if (f !== 'human' && f !== 'json')
+    throw new UserInputError(`--log-format must be human or json, got ${JSON.stringify(flag)}`, {
+      field: '--log-format',
+      code: 'E_BAD_FLAG',
+    });
   return f;
 }
 
 /** The commands that show this audit while it runs (and after: the dashboard reads its files). */
-export function watchCommands(_auditId: string, auditDir: string, target: RedisTarget | undefined, env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): { key: string; label: string; command: string }[] {
+export function watchCommands(
+  _auditId: string,
+  auditDir: string,
+  target: RedisTarget | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): { key: string; label: string; command: string }[] {
   // Each runs as printed from this folder: the CLI as it is reachable here (cli/invocation.ts).
   const cli = cliCommand(env, cwd);
   const dir = pathArg(auditDir, cwd);
@@ -164,9 +212,21 @@ class ProgressLog {
         if (this.seen.get(run.run_id) === key) continue;
         this.seen.set(run.run_id, key);
         // waiting_for: the run building the base this one waits for (phase waiting_base).
-        this.records.info({ audit: audit.audit_id, run: run.run_id, cell: run.cell_id, state: run.state, phase: p?.phase ?? null, update: p?.update ?? null, total: p?.total ?? null, ...(p?.waiting ? { waiting_for: p.waiting.run_id } : {}), failure: run.failure }, 'run state');
+        this.records.info(
+          {
+            audit: audit.audit_id,
+            run: run.run_id,
+            cell: run.cell_id,
+            state: run.state,
+            phase: p?.phase ?? null,
+            update: p?.update ?? null,
+            total: p?.total ?? null,
+            ...(p?.waiting ? { waiting_for: p.waiting.run_id } : {}),
+            failure: run.failure,
+          },
+          'run state',
+        );
       }
     }
   }
 }
-

@@ -1,5 +1,13 @@
 import { join, resolve } from 'node:path';
-import { cliCommand, currentCli, shellWord, DEFAULT_SLURM, submitSlurmScript, writeSlurmScript, type SlurmScriptOptions } from '../app/index.js';
+import {
+  cliCommand,
+  currentCli,
+  shellWord,
+  DEFAULT_SLURM,
+  submitSlurmScript,
+  writeSlurmScript,
+  type SlurmScriptOptions,
+} from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -11,7 +19,8 @@ import { intOption, stringOption, type Command } from './command.js';
 export const command: Command = {
   name: 'slurm',
   summary: 'Write (and with --submit, submit) an sbatch script that runs a worker pool on a Slurm cluster.',
-  usage: '[--submit] [--workers N] [--max-running K] [--gpus-per-worker G] [--cpus-per-worker C] [--partition P] [--time T] [--redis URL] [--artifacts DIR] [--out FILE]',
+  usage:
+    '[--submit] [--workers N] [--max-running K] [--gpus-per-worker G] [--cpus-per-worker C] [--partition P] [--time T] [--redis URL] [--artifacts DIR] [--out FILE]',
   description: `
 The script is a job array of N tasks (--array=0-(N-1)%K), each one \`canary-audit worker\` on one
 node with G GPUs (--gres=gpu:G; 0 = CPU workers with one trainer per CPU), against the Redis in
@@ -27,21 +36,71 @@ Exit codes: 0 written (and submitted), 2 bad flags or sbatch refused the job (it
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
     submit: { type: 'boolean', description: 'Submit the script with sbatch and print the job id.' },
-    out: { type: 'string', value: 'FILE', description: 'Where to write the script. Default: <artifacts>/slurm/<job-name>.sbatch.' },
-    workers: { type: 'string', value: 'N', description: `Array tasks, one worker each. Default ${DEFAULT_SLURM.workers}.` },
-    'max-running': { type: 'string', value: 'K', description: 'At most K tasks at once (the array\'s % cap). Default: no cap.' },
-    'gpus-per-worker': { type: 'string', value: 'G', description: 'GPUs per worker (--gres=gpu:G); 0 for CPU workers. Default 0.' },
-    'cpus-per-worker': { type: 'string', value: 'C', description: 'CPUs per worker (--cpus-per-task). Default: 8 per GPU, else 1.' },
-    mem: { type: 'string', value: 'SIZE', description: 'Memory per worker (--mem), e.g. 256G. Default: the partition\'s.' },
-    partition: { type: 'string', value: 'P', description: 'Slurm partition. Default: the cluster\'s default partition.' },
+    out: {
+      type: 'string',
+      value: 'FILE',
+      description: 'Where to write the script. Default: <artifacts>/slurm/<job-name>.sbatch.',
+    },
+    workers: {
+      type: 'string',
+      value: 'N',
+      description: `Array tasks, one worker each. Default ${DEFAULT_SLURM.workers}.`,
+    },
+    'max-running': {
+      type: 'string',
+      value: 'K',
+      description: "At most K tasks at once (the array's % cap). Default: no cap.",
+    },
+    'gpus-per-worker': {
+      type: 'string',
+      value: 'G',
+      description: 'GPUs per worker (--gres=gpu:G); 0 for CPU workers. Default 0.',
+    },
+    'cpus-per-worker': {
+      type: 'string',
+      value: 'C',
+      description: 'CPUs per worker (--cpus-per-task). Default: 8 per GPU, else 1.',
+    },
+    mem: {
+      type: 'string',
+      value: 'SIZE',
+      description: "Memory per worker (--mem), e.g. 256G. Default: the partition's.",
+    },
+    partition: {
+      type: 'string',
+      value: 'P',
+      description: "Slurm partition. Default: the cluster's default partition.",
+    },
     account: { type: 'string', value: 'A', description: 'Slurm account to charge.' },
     time: { type: 'string', value: 'T', description: `Time limit per job (--time). Default ${DEFAULT_SLURM.time}.` },
-    'signal-s': { type: 'string', value: 'S', description: `Seconds before the time limit the worker hands its runs back (--signal=B:USR1@S). Default ${DEFAULT_SLURM.signalS}.` },
-    'stop-grace-s': { type: 'string', value: 'S', description: `Seconds a trainer gets to checkpoint before SIGKILL. Default ${DEFAULT_SLURM.stopGraceS}.` },
-    'hf-home': { type: 'string', value: 'DIR', description: `Node-local Hugging Face cache (shell variables allowed). Default ${DEFAULT_SLURM.hfHome}.` },
-    'hf-seed': { type: 'string', value: 'DIR', description: 'Shared Hugging Face cache copied into --hf-home before the worker starts (files already there are kept).' },
+    'signal-s': {
+      type: 'string',
+      value: 'S',
+      description: `Seconds before the time limit the worker hands its runs back (--signal=B:USR1@S). Default ${DEFAULT_SLURM.signalS}.`,
+    },
+    'stop-grace-s': {
+      type: 'string',
+      value: 'S',
+      description: `Seconds a trainer gets to checkpoint before SIGKILL. Default ${DEFAULT_SLURM.stopGraceS}.`,
+    },
+    'hf-home': {
+      type: 'string',
+      value: 'DIR',
+      description: `Node-local Hugging Face cache (shell variables allowed). Default ${DEFAULT_SLURM.hfHome}.`,
+    },
+    'hf-seed': {
+      type: 'string',
+      value: 'DIR',
+      description:
+        'Shared Hugging Face cache copied into --hf-home before the worker starts (files already there are kept).',
+    },
     'job-name': { type: 'string', value: 'NAME', description: `Slurm job name. Default ${DEFAULT_SLURM.jobName}.` },
-    sbatch: { type: 'string', value: 'ARG', multiple: true, description: 'A further #SBATCH line, e.g. --sbatch --qos=high (repeatable).' },
+    sbatch: {
+      type: 'string',
+      value: 'ARG',
+      multiple: true,
+      description: 'A further #SBATCH line, e.g. --sbatch --qos=high (repeatable).',
+    },
   },
   positionals: [0, 0],
   async run(args) {

@@ -43,29 +43,56 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
   options: {
     ...REDIS_OPTION,
     ...ARTIFACTS_OPTION,
-    watch: { type: 'boolean', short: 'w', description: 'Keep refreshing until interrupted (or until AUDIT is finished).' },
+    watch: {
+      type: 'boolean',
+      short: 'w',
+      description: 'Keep refreshing until interrupted (or until AUDIT is finished).',
+    },
     interval: { type: 'string', value: 'S', description: 'Seconds between refreshes with --watch. Default 2.' },
-    json: { type: 'boolean', description: 'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.' },
-    workers: { type: 'boolean', description: 'Show the fleet: workers (idle, busy, lost), their GPUs and rows/s per host.' },
-    audit: { type: 'string', value: 'DIR', description: 'The audit in this folder; without --redis/REDIS_URL, on the private Redis `canary-audit run` started for it (DIR/redis).' },
+    json: {
+      type: 'boolean',
+      description:
+        'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.',
+    },
+    workers: {
+      type: 'boolean',
+      description: 'Show the fleet: workers (idle, busy, lost), their GPUs and rows/s per host.',
+    },
+    audit: {
+      type: 'string',
+      value: 'DIR',
+      description:
+        'The audit in this folder; without --redis/REDIS_URL, on the private Redis `canary-audit run` started for it (DIR/redis).',
+    },
   },
   positionals: [0, 1],
   async run(args) {
     const auditDirFlag = stringOption(args, 'audit');
     const auditDir = auditDirFlag === undefined ? undefined : resolve(auditDirFlag);
     if (auditDir !== undefined && !existsSync(join(auditDir, 'audit.json'))) {
-      throw new UserInputError(`${auditDir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, { field: '--audit', code: 'E_NO_AUDIT' });
+      throw new UserInputError(`${auditDir} holds no audit.json; pass an audit folder (artifacts/audits/<audit-id>)`, {
+        field: '--audit',
+        code: 'E_NO_AUDIT',
+      });
     }
-    const own = auditDir !== undefined && !redisTargetFrom(stringOption(args, 'redis')) ? privateRedisTarget(join(auditDir, 'redis')) : null;
+    const own =
+      auditDir !== undefined && !redisTargetFrom(stringOption(args, 'redis'))
+        ? privateRedisTarget(join(auditDir, 'redis'))
+        : null;
     if (!own && !redisTargetFrom(stringOption(args, 'redis'), stringOption(args, 'redis-password-file'))) {
       const why =
         auditDir !== undefined
           ? `${auditDir} has no private Redis (\`canary-audit run\` did not start this audit): pass the queue it was submitted to with --redis URL or REDIS_URL, or read it from its files: \`${cliCommand()} dashboard --audit ${pathArg(auditDir)}\``
           : await fromFiles(artifactsFrom(args));
-      throw new UserInputError(`no Redis given: set REDIS_URL or pass --redis redis://host:6379; ${why}`, { code: 'E_NO_REDIS' });
+      throw new UserInputError(`no Redis given: set REDIS_URL or pass --redis redis://host:6379; ${why}`, {
+        code: 'E_NO_REDIS',
+      });
     }
-    const target = own ?? requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
-    const auditId = args.positionals[0] ?? (auditDir !== undefined ? (await readAuditIndex(join(auditDir, 'audit.json'))).id : undefined);
+    const target =
+      own ?? requireRedisTarget(stringOption(args, 'redis'), 'status', stringOption(args, 'redis-password-file'));
+    const auditId =
+      args.positionals[0] ??
+      (auditDir !== undefined ? (await readAuditIndex(join(auditDir, 'audit.json'))).id : undefined);
     const intervalMs = intOption(args, 'interval', 2, 1) * 1000;
     const json = Boolean(args.values.json);
     try {
@@ -73,7 +100,9 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     } catch (error) {
       if (!own || auditDir === undefined) {
         if (!(error instanceof CanaryAuditError) || error.code !== 'E_REDIS_UNREACHABLE') throw error;
-        throw new CanaryAuditError(error.code, `${error.message}; ${await fromFiles(artifactsFrom(args))}`, { cause: error });
+        throw new CanaryAuditError(error.code, `${error.message}; ${await fromFiles(artifactsFrom(args))}`, {
+          cause: error,
+        });
       }
       const report = join(auditDir, 'report', 'report.html');
       throw new CanaryAuditError(
@@ -83,18 +112,30 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     }
     const conn = queueConnection(target);
     const onDisk = await auditsOnDisk(artifactsFrom(args));
-    const snapshot = () => collectStatus(conn, auditId).catch((error: unknown) => {
-      const disk = onDisk.find((a) => a.auditId === auditId);
-      if (!(error instanceof UserInputError) || !disk) throw error;
-      throw new UserInputError(`no audit ${auditId} on this Redis (${target.redacted}); it is on disk at ${disk.dir}: ${notQueuedReason(disk)}`, { code: error.code });
-    });
+    const snapshot = () =>
+      collectStatus(conn, auditId).catch((error: unknown) => {
+        const disk = onDisk.find((a) => a.auditId === auditId);
+        if (!(error instanceof UserInputError) || !disk) throw error;
+        throw new UserInputError(
+          `no audit ${auditId} on this Redis (${target.redacted}); it is on disk at ${disk.dir}: ${notQueuedReason(disk)}`,
+          { code: error.code },
+        );
+      });
 
     if (args.values.workers) {
       const client = openRedis(conn);
       try {
-        const [workers, stopped, audits] = await Promise.all([readFleet(client, conn.prefix), readStoppedWorkers(client, conn.prefix), snapshot()]);
+        const [workers, stopped, audits] = await Promise.all([
+          readFleet(client, conn.prefix),
+          readStoppedWorkers(client, conn.prefix),
+          snapshot(),
+        ]);
         const throughput = throughputByHost(audits.flatMap((a) => a.runs));
-        process.stdout.write(json ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) }) : terminalSafe(renderFleet(workers, throughput, stopped)));
+        process.stdout.write(
+          json
+            ? jsonLine('fleet', { workers, rows_per_s_by_host: Object.fromEntries(throughput) })
+            : terminalSafe(renderFleet(workers, throughput, stopped)),
+        );
       } finally {
         client.disconnect();
       }
@@ -106,12 +147,20 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       const queued = new Set(audits.map((a) => a.audit_id));
       const missing = auditId === undefined ? onDisk.filter((a) => !queued.has(a.auditId)) : [];
       if (json) {
-        process.stdout.write(jsonLine('status', { audits, not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })) }));
+        process.stdout.write(
+          jsonLine('status', {
+            audits,
+            not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })),
+          }),
+        );
         return 0;
       }
       // User strings (grid names, cell labels, trainer messages) reach the terminal escaped.
-      process.stdout.write(terminalSafe(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits)));
-      for (const line of notQueuedLines(missing, queued, target.redacted)) process.stdout.write(`${terminalSafe(line)}\n`);
+      process.stdout.write(
+        terminalSafe(process.stdout.isTTY ? renderBars(audits, process.stdout.columns ?? 100) : renderPlain(audits)),
+      );
+      for (const line of notQueuedLines(missing, queued, target.redacted))
+        process.stdout.write(`${terminalSafe(line)}\n`);
       return 0;
     }
 
@@ -149,7 +198,8 @@ async function fromFiles(artifactsDir: string): Promise<string> {
     .map((a) => ({ a, at: statSync(join(a.dir, 'audit.json')).mtimeMs }))
     .sort((x, y) => y.at - x.at)[0]?.a;
   const cli = cliCommand();
-  if (!newest) return `for an audit \`canary-audit run\` started, pass its folder: \`${cli} status --audit DIR\` (DIR: <artifacts>/audits/<audit-id>; none under ${artifactsDir})`;
+  if (!newest)
+    return `for an audit \`canary-audit run\` started, pass its folder: \`${cli} status --audit DIR\` (DIR: <artifacts>/audits/<audit-id>; none under ${artifactsDir})`;
   const dir = pathArg(newest.dir);
   return `for an audit \`canary-audit run\` started, pass its folder: \`${cli} status --audit ${dir}\` (the newest under ${artifactsDir}, ${newest.name}), or \`${cli} dashboard --audit ${dir}\` to read it from its files`;
 }

@@ -26,13 +26,19 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     ...ARTIFACTS_OPTION,
     ...RETRY_OPTIONS,
     ...NO_PIN_OPTION,
-    json: { type: 'boolean', description: 'Print {schema_version, audit_id, added, state, runs, audit_dir, redis, models} as JSON on stdout; schemas/submit-output.schema.json.' },
+    json: {
+      type: 'boolean',
+      description:
+        'Print {schema_version, audit_id, added, state, runs, audit_dir, redis, models} as JSON on stdout; schemas/submit-output.schema.json.',
+    },
   },
   positionals: [1, 1],
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'submit', stringOption(args, 'redis-password-file'));
     const tuning = tuningFrom(args);
-    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning, { pinRevisions: !args.values['no-pin-revisions'] });
+    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning, {
+      pinRevisions: !args.values['no-pin-revisions'],
+    });
     warnUnpinned(source.models);
     if (args.values.json) {
       process.stdout.write(

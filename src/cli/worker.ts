@@ -3,7 +3,16 @@ import { UserInputError } from '../errors.js';
 import { log } from '../log.js';
 import { assertRedisReachable, passwordInFlagWarning, queueConnection, requireRedisTarget } from '../queue/index.js';
 import { SHUTDOWN_MARGIN_MS, WorkerPool, describeSlot } from '../worker/index.js';
-import { ARTIFACTS_OPTION, REDIS_OPTION, SLOT_OPTIONS, TIMING_OPTIONS, artifactsFrom, runnerFrom, slotsFrom, tuningFrom } from './queue-options.js';
+import {
+  ARTIFACTS_OPTION,
+  REDIS_OPTION,
+  SLOT_OPTIONS,
+  TIMING_OPTIONS,
+  artifactsFrom,
+  runnerFrom,
+  slotsFrom,
+  tuningFrom,
+} from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 
 /** Exit code after SIGUSR1: every run was checkpointed and handed back; a batch job may requeue itself. */

@@ -44,10 +44,13 @@ export async function readAuditIndex(path: string): Promise<AuditIndex> {
   if (errors.length > 0) {
     const lines = describeSchemaErrors(errors);
     const more = lines.length > 1 ? ` (and ${lines.length - 1} more)` : '';
-    throw new UserInputError(`${lines[0]}${more}; not a valid audit index — write it again with \`canary-audit plan --out\``, {
-      location: { file: path },
-      code: 'E_BAD_AUDIT',
-    });
+    throw new UserInputError(
+      `${lines[0]}${more}; not a valid audit index — write it again with \`canary-audit plan --out\``,
+      {
+        location: { file: path },
+        code: 'E_BAD_AUDIT',
+      },
+    );
   }
   return raw as AuditIndex;
 }

@@ -44,7 +44,9 @@ export function messageText(message: Message): string {
 
 /** The image parts of messages, in order. */
 export function messageImages(messages: readonly Message[]): ImagePart[] {
-  return messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content.filter((p): p is ImagePart => p.type === 'image')));
+  return messages.flatMap((m) =>
+    typeof m.content === 'string' ? [] : m.content.filter((p): p is ImagePart => p.type === 'image'),
+  );
 }
 
 /** An image file of a run (the manifest's `images`): path under the run folder, sha256, size. */
@@ -181,7 +183,16 @@ export interface TrainingSpec {
 /** The settings a grid's `training` block gives once for every run (the manifest adds the rest per cell). */
 export type TrainingSettings = Pick<
   TrainingSpec,
-  'batch_size' | 'lr' | 'weight_decay' | 'betas' | 'grad_clip' | 'checkpoint_every' | 'loss_explode' | 'device' | 'gpus' | 'parallel'
+  | 'batch_size'
+  | 'lr'
+  | 'weight_decay'
+  | 'betas'
+  | 'grad_clip'
+  | 'checkpoint_every'
+  | 'loss_explode'
+  | 'device'
+  | 'gpus'
+  | 'parallel'
 >;
 
 export interface Cue {
@@ -257,7 +268,13 @@ export interface Manifest {
     cell: Record<string, unknown>;
   };
   /** `dataset`: where a dataset-backed task's rows came from (repo, pinned sha, file hashes). */
-  task: { name: string; seed: number; params?: Record<string, unknown>; dataset?: DatasetProvenance; utility_dataset?: DatasetProvenance };
+  task: {
+    name: string;
+    seed: number;
+    params?: Record<string, unknown>;
+    dataset?: DatasetProvenance;
+    utility_dataset?: DatasetProvenance;
+  };
   model: ModelSpec;
   training: TrainingSpec;
   rows: FileRef;

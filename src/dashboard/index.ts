@@ -11,4 +11,10 @@ export {
   type RunView,
   type Snapshot,
 } from './source.js';
-export { allowedHostNames, createDashboardApp, startDashboard, type Dashboard, type DashboardOptions } from './server.js';
+export {
+  allowedHostNames,
+  createDashboardApp,
+  startDashboard,
+  type Dashboard,
+  type DashboardOptions,
+} from './server.js';

@@ -49,16 +49,28 @@ function thin(curve: [number, number][]): [number, number][] {
 
 const finite = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) ? x : null);
 
-async function fromResult(path: string): Promise<Pick<RunFiles, 'update' | 'loss' | 'rows_per_s' | 'loss_curve' | 'finished'>> {
+async function fromResult(
+  path: string,
+): Promise<Pick<RunFiles, 'update' | 'loss' | 'rows_per_s' | 'loss_curve' | 'finished'>> {
   const none = { update: null, loss: null, rows_per_s: null, loss_curve: [], finished: null };
   try {
     const s = await stat(path);
     if (s.size > MAX_RESULT_BYTES) return none;
-    const training = (JSON.parse(await readFile(path, 'utf8')) as { training?: Record<string, unknown> }).training ?? {};
+    const training =
+      (JSON.parse(await readFile(path, 'utf8')) as { training?: Record<string, unknown> }).training ?? {};
     const curve = Array.isArray(training.loss_curve)
-      ? (training.loss_curve as unknown[]).filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && finite(p[0]) !== null && finite(p[1]) !== null)
+      ? (training.loss_curve as unknown[]).filter(
+          (p): p is [number, number] =>
+            Array.isArray(p) && p.length === 2 && finite(p[0]) !== null && finite(p[1]) !== null,
+        )
       : [];
-    return { update: finite(training.updates), loss: finite(training.final_loss), rows_per_s: finite(training.rows_per_s), loss_curve: thin(curve), finished: s.mtime.toISOString() };
+    return {
+      update: finite(training.updates),
+      loss: finite(training.final_loss),
+      rows_per_s: finite(training.rows_per_s),
+      loss_curve: thin(curve),
+      finished: s.mtime.toISOString(),
+    };
   } catch {
     // No result yet, or one that does not parse: the report names a bad result; here it is "-".
     return none;
@@ -66,7 +78,12 @@ async function fromResult(path: string): Promise<Pick<RunFiles, 'update' | 'loss
 }
 
 async function fromLog(path: string): Promise<Pick<RunFiles, 'attempts' | 'host' | 'gpu' | 'started'>> {
-  const out: Pick<RunFiles, 'attempts' | 'host' | 'gpu' | 'started'> = { attempts: 0, host: null, gpu: null, started: null };
+  const out: Pick<RunFiles, 'attempts' | 'host' | 'gpu' | 'started'> = {
+    attempts: 0,
+    host: null,
+    gpu: null,
+    started: null,
+  };
   try {
     const lines = createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
     for await (const line of lines) {

@@ -74,8 +74,14 @@ const STATIC: Record<string, { path: () => string; type: string }> = {
   '/assets/app.js': { path: () => join(ASSETS, 'app.js'), type: 'text/javascript; charset=utf-8' },
   '/assets/style.css': { path: () => join(ASSETS, 'style.css'), type: 'text/css; charset=utf-8' },
   '/vendor/vega.min.js': { path: () => vendorFile('vega', 'vega.min.js'), type: 'text/javascript; charset=utf-8' },
-  '/vendor/vega-lite.min.js': { path: () => vendorFile('vega-lite', 'vega-lite.min.js'), type: 'text/javascript; charset=utf-8' },
-  '/vendor/vega-embed.min.js': { path: () => vendorFile('vega-embed', 'vega-embed.min.js'), type: 'text/javascript; charset=utf-8' },
+  '/vendor/vega-lite.min.js': {
+    path: () => vendorFile('vega-lite', 'vega-lite.min.js'),
+    type: 'text/javascript; charset=utf-8',
+  },
+  '/vendor/vega-embed.min.js': {
+    path: () => vendorFile('vega-embed', 'vega-embed.min.js'),
+    type: 'text/javascript; charset=utf-8',
+  },
 };
 
 const CSP = [
@@ -115,7 +121,10 @@ function hostName(header: string): string {
   return header.trim().toLowerCase().replace(/:\d+$/, '');
 }
 
-export function createDashboardApp(source: StatusSource, options: DashboardOptions & { actionToken: string | null }): Hono {
+export function createDashboardApp(
+  source: StatusSource,
+  options: DashboardOptions & { actionToken: string | null },
+): Hono {
   const app = new Hono();
   const allowed = allowedHostNames(options.host ?? '127.0.0.1', options.allowHosts);
   const plotCache = new Map<string, { key: string; value: unknown }>();
@@ -192,7 +201,10 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
       try {
         const manifest = resolveInsideArtifacts(options.artifactsDir, job.data.manifest);
         // The worker's boundary check on the log itself: a symlink out of the artifact root is not read.
-        const logPath = resolveInsideArtifacts(options.artifactsDir, toArtifactRelative(options.artifactsDir, join(outputDirOfManifest(manifest), 'trainer.stderr.log')));
+        const logPath = resolveInsideArtifacts(
+          options.artifactsDir,
+          toArtifactRelative(options.artifactsDir, join(outputDirOfManifest(manifest), 'trainer.stderr.log')),
+        );
         trainerLog = await tailLines(options.artifactsDir, logPath, 40);
       } catch {
         trainerLog = null;
@@ -206,7 +218,8 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     const snapshot = await source.current();
     // An audit shown from disk (not in the queue, or Redis gone) is plotted from its own folder.
     const diskDir = source.diskAuditDir(auditId);
-    if (!options.artifactsDir && !diskDir) return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
+    if (!options.artifactsDir && !diskDir)
+      return c.json({ spec: null, reason: 'start the dashboard with --artifacts DIR to plot finished runs' });
     const parent = diskDir ? null : await source.handles.audits.getJob(auditId);
     if (!parent && !diskDir) return c.json({ spec: null, reason: `no audit ${auditId} in the queue` }, 404);
     const audit = snapshot.audits.find((a) => a.audit_id === auditId);
@@ -218,17 +231,22 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
       if ((audit?.completed ?? 0) === 0) {
         value = { spec: null, reason: 'no run has finished yet' };
       } else {
-        const auditDir = diskDir ?? resolveInsideArtifacts(options.artifactsDir as string, (parent as NonNullable<typeof parent>).data.audit_dir);
+        const auditDir =
+          diskDir ??
+          resolveInsideArtifacts(options.artifactsDir as string, (parent as NonNullable<typeof parent>).data.audit_dir);
         if (!existsSync(auditIndexPath(auditDir))) throw new Error(`${auditDir}/audit.json is not on this host`);
         // The report reads every run's manifest, result and score files: none through a symlink
         // that leads out of the root (runs/<run>/output/scores/<phase>/<file>: five levels). An
         // audit folder named with --audit is the user's own choice.
-        if (options.artifactsDir && !(options.auditDirs ?? []).includes(auditDir)) checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
+        if (options.artifactsDir && !(options.auditDirs ?? []).includes(auditDir))
+          checkTreeInsideArtifacts(options.artifactsDir, auditDir, 6);
         const { summary } = await computeReport({ auditDir, resamples: 200 });
         const plot = buildPlots(summary).find((p) => p.id === 'exposure-vs-dose');
         // The verdict of each declared comparison, one sentence each, beside the plot.
         const verdicts = (summary.verdicts ?? []).map((v) => v.sentence);
-        value = plot ? { spec: plot.spec, title: plot.title, reason: null, verdicts } : { spec: null, reason: 'no exposure measured yet', verdicts };
+        value = plot
+          ? { spec: plot.spec, title: plot.title, reason: null, verdicts }
+          : { spec: null, reason: 'no exposure measured yet', verdicts };
       }
     } catch (error) {
       value = { spec: null, reason: `no plot yet: ${error instanceof Error ? error.message : String(error)}` };
@@ -245,11 +263,14 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     // out of it (to /etc/passwd), a FIFO or a device is refused, never served.
     const auditDir = audit.audit_dir ?? dirname(dirname(audit.report));
     try {
-      return c.body(await readInside(auditDir, audit.report, { maxBytes: MAX_REPORT_BYTES, what: 'report' }), 200, { 'Content-Type': 'text/html; charset=utf-8' });
+      return c.body(await readInside(auditDir, audit.report, { maxBytes: MAX_REPORT_BYTES, what: 'report' }), 200, {
+        'Content-Type': 'text/html; charset=utf-8',
+      });
     } catch (error) {
       if (!(error instanceof ReadBoundaryError)) throw error;
       // Removed since the snapshot (a new report being written): not a refusal.
-      if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return c.json({ error: 'no report for this audit yet' }, 404);
+      if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT')
+        return c.json({ error: 'no report for this audit yet' }, 404);
       log.warn({ audit: audit.audit_id, reason: error.message }, 'dashboard: report refused');
       return c.json({ error: `report refused: ${error.message}` }, 403);
     }
@@ -263,10 +284,12 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     const expected = [`http://${c.req.header('host') ?? ''}`];
     if (origin !== undefined && !expected.includes(origin)) return c.json({ error: 'cross-site request refused' }, 403);
     const site = c.req.header('sec-fetch-site');
-    if (site !== undefined && site !== 'same-origin' && site !== 'none') return c.json({ error: 'cross-site request refused' }, 403);
+    if (site !== undefined && site !== 'same-origin' && site !== 'none')
+      return c.json({ error: 'cross-site request refused' }, 403);
     const given = Buffer.from(c.req.header('x-canary-token') ?? '');
     const want = Buffer.from(options.actionToken);
-    if (given.length !== want.length || !timingSafeEqual(given, want)) return c.json({ error: 'missing or wrong action token' }, 403);
+    if (given.length !== want.length || !timingSafeEqual(given, want))
+      return c.json({ error: 'missing or wrong action token' }, 403);
     return null;
   };
 
@@ -288,7 +311,8 @@ export function createDashboardApp(source: StatusSource, options: DashboardOptio
     if (refused) return refused;
     const job = await source.handles.runs.getJob(c.req.param('id'));
     if (!job) return c.json({ error: 'no such run' }, 404);
-    if (!(await job.isFailed()) || /^cancelled: /.test(job.failedReason ?? '')) return c.json({ error: 'only a failed run can be retried' }, 409);
+    if (!(await job.isFailed()) || /^cancelled: /.test(job.failedReason ?? ''))
+      return c.json({ error: 'only a failed run can be retried' }, 409);
     await job.retry('failed');
     log.info({ run: job.id }, 'dashboard: failed run retried');
     void source.poll();
@@ -327,7 +351,13 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const host = options.host ?? '127.0.0.1';
   const actions = Boolean(options.allowActions);
   const token = actions ? (options.token ?? randomBytes(24).toString('base64url')) : null;
-  const source = new StatusSource(options.conn, { intervalMs: options.intervalMs ?? 1000, actions, artifactsDir: options.artifactsDir, auditDirs: options.auditDirs ?? [], privateRedisOf: options.privateRedisOf ?? null });
+  const source = new StatusSource(options.conn, {
+    intervalMs: options.intervalMs ?? 1000,
+    actions,
+    artifactsDir: options.artifactsDir,
+    auditDirs: options.auditDirs ?? [],
+    privateRedisOf: options.privateRedisOf ?? null,
+  });
   const app = createDashboardApp(source, { ...options, actionToken: token });
   const wanted = options.port ?? 8790;
   let server: ServerType;
@@ -363,8 +393,27 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
 function listenError(error: unknown, host: string, port: number): CanaryAuditError {
   const code = (error as { code?: string }).code;
   const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-  if (code === 'EADDRINUSE') return new CanaryAuditError('E_PORT_IN_USE', `cannot listen on ${where}: the port is in use (another dashboard?); pass --port N with a free port, or --port 0 for any free one`, { cause: error });
-  if (code === 'EACCES') return new CanaryAuditError('E_PORT_DENIED', `cannot listen on ${where}: permission denied (ports below 1024 need root); pass --port N above 1023`, { cause: error });
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new CanaryAuditError('E_BAD_HOST', `cannot listen on ${where}: ${host} is not an address of this machine; pass --host 127.0.0.1 or 0.0.0.0`, { cause: error });
-  return new CanaryAuditError('E_LISTEN', `cannot listen on ${where}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  if (code === 'EADDRINUSE')
+    return new CanaryAuditError(
+      'E_PORT_IN_USE',
+      `cannot listen on ${where}: the port is in use (another dashboard?); pass --port N with a free port, or --port 0 for any free one`,
+      { cause: error },
+    );
+  if (code === 'EACCES')
+    return new CanaryAuditError(
+      'E_PORT_DENIED',
+      `cannot listen on ${where}: permission denied (ports below 1024 need root); pass --port N above 1023`,
+      { cause: error },
+    );
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return new CanaryAuditError(
+      'E_BAD_HOST',
+      `cannot listen on ${where}: ${host} is not an address of this machine; pass --host 127.0.0.1 or 0.0.0.0`,
+      { cause: error },
+    );
+  return new CanaryAuditError(
+    'E_LISTEN',
+    `cannot listen on ${where}: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
 }

@@ -136,7 +136,12 @@ export function runView(run: RunStatus, curve: [number, number][], peers: readon
   };
 }
 
-export function auditView(audit: AuditStatus, curves: Map<string, [number, number][]>, slots?: number, peers: readonly RunStatus[] = audit.runs): AuditView {
+export function auditView(
+  audit: AuditStatus,
+  curves: Map<string, [number, number][]>,
+  slots?: number,
+  peers: readonly RunStatus[] = audit.runs,
+): AuditView {
   const count = (pred: (r: RunStatus) => boolean) => audit.runs.filter(pred).length;
   return {
     audit_id: audit.audit_id,
@@ -221,7 +226,16 @@ export async function diskAuditView(auditDir: string): Promise<AuditView> {
 export function hostViews(workers: WorkerStatus[], audits: AuditStatus[]): HostView[] {
   const hosts = new Map<string, HostView>();
   for (const w of workers) {
-    const h = hosts.get(w.host) ?? { host: w.host, workers: 0, busy: 0, idle: 0, lost: 0, gpus: 0, rows_per_s: 0, runs_active: 0 };
+    const h = hosts.get(w.host) ?? {
+      host: w.host,
+      workers: 0,
+      busy: 0,
+      idle: 0,
+      lost: 0,
+      gpus: 0,
+      rows_per_s: 0,
+      runs_active: 0,
+    };
     h.workers += 1;
     h[w.state] += 1;
     h.gpus += w.gpus.length;
@@ -231,7 +245,16 @@ export function hostViews(workers: WorkerStatus[], audits: AuditStatus[]): HostV
     for (const run of audit.runs) {
       const p = run.progress;
       if (run.state !== 'active' || !p) continue;
-      const h = hosts.get(p.host) ?? { host: p.host, workers: 0, busy: 0, idle: 0, lost: 0, gpus: 0, rows_per_s: 0, runs_active: 0 };
+      const h = hosts.get(p.host) ?? {
+        host: p.host,
+        workers: 0,
+        busy: 0,
+        idle: 0,
+        lost: 0,
+        gpus: 0,
+        rows_per_s: 0,
+        runs_active: 0,
+      };
       h.runs_active += 1;
       h.rows_per_s += p.rows_per_s ?? 0;
       hosts.set(p.host, h);
@@ -255,7 +278,13 @@ export class StatusSource {
 
   constructor(
     readonly conn: QueueConnection,
-    private readonly options: { intervalMs: number; actions: boolean; artifactsDir?: string | null; auditDirs?: string[]; privateRedisOf?: string | null },
+    private readonly options: {
+      intervalMs: number;
+      actions: boolean;
+      artifactsDir?: string | null;
+      auditDirs?: string[];
+      privateRedisOf?: string | null;
+    },
   ) {
     this.queues = openQueues(conn);
     this.client = openRedis(conn);
@@ -307,9 +336,13 @@ export class StatusSource {
       // BullMQ's connections queue commands while Redis is down instead of failing them: a poll
       // that does not answer in time (or a client still reconnecting after a failed one) is read
       // as an unreachable queue, never waited on.
-      if (this.latest?.queue === 'unreachable' && this.client.status !== 'ready') throw new Error(`Redis client ${this.client.status}`);
+      if (this.latest?.queue === 'unreachable' && this.client.status !== 'ready')
+        throw new Error(`Redis client ${this.client.status}`);
       const [audits, workers] = await withTimeout(
-        Promise.all([collectStatus(this.conn, undefined, { queues: this.queues, client: this.client }), readFleet(this.client, this.conn.prefix)]),
+        Promise.all([
+          collectStatus(this.conn, undefined, { queues: this.queues, client: this.client }),
+          readFleet(this.client, this.conn.prefix),
+        ]),
         Math.max(3_000, 2 * this.options.intervalMs),
       );
       const curves = await this.curves(audits);
@@ -319,7 +352,9 @@ export class StatusSource {
       // An audit named on the command line, or under the artifact root, that this Redis does not
       // hold is shown from its files (a finished `canary-audit run` on its own private Redis).
       const queued = new Set(views.map((v) => v.audit_id));
-      const fromDisk = (await this.cachedDiskViews(this.diskAuditDirs().filter((d) => !queued.has(basename(d))))).filter((v) => !queued.has(v.audit_id));
+      const fromDisk = (
+        await this.cachedDiskViews(this.diskAuditDirs().filter((d) => !queued.has(basename(d))))
+      ).filter((v) => !queued.has(v.audit_id));
       snapshot = {
         time: new Date().toISOString(),
         actions: this.options.actions,
@@ -346,7 +381,11 @@ export class StatusSource {
           : `queue unreachable: Redis at ${this.conn.redacted} does not answer; audits are shown from their files on disk (check that it is running, and the URL, password and TLS given with --redis or REDIS_URL)`,
       };
     }
-    const key = JSON.stringify({ ...snapshot, time: '', workers: snapshot.workers.map((w) => ({ ...w, beat: 0, age_s: Math.round(w.age_s / 5) })) });
+    const key = JSON.stringify({
+      ...snapshot,
+      time: '',
+      workers: snapshot.workers.map((w) => ({ ...w, beat: 0, age_s: Math.round(w.age_s / 5) })),
+    });
     this.latest = snapshot;
     if (key !== this.latestKey) {
       this.latestKey = key;
@@ -372,7 +411,8 @@ export class StatusSource {
   private diskAuditDirs(): string[] {
     const dirs = new Set((this.options.auditDirs ?? []).map((d) => resolve(d)));
     const root = this.options.artifactsDir ? join(this.options.artifactsDir, 'audits') : null;
-    if (root && existsSync(root)) for (const id of readdirSync(root)) if (existsSync(join(root, id, 'audit.json'))) dirs.add(join(root, id));
+    if (root && existsSync(root))
+      for (const id of readdirSync(root)) if (existsSync(join(root, id, 'audit.json'))) dirs.add(join(root, id));
     return [...dirs];
   }
 
@@ -424,7 +464,9 @@ export class StatusSource {
   private async curves(audits: AuditStatus[]): Promise<Map<string, [number, number][]>> {
     const runs = audits.flatMap((a) => a.runs);
     const active = runs.filter((r) => r.state === 'active').map((r) => r.run_id);
-    const settledNew = runs.filter((r) => r.state !== 'active' && r.state !== 'waiting' && !this.settledCurves.has(r.run_id)).map((r) => r.run_id);
+    const settledNew = runs
+      .filter((r) => r.state !== 'active' && r.state !== 'waiting' && !this.settledCurves.has(r.run_id))
+      .map((r) => r.run_id);
     const read = await readLossCurves(this.client, this.conn.prefix, [...active, ...settledNew]);
     for (const id of settledNew) this.settledCurves.set(id, read.get(id) ?? []);
     // A retried run becomes active again: its settled curve is re-read from then on.
@@ -443,7 +485,9 @@ export class StatusSource {
     // A clean close waits for Redis; when Redis is gone, drop the connections instead.
     // BullMQ's disconnect waits for an answer too: bounded as well, so close never hangs.
     await withTimeout(this.queues.close(), 2_000).catch(() =>
-      withTimeout(Promise.all([this.queues.runs.disconnect(), this.queues.audits.disconnect()]), 1_000).catch(() => undefined),
+      withTimeout(Promise.all([this.queues.runs.disconnect(), this.queues.audits.disconnect()]), 1_000).catch(
+        () => undefined,
+      ),
     );
   }
 }

@@ -34,7 +34,11 @@ export function parseCard(text: string, file: string): DatasetCard {
     // +1: the card's line numbers count the opening `---`.
     const line = error instanceof YAMLParseError && error.linePos ? `line ${error.linePos[0].line + 1}: ` : '';
     const reason = ((error as Error).message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '');
-    throw badFile(file, `${line}the card's YAML front matter does not parse (${reason}); fix the card or name the files of each split in source.files`, { cause: error });
+    throw badFile(
+      file,
+      `${line}the card's YAML front matter does not parse (${reason}); fix the card or name the files of each split in source.files`,
+      { cause: error },
+    );
   }
   if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return EMPTY_CARD;
   const doc = meta as Record<string, unknown>;
@@ -43,11 +47,19 @@ export function parseCard(text: string, file: string): DatasetCard {
 
 function configsOf(value: unknown, file: string): CardConfig[] {
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value)) throw badFile(file, '`configs` in the card is not a list; fix the card or name the files of each split in source.files');
+  if (!Array.isArray(value))
+    throw badFile(
+      file,
+      '`configs` in the card is not a list; fix the card or name the files of each split in source.files',
+    );
   return value.map((entry, i) => {
     const c = (entry ?? {}) as Record<string, unknown>;
     const name = typeof c.config_name === 'string' ? c.config_name : 'default';
-    return { name, isDefault: c.default === true, dataFiles: dataFilesOf(c.data_files, `configs[${i}].data_files`, file) };
+    return {
+      name,
+      isDefault: c.default === true,
+      dataFiles: dataFilesOf(c.data_files, `configs[${i}].data_files`, file),
+    };
   });
 }
 
@@ -59,7 +71,8 @@ function dataFilesOf(value: unknown, where: string, file: string): Record<string
     if (Array.isArray(v) && v.every((p) => typeof p === 'string')) return v as string[];
     throw badFile(file, `${at} in the card is neither a file pattern nor a list of them`);
   };
-  if (typeof value === 'string' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) return { train: patterns(value, where) };
+  if (typeof value === 'string' || (Array.isArray(value) && value.every((v) => typeof v === 'string')))
+    return { train: patterns(value, where) };
   const out: Record<string, string[]> = {};
   if (Array.isArray(value)) {
     value.forEach((entry, i) => {
@@ -70,7 +83,8 @@ function dataFilesOf(value: unknown, where: string, file: string): Record<string
     return out;
   }
   if (typeof value === 'object') {
-    for (const [split, v] of Object.entries(value as Record<string, unknown>)) out[split] = patterns(v, `${where}.${split}`);
+    for (const [split, v] of Object.entries(value as Record<string, unknown>))
+      out[split] = patterns(v, `${where}.${split}`);
     return out;
   }
   throw badFile(file, `${where} in the card is not a pattern, a list or a mapping of splits`);
@@ -109,13 +123,17 @@ function classLabels(value: unknown, at: string, file: string): Record<string, D
 /** names as a list, or as a mapping '0': name, '1': name, ... (keys 0..n-1). */
 function labelNames(value: unknown, at: string, file: string): string[] {
   if (Array.isArray(value)) return value.map(String);
-  if (!value || typeof value !== 'object') throw badFile(file, `${at} in the card is neither a list nor a mapping of index to name`);
+  if (!value || typeof value !== 'object')
+    throw badFile(file, `${at} in the card is neither a list nor a mapping of index to name`);
   const entries = Object.entries(value as Record<string, unknown>);
   const names: string[] = new Array<string>(entries.length);
   for (const [key, name] of entries) {
     const index = Number(key);
     if (!Number.isInteger(index) || index < 0 || index >= entries.length || names[index] !== undefined) {
-      throw badFile(file, `${at} in the card has key ${JSON.stringify(key)}; the keys must be the indices 0 to ${entries.length - 1}`);
+      throw badFile(
+        file,
+        `${at} in the card has key ${JSON.stringify(key)}; the keys must be the indices 0 to ${entries.length - 1}`,
+      );
     }
     names[index] = String(name);
   }
@@ -130,10 +148,17 @@ export function chooseConfig(card: DatasetCard, asked: string | undefined, what:
   if (asked !== undefined) {
     const found = card.configs.find((c) => c.name === asked);
     if (found) return found;
-    const have = card.configs.length === 0 ? 'its card declares no configs (leave source.config out)' : `its configs: ${card.configs.map((c) => c.name).join(', ')}`;
-    throw new DatasetError('bad-source', `${what} has no config ${JSON.stringify(asked)}; ${have}`, { field: 'source.config' });
+    const have =
+      card.configs.length === 0
+        ? 'its card declares no configs (leave source.config out)'
+        : `its configs: ${card.configs.map((c) => c.name).join(', ')}`;
+    throw new DatasetError('bad-source', `${what} has no config ${JSON.stringify(asked)}; ${have}`, {
+      field: 'source.config',
+    });
   }
-  return card.configs.find((c) => c.isDefault) ?? card.configs.find((c) => c.name === 'default') ?? card.configs[0] ?? null;
+  return (
+    card.configs.find((c) => c.isDefault) ?? card.configs.find((c) => c.name === 'default') ?? card.configs[0] ?? null
+  );
 }
 
 /** Class labels the card declares for a config (or for the card's only dataset_info). */

@@ -28,7 +28,11 @@ export function parseCsv(text: string, file: string): CsvRow[] {
         const open = line;
         i += 1;
         for (;;) {
-          if (i >= s.length) throw badFile(file, `line ${open}: the quoted field opened there is never closed; close it with a double quote (a quote inside a field is written "")`);
+          if (i >= s.length)
+            throw badFile(
+              file,
+              `line ${open}: the quoted field opened there is never closed; close it with a double quote (a quote inside a field is written "")`,
+            );
           const c = s[i] as string;
           if (c === '"') {
             if (s[i + 1] === '"') {
@@ -45,7 +49,10 @@ export function parseCsv(text: string, file: string): CsvRow[] {
         }
         const next = s[i];
         if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
-          throw badFile(file, `line ${line}: ${JSON.stringify(next)} after the closing quote of a field; a quoted field ends at a comma or line break (a quote inside it is written "")`);
+          throw badFile(
+            file,
+            `line ${line}: ${JSON.stringify(next)} after the closing quote of a field; a quoted field ends at a comma or line break (a quote inside it is written "")`,
+          );
         }
       } else {
         while (i < s.length && s[i] !== ',' && s[i] !== '\n' && s[i] !== '\r') {
@@ -86,19 +93,27 @@ export function csvRecords(text: string, file: string): DatasetRecord[] {
   const names = header.fields;
   const seen = new Set<string>();
   for (const name of names) {
-    if (seen.has(name)) throw badFile(file, `line ${header.line}: the header names column ${JSON.stringify(name)} twice; give each column its own name`);
+    if (seen.has(name))
+      throw badFile(
+        file,
+        `line ${header.line}: the header names column ${JSON.stringify(name)} twice; give each column its own name`,
+      );
     seen.add(name);
   }
   for (const row of rows) {
     if (row.fields.length !== names.length) {
-      throw badFile(file, `line ${row.line}: ${row.fields.length} field(s), the header has ${names.length}; quote a field that holds a comma ("a, b")`);
+      throw badFile(
+        file,
+        `line ${row.line}: ${row.fields.length} field(s), the header has ${names.length}; quote a field that holds a comma ("a, b")`,
+      );
     }
   }
-  const numeric = names.map((_, c) =>
-    rows.every((row) => {
-      const v = row.fields[c] as string;
-      return v === '' || (NUMBER.test(v) && (!INTEGER.test(v) || Number.isSafeInteger(Number(v))));
-    }) && rows.some((row) => row.fields[c] !== ''),
+  const numeric = names.map(
+    (_, c) =>
+      rows.every((row) => {
+        const v = row.fields[c] as string;
+        return v === '' || (NUMBER.test(v) && (!INTEGER.test(v) || Number.isSafeInteger(Number(v))));
+      }) && rows.some((row) => row.fields[c] !== ''),
   );
   return rows.map((row) => {
     const record: DatasetRecord = {};

@@ -8,7 +8,13 @@ import { csvRecords } from './csv.js';
 import { badFile, DatasetError } from './errors.js';
 
 /** The formats read, by file extension. */
-const EXTENSIONS: Record<string, DatasetFormat> = { '.jsonl': 'jsonl', '.ndjson': 'jsonl', '.json': 'json', '.csv': 'csv', '.parquet': 'parquet' };
+const EXTENSIONS: Record<string, DatasetFormat> = {
+  '.jsonl': 'jsonl',
+  '.ndjson': 'jsonl',
+  '.json': 'json',
+  '.csv': 'csv',
+  '.parquet': 'parquet',
+};
 export const FORMATS: readonly DatasetFormat[] = ['jsonl', 'json', 'csv', 'parquet'];
 
 /** The format a file's name implies, or null. */
@@ -38,10 +44,19 @@ export interface ReadFile {
  * Read one data file. `shown` is the name errors use (the repository path for a Hub file, the
  * path on disk for a local one); `field` is where in the source the fix would go.
  */
-export async function readDataFile(file: string, shown: string, format: DatasetFormat | undefined, field?: string): Promise<ReadFile> {
+export async function readDataFile(
+  file: string,
+  shown: string,
+  format: DatasetFormat | undefined,
+  field?: string,
+): Promise<ReadFile> {
   const fmt = format ?? formatOfName(file);
   if (fmt === null) {
-    throw new DatasetError('bad-source', `${shown}: no data format for this file name; name the format (source.format: ${FORMATS.join(' | ')}) or use a .jsonl, .json, .csv or .parquet file`, { field: 'source.format', file: shown });
+    throw new DatasetError(
+      'bad-source',
+      `${shown}: no data format for this file name; name the format (source.format: ${FORMATS.join(' | ')}) or use a .jsonl, .json, .csv or .parquet file`,
+      { field: 'source.format', file: shown },
+    );
   }
   if (fmt === 'parquet') return readParquet(file, shown, field);
   let buffer: Buffer;
@@ -52,7 +67,12 @@ export async function readDataFile(file: string, shown: string, format: DatasetF
   }
   const sha256 = createHash('sha256').update(buffer).digest('hex');
   const text = decodeUtf8(buffer, shown, field);
-  const records = fmt === 'jsonl' ? jsonLines(text, shown, field) : fmt === 'csv' ? csvRecords(text, shown) : jsonRecords(text, shown, field);
+  const records =
+    fmt === 'jsonl'
+      ? jsonLines(text, shown, field)
+      : fmt === 'csv'
+        ? csvRecords(text, shown)
+        : jsonRecords(text, shown, field);
   return { records, sha256, bytes: buffer.length, features: null };
 }
 
@@ -61,7 +81,11 @@ function decodeUtf8(buffer: Buffer, shown: string, field: string | undefined): s
     const text = new TextDecoder('utf-8', { fatal: true }).decode(buffer);
     return text.startsWith('\uFEFF') ? text.slice(1) : text;
   } catch (error) {
-    throw badFile(shown, 'is not UTF-8 text; convert it to UTF-8 (or check the file is not a binary format under a text extension)', { field, cause: error });
+    throw badFile(
+      shown,
+      'is not UTF-8 text; convert it to UTF-8 (or check the file is not a binary format under a text extension)',
+      { field, cause: error },
+    );
   }
 }
 
@@ -77,9 +101,18 @@ function jsonLines(text: string, shown: string, field: string | undefined): Data
       value = JSON.parse(line);
     } catch (error) {
       const column = jsonErrorOffset(line) + 1 + (raw.length - raw.trimStart().length);
-      throw badFile(shown, `line ${i + 1}, column ${column}: not valid JSON (${firstLine(error)}); each line of a .jsonl file is one JSON object`, { field, cause: error });
+      throw badFile(
+        shown,
+        `line ${i + 1}, column ${column}: not valid JSON (${firstLine(error)}); each line of a .jsonl file is one JSON object`,
+        { field, cause: error },
+      );
     }
-    if (!isRecord(value)) throw badFile(shown, `line ${i + 1}: a JSON ${kindOf(value)}, not an object; each line of a .jsonl file is one record {"column": value, ...}`, { field });
+    if (!isRecord(value))
+      throw badFile(
+        shown,
+        `line ${i + 1}: a JSON ${kindOf(value)}, not an object; each line of a .jsonl file is one record {"column": value, ...}`,
+        { field },
+      );
     records.push(value);
   });
   return records;
@@ -105,21 +138,39 @@ function jsonRecords(text: string, shown: string, field: string | undefined): Da
     const offset = jsonErrorOffset(text);
     const before = text.slice(0, offset);
     const where = `line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')}`;
-    throw badFile(shown, `${where}: not valid JSON (${firstLine(error)}); the file is damaged or truncated — fetch or export it again`, { field, cause: error });
+    throw badFile(
+      shown,
+      `${where}: not valid JSON (${firstLine(error)}); the file is damaged or truncated — fetch or export it again`,
+      { field, cause: error },
+    );
   }
   let rows: unknown = doc;
   if (isRecord(doc)) {
     const arrays = Object.entries(doc).filter(([, v]) => Array.isArray(v));
-    const chosen = Array.isArray(doc.data) ? (['data', doc.data] as const) : arrays.length === 1 ? arrays[0] : undefined;
+    const chosen = Array.isArray(doc.data)
+      ? (['data', doc.data] as const)
+      : arrays.length === 1
+        ? arrays[0]
+        : undefined;
     if (!chosen) {
       const names = arrays.map(([k]) => k);
-      throw badFile(shown, `a JSON object with ${names.length === 0 ? 'no array field' : `several array fields (${names.join(', ')})`}; the records must be a top-level array, or an object's \`data\` array`, { field });
+      throw badFile(
+        shown,
+        `a JSON object with ${names.length === 0 ? 'no array field' : `several array fields (${names.join(', ')})`}; the records must be a top-level array, or an object's \`data\` array`,
+        { field },
+      );
     }
     rows = chosen[1];
   }
-  if (!Array.isArray(rows)) throw badFile(shown, `a JSON ${kindOf(rows)}; the records must be a top-level array of objects`, { field });
+  if (!Array.isArray(rows))
+    throw badFile(shown, `a JSON ${kindOf(rows)}; the records must be a top-level array of objects`, { field });
   rows.forEach((row, i) => {
-    if (!isRecord(row)) throw badFile(shown, `record ${i} is a JSON ${kindOf(row)}, not an object; the records must be objects {"column": value, ...}`, { field });
+    if (!isRecord(row))
+      throw badFile(
+        shown,
+        `record ${i} is a JSON ${kindOf(row)}, not an object; the records must be objects {"column": value, ...}`,
+        { field },
+      );
   });
   return rows as DatasetRecord[];
 }
@@ -174,7 +225,9 @@ function zstd(): Compressors {
 /** BigInts to numbers (or strings past 2^53), at any depth. */
 function plain(value: unknown): unknown {
   if (typeof value === 'bigint') {
-    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : value.toString();
   }
   if (Array.isArray(value)) return value.map(plain);
   if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
@@ -187,11 +240,13 @@ function plain(value: unknown): unknown {
 function hfParquetFeatures(json: string | undefined): Record<string, DatasetFeature> | null {
   if (!json) return null;
   try {
-    const features = (JSON.parse(json) as { info?: { features?: Record<string, { _type?: string; names?: unknown }> } }).info?.features;
+    const features = (JSON.parse(json) as { info?: { features?: Record<string, { _type?: string; names?: unknown }> } })
+      .info?.features;
     if (!features || typeof features !== 'object') return null;
     const out: Record<string, DatasetFeature> = {};
     for (const [name, f] of Object.entries(features)) {
-      if (f?._type === 'ClassLabel' && Array.isArray(f.names) && f.names.every((n) => typeof n === 'string')) out[name] = { names: f.names as string[] };
+      if (f?._type === 'ClassLabel' && Array.isArray(f.names) && f.names.every((n) => typeof n === 'string'))
+        out[name] = { names: f.names as string[] };
     }
     return out;
   } catch {
@@ -225,7 +280,10 @@ function unreadable(shown: string, field: string | undefined, error: unknown): E
   if (error instanceof ReadBoundaryError && !/: no such /.test(error.message)) {
     return badFile(shown, `${error.message.slice(error.message.indexOf(': ') + 2)}`, { field, cause: error });
   }
-  const code = error instanceof ReadBoundaryError ? ((error.cause as NodeJS.ErrnoException | undefined)?.code ?? 'ENOENT') : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
+  const code =
+    error instanceof ReadBoundaryError
+      ? ((error.cause as NodeJS.ErrnoException | undefined)?.code ?? 'ENOENT')
+      : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
   return badFile(shown, `cannot be read (${code}); check the file exists and is readable`, { field, cause: error });
 }
 

@@ -35,7 +35,11 @@ export interface DatasetHubOptions extends HubOptions {
 }
 
 /** The command that puts (part of) a dataset into the local cache. */
-export function datasetFetchCommand(repo: string, revision: string | null, options: { config?: string | null; splits?: string[] } = {}): string {
+export function datasetFetchCommand(
+  repo: string,
+  revision: string | null,
+  options: { config?: string | null; splits?: string[] } = {},
+): string {
   let cmd = fetchCommand(repo, revision, 'dataset');
   if (options.config) cmd += ` --config ${options.config}`;
   for (const split of options.splits ?? []) cmd += ` --split ${split}`;
@@ -47,26 +51,42 @@ export function datasetFetchCommand(repo: string, revision: string | null, optio
  * given; else the Hub answers; when it cannot be reached (or offline) a ref of the local cache
  * does. Failures come as DatasetError: unknown dataset, unknown revision, no access, not cached.
  */
-export async function pinDataset(repo: string, revision: string | null, options: DatasetHubOptions = {}): Promise<RepoPin> {
+export async function pinDataset(
+  repo: string,
+  revision: string | null,
+  options: DatasetHubOptions = {},
+): Promise<RepoPin> {
   try {
     return await pinRepo('dataset', repo, revision, options);
   } catch (error) {
     if (!(error instanceof HubError)) throw error;
     // pinRepo answers `unreachable` only once the cache has no ref either.
-    if (error.failure === 'unreachable') throw new DatasetError('not-cached', error.message, { field: 'source.repo', cause: error });
+    if (error.failure === 'unreachable')
+      throw new DatasetError('not-cached', error.message, { field: 'source.repo', cause: error });
     throw await fromHubError(error, repo, revision ?? 'main', options);
   }
 }
 
 /** A Hub failure in the terms of a dataset source: which field to fix and how. */
-async function fromHubError(error: HubError, repo: string, revision: string, options: HubOptions): Promise<DatasetError> {
+async function fromHubError(
+  error: HubError,
+  repo: string,
+  revision: string,
+  options: HubOptions,
+): Promise<DatasetError> {
   const client = hubClient(options);
   if (error.failure === 'unauthorized') {
-    const also = client.authenticated ? '' : ' (the Hub also answers 401 for a dataset that does not exist: check the name)';
+    const also = client.authenticated
+      ? ''
+      : ' (the Hub also answers 401 for a dataset that does not exist: check the name)';
     return new DatasetError('unauthorized', `${error.message}${also}`, { field: 'source.repo', cause: error });
   }
   if (error.failure === 'unreachable') {
-    return new DatasetError('unreachable', `${error.message}; try again, or fetch it first: ${datasetFetchCommand(repo, revision)}`, { field: 'source.repo', cause: error });
+    return new DatasetError(
+      'unreachable',
+      `${error.message}; try again, or fetch it first: ${datasetFetchCommand(repo, revision)}`,
+      { field: 'source.repo', cause: error },
+    );
   }
   // 404: the repository, or only the revision? Ask for the repository's default branch.
   let repoExists = false;
@@ -137,21 +157,29 @@ export interface FetchedDataset {
  * or find them in the cache when offline or when the Hub cannot be reached. `fallbackToCache:
  * false` (the fetch command) makes an unreachable Hub an error instead.
  */
-export async function fetchDataset(repo: string, request: DatasetRequest, options: DatasetHubOptions & { fallbackToCache?: boolean } = {}): Promise<FetchedDataset> {
+export async function fetchDataset(
+  repo: string,
+  request: DatasetRequest,
+  options: DatasetHubOptions & { fallbackToCache?: boolean } = {},
+): Promise<FetchedDataset> {
   const revision = request.revision ?? 'main';
   const offline = options.offline ?? hubOffline();
   const pin = await pinDataset(repo, revision, { ...options, offline });
   if (pin.source === 'cache' && options.fallbackToCache === false) {
-    throw new DatasetError('unreachable', `${pin.reason ?? 'the Hub cannot be reached'}; nothing was fetched`, { field: 'source.repo' });
+    throw new DatasetError('unreachable', `${pin.reason ?? 'the Hub cannot be reached'}; nothing was fetched`, {
+      field: 'source.repo',
+    });
   }
-  if (pin.source === 'cache' || offline) return fromCache(repo, request, pin, pin.reason ?? 'HF_HUB_OFFLINE is set', options);
+  if (pin.source === 'cache' || offline)
+    return fromCache(repo, request, pin, pin.reason ?? 'HF_HUB_OFFLINE is set', options);
   let snapshot: RemoteSnapshot;
   try {
     snapshot = await RemoteSnapshot.open(repo, revision, { ...options, repoType: 'dataset', sha: pin.sha });
   } catch (error) {
     if (!(error instanceof HubError)) throw error;
     const cache = new HubCache(options.cacheDir ?? hubCacheDir(), 'dataset');
-    if (error.failure === 'unreachable' && options.fallbackToCache !== false && cache.cachedSha(repo, pin.sha)) return fromCache(repo, request, pin, error.message, options);
+    if (error.failure === 'unreachable' && options.fallbackToCache !== false && cache.cachedSha(repo, pin.sha))
+      return fromCache(repo, request, pin, error.message, options);
     throw await fromHubError(error, repo, revision, options);
   }
   const what = `dataset ${repo}@${revision}`;
@@ -172,8 +200,14 @@ export async function fetchDataset(repo: string, request: DatasetRequest, option
     card = parseCard(readCardText(join(snapshot.snapshotDir, 'README.md')), `README.md of ${repo}@${pin.sha}`);
   }
   const config = chooseConfig(card, request.config, what);
-  const resolved = resolveSplits(listing, { splits: request.splits, files: request.files, config, format: request.format }, what);
-  const paths = [...new Set([...Object.values(resolved.bySplit).flat(), ...assetPaths(listing, request.assets)])].sort();
+  const resolved = resolveSplits(
+    listing,
+    { splits: request.splits, files: request.files, config, format: request.format },
+    what,
+  );
+  const paths = [
+    ...new Set([...Object.values(resolved.bySplit).flat(), ...assetPaths(listing, request.assets)]),
+  ].sort();
   await fetch(paths);
   await snapshot.complete();
   const sizes = new Map(snapshot.entries.map((e) => [e.path, e.lfs?.size ?? e.size]));
@@ -193,23 +227,40 @@ export async function fetchDataset(repo: string, request: DatasetRequest, option
 }
 
 /** The same answer from the local cache alone. */
-function fromCache(repo: string, request: DatasetRequest, pin: RepoPin, reason: string, options: DatasetHubOptions): FetchedDataset {
+function fromCache(
+  repo: string,
+  request: DatasetRequest,
+  pin: RepoPin,
+  reason: string,
+  options: DatasetHubOptions,
+): FetchedDataset {
   const cache = new HubCache(options.cacheDir ?? hubCacheDir(), 'dataset');
   const revision = request.revision ?? 'main';
   const snapshotDir = cache.snapshotDir(repo, pin.sha);
-  const fetchIt = (splits?: string[]): string => datasetFetchCommand(repo, revision, { config: request.config, splits });
+  const fetchIt = (splits?: string[]): string =>
+    datasetFetchCommand(repo, revision, { config: request.config, splits });
   if (!existsSync(snapshotDir)) {
-    throw new DatasetError('not-cached', `${reason}; dataset ${repo}@${revision} (${pin.sha}) is not in the local cache ${cache.dir}; fetch it where the Hub is reachable: ${fetchIt(request.splits ?? undefined)}`, {
-      field: 'source.repo',
-    });
+    throw new DatasetError(
+      'not-cached',
+      `${reason}; dataset ${repo}@${revision} (${pin.sha}) is not in the local cache ${cache.dir}; fetch it where the Hub is reachable: ${fetchIt(request.splits ?? undefined)}`,
+      {
+        field: 'source.repo',
+      },
+    );
   }
   const what = `dataset ${repo}@${revision}`;
   const listing = cache.snapshotFiles(repo, pin.sha);
-  const card = listing.includes('README.md') ? parseCard(readCardText(join(snapshotDir, 'README.md')), `README.md of ${repo}@${pin.sha}`) : EMPTY_CARD;
+  const card = listing.includes('README.md')
+    ? parseCard(readCardText(join(snapshotDir, 'README.md')), `README.md of ${repo}@${pin.sha}`)
+    : EMPTY_CARD;
   const config = chooseConfig(card, request.config, what);
   let resolved;
   try {
-    resolved = resolveSplits(listing, { splits: request.splits, files: request.files, config, format: request.format }, `the cached ${what}`);
+    resolved = resolveSplits(
+      listing,
+      { splits: request.splits, files: request.files, config, format: request.format },
+      `the cached ${what}`,
+    );
   } catch (error) {
     if (!(error instanceof DatasetError) || error.failure !== 'missing-split' || error.split === undefined) throw error;
     const split = error.split;
@@ -244,8 +295,17 @@ function assetPaths(listing: string[], assets: string[] | undefined): string[] {
   return listing.filter((p) => patterns.some((re) => re.test(p)));
 }
 
-function cachedFiles(bySplit: Record<string, string[]>, snapshotDir: string, size: (path: string) => number): Record<string, CachedDatasetFile[]> {
-  return Object.fromEntries(Object.entries(bySplit).map(([split, paths]) => [split, paths.map((path) => ({ split, path, local: join(snapshotDir, path), bytes: size(path) }))]));
+function cachedFiles(
+  bySplit: Record<string, string[]>,
+  snapshotDir: string,
+  size: (path: string) => number,
+): Record<string, CachedDatasetFile[]> {
+  return Object.fromEntries(
+    Object.entries(bySplit).map(([split, paths]) => [
+      split,
+      paths.map((path) => ({ split, path, local: join(snapshotDir, path), bytes: size(path) })),
+    ]),
+  );
 }
 
 /** The sha256 a cached LFS file's blob is named by (null for a git-sha1-named blob or a plain file). */

@@ -18,36 +18,85 @@ export interface LoadOptions extends DatasetHubOptions {
  * Hugging Face cache: only the card and those splits' files) or from a local file or folder (read
  * like a Hub snapshot). Every split asked for must exist and hold rows.
  */
-export async function loadTaskData(source: DatasetSourceSpec, splits: string[], options: LoadOptions, assets: string[] = []): Promise<TaskData> {
+export async function loadTaskData(
+  source: DatasetSourceSpec,
+  splits: string[],
+  options: LoadOptions,
+  assets: string[] = [],
+): Promise<TaskData> {
   checkSource(source);
-  return source.repo !== undefined ? loadHub(source, source.repo, splits, options, assets) : loadLocal(source, source.path as string, splits, options.gridDir);
+  return source.repo !== undefined
+    ? loadHub(source, source.repo, splits, options, assets)
+    : loadLocal(source, source.path as string, splits, options.gridDir);
 }
 
 function checkSource(source: DatasetSourceSpec): void {
   if (source.repo !== undefined && source.path !== undefined) {
-    throw new DatasetError('bad-source', 'names both a Hub dataset (repo) and a local path; name one of them', { field: 'source' });
+    throw new DatasetError('bad-source', 'names both a Hub dataset (repo) and a local path; name one of them', {
+      field: 'source',
+    });
   }
   if (source.repo === undefined && source.path === undefined) {
-    throw new DatasetError('bad-source', 'names no data: give repo (a Hub dataset, org/name) or path (a local file or folder, relative to the grid file)', { field: 'source' });
+    throw new DatasetError(
+      'bad-source',
+      'names no data: give repo (a Hub dataset, org/name) or path (a local file or folder, relative to the grid file)',
+      { field: 'source' },
+    );
   }
   if (source.repo !== undefined && !isHubId(source.repo)) {
-    throw new DatasetError('bad-source', `${JSON.stringify(source.repo)} is not a Hub dataset id (org/name); a local file or folder goes in source.path`, { field: 'source.repo' });
+    throw new DatasetError(
+      'bad-source',
+      `${JSON.stringify(source.repo)} is not a Hub dataset id (org/name); a local file or folder goes in source.path`,
+      { field: 'source.repo' },
+    );
   }
   for (const [split, patterns] of Object.entries(source.files ?? {})) {
-    if (typeof patterns !== 'string' && !(Array.isArray(patterns) && patterns.length > 0 && patterns.every((p) => typeof p === 'string'))) {
-      throw new DatasetError('bad-source', `must be a file pattern or a list of them (e.g. "data/${split}-*.parquet")`, { field: `source.files.${split}` });
+    if (
+      typeof patterns !== 'string' &&
+      !(Array.isArray(patterns) && patterns.length > 0 && patterns.every((p) => typeof p === 'string'))
+    ) {
+      throw new DatasetError(
+        'bad-source',
+        `must be a file pattern or a list of them (e.g. "data/${split}-*.parquet")`,
+        { field: `source.files.${split}` },
+      );
     }
   }
   if (source.format !== undefined && !FORMATS.includes(source.format)) {
-    throw new DatasetError('bad-source', `unknown format ${JSON.stringify(source.format)}; one of ${FORMATS.join(', ')}`, { field: 'source.format' });
+    throw new DatasetError(
+      'bad-source',
+      `unknown format ${JSON.stringify(source.format)}; one of ${FORMATS.join(', ')}`,
+      { field: 'source.format' },
+    );
   }
   if (source.path !== undefined && source.revision !== undefined) {
-    throw new DatasetError('bad-source', 'applies to a Hub dataset (source.repo); a local source.path has no revisions', { field: 'source.revision' });
+    throw new DatasetError(
+      'bad-source',
+      'applies to a Hub dataset (source.repo); a local source.path has no revisions',
+      { field: 'source.revision' },
+    );
   }
 }
 
-async function loadHub(source: DatasetSourceSpec, repo: string, splits: string[], options: LoadOptions, assets: string[]): Promise<TaskData> {
-  const fetched = await fetchDataset(repo, { revision: source.revision ?? null, config: source.config, splits, files: source.files, format: source.format, ...(assets.length > 0 ? { assets } : {}) }, options);
+async function loadHub(
+  source: DatasetSourceSpec,
+  repo: string,
+  splits: string[],
+  options: LoadOptions,
+  assets: string[],
+): Promise<TaskData> {
+  const fetched = await fetchDataset(
+    repo,
+    {
+      revision: source.revision ?? null,
+      config: source.config,
+      splits,
+      files: source.files,
+      format: source.format,
+      ...(assets.length > 0 ? { assets } : {}),
+    },
+    options,
+  );
   const read = new Map<string, ReadFile>();
   const records: Record<string, DatasetRecord[]> = {};
   const recordFiles: Record<string, { path: string; records: number }[]> = {};
@@ -62,21 +111,37 @@ async function loadHub(source: DatasetSourceSpec, repo: string, splits: string[]
       read.set(f.path, got);
       const blob = blobSha256(f.local);
       if (blob !== null && blob !== got.sha256) {
-        throw new DatasetError('bad-file', `${shown}: the cached copy's sha256 ${got.sha256} is not the ${blob} the Hub listed: the cache is damaged; delete that file and its blob, then ${fetchHint(repo, fetched.revision, split)}`, {
-          file: f.local,
-          split,
-        });
+        throw new DatasetError(
+          'bad-file',
+          `${shown}: the cached copy's sha256 ${got.sha256} is not the ${blob} the Hub listed: the cache is damaged; delete that file and its blob, then ${fetchHint(repo, fetched.revision, split)}`,
+          {
+            file: f.local,
+            split,
+          },
+        );
       }
       records[split].push(...got.records);
       recordFiles[split].push({ path: f.path, records: got.records.length });
       files.push({ split, path: f.path, sha256: got.sha256, bytes: got.bytes });
     }
-    if (records[split].length === 0) throw emptySplit(split, `dataset ${repo}@${fetched.revision}`, list.map((f) => f.path));
+    if (records[split].length === 0)
+      throw emptySplit(
+        split,
+        `dataset ${repo}@${fetched.revision}`,
+        list.map((f) => f.path),
+      );
   }
   return {
     splits: records,
     features: featuresOf(fetched.card, fetched.config, [...read.values()]),
-    provenance: { source: 'hub', repo, revision: fetched.revision, sha: fetched.sha, config: configOf(fetched.config), files },
+    provenance: {
+      source: 'hub',
+      repo,
+      revision: fetched.revision,
+      sha: fetched.sha,
+      config: configOf(fetched.config),
+      files,
+    },
     root: fetched.snapshotDir,
     recordFiles,
   };
@@ -86,20 +151,34 @@ function fetchHint(repo: string, revision: string, split: string): string {
   return `fetch again: canary-audit datasets fetch ${repo}${revision !== 'main' ? ` --revision ${revision}` : ''} --split ${split}`;
 }
 
-async function loadLocal(source: DatasetSourceSpec, path: string, splits: string[], gridDir: string): Promise<TaskData> {
+async function loadLocal(
+  source: DatasetSourceSpec,
+  path: string,
+  splits: string[],
+  gridDir: string,
+): Promise<TaskData> {
   const abs = resolve(gridDir, path);
   if (!existsSync(abs)) {
-    throw new DatasetError('bad-source', `no file or folder ${abs} (source.path is relative to the grid file's folder, ${resolve(gridDir)})`, { field: 'source.path', file: abs });
+    throw new DatasetError(
+      'bad-source',
+      `no file or folder ${abs} (source.path is relative to the grid file's folder, ${resolve(gridDir)})`,
+      { field: 'source.path', file: abs },
+    );
   }
   const isDir = statSync(abs).isDirectory();
   if (!isDir && source.files !== undefined) {
-    throw new DatasetError('bad-source', `applies to a folder, and source.path names the file ${abs}; name the folder in source.path, or leave files out`, { field: 'source.files' });
+    throw new DatasetError(
+      'bad-source',
+      `applies to a folder, and source.path names the file ${abs}; name the folder in source.path, or leave files out`,
+      { field: 'source.files' },
+    );
   }
   const root = isDir ? abs : dirname(abs);
   const listing = isDir ? walk(abs) : [basename(abs)];
   const what = `local dataset ${abs}`;
   let card: DatasetCard = EMPTY_CARD;
-  if (isDir && listing.includes('README.md')) card = parseCard(readCardText(join(abs, 'README.md')), join(abs, 'README.md'));
+  if (isDir && listing.includes('README.md'))
+    card = parseCard(readCardText(join(abs, 'README.md')), join(abs, 'README.md'));
   const config = chooseConfig(card, source.config, what);
   const resolved = resolveSplits(listing, { splits, files: source.files, config, format: source.format }, what);
   const read = new Map<string, ReadFile>();
@@ -111,7 +190,9 @@ async function loadLocal(source: DatasetSourceSpec, path: string, splits: string
     records[split] = [];
     recordFiles[split] = [];
     for (const file of list) {
-      const got = read.get(file) ?? (await readDataFile(file, file, source.format, source.files ? `source.files.${split}` : 'source.path'));
+      const got =
+        read.get(file) ??
+        (await readDataFile(file, file, source.format, source.files ? `source.files.${split}` : 'source.path'));
       read.set(file, got);
       records[split].push(...got.records);
       recordFiles[split].push({ path: file, records: got.records.length });

@@ -41,7 +41,9 @@ export interface SplitFiles {
 
 /** `listing`: every file of the source (repository paths or paths inside the folder). `what`: the source, for messages. */
 export function resolveSplits(listing: readonly string[], request: SplitRequest, what: string): SplitFiles {
-  const visible = listing.filter((p) => !p.split('/').some((part) => part.startsWith('.')) && !/^readme\.md$/i.test(p)).sort();
+  const visible = listing
+    .filter((p) => !p.split('/').some((part) => part.startsWith('.')) && !/^readme\.md$/i.test(p))
+    .sort();
   let found: Record<string, string[]>;
   let basis: SplitFiles['basis'];
   let patterns: Record<string, string[]> | null = null;
@@ -56,7 +58,8 @@ export function resolveSplits(listing: readonly string[], request: SplitRequest,
   }
   if (patterns) {
     found = {};
-    for (const [split, list] of Object.entries(patterns)) found[split] = [...new Set(list.flatMap((p) => matchGlob(p, visible)))].sort();
+    for (const [split, list] of Object.entries(patterns))
+      found[split] = [...new Set(list.flatMap((p) => matchGlob(p, visible)))].sort();
   } else {
     found = byNames(visible.filter((p) => isDataFile(p, request.format)));
   }
@@ -74,7 +77,9 @@ export function resolveSplits(listing: readonly string[], request: SplitRequest,
 /** The split of `names` an asked split means: itself, else one of its keyword group. */
 function splitKey(asked: string, names: string[]): string | null {
   if (names.includes(asked)) return asked;
-  const group = Object.entries(SPLIT_KEYWORDS).find(([canonical, words]) => canonical === asked || words.includes(asked.toLowerCase()));
+  const group = Object.entries(SPLIT_KEYWORDS).find(
+    ([canonical, words]) => canonical === asked || words.includes(asked.toLowerCase()),
+  );
   if (!group) return null;
   return [group[0], ...group[1]].find((n) => names.includes(n)) ?? null;
 }
@@ -88,18 +93,38 @@ function missingSplit(
   patterns: Record<string, string[]> | null,
   config: CardConfig | null,
 ): DatasetError {
-  const has = available.length > 0 ? `its splits: ${available.join(', ')}` : basis === 'names' ? 'it has no data files at all' : 'no split has any file';
+  const has =
+    available.length > 0
+      ? `its splits: ${available.join(', ')}`
+      : basis === 'names'
+        ? 'it has no data files at all'
+        : 'no split has any file';
   const listed = key !== null && patterns?.[key] ? patterns[key] : null;
   if (basis === 'files') {
-    const why = listed ? `source.files.${key} (${listed.map((p) => JSON.stringify(p)).join(', ')}) matches no file` : `source.files names no split ${JSON.stringify(asked)}`;
-    return new DatasetError('missing-split', `${what} has no split ${JSON.stringify(asked)}: ${why}; ${has}`, { field: listed ? `source.files.${key}` : 'source.files', split: asked });
+    const why = listed
+      ? `source.files.${key} (${listed.map((p) => JSON.stringify(p)).join(', ')}) matches no file`
+      : `source.files names no split ${JSON.stringify(asked)}`;
+    return new DatasetError('missing-split', `${what} has no split ${JSON.stringify(asked)}: ${why}; ${has}`, {
+      field: listed ? `source.files.${key}` : 'source.files',
+      split: asked,
+    });
   }
   if (basis === 'card') {
     const name = config ? `config ${JSON.stringify(config.name)}` : 'card';
-    const why = listed ? `the card's ${name} gives it the files ${listed.map((p) => JSON.stringify(p)).join(', ')}, which match no file` : `the card's ${name} declares no such split`;
-    return new DatasetError('missing-split', `${what} has no split ${JSON.stringify(asked)}: ${why}; ${has}; name its files in source.files.${asked}`, { field: `source.files.${asked}`, split: asked });
+    const why = listed
+      ? `the card's ${name} gives it the files ${listed.map((p) => JSON.stringify(p)).join(', ')}, which match no file`
+      : `the card's ${name} declares no such split`;
+    return new DatasetError(
+      'missing-split',
+      `${what} has no split ${JSON.stringify(asked)}: ${why}; ${has}; name its files in source.files.${asked}`,
+      { field: `source.files.${asked}`, split: asked },
+    );
   }
-  return new DatasetError('missing-split', `${what} has no split ${JSON.stringify(asked)} (no file or folder is named for it); ${has}; name its files in source.files.${asked}`, { field: `source.files.${asked}`, split: asked });
+  return new DatasetError(
+    'missing-split',
+    `${what} has no split ${JSON.stringify(asked)} (no file or folder is named for it); ${has}; name its files in source.files.${asked}`,
+    { field: `source.files.${asked}`, split: asked },
+  );
 }
 
 const SEP = '[-._ 0-9]';

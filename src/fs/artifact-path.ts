@@ -30,7 +30,9 @@ export function resolveInsideArtifacts(artifactsDir: string, relPath: string): s
   // a link inside the root must not lead out of it.
   const realRoot = safeRealpath(root) ?? root;
   if (!isWithin(realRoot, realpathOfExisting(full))) {
-    throw new ArtifactPathError(`artifact path ${JSON.stringify(relPath)} resolves (through a symlink) outside the artifact root ${realRoot}`);
+    throw new ArtifactPathError(
+      `artifact path ${JSON.stringify(relPath)} resolves (through a symlink) outside the artifact root ${realRoot}`,
+    );
   }
   return full;
 }
@@ -45,7 +47,9 @@ export function checkOutputInsideArtifacts(artifactsDir: string, outDir: string)
   resolveInsideArtifacts(artifactsDir, toArtifactRelative(artifactsDir, outDir));
   for (const link of symlinksUnder(outDir, 2)) {
     if (!isWithin(root, realpathOfExisting(link))) {
-      throw new ArtifactPathError(`${link} is a symlink that leads outside the artifact root ${root}; remove it (the trainer writes there)`);
+      throw new ArtifactPathError(
+        `${link} is a symlink that leads outside the artifact root ${root}; remove it (the trainer writes there)`,
+      );
     }
   }
 }

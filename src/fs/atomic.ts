@@ -12,7 +12,11 @@ export interface AtomicWriteOptions {
  * Write a file atomically: write a temporary sibling, fsync it, then rename over the target.
  * A reader sees the old content or the new, never a partial file, even if the process dies.
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);

@@ -1,4 +1,10 @@
 export { writeFileAtomic, writeJsonAtomic } from './atomic.js';
 export { readJsonFile, jsonErrorOffset } from './json-file.js';
 export { explainWriteError } from './write-error.js';
-export { ArtifactPathError, checkOutputInsideArtifacts, checkTreeInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from './artifact-path.js';
+export {
+  ArtifactPathError,
+  checkOutputInsideArtifacts,
+  checkTreeInsideArtifacts,
+  resolveInsideArtifacts,
+  toArtifactRelative,
+} from './artifact-path.js';

@@ -22,11 +22,14 @@ export async function readJsonFile(path: string, root: string = dirname(path)): 
     const before = text.slice(0, offset);
     const line = before.split('\n').length;
     const column = offset - before.lastIndexOf('\n');
-    throw new UserInputError(`not valid JSON (${message.split('\n')[0]}); the file is damaged or was truncated — rerun the step that writes it`, {
-      location: { file: path, line, column },
-      code: 'E_BAD_ARTIFACT',
-      cause: error,
-    });
+    throw new UserInputError(
+      `not valid JSON (${message.split('\n')[0]}); the file is damaged or was truncated — rerun the step that writes it`,
+      {
+        location: { file: path, line, column },
+        code: 'E_BAD_ARTIFACT',
+        cause: error,
+      },
+    );
   }
 }
 
@@ -119,7 +122,7 @@ export function jsonErrorOffset(text: string): number {
   try {
     value();
     ws();
-    return Math.min(i , text.length);
+    return Math.min(i, text.length);
   } catch (offset) {
     return Math.min(offset as number, text.length);
   }

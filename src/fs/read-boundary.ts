@@ -35,7 +35,8 @@ export class ReadBoundaryError extends CanaryAuditError {
   }
 }
 
-const FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+const FLAGS =
+  constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
 const PROC_FD = process.platform === 'linux';
 
 /** Bytes for messages: 805 bytes, 1.5 MB, 2.0 GB. */
@@ -76,8 +77,14 @@ function fixOf(options: ReadBoundaryOptions, realRoot: string): string {
 
 function refuseRealpath(full: string, error: unknown, options: ReadBoundaryOptions): never {
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') throw new ReadBoundaryError(full, `${full}: no such ${label(options)}${options.fix ? `; ${options.fix}` : ''}`, error);
-  if (code === 'ELOOP') throw new ReadBoundaryError(full, `${full}: ${label(options)} is a symlink loop; not read`, error);
+  if (code === 'ENOENT')
+    throw new ReadBoundaryError(
+      full,
+      `${full}: no such ${label(options)}${options.fix ? `; ${options.fix}` : ''}`,
+      error,
+    );
+  if (code === 'ELOOP')
+    throw new ReadBoundaryError(full, `${full}: ${label(options)} is a symlink loop; not read`, error);
   throw new ReadBoundaryError(full, `${full}: ${label(options)} cannot be read (${code ?? String(error)})`, error);
 }
 
@@ -87,33 +94,57 @@ function checkPath(root: string, path: string, realRoot: string, real: string, o
     throw new ReadBoundaryError(full, `${full}: ${label(options)} lies outside ${realRoot}; not read`);
   }
   if (!isWithin(realRoot, real)) {
-    throw new ReadBoundaryError(full, `${full}: ${label(options)} resolves (through a symlink) to ${real}, outside ${realRoot}; not read — ${fixOf(options, realRoot)}`);
+    throw new ReadBoundaryError(
+      full,
+      `${full}: ${label(options)} resolves (through a symlink) to ${real}, outside ${realRoot}; not read — ${fixOf(options, realRoot)}`,
+    );
   }
   return { full, real, realRoot };
 }
 
 function checkStat(c: Checked, stat: Stats, opened: string | null, options: ReadBoundaryOptions): void {
   if (opened !== null && !isWithin(c.realRoot, opened)) {
-    throw new ReadBoundaryError(c.full, `${c.full}: ${label(options)} opened as ${opened}, outside ${c.realRoot} (a folder on its path changed while it was opened); not read`);
+    throw new ReadBoundaryError(
+      c.full,
+      `${c.full}: ${label(options)} opened as ${opened}, outside ${c.realRoot} (a folder on its path changed while it was opened); not read`,
+    );
   }
   if (!stat.isFile()) {
-    throw new ReadBoundaryError(c.full, `${c.full}: ${label(options)} is ${kindOf(stat)}, not a regular file; not read — ${fixOf(options, c.realRoot)}`);
+    throw new ReadBoundaryError(
+      c.full,
+      `${c.full}: ${label(options)} is ${kindOf(stat)}, not a regular file; not read — ${fixOf(options, c.realRoot)}`,
+    );
   }
   if (stat.size > options.maxBytes) {
-    throw new ReadBoundaryError(c.full, `${c.full}: ${label(options)} holds ${formatBytes(stat.size)}, over the ${formatBytes(options.maxBytes)} cap; not read`);
+    throw new ReadBoundaryError(
+      c.full,
+      `${c.full}: ${label(options)} holds ${formatBytes(stat.size)}, over the ${formatBytes(options.maxBytes)} cap; not read`,
+    );
   }
 }
 
 function refuseOpen(c: Checked, error: unknown, options: ReadBoundaryOptions): never {
   const code = (error as NodeJS.ErrnoException).code;
   // O_NOFOLLOW: the path realpath gave became a symlink before the open.
-  if (code === 'ELOOP') throw new ReadBoundaryError(c.full, `${c.full}: ${label(options)} became a symlink while it was opened; not read`, error);
-  throw new ReadBoundaryError(c.full, `${c.full}: ${label(options)} cannot be opened (${code ?? String(error)})`, error);
+  if (code === 'ELOOP')
+    throw new ReadBoundaryError(
+      c.full,
+      `${c.full}: ${label(options)} became a symlink while it was opened; not read`,
+      error,
+    );
+  throw new ReadBoundaryError(
+    c.full,
+    `${c.full}: ${label(options)} cannot be opened (${code ?? String(error)})`,
+    error,
+  );
 }
 
 /** More bytes than fstat promised: the file is being written; a partial read is not a file. */
 function grew(full: string, options: ReadBoundaryOptions): never {
-  throw new ReadBoundaryError(full, `${full}: ${label(options)} grew while it was read (is it still being written?); not read — read it again once it is complete`);
+  throw new ReadBoundaryError(
+    full,
+    `${full}: ${label(options)} grew while it was read (is it still being written?); not read — read it again once it is complete`,
+  );
 }
 
 /** An open, checked file: its handle and size (the caller closes it). */
@@ -154,7 +185,11 @@ export async function openInside(root: string, path: string, options: ReadBounda
 }
 
 /** The whole file at `path` through the boundary (see the module comment). */
-export async function readInside(root: string, path: string, options: ReadBoundaryOptions): Promise<Buffer<ArrayBuffer>> {
+export async function readInside(
+  root: string,
+  path: string,
+  options: ReadBoundaryOptions,
+): Promise<Buffer<ArrayBuffer>> {
   const { handle, size, path: full } = await openInside(root, path, options);
   try {
     const buffer = Buffer.alloc(Math.min(size, options.maxBytes) + 1);

@@ -11,8 +11,8 @@ import { CanaryAuditError } from '../errors.js';
 const FIXES: Record<string, [string, string]> = {
   ENOSPC: ['no space left on the device', 'free space there or choose another folder'],
   EDQUOT: ['disk quota exceeded', 'free space within your quota or choose another folder'],
-  EACCES: ['permission denied', 'fix the folder\'s permissions (or owner) or choose another folder'],
-  EPERM: ['operation not permitted', 'fix the folder\'s permissions (or owner) or choose another folder'],
+  EACCES: ['permission denied', "fix the folder's permissions (or owner) or choose another folder"],
+  EPERM: ['operation not permitted', "fix the folder's permissions (or owner) or choose another folder"],
   EROFS: ['read-only file system', 'choose a writable folder'],
   ENOTDIR: ['a path component is a file, not a folder', 'remove or rename that file, or choose another folder'],
   EISDIR: ['a folder stands where a file should be written', 'remove it, or choose another folder'],
@@ -31,7 +31,11 @@ export function explainWriteError(error: unknown, where: string, what = 'write')
   }
   const known = typeof code === 'string' ? FIXES[code] : undefined;
   if (!known) return null;
-  return new CanaryAuditError(`E_${code}`, `cannot ${what}${path ? ` ${path}` : ''}: ${known[0]} (${code}); ${known[1]}`, { cause: error });
+  return new CanaryAuditError(
+    `E_${code}`,
+    `cannot ${what}${path ? ` ${path}` : ''}: ${known[0]} (${code}); ${known[1]}`,
+    { cause: error },
+  );
 }
 
 /** The error that stops creating folders under the deepest existing ancestor of `path`, if any. */

@@ -39,10 +39,18 @@ export interface AxisContext {
   models: Readonly<Record<string, ModelValue>>;
 }
 
-type Normaliser<A extends AxisName> = (raw: unknown, path: GridPath, ctx: AxisContext) => { label: string; value: AxisValueTypes[A] };
+type Normaliser<A extends AxisName> = (
+  raw: unknown,
+  path: GridPath,
+  ctx: AxisContext,
+) => { label: string; value: AxisValueTypes[A] };
 
 function fail(ctx: AxisContext, path: GridPath, message: string): never {
-  throw new UserInputError(message, { location: ctx.source.locate(path), field: formatPath(path), code: 'E_GRID_VALUE' });
+  throw new UserInputError(message, {
+    location: ctx.source.locate(path),
+    field: formatPath(path),
+    code: 'E_GRID_VALUE',
+  });
 }
 
 function checkWindow(ctx: AxisContext, path: GridPath, w: Window): Window {
@@ -64,7 +72,9 @@ const visibility: Normaliser<'visibility'> = (raw, path, ctx) => {
     value.width = o.width ?? REVERSE_SHIFT_DEFAULTS.width;
     value.shift = o.shift ?? REVERSE_SHIFT_DEFAULTS.shift;
   }
-  const isDefault = o.kind !== 'encoded:reverse-shift' || (value.width === REVERSE_SHIFT_DEFAULTS.width && value.shift === REVERSE_SHIFT_DEFAULTS.shift);
+  const isDefault =
+    o.kind !== 'encoded:reverse-shift' ||
+    (value.width === REVERSE_SHIFT_DEFAULTS.width && value.shift === REVERSE_SHIFT_DEFAULTS.shift);
   const label = o.name ?? (isDefault ? o.kind : `${o.kind}(w${value.width},s${value.shift})`);
   return { label, value: o.kind === 'encoded:reverse-shift' ? value : { scheme: o.kind } };
 };
@@ -73,13 +83,19 @@ const dose: Normaliser<'dose'> = (raw) => ({ label: String(raw), value: raw as n
 const seed: Normaliser<'seed'> = (raw) => ({ label: String(raw), value: raw as number });
 
 const placement: Normaliser<'placement'> = (raw, path, ctx) => {
-  if (typeof raw === 'string') return { label: raw, value: { window: PLACEMENT_PRESETS[raw] as Window, spacing: null, final: null } };
+  if (typeof raw === 'string')
+    return { label: raw, value: { window: PLACEMENT_PRESETS[raw] as Window, spacing: null, final: null } };
   if (Array.isArray(raw)) {
     const w = checkWindow(ctx, path, raw as Window);
     return { label: windowLabel(w), value: { window: w, spacing: null, final: null } };
   }
   const o = raw as { window?: string | Window; spacing?: number; final?: Window; name?: string };
-  const w = o.window === undefined ? PLACEMENT_PRESETS.uniform as Window : typeof o.window === 'string' ? PLACEMENT_PRESETS[o.window] as Window : checkWindow(ctx, [...path, 'window'], o.window);
+  const w =
+    o.window === undefined
+      ? (PLACEMENT_PRESETS.uniform as Window)
+      : typeof o.window === 'string'
+        ? (PLACEMENT_PRESETS[o.window] as Window)
+        : checkWindow(ctx, [...path, 'window'], o.window);
   const final = o.final === undefined ? null : checkWindow(ctx, [...path, 'final'], o.final);
   const value: PlacementValue = { window: [w[0], w[1]], spacing: o.spacing ?? null, final };
   let label = typeof o.window === 'string' ? o.window : windowLabel(w);
@@ -91,23 +107,47 @@ const placement: Normaliser<'placement'> = (raw, path, ctx) => {
 function cohort(raw: RawCohort, index: number, path: GridPath, ctx: AxisContext): CohortSpec {
   const order = raw.order ?? 'with';
   const window = raw.window === undefined ? null : checkWindow(ctx, [...path, 'window'], raw.window);
-  return { name: raw.name ?? `aux${index}`, dose: raw.dose, count: raw.count, order, window, spacing: raw.spacing ?? null };
+  return {
+    name: raw.name ?? `aux${index}`,
+    dose: raw.dose,
+    count: raw.count,
+    order,
+    window,
+    spacing: raw.spacing ?? null,
+  };
 }
 
 const population: Normaliser<'population'> = (raw, path, ctx) => {
   if (typeof raw === 'string') return { label: raw, value: { kind: raw as PopulationValue['kind'] } };
-  const o = raw as { kind: 'mixed-dose' | 'cohorts'; doses?: number[]; count?: number; cohorts?: RawCohort[]; name?: string };
+  const o = raw as {
+    kind: 'mixed-dose' | 'cohorts';
+    doses?: number[];
+    count?: number;
+    cohorts?: RawCohort[];
+    name?: string;
+  };
   if (o.kind === 'mixed-dose') {
     const doses = o.doses ? [...new Set(o.doses)].sort((a, b) => a - b) : undefined;
-    if (o.doses && doses && doses.length !== o.doses.length) fail(ctx, [...path, 'doses'], `${quoteValue(o.doses)} lists a dose twice; list each once`);
-    const value: PopulationValue = { kind: 'mixed-dose', ...(doses ? { doses } : {}), ...(o.count !== undefined ? { count: o.count } : {}) };
-    const label = o.name ?? `mixed-dose(${doses ? doses.join('+') : 'axis'}${o.count !== undefined ? `x${o.count}` : ''})`;
+    if (o.doses && doses && doses.length !== o.doses.length)
+      fail(ctx, [...path, 'doses'], `${quoteValue(o.doses)} lists a dose twice; list each once`);
+    const value: PopulationValue = {
+      kind: 'mixed-dose',
+      ...(doses ? { doses } : {}),
+      ...(o.count !== undefined ? { count: o.count } : {}),
+    };
+    const label =
+      o.name ?? `mixed-dose(${doses ? doses.join('+') : 'axis'}${o.count !== undefined ? `x${o.count}` : ''})`;
     return { label, value };
   }
   const cohorts = (o.cohorts ?? []).map((c, i) => cohort(c, i, [...path, 'cohorts', i], ctx));
   const names = new Set<string>();
   cohorts.forEach((c, i) => {
-    if (names.has(c.name)) fail(ctx, [...path, 'cohorts', i], `cohort name ${JSON.stringify(c.name)} is used twice; give each cohort its own name`);
+    if (names.has(c.name))
+      fail(
+        ctx,
+        [...path, 'cohorts', i],
+        `cohort name ${JSON.stringify(c.name)} is used twice; give each cohort its own name`,
+      );
     names.add(c.name);
   });
   const label = o.name ?? `cohorts(${cohorts.map((c) => `d${c.dose}x${c.count}-${c.order}`).join('+')})`;
@@ -115,9 +155,14 @@ const population: Normaliser<'population'> = (raw, path, ctx) => {
 };
 
 const schedule: Normaliser<'schedule'> = (raw) => {
-  if (typeof raw === 'string') return { label: raw, value: { kind: raw as ScheduleValue['kind'], warmup_updates: 0, min_lr_ratio: 0 } };
+  if (typeof raw === 'string')
+    return { label: raw, value: { kind: raw as ScheduleValue['kind'], warmup_updates: 0, min_lr_ratio: 0 } };
   const o = raw as { kind: ScheduleValue['kind']; warmup_updates?: number; min_lr_ratio?: number; name?: string };
-  const value: ScheduleValue = { kind: o.kind, warmup_updates: o.warmup_updates ?? 0, min_lr_ratio: o.min_lr_ratio ?? 0 };
+  const value: ScheduleValue = {
+    kind: o.kind,
+    warmup_updates: o.warmup_updates ?? 0,
+    min_lr_ratio: o.min_lr_ratio ?? 0,
+  };
   let label: string = o.kind;
   const extras: string[] = [];
   if (value.warmup_updates > 0) extras.push(`warmup${value.warmup_updates}`);
@@ -132,7 +177,11 @@ const model: Normaliser<'model'> = (raw, path, ctx) => {
     if (!preset) {
       const known = [...new Set([...Object.keys(ctx.models), ...Object.keys(BUILTIN_MODELS)])];
       const hint = closest(raw, known);
-      fail(ctx, path, `unknown model preset ${JSON.stringify(raw)}${hint ? ` (did you mean ${JSON.stringify(hint)}?)` : ''}; use one of ${known.join(', ')}, or define it under models:`);
+      fail(
+        ctx,
+        path,
+        `unknown model preset ${JSON.stringify(raw)}${hint ? ` (did you mean ${JSON.stringify(hint)}?)` : ''}; use one of ${known.join(', ')}, or define it under models:`,
+      );
     }
     return { label: raw, value: structuredClone(preset) };
   }
@@ -149,7 +198,10 @@ const model: Normaliser<'model'> = (raw, path, ctx) => {
 };
 
 const task: Normaliser<'task'> = (raw, path, ctx) => {
-  const o = (typeof raw === 'string' ? { name: raw } : raw) as { name: string; label?: string } & Record<string, unknown>;
+  const o = (typeof raw === 'string' ? { name: raw } : raw) as { name: string; label?: string } & Record<
+    string,
+    unknown
+  >;
   const { name, label, ...rest } = o;
   if (name === 'synthetic-email') {
     const value: TaskValue = { name, params: { style: (rest.style as string | undefined) ?? 'compact' } };
@@ -157,7 +209,10 @@ const task: Normaliser<'task'> = (raw, path, ctx) => {
   }
   if (name === 'gui-grounding') {
     // Synthetic screenshots: the parameters as written (the task fills its defaults).
-    const size = rest.width !== undefined || rest.height !== undefined ? `/${String(rest.width ?? '')}x${String(rest.height ?? '')}` : '';
+    const size =
+      rest.width !== undefined || rest.height !== undefined
+        ? `/${String(rest.width ?? '')}x${String(rest.height ?? '')}`
+        : '';
     const style = rest.style !== undefined ? `/${String(rest.style)}` : '';
     const params = structuredClone(rest);
     resolveUtilityPath(params, path, ctx);
@@ -169,29 +224,58 @@ const task: Normaliser<'task'> = (raw, path, ctx) => {
   const source = params.source as { path?: string; repo?: string; revision?: string; config?: string } | undefined;
   if (source) {
     const at = [...path, 'source'];
-    if (source.repo === undefined && source.path === undefined) fail(ctx, at, 'a dataset source needs repo: org/name (a Hub dataset) or path: ./file-or-folder (on this machine)');
-    if (source.repo !== undefined && source.path !== undefined) fail(ctx, [...at, 'path'], 'give repo (a Hub dataset) or path (a local file or folder), not both');
-    const hubOnly = source.path !== undefined ? (['revision', 'config'] as const).find((k) => source[k] !== undefined) : undefined;
+    if (source.repo === undefined && source.path === undefined)
+      fail(
+        ctx,
+        at,
+        'a dataset source needs repo: org/name (a Hub dataset) or path: ./file-or-folder (on this machine)',
+      );
+    if (source.repo !== undefined && source.path !== undefined)
+      fail(ctx, [...at, 'path'], 'give repo (a Hub dataset) or path (a local file or folder), not both');
+    const hubOnly =
+      source.path !== undefined ? (['revision', 'config'] as const).find((k) => source[k] !== undefined) : undefined;
     if (hubOnly) fail(ctx, [...at, hubOnly], `a local dataset (path:) has no Hub ${hubOnly}; remove ${hubOnly}`);
   }
   if (source?.path !== undefined) source.path = resolve(dirname(resolve(ctx.source.file)), source.path);
   resolveUtilityPath(params, path, ctx);
   const where = source?.repo ?? (source?.path !== undefined ? basename(source.path) : undefined);
-  return { label: label ?? (name === 'dataset' || where === undefined ? `${name}${where ? `/${where}` : ''}` : name), value: { name, params } };
+  return {
+    label: label ?? (name === 'dataset' || where === undefined ? `${name}${where ? `/${where}` : ''}` : name),
+    value: { name, params },
+  };
 };
 
 /** A task's utility source (`utility: {source: {path}}`), resolved against the grid file's folder like the task's own. */
 function resolveUtilityPath(params: Record<string, unknown>, path: GridPath, ctx: AxisContext): void {
   const source = (params.utility as { source?: { path?: string; repo?: string } } | undefined)?.source;
   if (!source) return;
-  if (source.repo !== undefined && source.path !== undefined) fail(ctx, [...path, 'utility', 'source', 'path'], 'give repo (a Hub dataset) or path (a local file or folder), not both');
+  if (source.repo !== undefined && source.path !== undefined)
+    fail(
+      ctx,
+      [...path, 'utility', 'source', 'path'],
+      'give repo (a Hub dataset) or path (a local file or folder), not both',
+    );
   if (source.path !== undefined) source.path = resolve(dirname(resolve(ctx.source.file)), source.path);
 }
 
-const NORMALISERS: { [A in AxisName]: Normaliser<A> } = { visibility, dose, placement, population, schedule, model, task, seed };
+const NORMALISERS: { [A in AxisName]: Normaliser<A> } = {
+  visibility,
+  dose,
+  placement,
+  population,
+  schedule,
+  model,
+  task,
+  seed,
+};
 
 /** Normalise one value of axis `axis` written at `path`. */
-export function normaliseAxisValue<A extends AxisName>(axis: A, raw: unknown, path: GridPath, ctx: AxisContext): AxisValue<AxisValueTypes[A]> {
+export function normaliseAxisValue<A extends AxisName>(
+  axis: A,
+  raw: unknown,
+  path: GridPath,
+  ctx: AxisContext,
+): AxisValue<AxisValueTypes[A]> {
   const { label, value } = (NORMALISERS[axis] as Normaliser<A>)(raw, path, ctx);
   return { label, key: canonicalJson(value), value, path };
 }

@@ -21,7 +21,10 @@ export function maxCells(env: NodeJS.ProcessEnv = process.env): number {
   if (raw === undefined || raw === '') return DEFAULT_MAX_CELLS;
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < 1) {
-    throw new UserInputError(`CANARY_AUDIT_MAX_CELLS must be an integer >= 1, got ${JSON.stringify(raw)}`, { field: 'CANARY_AUDIT_MAX_CELLS', code: 'E_BAD_ENV' });
+    throw new UserInputError(`CANARY_AUDIT_MAX_CELLS must be an integer >= 1, got ${JSON.stringify(raw)}`, {
+      field: 'CANARY_AUDIT_MAX_CELLS',
+      code: 'E_BAD_ENV',
+    });
   }
   return n;
 }
@@ -31,26 +34,53 @@ export function maxCells(env: NodeJS.ProcessEnv = process.env): number {
  * excludes could remove, plus the includes), or whose product is too large to walk. A grid between
  * the bounds is expanded with `limit` as a stop (see tooManyCells).
  */
-export function checkCellCount(factors: Factor[], excludes: Assignment[], includes: number, limit: number, ctx: AxisContext): void {
+export function checkCellCount(
+  factors: Factor[],
+  excludes: Assignment[],
+  includes: number,
+  limit: number,
+  ctx: AxisContext,
+): void {
   const product = factors.reduce((n, f) => n * f.rows.length, 1);
   const excluded = excludes.reduce((n, ex) => n + matching(factors, ex), 0);
   const atLeast = Math.max(0, product - excluded);
   if (atLeast > limit || includes > limit) {
-    throw tooMany(`${fmt(Math.max(atLeast, includes))} cells (${describe(factors, excludes.length, includes)})`, limit, ctx);
+    throw tooMany(
+      `${fmt(Math.max(atLeast, includes))} cells (${describe(factors, excludes.length, includes)})`,
+      limit,
+      ctx,
+    );
   }
   if (product > limit * MAX_WALK_FACTOR) {
-    throw tooMany(`up to ${fmt(product)} cells before its excludes (${describe(factors, excludes.length, includes)})`, limit, ctx);
+    throw tooMany(
+      `up to ${fmt(product)} cells before its excludes (${describe(factors, excludes.length, includes)})`,
+      limit,
+      ctx,
+    );
   }
 }
 
 /** The error for a grid found to pass the limit while its cells were built. */
-export function tooManyCells(limit: number, factors: Factor[], excludes: number, includes: number, ctx: AxisContext): UserInputError {
+export function tooManyCells(
+  limit: number,
+  factors: Factor[],
+  excludes: number,
+  includes: number,
+  ctx: AxisContext,
+): UserInputError {
   return tooMany(`more than ${fmt(limit)} cells (${describe(factors, excludes, includes)})`, limit, ctx);
 }
 
 /** Product cells an exclude removes: per factor, the rows that agree with it. */
 function matching(factors: Factor[], exclude: Assignment): number {
-  return factors.reduce((n, f) => n * f.rows.filter((row) => f.axes.every((axis, j) => exclude[axis] === undefined || exclude[axis]?.key === row[j]?.key)).length, 1);
+  return factors.reduce(
+    (n, f) =>
+      n *
+      f.rows.filter((row) =>
+        f.axes.every((axis, j) => exclude[axis] === undefined || exclude[axis]?.key === row[j]?.key),
+      ).length,
+    1,
+  );
 }
 
 function describe(factors: Factor[], excludes: number, includes: number): string {

@@ -22,7 +22,11 @@ import type { Cell, GridDocument, ModelValue } from './types.js';
  */
 export type SeedVariation = 'training' | 'joint' | 'base';
 
-export type DesignPopulation = 'fine-tuning seeds of one base' | 'bases and seeds' | 'seeds of from-scratch training' | 'one run per cell';
+export type DesignPopulation =
+  | 'fine-tuning seeds of one base'
+  | 'bases and seeds'
+  | 'seeds of from-scratch training'
+  | 'one run per cell';
 
 /** The initialisation of the one base a tiny model's seeds share when the grid names none. */
 export const ONE_BASE_INIT_SEED = 0;
@@ -59,7 +63,13 @@ export function replicationDesign(doc: Pick<GridDocument, 'replicates'>, cells: 
   const baseInit = vary === 'joint' ? ONE_BASE_INIT_SEED : null;
   const kinds = new Set(models.map((m) => baseKind(m, baseInit)));
   const population: DesignPopulation =
-    seeds.length < 2 ? 'one run per cell' : kinds.has('per-seed') ? 'bases and seeds' : kinds.has('one') ? 'fine-tuning seeds of one base' : 'seeds of from-scratch training';
+    seeds.length < 2
+      ? 'one run per cell'
+      : kinds.has('per-seed')
+        ? 'bases and seeds'
+        : kinds.has('one')
+          ? 'fine-tuning seeds of one base'
+          : 'seeds of from-scratch training';
   return { vary, written: writtenVary !== undefined, seeds, joint: vary !== 'training', baseInit, population };
 }
 
@@ -87,23 +97,41 @@ export function cellsUnderDesign(cells: Cell[], design: ReplicationDesign): Cell
  * Problems of a written `replicates` the schema cannot see, each as a grid path and a message:
  * `vary: base` needs a tiny model whose base it can vary, and contradicts a fixed `init_seed`.
  */
-export function designProblems(doc: Pick<GridDocument, 'replicates'>, cells: readonly Cell[]): { path: GridPath; message: string }[] {
+export function designProblems(
+  doc: Pick<GridDocument, 'replicates'>,
+  cells: readonly Cell[],
+): { path: GridPath; message: string }[] {
   if (doc.replicates?.vary !== 'base') return [];
   const models = new Map<string, ModelValue>();
   for (const c of cells) models.set(c.values.model.label, c.values.model.value);
-  const fixed = [...models].filter(([, m]) => m.backend === 'tiny' && m.pretrain?.init_seed !== undefined).map(([label]) => label);
+  const fixed = [...models]
+    .filter(([, m]) => m.backend === 'tiny' && m.pretrain?.init_seed !== undefined)
+    .map(([label]) => label);
   if (fixed.length > 0) {
-    return [{ path: ['replicates', 'vary'], message: `vary: base gives each seed its own base, but model(s) ${fixed.join(', ')} fix one base with pretrain.init_seed; remove init_seed, or use vary: joint (one base, fine-tuning seeds)` }];
+    return [
+      {
+        path: ['replicates', 'vary'],
+        message: `vary: base gives each seed its own base, but model(s) ${fixed.join(', ')} fix one base with pretrain.init_seed; remove init_seed, or use vary: joint (one base, fine-tuning seeds)`,
+      },
+    ];
   }
   if (![...models.values()].some((m) => m.backend === 'tiny' && m.pretrain)) {
-    return [{ path: ['replicates', 'vary'], message: 'vary: base gives each seed its own pretrained base, but no model of this grid pretrains one (an hf model is one pretrained checkpoint; a tiny model with pretrain: false trains from scratch); use vary: joint' }];
+    return [
+      {
+        path: ['replicates', 'vary'],
+        message:
+          'vary: base gives each seed its own pretrained base, but no model of this grid pretrains one (an hf model is one pretrained checkpoint; a tiny model with pretrain: false trains from scratch); use vary: joint',
+      },
+    ];
   }
   return [];
 }
 
 /** Intervals over a cell's runs generalize over …, in words for the plan and the report. */
 export function designSentence(d: Pick<ReplicationDesign, 'population'>): string {
-  return d.population === 'one run per cell' ? 'one run per cell: intervals cover canary sampling only, a rerun can fall outside them' : `intervals generalize over ${d.population}`;
+  return d.population === 'one run per cell'
+    ? 'one run per cell: intervals cover canary sampling only, a rerun can fall outside them'
+    : `intervals generalize over ${d.population}`;
 }
 
 /** How many runs the arms of a grid hold (cells equal but for the seed): `3`, or `2-3` when they differ. */
@@ -126,7 +154,9 @@ function basesText(cells: readonly Cell[]): string {
     .map(([label, m]) => {
       if (m.backend === 'hf') return `${label}: ${m.hf?.random_init ? 'random init per seed' : 'its checkpoint'}`;
       if (!m.pretrain) return `${label}: from scratch`;
-      return m.pretrain.init_seed !== undefined ? `${label}: init seed ${m.pretrain.init_seed}` : `${label}: a base per seed`;
+      return m.pretrain.init_seed !== undefined
+        ? `${label}: init seed ${m.pretrain.init_seed}`
+        : `${label}: a base per seed`;
     })
     .join('; ');
 }
@@ -137,9 +167,12 @@ function basesText(cells: readonly Cell[]): string {
  * over fine-tuning seeds of one base`.
  */
 export function designLine(design: ReplicationDesign, cells: readonly Cell[]): string {
-  if (design.population === 'one run per cell') return `design: one run per cell (seed ${design.seeds.join(', ')}): intervals cover canary sampling only, a rerun can fall outside them`;
+  if (design.population === 'one run per cell')
+    return `design: one run per cell (seed ${design.seeds.join(', ')}): intervals cover canary sampling only, a rerun can fall outside them`;
   const n = runsPerArm(cells);
-  const varies = design.joint ? 'each its own data order and canary placement' : 'varying the training seed only (data order and placement fixed by the grid seed)';
+  const varies = design.joint
+    ? 'each its own data order and canary placement'
+    : 'varying the training seed only (data order and placement fixed by the grid seed)';
   const bases = basesText(cells);
   const head =
     design.population === 'bases and seeds'

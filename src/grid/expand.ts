@@ -17,7 +17,11 @@ export interface Expansion {
 }
 
 function inputError(ctx: AxisContext, path: GridPath, message: string): UserInputError {
-  return new UserInputError(message, { location: ctx.source.locate(path), field: formatPath(path), code: 'E_GRID_EXPAND' });
+  return new UserInputError(message, {
+    location: ctx.source.locate(path),
+    field: formatPath(path),
+    code: 'E_GRID_EXPAND',
+  });
 }
 
 /** Input errors gathered across a pass, so a grid with several mistakes reports them all at once. */
@@ -53,11 +57,14 @@ export function expandGrid(doc: GridDocument, ctx: AxisContext, limit = maxCells
   const cells = buildCells(factors, excludes, includes, axes, limit);
   if (cells.length > limit) throw tooManyCells(limit, factors, excludes.length, includes.length, ctx);
   if (cells.length === 0) {
-    throw new UserInputError('the grid expands to no cells: every cell is excluded; remove an exclude entry or add an include', {
-      location: ctx.source.locate(['exclude']),
-      field: 'exclude',
-      code: 'E_GRID_EMPTY',
-    });
+    throw new UserInputError(
+      'the grid expands to no cells: every cell is excluded; remove an exclude entry or add an include',
+      {
+        location: ctx.source.locate(['exclude']),
+        field: 'exclude',
+        code: 'E_GRID_EMPTY',
+      },
+    );
   }
   nameCells(cells, named);
   return { axes: axes as unknown as NormalisedAxes, named, cells };
@@ -76,7 +83,9 @@ function normaliseAxes(doc: GridDocument, ctx: AxisContext, found: Collector): R
       if (!v) return;
       const same = values.findIndex((w) => w.key === v.key);
       if (same >= 0) {
-        found.errors.push(inputError(ctx, path, `${quoteValue(raw)} repeats item ${same} of the ${axis} axis; list each value once`));
+        found.errors.push(
+          inputError(ctx, path, `${quoteValue(raw)} repeats item ${same} of the ${axis} axis; list each value once`),
+        );
         return;
       }
       values.push(v);
@@ -87,7 +96,12 @@ function normaliseAxes(doc: GridDocument, ctx: AxisContext, found: Collector): R
 }
 
 /** `include` or `exclude` entries as partial assignments of normalised values. */
-function assignments(list: GridDocument['include'], name: 'include' | 'exclude', ctx: AxisContext, found: Collector): Assignment[] {
+function assignments(
+  list: GridDocument['include'],
+  name: 'include' | 'exclude',
+  ctx: AxisContext,
+  found: Collector,
+): Assignment[] {
   return (list ?? []).map((entry, i) => {
     const out: Assignment = {};
     for (const axis of AXES) {
@@ -100,24 +114,46 @@ function assignments(list: GridDocument['include'], name: 'include' | 'exclude',
 }
 
 /** An exclude that names a value no axis lists is a typo, not a no-op. */
-function checkExcludes(excludes: Assignment[], axes: Record<AxisName, AnyValue[]>, ctx: AxisContext, errors: UserInputError[]): void {
+function checkExcludes(
+  excludes: Assignment[],
+  axes: Record<AxisName, AnyValue[]>,
+  ctx: AxisContext,
+  errors: UserInputError[],
+): void {
   excludes.forEach((entry, i) => {
     for (const [axis, v] of Object.entries(entry) as [AxisName, AnyValue][]) {
       if (!axes[axis].some((w) => w.key === v.key)) {
-        errors.push(inputError(ctx, ['exclude', i, axis], `${JSON.stringify(v.label)} is not a value of the ${axis} axis; values: ${axes[axis].map((w) => w.label).join(', ')}`));
+        errors.push(
+          inputError(
+            ctx,
+            ['exclude', i, axis],
+            `${JSON.stringify(v.label)} is not a value of the ${axis} axis; values: ${axes[axis].map((w) => w.label).join(', ')}`,
+          ),
+        );
       }
     }
   });
 }
 
 /** A label must name one value everywhere, or cell ids would be ambiguous. */
-function checkLabels(axes: Record<AxisName, AnyValue[]>, includes: Assignment[], ctx: AxisContext, errors: UserInputError[]): void {
+function checkLabels(
+  axes: Record<AxisName, AnyValue[]>,
+  includes: Assignment[],
+  ctx: AxisContext,
+  errors: UserInputError[],
+): void {
   for (const axis of AXES) {
     const byLabel = new Map<string, AnyValue>();
     for (const v of [...axes[axis], ...includes.map((e) => e[axis]).filter((v): v is AnyValue => v !== undefined)]) {
       const seen = byLabel.get(v.label);
       if (seen && seen.key !== v.key) {
-        errors.push(inputError(ctx, v.path, `label ${JSON.stringify(v.label)} already names a different ${axis} value (at ${formatPath(seen.path)}); give one of them a distinct name`));
+        errors.push(
+          inputError(
+            ctx,
+            v.path,
+            `label ${JSON.stringify(v.label)} already names a different ${axis} value (at ${formatPath(seen.path)}); give one of them a distinct name`,
+          ),
+        );
       } else byLabel.set(v.label, v);
     }
   }
@@ -127,7 +163,13 @@ function checkLabels(axes: Record<AxisName, AnyValue[]>, includes: Assignment[],
  * The product minus excluded cells, then the included cells (unassigned axes take their first
  * value); duplicates once. Stops once past `limit` cells.
  */
-function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignment[], axes: Record<AxisName, AnyValue[]>, limit: number): Cell[] {
+function buildCells(
+  factors: Factor[],
+  excludes: Assignment[],
+  includes: Assignment[],
+  axes: Record<AxisName, AnyValue[]>,
+  limit: number,
+): Cell[] {
   const cells: Cell[] = [];
   const seen = new Set<string>();
   const add = (assignment: Record<AxisName, AnyValue>): void => {
@@ -139,7 +181,12 @@ function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignm
   };
   for (const assignment of product(factors)) {
     if (cells.length > limit) return cells;
-    if (excludes.some((ex) => (Object.entries(ex) as [AxisName, AnyValue][]).every(([axis, v]) => assignment[axis].key === v.key))) continue;
+    if (
+      excludes.some((ex) =>
+        (Object.entries(ex) as [AxisName, AnyValue][]).every(([axis, v]) => assignment[axis].key === v.key),
+      )
+    )
+      continue;
     add(assignment);
   }
   for (const entry of includes) {
@@ -155,7 +202,15 @@ function buildCells(factors: Factor[], excludes: Assignment[], includes: Assignm
  * reads as what distinguishes the run: visibility=redacted,dose=8.
  */
 function nameCells(cells: Cell[], named: AxisName[]): void {
-  const varying = AXES.filter((a) => new Set(cells.map((c) => c.labels[a]).filter((l) => l !== null).map(String)).size > 1);
+  const varying = AXES.filter(
+    (a) =>
+      new Set(
+        cells
+          .map((c) => c.labels[a])
+          .filter((l) => l !== null)
+          .map(String),
+      ).size > 1,
+  );
   for (const cell of cells) {
     const id = (varying.length > 0 ? varying : named)
       .filter((axis) => cell.labels[axis] !== null)
@@ -165,23 +220,46 @@ function nameCells(cells: Cell[], named: AxisName[]): void {
   }
 }
 
-function zipFactors(doc: GridDocument, axes: Record<AxisName, AnyValue[]>, ctx: AxisContext, errors: UserInputError[]): Factor[] {
+function zipFactors(
+  doc: GridDocument,
+  axes: Record<AxisName, AnyValue[]>,
+  ctx: AxisContext,
+  errors: UserInputError[],
+): Factor[] {
   const grouped = new Map<AxisName, number>();
   const groups: AxisName[][] = [];
   (doc.zip ?? []).forEach((group, g) => {
     let ok = true;
     group.forEach((axis, j) => {
       if (doc.axes[axis] === undefined) {
-        errors.push(inputError(ctx, ['zip', g, j], `axis ${JSON.stringify(axis)} is not listed under axes; zip only axes the grid lists`));
+        errors.push(
+          inputError(
+            ctx,
+            ['zip', g, j],
+            `axis ${JSON.stringify(axis)} is not listed under axes; zip only axes the grid lists`,
+          ),
+        );
         ok = false;
       } else if (grouped.has(axis)) {
-        errors.push(inputError(ctx, ['zip', g, j], `axis ${JSON.stringify(axis)} is already zipped in group ${grouped.get(axis)}; an axis can be in one group`));
+        errors.push(
+          inputError(
+            ctx,
+            ['zip', g, j],
+            `axis ${JSON.stringify(axis)} is already zipped in group ${grouped.get(axis)}; an axis can be in one group`,
+          ),
+        );
         ok = false;
       } else grouped.set(axis, g);
     });
     const lengths = group.map((a) => doc.axes[a]?.length ?? 0);
     if (ok && new Set(lengths).size > 1) {
-      errors.push(inputError(ctx, ['zip', g], `zipped axes need lists of equal length; got ${group.map((a, j) => `${a}: ${lengths[j]}`).join(', ')}`));
+      errors.push(
+        inputError(
+          ctx,
+          ['zip', g],
+          `zipped axes need lists of equal length; got ${group.map((a, j) => `${a}: ${lengths[j]}`).join(', ')}`,
+        ),
+      );
       ok = false;
     }
     if (ok) groups.push(group);

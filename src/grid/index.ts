@@ -6,5 +6,19 @@ export { PRETRAIN_DEFAULTS, describePretrain, pretrainRows } from './pretrain.js
 export { codeSpaceOf } from './code-space.js';
 export { GridSource, formatPath, type GridPath } from './source.js';
 export * from './types.js';
-export { singleRunComparisons, comparisonText, jointSeeds, replicateKey, type SingleRunComparison } from './replicates.js';
-export { replicationDesign, designSentence, designLine, ONE_BASE_INIT_SEED, type ReplicationDesign, type SeedVariation, type DesignPopulation } from './design.js';
+export {
+  singleRunComparisons,
+  comparisonText,
+  jointSeeds,
+  replicateKey,
+  type SingleRunComparison,
+} from './replicates.js';
+export {
+  replicationDesign,
+  designSentence,
+  designLine,
+  ONE_BASE_INIT_SEED,
+  type ReplicationDesign,
+  type SeedVariation,
+  type DesignPopulation,
+} from './design.js';

@@ -74,12 +74,19 @@ export async function loadGrid(file: string): Promise<LoadedGrid> {
   try {
     const { size } = await stat(file);
     if (size > maxGridBytes()) {
-      throw new UserInputError(`the grid file is ${size.toLocaleString('en-US')} bytes, more than ${maxGridBytes().toLocaleString('en-US')}; list axes (and zip them) rather than cells, or raise CANARY_AUDIT_MAX_CELLS`, { location: { file }, code: 'E_GRID_TOO_LARGE' });
+      throw new UserInputError(
+        `the grid file is ${size.toLocaleString('en-US')} bytes, more than ${maxGridBytes().toLocaleString('en-US')}; list axes (and zip them) rather than cells, or raise CANARY_AUDIT_MAX_CELLS`,
+        { location: { file }, code: 'E_GRID_TOO_LARGE' },
+      );
     }
     text = await readFile(file, 'utf8');
   } catch (error) {
     if (error instanceof UserInputError) throw error;
-    throw new UserInputError(`cannot read the grid: ${gridReadReason(error as NodeJS.ErrnoException)}`, { location: { file }, code: 'E_GRID_READ', cause: error });
+    throw new UserInputError(`cannot read the grid: ${gridReadReason(error as NodeJS.ErrnoException)}`, {
+      location: { file },
+      code: 'E_GRID_READ',
+      cause: error,
+    });
   }
   return parseGrid(file, text);
 }
@@ -95,11 +102,16 @@ function controlCharacterErrors(source: GridSource, data: unknown): UserInputErr
     const c = firstControlCharacter(value);
     if (c === null) return;
     const code = `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
-    errors.push(new UserInputError(`${quoteValue(value)} contains a control character (${code}); names and labels are printed on terminals: use letters, digits, spaces and punctuation`, {
-      location: source.locate(path),
-      field: formatPath(path),
-      code: 'E_GRID_VALUE',
-    }));
+    errors.push(
+      new UserInputError(
+        `${quoteValue(value)} contains a control character (${code}); names and labels are printed on terminals: use letters, digits, spaces and punctuation`,
+        {
+          location: source.locate(path),
+          field: formatPath(path),
+          code: 'E_GRID_VALUE',
+        },
+      ),
+    );
   };
   const walk = (value: unknown, path: GridPath, axisValue: boolean): void => {
     if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, i], axisValue));
@@ -119,10 +131,13 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   const source = GridSource.parse(file, text);
   const data = source.value;
   if (data === null || data === undefined) {
-    throw new UserInputError('the grid is empty; a grid needs at least `axes` (visibility and dose) and `training`; see docs/grid.md', {
-      location: { file, line: 1, column: 1 },
-      code: 'E_GRID_EMPTY',
-    });
+    throw new UserInputError(
+      'the grid is empty; a grid needs at least `axes` (visibility and dose) and `training`; see docs/grid.md',
+      {
+        location: { file, line: 1, column: 1 },
+        code: 'E_GRID_EMPTY',
+      },
+    );
   }
   const control = controlCharacterErrors(source, data);
   if (control.length > 0) throw new UserInputErrors(control);
@@ -131,7 +146,9 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   const name = doc.name ?? defaultName(file);
   const errors: UserInputError[] = [];
   const fail = (path: GridPath, message: string): void => {
-    errors.push(new UserInputError(message, { location: source.locate(path), field: formatPath(path), code: 'E_GRID_VALUE' }));
+    errors.push(
+      new UserInputError(message, { location: source.locate(path), field: formatPath(path), code: 'E_GRID_VALUE' }),
+    );
   };
 
   const { batch_size: batch, rows: rowsGiven, updates: updatesGiven } = doc.training;
@@ -140,28 +157,46 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (rowsGiven === undefined && updatesGiven === undefined) {
     fail(['training'], 'give the training budget as `rows` or `updates` (rows = batch_size x updates)');
   } else if (rowsGiven !== undefined && rowsGiven % batch !== 0) {
-    fail(['training', 'rows'], `${rowsGiven} rows is not a multiple of batch_size ${batch}; use ${Math.floor(rowsGiven / batch) * batch} or ${Math.ceil(rowsGiven / batch) * batch}`);
+    fail(
+      ['training', 'rows'],
+      `${rowsGiven} rows is not a multiple of batch_size ${batch}; use ${Math.floor(rowsGiven / batch) * batch} or ${Math.ceil(rowsGiven / batch) * batch}`,
+    );
   } else if (rowsGiven !== undefined && updatesGiven !== undefined && rowsGiven !== batch * updatesGiven) {
-    fail(['training', 'updates'], `${updatesGiven} updates x batch_size ${batch} = ${batch * updatesGiven}, not rows ${rowsGiven}; give only one of rows and updates`);
+    fail(
+      ['training', 'updates'],
+      `${updatesGiven} updates x batch_size ${batch} = ${batch * updatesGiven}, not rows ${rowsGiven}; give only one of rows and updates`,
+    );
   } else {
     updates = updatesGiven ?? (rowsGiven as number) / batch;
     rows = batch * updates;
   }
   doc.eval.checkpoints.forEach((u, i) => {
-    if (updates > 0 && u > updates) fail(['eval', 'checkpoints', i], `checkpoint at update ${u} is past the last update (${updates})`);
+    if (updates > 0 && u > updates)
+      fail(['eval', 'checkpoints', i], `checkpoint at update ${u} is past the last update (${updates})`);
   });
 
   const space = codeSpaceOf(doc);
   if (new Set(space.alphabet).size !== space.alphabet.length || /\s/.test(space.alphabet)) {
-    fail(['canaries', 'code', 'alphabet'], `${JSON.stringify(space.alphabet)} must list distinct, non-space characters`);
+    fail(
+      ['canaries', 'code', 'alphabet'],
+      `${JSON.stringify(space.alphabet)} must list distinct, non-space characters`,
+    );
   }
   const size = space.alphabet.length ** space.length;
   if (doc.candidates.kind === 'exhaustive' && size > MAX_EXHAUSTIVE) {
-    fail(['candidates', 'kind'], `an exhaustive space of ${size} codes is too large (at most ${MAX_EXHAUSTIVE}); use kind: sampled with decoys`);
+    fail(
+      ['candidates', 'kind'],
+      `an exhaustive space of ${size} codes is too large (at most ${MAX_EXHAUSTIVE}); use kind: sampled with decoys`,
+    );
   }
   if (doc.candidates.kind === 'sampled') {
-    if (doc.candidates.decoys === undefined) fail(['candidates'], 'kind: sampled needs `decoys` (sampled codes per canary besides the true one)');
-    else if (doc.candidates.decoys >= size) fail(['candidates', 'decoys'], `${doc.candidates.decoys} decoys do not fit in a space of ${size} codes; use fewer than ${size}`);
+    if (doc.candidates.decoys === undefined)
+      fail(['candidates'], 'kind: sampled needs `decoys` (sampled codes per canary besides the true one)');
+    else if (doc.candidates.decoys >= size)
+      fail(
+        ['candidates', 'decoys'],
+        `${doc.candidates.decoys} decoys do not fit in a space of ${size} codes; use fewer than ${size}`,
+      );
   }
   if (errors.length > 0) throw new UserInputErrors(errors);
 
@@ -192,14 +227,24 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   if (gpus > 1) {
     const tiny = expansion.axes.model.filter((v) => v.value.backend === 'tiny').map((v) => v.label);
     if (tiny.length > 0) {
-      fail(['training', 'gpus'], `${gpus} GPUs per run need hf models, but ${tiny.join(', ')} ${tiny.length > 1 ? 'are' : 'is'} a tiny model (one process, no sharding); remove training.gpus or use an hf model`);
+      fail(
+        ['training', 'gpus'],
+        `${gpus} GPUs per run need hf models, but ${tiny.join(', ')} ${tiny.length > 1 ? 'are' : 'is'} a tiny model (one process, no sharding); remove training.gpus or use an hf model`,
+      );
     }
   } else if (doc.training.parallel !== undefined) {
-    fail(['training', 'parallel'], `${doc.training.parallel} shards a run over several GPUs; set training.gpus (2 or more) or remove parallel`);
+    fail(
+      ['training', 'parallel'],
+      `${doc.training.parallel} shards a run over several GPUs; set training.gpus (2 or more) or remove parallel`,
+    );
   }
 
   for (const v of expansion.axes.schedule) {
-    if (v.value.warmup_updates > updates) fail(v.path, `warmup of ${v.value.warmup_updates} updates is longer than the run (${updates} updates); use at most ${updates}`);
+    if (v.value.warmup_updates > updates)
+      fail(
+        v.path,
+        `warmup of ${v.value.warmup_updates} updates is longer than the run (${updates} updates); use at most ${updates}`,
+      );
   }
   // Each cue must be able to encode this code alphabet (e.g. fruit cues have 36 fruits).
   for (const v of expansion.axes.visibility) {
@@ -218,6 +263,8 @@ export function parseGrid(file: string, text: string): LoadedGrid {
 }
 
 function defaultName(file: string): string {
-  const stem = basename(file, extname(file)).replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  const stem = basename(file, extname(file))
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '');
   return stem === '' ? 'audit' : stem;
 }

@@ -11,13 +11,26 @@ import type { ModelValue } from './types.js';
  * disabled in the chat template, full fine-tuning in bfloat16). A grid's own `models:` map
  * shadows these names.
  */
-export const TINY_DEFAULTS: Omit<TinyModelSpec, 'pretrain'> = { n_layer: 2, n_head: 2, d_model: 64, max_len: 256, dropout: 0 };
+export const TINY_DEFAULTS: Omit<TinyModelSpec, 'pretrain'> = {
+  n_layer: 2,
+  n_head: 2,
+  d_model: 64,
+  max_len: 256,
+  dropout: 0,
+};
 
 /**
  * The tiny VLM's vision stem (`vision: true`): the source pane read as a 32x80 grey crop, two
  * conv layers of 16 and 32 channels, 3 x 8 = 24 image tokens; images up to 1024 x 1024.
  */
-export const TINY_VISION_DEFAULTS: TinyVisionSpec = { height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024 };
+export const TINY_VISION_DEFAULTS: TinyVisionSpec = {
+  height: 32,
+  width: 80,
+  channels: [16, 32],
+  rows: 3,
+  cols: 8,
+  max_pixels: 1024 * 1024,
+};
 
 /**
  * `tiny-vlm`: the tiny model with a vision stem, for image tasks on CPU (gui-grounding). Its
@@ -30,8 +43,21 @@ export const TINY_VLM: ModelValue = {
   backend: 'tiny',
   name: 'tiny-vlm',
   revision: null,
-  tiny: { n_layer: 2, n_head: 2, d_model: 64, max_len: 384, dropout: 0, vision: { ...TINY_VISION_DEFAULTS, channels: [...TINY_VISION_DEFAULTS.channels] } },
-  pretrain: { ...structuredClone(PRETRAIN_DEFAULTS), updates: 1200, lr: 0.001, schedule: { ...PRETRAIN_DEFAULTS.schedule, kind: 'constant' }, code_fraction: 0.9 },
+  tiny: {
+    n_layer: 2,
+    n_head: 2,
+    d_model: 64,
+    max_len: 384,
+    dropout: 0,
+    vision: { ...TINY_VISION_DEFAULTS, channels: [...TINY_VISION_DEFAULTS.channels] },
+  },
+  pretrain: {
+    ...structuredClone(PRETRAIN_DEFAULTS),
+    updates: 1200,
+    lr: 0.001,
+    schedule: { ...PRETRAIN_DEFAULTS.schedule, kind: 'constant' },
+    code_fraction: 0.9,
+  },
   finetune: { method: 'full' },
 };
 
@@ -44,7 +70,12 @@ export const HF_DEFAULTS: HfModelSpec = {
   attn_implementation: null,
 };
 
-export const LORA_DEFAULTS = { r: 16, alpha: 32, dropout: 0.05, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+export const LORA_DEFAULTS = {
+  r: 16,
+  alpha: 32,
+  dropout: 0.05,
+  target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'],
+};
 
 /**
  * Hub presets. A preset's name says how it fine-tunes: the plain name is full fine-tuning and
@@ -59,12 +90,22 @@ function qwen3(name: string, method: 'full' | 'lora' = 'full'): ModelValue {
     name,
     revision: null,
     hf: { ...HF_DEFAULTS, chat_template_kwargs: { enable_thinking: false } },
-    finetune: method === 'full' ? { method: 'full' } : { method: 'lora', ...LORA_DEFAULTS, target_modules: [...LORA_DEFAULTS.target_modules] },
+    finetune:
+      method === 'full'
+        ? { method: 'full' }
+        : { method: 'lora', ...LORA_DEFAULTS, target_modules: [...LORA_DEFAULTS.target_modules] },
   };
 }
 
 export const BUILTIN_MODELS: Readonly<Record<string, ModelValue>> = {
-  tiny: { backend: 'tiny', name: 'tiny', revision: null, tiny: { ...TINY_DEFAULTS }, pretrain: structuredClone(PRETRAIN_DEFAULTS), finetune: { method: 'full' } },
+  tiny: {
+    backend: 'tiny',
+    name: 'tiny',
+    revision: null,
+    tiny: { ...TINY_DEFAULTS },
+    pretrain: structuredClone(PRETRAIN_DEFAULTS),
+    finetune: { method: 'full' },
+  },
   'tiny-small': {
     backend: 'tiny',
     name: 'tiny-small',
@@ -115,20 +156,38 @@ export function modelProblem(raw: Record<string, unknown>, gridDir: string): Mod
   if (raw.backend !== 'hf') return null;
   const name = raw.name as string | undefined;
   const path = raw.path as string | undefined;
-  if (name !== undefined && path !== undefined) return { path: ['path'], message: 'give `name` (a Hub id) or `path` (a local model folder), not both' };
-  if (name === undefined && path === undefined) return { path: [], message: 'an hf model needs `name: org/model` (a Hub id) or `path: ./folder` (a model folder on this machine)' };
+  if (name !== undefined && path !== undefined)
+    return { path: ['path'], message: 'give `name` (a Hub id) or `path` (a local model folder), not both' };
+  if (name === undefined && path === undefined)
+    return {
+      path: [],
+      message: 'an hf model needs `name: org/model` (a Hub id) or `path: ./folder` (a model folder on this machine)',
+    };
   if (name !== undefined) {
     if (looksLikeHubId(name)) return null;
-    return { path: ['name'], message: `${JSON.stringify(name)} is not a Hub id (org/name: letters, digits, '-', '_', '.'); for a model folder on this machine write path: instead of name:` };
+    return {
+      path: ['name'],
+      message: `${JSON.stringify(name)} is not a Hub id (org/name: letters, digits, '-', '_', '.'); for a model folder on this machine write path: instead of name:`,
+    };
   }
-  if (raw.revision !== undefined && raw.revision !== null) return { path: ['revision'], message: 'a local model (path:) has no Hub revision; remove revision' };
+  if (raw.revision !== undefined && raw.revision !== null)
+    return { path: ['revision'], message: 'a local model (path:) has no Hub revision; remove revision' };
   return localFolderProblem(resolve(gridDir, path as string));
 }
 
 function localFolderProblem(folder: string): ModelProblem | null {
-  if (!existsSync(folder)) return { path: ['path'], message: `model folder ${folder} does not exist; download the model there or fix the path (relative to the grid file)` };
-  if (!statSync(folder).isDirectory()) return { path: ['path'], message: `${folder} is not a folder; path: names a transformers model folder` };
-  if (!existsSync(join(folder, 'config.json'))) return { path: ['path'], message: `model folder ${folder} holds no config.json; it is not a transformers model folder` };
+  if (!existsSync(folder))
+    return {
+      path: ['path'],
+      message: `model folder ${folder} does not exist; download the model there or fix the path (relative to the grid file)`,
+    };
+  if (!statSync(folder).isDirectory())
+    return { path: ['path'], message: `${folder} is not a folder; path: names a transformers model folder` };
+  if (!existsSync(join(folder, 'config.json')))
+    return {
+      path: ['path'],
+      message: `model folder ${folder} holds no config.json; it is not a transformers model folder`,
+    };
   return null;
 }
 
@@ -149,7 +208,14 @@ export function modelFromObject(raw: Record<string, unknown>, gridDir = process.
     if (vision) tiny.vision = vision;
     // Like the sizes, an unset `pretrain` takes the `tiny` preset's: the copy-capable default.
     const pretrain = pretrainFrom(raw.pretrain);
-    return { backend: 'tiny', name: (raw.name as string | undefined) ?? 'tiny', revision: null, tiny, pretrain, finetune: { method: 'full' } };
+    return {
+      backend: 'tiny',
+      name: (raw.name as string | undefined) ?? 'tiny',
+      revision: null,
+      tiny,
+      pretrain,
+      finetune: { method: 'full' },
+    };
   }
   const hf: HfModelSpec = {
     dtype: (raw.dtype as HfModelSpec['dtype'] | undefined) ?? HF_DEFAULTS.dtype,
@@ -199,7 +265,10 @@ export function hfModelProblem(model: ModelValue): { path: string[]; message: st
     };
   }
   if (model.hf.dtype === 'float16') {
-    return { path: ['dtype'], message: 'float16 training needs a gradient scaler, which the trainer does not use; use bfloat16 (or float32)' };
+    return {
+      path: ['dtype'],
+      message: 'float16 training needs a gradient scaler, which the trainer does not use; use bfloat16 (or float32)',
+    };
   }
   return null;
 }
@@ -223,14 +292,24 @@ function visionFrom(raw: unknown): TinyVisionSpec | null {
   if (raw === undefined || raw === false) return null;
   const o = (raw === true ? {} : raw) as Partial<TinyVisionSpec>;
   const d = TINY_VISION_DEFAULTS;
-  return { height: o.height ?? d.height, width: o.width ?? d.width, channels: [...(o.channels ?? d.channels)], rows: o.rows ?? d.rows, cols: o.cols ?? d.cols, max_pixels: o.max_pixels ?? d.max_pixels, ...(o.freeze ? { freeze: true } : {}) };
+  return {
+    height: o.height ?? d.height,
+    width: o.width ?? d.width,
+    channels: [...(o.channels ?? d.channels)],
+    rows: o.rows ?? d.rows,
+    cols: o.cols ?? d.cols,
+    max_pixels: o.max_pixels ?? d.max_pixels,
+    ...(o.freeze ? { freeze: true } : {}),
+  };
 }
 
 /** A readable label for an inline model object without one. */
 export function modelLabel(model: ModelValue): string {
   if (model.backend === 'tiny' && model.tiny) {
     const t = model.tiny;
-    const v = t.vision ? `,v${t.vision.height}x${t.vision.width}t${t.vision.rows * t.vision.cols}${t.vision.freeze ? 'f' : ''}` : '';
+    const v = t.vision
+      ? `,v${t.vision.height}x${t.vision.width}t${t.vision.rows * t.vision.cols}${t.vision.freeze ? 'f' : ''}`
+      : '';
     return `tiny(l${t.n_layer},h${t.n_head},d${t.d_model},c${t.max_len}${v}${pretrainLabel(model.pretrain ?? null)})`;
   }
   const tower = model.hf?.train_vision ? '+vision' : '';

@@ -66,7 +66,9 @@ export function pretrainFrom(raw: unknown): PretrainValue | null {
 }
 
 /** A problem the schema cannot see, as a path below `pretrain` and a message; null when fine. */
-export function pretrainProblem(p: PretrainValue | null | undefined): { path: (string | number)[]; message: string } | null {
+export function pretrainProblem(
+  p: PretrainValue | null | undefined,
+): { path: (string | number)[]; message: string } | null {
   if (!p) return null;
   if (p.schedule.warmup_updates > p.updates) {
     return {

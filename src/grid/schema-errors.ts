@@ -27,7 +27,8 @@ function gridSchema(): NonNullable<typeof grid> {
 
 function nodeAt(pointer: string): Schema {
   let node: unknown = gridSchema().root;
-  for (const part of pointer.split('/').slice(1)) node = (node as Schema)[part.replaceAll('~1', '/').replaceAll('~0', '~')];
+  for (const part of pointer.split('/').slice(1))
+    node = (node as Schema)[part.replaceAll('~1', '/').replaceAll('~0', '~')];
   return node as Schema;
 }
 
@@ -116,8 +117,18 @@ export function explainGridErrors(source: GridSource, data: unknown): UserInputE
   // A preset key under `models:` that is not a valid name fails there, and again in every axis
   // entry naming it: the key's own line is the specific one.
   const models = (data as { models?: unknown } | null)?.models;
-  const badKeys = models && typeof models === 'object' ? Object.keys(models).filter((k) => !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(k)) : [];
-  return errors.filter((e) => !(e.field !== undefined && /^axes\.model\[\d+\]$/.test(e.field) && badKeys.some((k) => e.message.includes(`${JSON.stringify(k)} is not valid here`))));
+  const badKeys =
+    models && typeof models === 'object'
+      ? Object.keys(models).filter((k) => !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(k))
+      : [];
+  return errors.filter(
+    (e) =>
+      !(
+        e.field !== undefined &&
+        /^axes\.model\[\d+\]$/.test(e.field) &&
+        badKeys.some((k) => e.message.includes(`${JSON.stringify(k)} is not valid here`))
+      ),
+  );
 }
 
 function explain(source: GridSource, pointer: string, value: unknown, path: GridPath): UserInputError[] {
@@ -128,7 +139,10 @@ function explain(source: GridSource, pointer: string, value: unknown, path: Grid
     // The branch the value's name picks (a task's {name: gui-grounding, ...}), else the one its
     // type and consts leave (an unknown name is explained by the branch whose enum lists names).
     const named = branches.filter((b) => acceptsType(nodeAt(b), value) && constsAgree(nodeAt(b), value, true));
-    const fits = named.length === 1 ? named : branches.filter((b) => acceptsType(nodeAt(b), value) && constsAgree(nodeAt(b), value));
+    const fits =
+      named.length === 1
+        ? named
+        : branches.filter((b) => acceptsType(nodeAt(b), value) && constsAgree(nodeAt(b), value));
     if (fits.length === 1) return explain(source, fits[0] as string, value, path);
     const expected = (node.description as string | undefined) ?? 'a valid value';
     return [issue(source, path, `${quoteValue(value)} is not valid here; expected ${expected}`)];
@@ -152,8 +166,18 @@ function explain(source: GridSource, pointer: string, value: unknown, path: Grid
     // Inside propertyNames Ajv reports the name's own failure (pattern) beside the propertyNames
     // error that explains it; the latter says it in words.
     if (e.propertyName !== undefined) continue;
-    if (e.keyword === 'required' && misspelt.has(`${e.instancePath}\u0000${String((e.params as { missingProperty: string }).missingProperty)}`)) continue;
-    const rel = e.instancePath === '' ? [] : e.instancePath.slice(1).split('/').map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+    if (
+      e.keyword === 'required' &&
+      misspelt.has(`${e.instancePath}\u0000${String((e.params as { missingProperty: string }).missingProperty)}`)
+    )
+      continue;
+    const rel =
+      e.instancePath === ''
+        ? []
+        : e.instancePath
+            .slice(1)
+            .split('/')
+            .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
     // Walk down the error's path; the first oneOf met takes over the explanation of that subtree.
     let p: string | undefined = pointer;
     let boundary: number | undefined;
@@ -179,10 +203,20 @@ function explain(source: GridSource, pointer: string, value: unknown, path: Grid
 }
 
 function issue(source: GridSource, path: GridPath, message: string, key = false): UserInputError {
-  return new UserInputError(message, { location: source.locate(path, { key }), field: formatPath(path), code: 'E_GRID_SCHEMA' });
+  return new UserInputError(message, {
+    location: source.locate(path, { key }),
+    field: formatPath(path),
+    code: 'E_GRID_SCHEMA',
+  });
 }
 
-function describe(source: GridSource, e: ErrorObject, path: (string | number)[], value: unknown, pointer: string): UserInputError {
+function describe(
+  source: GridSource,
+  e: ErrorObject,
+  path: (string | number)[],
+  value: unknown,
+  pointer: string,
+): UserInputError {
   const params = e.params as Record<string, unknown>;
   const q = quoteValue(value);
   switch (e.keyword) {
@@ -203,8 +237,13 @@ function describe(source: GridSource, e: ErrorObject, path: (string | number)[],
       return issue(source, path, `missing required key ${JSON.stringify(params.missingProperty)}`);
     case 'enum': {
       const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v));
-      const hint = typeof value === 'string' ? closest(value, (params.allowedValues as unknown[]).map(String)) : undefined;
-      return issue(source, path, `${q} is not allowed${hint ? ` (did you mean ${JSON.stringify(hint)}?)` : ''}; use one of ${allowed.join(', ')}`);
+      const hint =
+        typeof value === 'string' ? closest(value, (params.allowedValues as unknown[]).map(String)) : undefined;
+      return issue(
+        source,
+        path,
+        `${q} is not allowed${hint ? ` (did you mean ${JSON.stringify(hint)}?)` : ''}; use one of ${allowed.join(', ')}`,
+      );
     }
     case 'const':
       return issue(source, path, `${q} is not allowed; use ${JSON.stringify(params.allowedValue)}`);
@@ -214,13 +253,27 @@ function describe(source: GridSource, e: ErrorObject, path: (string | number)[],
     case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
-      return issue(source, path, `${q} is out of range; it must be ${String(params.comparison)} ${String(params.limit)}`);
+      return issue(
+        source,
+        path,
+        `${q} is out of range; it must be ${String(params.comparison)} ${String(params.limit)}`,
+      );
     case 'minItems':
-      return issue(source, path, Array.isArray(value) && value.length === 0 ? `the list is empty; give at least ${String(params.limit)} value(s)` : `${q} needs at least ${String(params.limit)} items`);
+      return issue(
+        source,
+        path,
+        Array.isArray(value) && value.length === 0
+          ? `the list is empty; give at least ${String(params.limit)} value(s)`
+          : `${q} needs at least ${String(params.limit)} items`,
+      );
     case 'maxItems':
       return issue(source, path, `${q} has too many items; at most ${String(params.limit)}`);
     case 'uniqueItems':
-      return issue(source, path, `${q} lists a value twice (items ${String(params.j)} and ${String(params.i)}); list each once`);
+      return issue(
+        source,
+        path,
+        `${q} lists a value twice (items ${String(params.j)} and ${String(params.i)}); list each once`,
+      );
     case 'minProperties':
       return issue(source, path, `the entry is empty; assign at least one axis`);
     case 'pattern':
@@ -230,7 +283,11 @@ function describe(source: GridSource, e: ErrorObject, path: (string | number)[],
     case 'maxLength':
       return issue(source, path, `${q} is too long; at most ${String(params.limit)} characters`);
     case 'propertyNames':
-      return issue(source, path, `key ${JSON.stringify(params.propertyName)} is not a valid name (letters, digits, _ . -)`);
+      return issue(
+        source,
+        path,
+        `key ${JSON.stringify(params.propertyName)} is not a valid name (letters, digits, _ . -)`,
+      );
     default:
       return issue(source, path, `${q}: ${e.message ?? e.keyword}`);
   }

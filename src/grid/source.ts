@@ -1,4 +1,16 @@
-import { isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  visit,
+  type Document,
+  type Node,
+} from 'yaml';
 import { UserInputError, UserInputErrors, type SourceLocation } from '../errors.js';
 
 /** A path into the parsed grid: object keys and array indices, as ajv's instancePath names them. */
@@ -34,9 +46,14 @@ export class GridSource {
     } catch (error) {
       if (!(error instanceof Error) || !/alias|merge/i.test(error.message)) throw error;
       const merge = /merge/i.test(error.message);
-      const hint = merge ? 'a merge key (<<) takes a map or an alias of a map' : 'aliases expand to too many values (an alias bomb?); write the values out';
+      const hint = merge
+        ? 'a merge key (<<) takes a map or an alias of a map'
+        : 'aliases expand to too many values (an alias bomb?); write the values out';
       const reason = error.message.split('\n')[0]?.replace(/\.$/, '') ?? error.message;
-      throw new UserInputError(`YAML: ${reason}; ${hint}`, { location: this.position(this.culprit(merge)), code: 'E_GRID_YAML' });
+      throw new UserInputError(`YAML: ${reason}; ${hint}`, {
+        location: this.position(this.culprit(merge)),
+        code: 'E_GRID_YAML',
+      });
     }
   }
 
@@ -47,7 +64,8 @@ export class GridSource {
       Pair: (_key, pair) => {
         if (!merge || found || !isScalar(pair.key) || (pair.key.source ?? pair.key.value) !== '<<') return undefined;
         const value = isAlias(pair.value) ? pair.value.resolve(this.doc) : pair.value;
-        const maps = isMap(value) || (isSeq(value) && value.items.every((i) => isMap(isAlias(i) ? i.resolve(this.doc) : i)));
+        const maps =
+          isMap(value) || (isSeq(value) && value.items.every((i) => isMap(isAlias(i) ? i.resolve(this.doc) : i)));
         if (!maps) found = pair.key;
         return undefined;
       },
@@ -74,10 +92,13 @@ export class GridSource {
           // The parser recurses once per level of nesting: hundreds of levels overflow its stack,
           // which it reports as the engine's own "Maximum call stack size exceeded".
           if (/call stack/i.test(reason)) {
-            return new UserInputError('the grid nests lists or maps too deeply for the YAML parser (hundreds of levels, here); a grid needs a few levels: remove the extra brackets or indentation (see docs/grid.md)', {
-              location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) },
-              code: 'E_GRID_YAML',
-            });
+            return new UserInputError(
+              'the grid nests lists or maps too deeply for the YAML parser (hundreds of levels, here); a grid needs a few levels: remove the extra brackets or indentation (see docs/grid.md)',
+              {
+                location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) },
+                code: 'E_GRID_YAML',
+              },
+            );
           }
           const hint = e.code === 'DUPLICATE_KEY' ? '; each key (e.g. an axis) may appear once' : '';
           return new UserInputError(`YAML: ${reason}${hint}`, {
@@ -103,7 +124,7 @@ export class GridSource {
         const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment));
         if (!pair) break;
         // For an unknown key, point at the key itself rather than its value.
-        node = options.key && i === path.length - 1 ? pair.key : pair.value ?? pair.key;
+        node = options.key && i === path.length - 1 ? pair.key : (pair.value ?? pair.key);
       } else if (isSeq(node)) {
         const item = node.items[Number(segment)];
         if (item === undefined) break;
@@ -142,7 +163,12 @@ function numberProblems(doc: Document, lines: LineCounter, file: string): UserIn
       }
       if (!why) return;
       const pos = node.range ? lines.linePos(node.range[0]) : undefined;
-      problems.push(new UserInputError(why, { location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) }, code: 'E_GRID_NUMBER' }));
+      problems.push(
+        new UserInputError(why, {
+          location: { file, ...(pos ? { line: pos.line, column: pos.col } : {}) },
+          code: 'E_GRID_NUMBER',
+        }),
+      );
     },
   });
   return problems;

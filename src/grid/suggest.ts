@@ -12,12 +12,16 @@ export function closest(word: string, candidates: readonly string[]): string | u
       bestDistance = d;
     }
   }
-  return best !== undefined && bestDistance > 0 && bestDistance <= Math.max(1, Math.floor(word.length / 3)) ? best : undefined;
+  return best !== undefined && bestDistance > 0 && bestDistance <= Math.max(1, Math.floor(word.length / 3))
+    ? best
+    : undefined;
 }
 
 /** Optimal-string-alignment distance: a swap of two neighbours ("widht") costs one edit. */
 export function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   const at = (i: number, j: number): number => (d[i] as number[])[j] as number;
   for (let i = 1; i <= a.length; i += 1) {
     for (let j = 1; j <= b.length; j += 1) {

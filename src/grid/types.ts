@@ -8,7 +8,16 @@ import type { GridPath } from './source.js';
 export type AxisName = 'visibility' | 'dose' | 'placement' | 'population' | 'schedule' | 'model' | 'task' | 'seed';
 
 /** Canonical axis order: cell ids list axes in it, and the product varies the last axis fastest. */
-export const AXES: readonly AxisName[] = ['visibility', 'dose', 'placement', 'population', 'schedule', 'model', 'task', 'seed'];
+export const AXES: readonly AxisName[] = [
+  'visibility',
+  'dose',
+  'placement',
+  'population',
+  'schedule',
+  'model',
+  'task',
+  'seed',
+];
 
 export type Window = [number, number];
 
@@ -32,7 +41,12 @@ export interface GridDocument {
   /** The budget is `rows` or `updates` (one implies the other); max_length defaults per model. */
   training: TrainingSettings & { rows?: number; updates?: number; max_length?: number };
   /** `inclusion: randomized`: each focal and held-out canary inserted by a fair coin (absent: fixed roles). */
-  canaries: { focal: number; held_out: number; inclusion?: 'fixed' | 'randomized'; code: { alphabet: string; length: number } };
+  canaries: {
+    focal: number;
+    held_out: number;
+    inclusion?: 'fixed' | 'randomized';
+    code: { alphabet: string; length: number };
+  };
   candidates: { kind: 'exhaustive' | 'sampled'; decoys?: number };
   probes: { kinds: ('hidden' | 'supplied' | 'substituted')[]; decode: ('prefill' | 'free')[]; auxiliary: boolean };
   eval: { base_model: boolean; checkpoints: number[]; max_new_tokens: number; score_batch_size: number };

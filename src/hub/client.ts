@@ -47,8 +47,15 @@ export class HubError extends CanaryAuditError {
   readonly status: number | undefined;
   readonly repoType: RepoType;
 
-  constructor(failure: HubFailure, message: string, status: number | undefined, cause: unknown, repoType: RepoType = 'model') {
-    const code = failure === 'unreachable' ? 'E_HUB_UNREACHABLE' : repoType === 'dataset' ? 'E_HUB_DATASET' : 'E_HUB_MODEL';
+  constructor(
+    failure: HubFailure,
+    message: string,
+    status: number | undefined,
+    cause: unknown,
+    repoType: RepoType = 'model',
+  ) {
+    const code =
+      failure === 'unreachable' ? 'E_HUB_UNREACHABLE' : repoType === 'dataset' ? 'E_HUB_DATASET' : 'E_HUB_MODEL';
     super(code, message, { cause, exitCode: failure === 'unreachable' ? 1 : 2 });
     this.name = 'HubError';
     this.failure = failure;
@@ -66,12 +73,25 @@ export function hubError(error: unknown, what: string, client: HubClient, repoTy
   if (error instanceof HubError) return error;
   const status = (error as { statusCode?: number }).statusCode;
   const where = client.hubUrl;
-  if (status === 404) return new HubError('not-found', `${what} is not on ${where} (HTTP 404); check the name and revision`, status, error, repoType);
+  if (status === 404)
+    return new HubError(
+      'not-found',
+      `${what} is not on ${where} (HTTP 404); check the name and revision`,
+      status,
+      error,
+      repoType,
+    );
   if (status === 401 || status === 403) {
     const hint = client.authenticated
       ? `the token sent has no access: accept the ${repoType}'s terms on its Hub page or use a token with read access`
       : 'it may be gated or private: set HF_TOKEN (or run `hf auth login`) with a token that has access';
-    return new HubError('unauthorized', `${what} is not available from ${where} (HTTP ${status}); ${hint}`, status, error, repoType);
+    return new HubError(
+      'unauthorized',
+      `${what} is not available from ${where} (HTTP ${status}); ${hint}`,
+      status,
+      error,
+      repoType,
+    );
   }
   const reason = status === undefined ? causeText(error) : `HTTP ${status}`;
   return new HubError('unreachable', `cannot reach ${where} for ${what}: ${reason}`, status, error, repoType);
@@ -83,13 +103,23 @@ function causeText(error: unknown): string {
 }
 
 /** The commit sha that `revision` of repository `name` (a model unless told) points to on the Hub now. */
-export async function remoteCommit(name: string, revision: string, client: HubClient, repoType: RepoType = 'model'): Promise<string> {
+export async function remoteCommit(
+  name: string,
+  revision: string,
+  client: HubClient,
+  repoType: RepoType = 'model',
+): Promise<string> {
   let info: { sha?: string };
   try {
     const params = { name, revision, additionalFields: ['sha' as const], hubUrl: client.hubUrl, fetch: client.fetch };
     info = repoType === 'dataset' ? await datasetInfo(params) : await modelInfo(params);
   } catch (error) {
-    throw hubError(error, `${repoType} ${JSON.stringify(name)} at revision ${JSON.stringify(revision)}`, client, repoType);
+    throw hubError(
+      error,
+      `${repoType} ${JSON.stringify(name)} at revision ${JSON.stringify(revision)}`,
+      client,
+      repoType,
+    );
   }
   if (typeof info.sha !== 'string' || !COMMIT_SHA.test(info.sha)) {
     throw new CanaryAuditError('E_HUB', `${client.hubUrl} returned no commit sha for ${name}@${revision}`);

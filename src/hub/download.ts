@@ -42,12 +42,23 @@ export interface FetchedSnapshot {
   downloadedBytes: number;
 }
 
-export async function fetchSnapshot(name: string, revision: string | null, options: FetchOptions = {}): Promise<FetchedSnapshot> {
+export async function fetchSnapshot(
+  name: string,
+  revision: string | null,
+  options: FetchOptions = {},
+): Promise<FetchedSnapshot> {
   const snapshot = await RemoteSnapshot.open(name, revision, options);
   const paths = snapshot.paths().filter((path) => options.include?.(path) ?? true);
   const got = await snapshot.fetch(paths);
   await snapshot.complete();
-  return { name, revision: snapshot.revision, sha: snapshot.sha, snapshotDir: snapshot.snapshotDir, files: paths.length, ...got };
+  return {
+    name,
+    revision: snapshot.revision,
+    sha: snapshot.sha,
+    snapshotDir: snapshot.snapshotDir,
+    files: paths.length,
+    ...got,
+  };
 }
 
 /**
@@ -73,7 +84,11 @@ export class RemoteSnapshot {
    * caller resolved the revision already, spares the Hub that question (the listing still fails
    * for a commit the Hub does not have).
    */
-  static async open(name: string, revision: string | null, options: FetchOptions & { sha?: string } = {}): Promise<RemoteSnapshot> {
+  static async open(
+    name: string,
+    revision: string | null,
+    options: FetchOptions & { sha?: string } = {},
+  ): Promise<RemoteSnapshot> {
     const type = options.repoType ?? 'model';
     const client = hubClient(options);
     const cache = new HubCache(options.cacheDir ?? hubCacheDir(), type);
@@ -99,7 +114,12 @@ export class RemoteSnapshot {
     for (const path of paths) {
       const entry = byPath.get(path);
       if (!entry) throw new CanaryAuditError('E_HUB', `${this.name}@${this.sha} has no file ${JSON.stringify(path)}`);
-      const bytes = await fetchFile(this.cache, this.client, { type: this.type, name: this.name, sha: this.sha, entry }, this.progress);
+      const bytes = await fetchFile(
+        this.cache,
+        this.client,
+        { type: this.type, name: this.name, sha: this.sha, entry },
+        this.progress,
+      );
       if (bytes !== null) {
         got.downloadedFiles += 1;
         got.downloadedBytes += bytes;
@@ -118,9 +138,19 @@ export class RemoteSnapshot {
 async function snapshotFiles(type: RepoType, name: string, sha: string, client: HubClient): Promise<ListFileEntry[]> {
   const files: ListFileEntry[] = [];
   try {
-    for await (const entry of listFiles({ repo: { type, name }, revision: sha, recursive: true, hubUrl: client.hubUrl, fetch: client.fetch })) {
+    for await (const entry of listFiles({
+      repo: { type, name },
+      revision: sha,
+      recursive: true,
+      hubUrl: client.hubUrl,
+      fetch: client.fetch,
+    })) {
       if (entry.type !== 'file') continue;
-      if (!safeRepoPath(entry.path)) throw new CanaryAuditError('E_HUB', `${name}@${sha} lists a file outside its folder: ${JSON.stringify(entry.path)}`);
+      if (!safeRepoPath(entry.path))
+        throw new CanaryAuditError(
+          'E_HUB',
+          `${name}@${sha} lists a file outside its folder: ${JSON.stringify(entry.path)}`,
+        );
       files.push(entry);
     }
   } catch (error) {
@@ -137,10 +167,16 @@ interface FileRef {
 }
 
 /** One file into the cache; the bytes downloaded, or null when nothing was downloaded. */
-async function fetchFile(cache: HubCache, client: HubClient, ref: FileRef, progress: FetchProgress): Promise<number | null> {
+async function fetchFile(
+  cache: HubCache,
+  client: HubClient,
+  ref: FileRef,
+  progress: FetchProgress,
+): Promise<number | null> {
   const { name, sha, entry } = ref;
   const etag = entry.lfs?.oid ?? entry.oid;
-  if (!etag || !/^[0-9a-f]{40,64}$/.test(etag)) throw new CanaryAuditError('E_HUB', `${name}@${sha}: no hash listed for ${entry.path}`);
+  if (!etag || !/^[0-9a-f]{40,64}$/.test(etag))
+    throw new CanaryAuditError('E_HUB', `${name}@${sha}: no hash listed for ${entry.path}`);
   if (cache.hasFile(name, sha, entry.path)) {
     progress.file?.(entry.path, entry.size, 'cached');
     return null;
@@ -157,12 +193,23 @@ async function fetchFile(cache: HubCache, client: HubClient, ref: FileRef, progr
 }
 
 /** Stream one file to a temporary blob, check its size and hash, then rename it into place. */
-async function downloadBlob(blobPath: string, client: HubClient, ref: FileRef, progress: FetchProgress): Promise<number> {
+async function downloadBlob(
+  blobPath: string,
+  client: HubClient,
+  ref: FileRef,
+  progress: FetchProgress,
+): Promise<number> {
   const { type, name, sha, entry } = ref;
   const what = `${entry.path} of ${name}@${sha}`;
   let blob: Blob | null;
   try {
-    blob = await downloadFile({ repo: { type, name }, path: entry.path, revision: sha, hubUrl: client.hubUrl, fetch: client.fetch });
+    blob = await downloadFile({
+      repo: { type, name },
+      path: entry.path,
+      revision: sha,
+      hubUrl: client.hubUrl,
+      fetch: client.fetch,
+    });
   } catch (error) {
     throw hubError(error, what, client, type);
   }
@@ -222,8 +269,16 @@ class BlobCheck {
 
   verify(what: string): void {
     const expectedSize = this.entry.lfs?.size ?? this.entry.size;
-    if (this.size !== expectedSize) throw new CanaryAuditError('E_HUB', `${what}: got ${this.size} bytes, the Hub lists ${expectedSize}; fetch again`);
+    if (this.size !== expectedSize)
+      throw new CanaryAuditError(
+        'E_HUB',
+        `${what}: got ${this.size} bytes, the Hub lists ${expectedSize}; fetch again`,
+      );
     const got = this.hash.digest('hex');
-    if (got !== this.expected) throw new CanaryAuditError('E_HUB', `${what}: content hash ${got} differs from the Hub's ${this.expected}; fetch again`);
+    if (got !== this.expected)
+      throw new CanaryAuditError(
+        'E_HUB',
+        `${what}: content hash ${got} differs from the Hub's ${this.expected}; fetch again`,
+      );
   }
 }

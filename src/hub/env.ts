@@ -45,7 +45,11 @@ export function hubToken(env: Env = process.env): HubToken | null {
     const value = env[name]?.trim();
     return value ? { value, source: name } : null;
   };
-  return fromEnv('HF_TOKEN') ?? fromEnv('HUGGING_FACE_HUB_TOKEN') ?? tokenFile(env.HF_TOKEN_PATH || join(hfHome(env), 'token'));
+  return (
+    fromEnv('HF_TOKEN') ??
+    fromEnv('HUGGING_FACE_HUB_TOKEN') ??
+    tokenFile(env.HF_TOKEN_PATH || join(hfHome(env), 'token'))
+  );
 }
 
 function tokenFile(path: string): HubToken | null {

@@ -30,7 +30,12 @@ export interface ModelPin {
 
 /** A Hub id (org/name or name), not a local folder. */
 export function isHubId(name: string): boolean {
-  return !name.startsWith('/') && !name.startsWith('.') && !name.startsWith('~') && /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/.test(name);
+  return (
+    !name.startsWith('/') &&
+    !name.startsWith('.') &&
+    !name.startsWith('~') &&
+    /^[A-Za-z0-9][\w.-]*(\/[\w.-]+)?$/.test(name)
+  );
 }
 
 /** A pin of any repository kind: the same record. */
@@ -49,7 +54,12 @@ export async function pinModel(name: string, revision: string | null, options: P
  * A revision of a Hub repository as a commit sha: a sha is taken as given; else the Hub answers;
  * when it cannot be reached (or HF_HUB_OFFLINE is set) a ref of the local cache does.
  */
-export async function pinRepo(type: RepoType, name: string, revision: string | null, options: PinOptions = {}): Promise<RepoPin> {
+export async function pinRepo(
+  type: RepoType,
+  name: string,
+  revision: string | null,
+  options: PinOptions = {},
+): Promise<RepoPin> {
   const rev = revision ?? 'main';
   const cache = new HubCache(options.cacheDir ?? hubCacheDir(), type);
   const cached = (sha: string): boolean => cache.cachedSha(name, sha) !== null;

@@ -52,12 +52,21 @@ export class CanaryPool {
 
   /** `avoid`: codes the training data already shows (a dataset's numbers); no canary or substitute gets one. */
   /** `inclusion`: a coin per focal and held-out canary (`randomizedInclusion`); heads are inserted. */
-  constructor(seed: number, space: CodeSpace, sizes: PoolSizes, decoys?: number, avoid: ReadonlySet<string> = new Set(), inclusion?: readonly boolean[]) {
+  constructor(
+    seed: number,
+    space: CodeSpace,
+    sizes: PoolSizes,
+    decoys?: number,
+    avoid: ReadonlySet<string> = new Set(),
+    inclusion?: readonly boolean[],
+  ) {
     this.seed = seed;
     const total = sizes.focal + sizes.heldOut + sizes.aux.reduce((a, b) => a + b, 0);
     const free = spaceSize(space) - avoid.size;
     if (2 * total > free) {
-      throw new RangeError(`${total} canaries need ${2 * total} distinct codes (each with a substitute) but the code space holds ${free}${avoid.size > 0 ? ` once the ${avoid.size} codes in the task's dataset are left out` : ''}`);
+      throw new RangeError(
+        `${total} canaries need ${2 * total} distinct codes (each with a substitute) but the code space holds ${free}${avoid.size > 0 ? ` once the ${avoid.size} codes in the task's dataset are left out` : ''}`,
+      );
     }
     const codes = new Rng(seed, 'codes');
     const taken = new Set<string>(avoid);
@@ -69,7 +78,8 @@ export class CanaryPool {
     const substitutes = new Rng(seed, 'substitutes');
     for (const c of this.all()) c.substitute = drawCode(space, substitutes, taken);
     if (decoys !== undefined) {
-      for (const c of this.all()) c.candidates = sampledCandidates(space, c.code, decoys, new Rng(seed, 'candidates', c.id));
+      for (const c of this.all())
+        c.candidates = sampledCandidates(space, c.code, decoys, new Rng(seed, 'candidates', c.id));
     }
     if (inclusion) {
       const union = [...this.focal, ...this.heldOut];
@@ -97,7 +107,8 @@ export class CanaryPool {
   /** The canary's message for one task value (style): drawn once, repeated at every appearance. */
   message(task: Task, spec: TaskSpec, id: string): unknown {
     const key = `${canonicalJson(spec)}\u0000${id}`;
-    if (!this.messages.has(key)) this.messages.set(key, task.drawMessage(new Rng(this.seed, 'message', canonicalJson(spec), id)));
+    if (!this.messages.has(key))
+      this.messages.set(key, task.drawMessage(new Rng(this.seed, 'message', canonicalJson(spec), id)));
     return this.messages.get(key);
   }
 
@@ -110,7 +121,10 @@ export class CanaryPool {
       for (const c of this.all()) {
         let drawn = task.drawIdentity(rng);
         for (let tries = 1; keys.has(drawn.key); tries += 1) {
-          if (tries > 10_000) throw new RangeError(`task ${task.name} ran out of distinct identities after ${keys.size} of ${this.all().length} canaries; use fewer canaries`);
+          if (tries > 10_000)
+            throw new RangeError(
+              `task ${task.name} ran out of distinct identities after ${keys.size} of ${this.all().length} canaries; use fewer canaries`,
+            );
           drawn = task.drawIdentity(rng);
         }
         keys.add(drawn.key);

@@ -34,7 +34,11 @@ export function* backgroundToCheck(grid: LoadedGrid, pool: CanaryPool, renderer:
     yield* task.allRows();
     return;
   }
-  const next = task.rows(new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec)), pool.identityKeys(task), 'train');
+  const next = task.rows(
+    new Rng(grid.doc.seed, 'background', canonicalJson(rowSpec)),
+    pool.identityKeys(task),
+    'train',
+  );
   for (let i = 0; i < Math.min(BACKGROUND_SAMPLE, grid.rows); i += 1) yield next();
 }
 
@@ -44,7 +48,10 @@ export function tinyTokens(prompt: Message[], target: string): number {
 
 export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLayout[]): UserInputError[] {
   const errors: UserInputError[] = [];
-  const tooLong = new Map<string, { run: RunLayout; renderer: ReturnType<typeof runRenderer>; limit: number; longest: number; visibilities: string[] }>();
+  const tooLong = new Map<
+    string,
+    { run: RunLayout; renderer: ReturnType<typeof runRenderer>; limit: number; longest: number; visibilities: string[] }
+  >();
   const backgroundLongest = new Map<string, number>();
   const pretrainLongest = new Map<string, number>();
   for (const run of runs) {
@@ -55,7 +62,8 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
     const taskKey = canonicalJson(renderer.taskSpec);
     if (!backgroundLongest.has(taskKey)) {
       let longest = 0;
-      for (const row of backgroundToCheck(grid, pool, renderer)) longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+      for (const row of backgroundToCheck(grid, pool, renderer))
+        longest = Math.max(longest, tinyTokens(row.prompt, row.target));
       backgroundLongest.set(taskKey, longest);
     }
     let longest = backgroundLongest.get(taskKey) as number;
@@ -78,13 +86,15 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
       const row = canaryTrainingRow(pool, renderer, c.canary);
       longest = Math.max(longest, tinyTokens(row.prompt, row.target));
     }
-    for (const p of manifest.probes) longest = Math.max(longest, tinyTokens(p.prompt, `${p.prefill}${'x'.repeat(grid.doc.canaries.code.length + 1)}`));
+    for (const p of manifest.probes)
+      longest = Math.max(longest, tinyTokens(p.prompt, `${p.prefill}${'x'.repeat(grid.doc.canaries.code.length + 1)}`));
     // One line per task and model: every visibility whose rows are too long, the longest figure.
     const key = `${run.cell.values.task.key}|${run.cell.values.model.key}`;
     if (longest > limit) {
       const seen = tooLong.get(key) ?? { run, renderer, limit, longest, visibilities: [] };
       seen.longest = Math.max(seen.longest, longest);
-      if (!seen.visibilities.includes(run.cell.values.visibility.label)) seen.visibilities.push(run.cell.values.visibility.label);
+      if (!seen.visibilities.includes(run.cell.values.visibility.label))
+        seen.visibilities.push(run.cell.values.visibility.label);
       tooLong.set(key, seen);
     }
   }
@@ -163,7 +173,14 @@ export async function checkHfLengths(plan: PlannedRuns, count: TokenCounter): Pr
   }
   const checks = [...groups.values()].map((runs) => {
     const first = runs[0] as RunLayout;
-    return { first, job: { model: buildManifestCore(plan.grid, plan.auditId, plan.pool, first).model, rows: hfRowsToCheck(plan, runs), maxLength: plan.grid.doc.training.max_length ?? 1024 } };
+    return {
+      first,
+      job: {
+        model: buildManifestCore(plan.grid, plan.auditId, plan.pool, first).model,
+        rows: hfRowsToCheck(plan, runs),
+        maxLength: plan.grid.doc.training.max_length ?? 1024,
+      },
+    };
   });
   if (checks.length === 0) return [];
   const counts = await count(checks.map((c) => c.job));
@@ -177,16 +194,22 @@ export async function checkHfLengths(plan: PlannedRuns, count: TokenCounter): Pr
     if (out.image_refused) {
       const task = first.cell.values.task;
       errors.push(
-        new UserInputError(`task ${task.label} draws images model ${first.cell.values.model.label} would not take as they are: ${out.image_refused}`, {
-          location: plan.grid.source.locate(task.path),
-          field: formatPath(task.path),
-          code: 'E_IMAGE_SIZE',
-        }),
+        new UserInputError(
+          `task ${task.label} draws images model ${first.cell.values.model.label} would not take as they are: ${out.image_refused}`,
+          {
+            location: plan.grid.source.locate(task.path),
+            field: formatPath(task.path),
+            code: 'E_IMAGE_SIZE',
+          },
+        ),
       );
     }
     if (out.over_count > 0) {
       const task = first.cell.values.task;
-      const worst = out.over.map((o) => `${o.tokens.toLocaleString('en-US')} tokens: ${preview(job.rows[o.i] as TokenRow)}`).slice(0, 2).join('; ');
+      const worst = out.over
+        .map((o) => `${o.tokens.toLocaleString('en-US')} tokens: ${preview(job.rows[o.i] as TokenRow)}`)
+        .slice(0, 2)
+        .join('; ');
       errors.push(
         new UserInputError(
           `task ${task.label} renders ${out.over_count.toLocaleString('en-US')} of ${out.rows.toLocaleString('en-US')} checked rows longer than model ${first.cell.values.model.label} reads (${out.limit.toLocaleString('en-US')} tokens: training.max_length and the model's positions), up to ${out.longest.toLocaleString('en-US')}; raise training.max_length or shorten the rows (${worst})`,
@@ -218,7 +241,8 @@ function hfRowsToCheck(plan: PlannedRuns, runs: RunLayout[]): TokenRow[] {
   for (const run of byVisibility.values()) {
     const r = runRenderer(grid, run);
     for (const c of run.canaries) add(canaryTrainingRow(pool, r, c.canary));
-    for (const p of buildManifestCore(grid, plan.auditId, pool, run).probes) add({ prompt: p.prompt, target: `${p.prefill}${code}` });
+    for (const p of buildManifestCore(grid, plan.auditId, pool, run).probes)
+      add({ prompt: p.prompt, target: `${p.prefill}${code}` });
   }
   return rows;
 }

@@ -1,4 +1,12 @@
-import type { CandidateSpace, HeldOutCanary, InsertedCanary, Manifest, ModelSpec, Probe, TrainingSpec } from '../contracts/index.js';
+import type {
+  CandidateSpace,
+  HeldOutCanary,
+  InsertedCanary,
+  Manifest,
+  ModelSpec,
+  Probe,
+  TrainingSpec,
+} from '../contracts/index.js';
 import { MANIFEST_VERSION } from '../contracts/index.js';
 import { codeSpaceOf, type LoadedGrid, type VisibilityValue } from '../grid/index.js';
 import { spaceSize } from '../codes/index.js';
@@ -44,7 +52,12 @@ export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
   };
 }
 
-export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: CanaryPool, layout: RunLayout): ManifestCore {
+export function buildManifestCore(
+  grid: LoadedGrid,
+  auditId: string,
+  pool: CanaryPool,
+  layout: RunLayout,
+): ManifestCore {
   const { doc } = grid;
   const { cell } = layout;
   const { task, rowSpec, cue } = runRenderer(grid, layout);
@@ -57,7 +70,11 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
     cohort: c.cohort,
     identity: pool.identity(task, c.canary.id).text,
     code: c.canary.code,
-    cue: { visibility: cue.visibility, text: cue.encode(c.canary.code), ...(Object.keys(cue.params).length > 0 ? { params: { ...cue.params } } : {}) },
+    cue: {
+      visibility: cue.visibility,
+      text: cue.encode(c.canary.code),
+      ...(Object.keys(cue.params).length > 0 ? { params: { ...cue.params } } : {}),
+    },
     dose: c.dose,
     window: [c.window[0], c.window[1]],
     positions: c.positions,
@@ -106,20 +123,54 @@ export function buildManifestCore(grid: LoadedGrid, auditId: string, pool: Canar
     ...(t.gpus !== undefined && t.gpus > 1 ? { gpus: t.gpus, parallel: t.parallel ?? 'fsdp' } : {}),
   };
   const candidateSpace: CandidateSpace = sampled
-    ? { kind: 'sampled', alphabet: space.alphabet, length: space.length, size: 1 + (doc.candidates.decoys as number), decoys: doc.candidates.decoys as number, seed: doc.seed }
+    ? {
+        kind: 'sampled',
+        alphabet: space.alphabet,
+        length: space.length,
+        size: 1 + (doc.candidates.decoys as number),
+        decoys: doc.candidates.decoys as number,
+        seed: doc.seed,
+      }
     : { kind: 'exhaustive', alphabet: space.alphabet, length: space.length, size: spaceSize(space) };
 
   return {
     schema_version: MANIFEST_VERSION,
-    audit: { id: auditId, name: doc.name, grid_file: GRID_FILE_FROM_RUN, grid_sha256: grid.sha256, cell_id: cell.id, cell: { ...cell.labels } },
-    task: { name: task.name, seed: doc.seed, params: structuredClone(task.params), ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}), ...(task.utilityDataset ? { utility_dataset: structuredClone(task.utilityDataset) } : {}) },
+    audit: {
+      id: auditId,
+      name: doc.name,
+      grid_file: GRID_FILE_FROM_RUN,
+      grid_sha256: grid.sha256,
+      cell_id: cell.id,
+      cell: { ...cell.labels },
+    },
+    task: {
+      name: task.name,
+      seed: doc.seed,
+      params: structuredClone(task.params),
+      ...(task.dataset ? { dataset: structuredClone(task.dataset) } : {}),
+      ...(task.utilityDataset ? { utility_dataset: structuredClone(task.utilityDataset) } : {}),
+    },
     model,
     training,
     canaries,
     held_out: heldOut,
     probes,
     candidate_space: candidateSpace,
-    eval: { base_model: doc.eval.base_model, checkpoints: [...doc.eval.checkpoints], max_new_tokens: doc.eval.max_new_tokens, score_batch_size: doc.eval.score_batch_size },
-    ...(doc.canaries.inclusion === 'randomized' ? { inclusion: { kind: 'randomized' as const, p: 0.5, pool: doc.canaries.focal + doc.canaries.held_out, seed: doc.seed } } : {}),
+    eval: {
+      base_model: doc.eval.base_model,
+      checkpoints: [...doc.eval.checkpoints],
+      max_new_tokens: doc.eval.max_new_tokens,
+      score_batch_size: doc.eval.score_batch_size,
+    },
+    ...(doc.canaries.inclusion === 'randomized'
+      ? {
+          inclusion: {
+            kind: 'randomized' as const,
+            p: 0.5,
+            pool: doc.canaries.focal + doc.canaries.held_out,
+            seed: doc.seed,
+          },
+        }
+      : {}),
   };
 }

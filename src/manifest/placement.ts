@@ -78,7 +78,10 @@ export function placeCohort(board: SlotBoard, rng: Rng, req: CohortRequest): num
   if (span <= 0) throw new InfeasiblePlacement(`${req.describe} holds no update of the ${board.updates}`, 'placement');
   const final = req.final ? ([Math.max(lo, req.final[0]), Math.min(hi, req.final[1])] as [number, number]) : null;
   if (final && final[1] <= final[0]) {
-    throw new InfeasiblePlacement(`the final-presentation window (updates ${req.final?.[0]}-${(req.final?.[1] ?? 0) - 1}) does not overlap ${req.describe}`, 'placement');
+    throw new InfeasiblePlacement(
+      `the final-presentation window (updates ${req.final?.[0]}-${(req.final?.[1] ?? 0) - 1}) does not overlap ${req.describe}`,
+      'placement',
+    );
   }
   if (req.spacing !== null) {
     const need = (req.dose - 1) * req.spacing;
@@ -90,7 +93,10 @@ export function placeCohort(board: SlotBoard, rng: Rng, req: CohortRequest): num
       );
     }
   } else if (req.dose > span) {
-    throw new InfeasiblePlacement(`dose ${req.dose} needs ${req.dose} distinct updates but ${req.describe} spans only ${span}; lower the dose, widen the window, or train more updates`, 'dose');
+    throw new InfeasiblePlacement(
+      `dose ${req.dose} needs ${req.dose} distinct updates but ${req.describe} spans only ${span}; lower the dose, widen the window, or train more updates`,
+      'dose',
+    );
   }
 
   const out: number[][] = [];
@@ -107,7 +113,14 @@ export function placeCohort(board: SlotBoard, rng: Rng, req: CohortRequest): num
   return out;
 }
 
-function chooseUpdates(board: SlotBoard, rng: Rng, req: CohortRequest, lo: number, hi: number, final: [number, number] | null): number[] | undefined {
+function chooseUpdates(
+  board: SlotBoard,
+  rng: Rng,
+  req: CohortRequest,
+  lo: number,
+  hi: number,
+  final: [number, number] | null,
+): number[] | undefined {
   const d = req.dose;
   if (req.spacing !== null) {
     const s = req.spacing;

@@ -1,5 +1,12 @@
 import { quoteValue, UserInputError, type SourceLocation } from '../errors.js';
-import { formatPath, replicateKey, type Cell, type LoadedGrid, type PlacementValue, type Window } from '../grid/index.js';
+import {
+  formatPath,
+  replicateKey,
+  type Cell,
+  type LoadedGrid,
+  type PlacementValue,
+  type Window,
+} from '../grid/index.js';
 import { randomizedInclusion, type CanaryPool, type PoolCanary } from './canaries.js';
 import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from './placement.js';
 import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from './population.js';
@@ -48,7 +55,9 @@ export function resolveCellPopulation(grid: LoadedGrid, cell: Cell): ResolvedPop
 /** Canaries inserted as focal: the grid's `focal`, or the heads of a randomized-inclusion draw. */
 export function focalCount(grid: LoadedGrid): number {
   const c = grid.doc.canaries;
-  return c.inclusion === 'randomized' ? randomizedInclusion(grid.doc.seed, c.focal, c.held_out).filter(Boolean).length : c.focal;
+  return c.inclusion === 'randomized'
+    ? randomizedInclusion(grid.doc.seed, c.focal, c.held_out).filter(Boolean).length
+    : c.focal;
 }
 
 /**
@@ -72,11 +81,17 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell, task: 
       const dose = cell.values.dose?.value as number;
       const placement = cell.values.placement as { label: string; key: string; value: PlacementValue };
       if (cell.values.population.value.kind === 'mixed-dose' && population.aux.length === 0) {
-        throw new InfeasiblePlacement(`mixed-dose adds no companions: its only dose is the cell's own (${dose}); list other doses, e.g. {kind: mixed-dose, doses: [16]}`, 'population');
+        throw new InfeasiblePlacement(
+          `mixed-dose adds no companions: its only dose is the cell's own (${dose}); list other doses, e.g. {kind: mixed-dose, doses: [16]}`,
+          'population',
+        );
       }
       const appearances = pool.focal.length * dose + population.aux.reduce((n, c) => n + c.count * c.dose, 0);
       if (appearances > rows) {
-        throw new InfeasiblePlacement(`canary appearances (${appearances}) exceed the row budget (${rows} rows); lower the doses or counts, or train more rows`, 'dose');
+        throw new InfeasiblePlacement(
+          `canary appearances (${appearances}) exceed the row budget (${rows} rows); lower the doses or counts, or train more rows`,
+          'dose',
+        );
       }
       const p = placement.value;
       const range = updateRange(p.window, updates);
@@ -90,7 +105,17 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell, task: 
       };
       // Joint seeds: each seed value draws its own placement (nothing is added otherwise).
       const replicate = replicateKey(grid, cell.values.seed.value);
-      const rng = new Rng(seed, 'placement', 'focal', placement.key, dose, rows, batch, pool.focal.length, ...replicate);
+      const rng = new Rng(
+        seed,
+        'placement',
+        'focal',
+        placement.key,
+        dose,
+        rows,
+        batch,
+        pool.focal.length,
+        ...replicate,
+      );
       placeCohort(board, rng, focalRequest).forEach((positions, j) => {
         canaries.push({ canary: pool.focal[j] as PoolCanary, cohort: 'focal', dose, window: [...p.window], positions });
       });
@@ -99,7 +124,18 @@ export function layoutRun(grid: LoadedGrid, pool: CanaryPool, cell: Cell, task: 
       const last = Math.max(...focalUpdates);
       for (const cohort of population.aux) {
         const request = auxRequest(cohort, p, placement.label, updates, first, last);
-        const auxRng = new Rng(seed, 'placement', 'aux', cell.values.population.key, placement.key, dose, rows, batch, cohort.index, ...replicate);
+        const auxRng = new Rng(
+          seed,
+          'placement',
+          'aux',
+          cell.values.population.key,
+          placement.key,
+          dose,
+          rows,
+          batch,
+          cohort.index,
+          ...replicate,
+        );
         const members = (pool.aux[cohort.index] ?? []).slice(0, cohort.count);
         let placed: number[][];
         try {
@@ -143,7 +179,14 @@ export class CellPlanError extends UserInputError {
   }
 }
 
-function auxRequest(cohort: ResolvedCohort, p: PlacementValue, label: string, updates: number, first: number, last: number): CohortRequest {
+function auxRequest(
+  cohort: ResolvedCohort,
+  p: PlacementValue,
+  label: string,
+  updates: number,
+  first: number,
+  last: number,
+): CohortRequest {
   const what = `cohort ${cohort.name}`;
   if (cohort.order === 'with') {
     const window = cohort.window ?? p.window;
@@ -159,7 +202,8 @@ function auxRequest(cohort: ResolvedCohort, p: PlacementValue, label: string, up
   }
   // before / after: strictly outside the focal cohort's span, optionally narrowed by a window.
   const own = cohort.window ? updateRange(cohort.window, updates) : ([0, updates] as [number, number]);
-  const range: [number, number] = cohort.order === 'before' ? [own[0], Math.min(own[1], first)] : [Math.max(own[0], last + 1), own[1]];
+  const range: [number, number] =
+    cohort.order === 'before' ? [own[0], Math.min(own[1], first)] : [Math.max(own[0], last + 1), own[1]];
   return {
     count: cohort.count,
     dose: cohort.dose,

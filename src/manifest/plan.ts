@@ -3,7 +3,15 @@ import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
 import { messageText, type TaskData } from '../contracts/index.js';
 import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
 import { codesIn } from '../codes/index.js';
-import { createTask, taskDataRequest, TaskSpecError, utilityDataRequest, type Task, type TaskDataRequest, type TaskSpec } from './tasks/index.js';
+import {
+  createTask,
+  taskDataRequest,
+  TaskSpecError,
+  utilityDataRequest,
+  type Task,
+  type TaskDataRequest,
+  type TaskSpec,
+} from './tasks/index.js';
 import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
@@ -68,13 +76,22 @@ export async function planAudit(gridPath: string, options: PlanOptions = {}): Pr
 }
 
 /** Plan from grid text already in memory (tests, tools); `file` names it in errors. */
-export function planAuditText(file: string, text: string, startStamp: Stamp = controllerStamp(), taskData?: ReadonlyMap<string, TaskData>): AuditPlan {
+export function planAuditText(
+  file: string,
+  text: string,
+  startStamp: Stamp = controllerStamp(),
+  taskData?: ReadonlyMap<string, TaskData>,
+): AuditPlan {
   const grid = parseGrid(file, text);
   return planFromGrid(taskData ? { ...grid, taskData } : grid, text, resolve(file), startStamp);
 }
 
 /** planAuditText for grids with dataset-backed tasks: loads their rows first. */
-export async function planAuditTextWithData(file: string, text: string, loadTaskData: TaskDataLoader): Promise<AuditPlan> {
+export async function planAuditTextWithData(
+  file: string,
+  text: string,
+  loadTaskData: TaskDataLoader,
+): Promise<AuditPlan> {
   const startStamp = controllerStamp();
   const grid = await withTaskData(parseGrid(file, text), loadTaskData);
   return planFromGrid(grid, text, resolve(file), startStamp);
@@ -88,7 +105,12 @@ async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined):
   for (const value of grid.expansion.axes.task) {
     const at = (field: (string | number)[], message: string, code: string, cause?: unknown): UserInputError => {
       const path = [...value.path, ...field];
-      return new UserInputError(`task ${value.label}: ${message}`, { location: grid.source.locate(path), field: formatPath(path), code, cause });
+      return new UserInputError(`task ${value.label}: ${message}`, {
+        location: grid.source.locate(path),
+        field: formatPath(path),
+        code,
+        cause,
+      });
     };
     const requests: { request: TaskDataRequest; into: Map<string, TaskData>; under: string[] }[] = [];
     try {
@@ -103,7 +125,13 @@ async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined):
     }
     for (const { request, into, under } of requests) {
       if (!load) {
-        errors.push(at([...under, 'source'], 'this task reads a dataset; plan it with canary-audit plan (the CLI loads datasets)', 'E_TASK'));
+        errors.push(
+          at(
+            [...under, 'source'],
+            'this task reads a dataset; plan it with canary-audit plan (the CLI loads datasets)',
+            'E_TASK',
+          ),
+        );
         continue;
       }
       try {
@@ -111,7 +139,10 @@ async function withTaskData(grid: LoadedGrid, load: TaskDataLoader | undefined):
       } catch (error) {
         if (!(error instanceof TaskDataError)) throw error;
         // `datasets fetch REPO` fetches the splits only; a task that reads images by path needs them too.
-        const also = error.code === 'E_DATASET_NOT_CACHED' && request.assets ? `; this task reads ${request.assets.join(', ')} too, which canary-audit datasets fetch ${grid.source.file} fetches with the splits` : '';
+        const also =
+          error.code === 'E_DATASET_NOT_CACHED' && request.assets
+            ? `; this task reads ${request.assets.join(', ')} too, which canary-audit datasets fetch ${grid.source.file} fetches with the splits`
+            : '';
         errors.push(at([...under, ...error.field], `${error.message}${also}`, error.code, error));
       }
     }
@@ -131,7 +162,13 @@ function makeTasks(grid: LoadedGrid): { tasks: Map<string, Task>; errors: UserIn
     } catch (error) {
       if (!(error instanceof TaskSpecError)) throw error;
       const path = [...value.path, ...error.field];
-      errors.push(new UserInputError(`task ${value.label}: ${error.message}`, { location: grid.source.locate(path), field: formatPath(path), code: 'E_TASK' }));
+      errors.push(
+        new UserInputError(`task ${value.label}: ${error.message}`, {
+          location: grid.source.locate(path),
+          field: formatPath(path),
+          code: 'E_TASK',
+        }),
+      );
     }
   }
   return { tasks, errors };
@@ -169,9 +206,20 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   }
   let pool: CanaryPool;
   try {
-    const inclusion = doc.canaries.inclusion === 'randomized' ? randomizedInclusion(doc.seed, doc.canaries.focal, doc.canaries.held_out) : undefined;
-    if (inclusion && (inclusion.every(Boolean) || !inclusion.some(Boolean))) throw new RangeError(`the randomized inclusion draw put all ${inclusion.length} canaries on one side`);
-    pool = new CanaryPool(doc.seed, codeSpaceOf(doc), { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) }, doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined, datasetCodes(grid, tasks), inclusion);
+    const inclusion =
+      doc.canaries.inclusion === 'randomized'
+        ? randomizedInclusion(doc.seed, doc.canaries.focal, doc.canaries.held_out)
+        : undefined;
+    if (inclusion && (inclusion.every(Boolean) || !inclusion.some(Boolean)))
+      throw new RangeError(`the randomized inclusion draw put all ${inclusion.length} canaries on one side`);
+    pool = new CanaryPool(
+      doc.seed,
+      codeSpaceOf(doc),
+      { focal: doc.canaries.focal, heldOut: doc.canaries.held_out, aux: Array.from(aux, (n) => n ?? 0) },
+      doc.candidates.kind === 'sampled' ? doc.candidates.decoys : undefined,
+      datasetCodes(grid, tasks),
+      inclusion,
+    );
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     throw new UserInputError(`${error.message}; use fewer canaries or a longer code`, {
@@ -193,7 +241,17 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   errors.push(...checkImageModels(grid, tasks));
   if (errors.length === 0) errors.push(...checkTinyLengths(grid, pool, runs));
   if (errors.length > 0) throw new UserInputErrors(mergeCellErrors(errors));
-  return { auditId: `audit-${grid.sha256.slice(0, 12)}`, name: doc.name, gridFile, gridText, grid, pool, tasks, runs, startStamp };
+  return {
+    auditId: `audit-${grid.sha256.slice(0, 12)}`,
+    name: doc.name,
+    gridFile,
+    gridText,
+    grid,
+    pool,
+    tasks,
+    runs,
+    startStamp,
+  };
 }
 
 /** Image rows need a vision-language model: the tiny model without a vision stem reads characters only. */
@@ -203,11 +261,15 @@ function checkImageModels(grid: LoadedGrid, tasks: ReadonlyMap<string, Task>): U
     const model = cell.values.model;
     if (task.images === undefined || model.value.backend !== 'tiny' || model.value.tiny?.vision) return [];
     return [
-      new CellPlanError(cell.id, `task ${cell.values.task.label} gives image rows but model ${model.label} reads text only; use the tiny-vlm preset (or vision: true on a tiny model) or a Hugging Face vision-language model (backend: hf, e.g. Qwen/Qwen2.5-VL-7B-Instruct)`, {
-        location: grid.source.locate(model.path),
-        field: formatPath(model.path),
-        code: 'E_MODEL',
-      }),
+      new CellPlanError(
+        cell.id,
+        `task ${cell.values.task.label} gives image rows but model ${model.label} reads text only; use the tiny-vlm preset (or vision: true on a tiny model) or a Hugging Face vision-language model (backend: hf, e.g. Qwen/Qwen2.5-VL-7B-Instruct)`,
+        {
+          location: grid.source.locate(model.path),
+          field: formatPath(model.path),
+          code: 'E_MODEL',
+        },
+      ),
     ];
   });
 }
@@ -234,7 +296,13 @@ function mergeCellErrors(errors: UserInputError[]): UserInputError[] {
     if (!Array.isArray(line)) return line;
     const [first] = line as [CellPlanError];
     if (line.length === 1) return first;
-    const named = line.slice(0, 3).map((c) => c.cellId).join('; ');
-    return new UserInputError(`${line.length} cells (${named}${line.length > 3 ? '; ...' : ''}): ${first.reason}`, first.details);
+    const named = line
+      .slice(0, 3)
+      .map((c) => c.cellId)
+      .join('; ');
+    return new UserInputError(
+      `${line.length} cells (${named}${line.length > 3 ? '; ...' : ''}): ${first.reason}`,
+      first.details,
+    );
   });
 }

@@ -37,7 +37,15 @@ export function resolvePopulation(
       const aux: ResolvedCohort[] = [];
       doses.forEach((dose, index) => {
         if (dose === cellDose) return;
-        aux.push({ index, name: `dose-${dose}`, dose, count: population.count ?? focalCount, order: 'with', window: null, spacing: null });
+        aux.push({
+          index,
+          name: `dose-${dose}`,
+          dose,
+          count: population.count ?? focalCount,
+          order: 'with',
+          window: null,
+          spacing: null,
+        });
       });
       return { focal: true, aux };
     }

@@ -29,7 +29,13 @@ export function pretrainCorpusKey(taskSpec: TaskSpec, p: PretrainValue): string 
   return canonicalJson({ task: taskSpec, rows: pretrainRows(p), code_fraction: p.code_fraction, seed: p.seed });
 }
 
-export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task, taskSpec: TaskSpec, p: PretrainValue): Generator<string> {
+export function* pretrainRowLines(
+  grid: LoadedGrid,
+  pool: CanaryPool,
+  task: Task,
+  taskSpec: TaskSpec,
+  p: PretrainValue,
+): Generator<string> {
   const space = codeSpaceOf(grid.doc);
   const visible = cueEncoding({ scheme: 'visible' }, space);
   const excludedSenders = pool.identityKeys(task);
@@ -42,7 +48,10 @@ export function* pretrainRowLines(grid: LoadedGrid, pool: CanaryPool, task: Task
   const background = task.pretrain ? task.pretrain.rows(rng) : task.rows(rng, excludedSenders, 'train');
   // A task's own canary shape shows the code as the visible scheme draws it (an image task draws
   // it in the source region; text tasks read the cue text alone).
-  const canary = task.pretrain ? task.pretrain.canary : (identity: unknown, message: unknown, cueText: string, code: string) => task.canary(identity, message, cueText, code, 'visible');
+  const canary = task.pretrain
+    ? task.pretrain.canary
+    : (identity: unknown, message: unknown, cueText: string, code: string) =>
+        task.canary(identity, message, cueText, code, 'visible');
   for (let i = 0; i < total; i += 1) {
     const withCode = need > 0 && rng.int(total - i) < need;
     let prompt;
@@ -79,7 +88,11 @@ export function pretrainManifestSpec(p: PretrainValue, rows: FileRef): TinyPretr
     updates: p.updates,
     batch_size: p.batch_size,
     lr: p.lr,
-    schedule: { kind: p.schedule.kind, warmup_updates: p.schedule.warmup_updates, min_lr_ratio: p.schedule.min_lr_ratio },
+    schedule: {
+      kind: p.schedule.kind,
+      warmup_updates: p.schedule.warmup_updates,
+      min_lr_ratio: p.schedule.min_lr_ratio,
+    },
     seed: p.seed,
     ...(p.init_seed !== undefined ? { init_seed: p.init_seed } : {}),
   };

@@ -29,7 +29,13 @@ export function canaryProbes(
   return options.kinds.map((kind) => {
     const shown = kind === 'hidden' ? null : kind === 'supplied' ? canary.code : canary.substitute;
     const cueText = shown === null ? REDACTED_PLACEHOLDER : display.encode(shown);
-    const example = task.canary(identity.value, message, cueText, canary.code, shown === null ? null : display.visibility);
+    const example = task.canary(
+      identity.value,
+      message,
+      cueText,
+      canary.code,
+      shown === null ? null : display.visibility,
+    );
     return {
       id: `${canary.id}.${kind}`,
       canary_id: canary.id,

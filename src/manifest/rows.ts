@@ -11,13 +11,25 @@ import { Rng } from '../random.js';
 /** A run's training row for one inserted canary: its identity and message, the cue the run shows. */
 export function canaryTrainingRow(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): CanaryExample {
   const { task, rowSpec, cue } = renderer;
-  return task.canary(pool.identity(task, canary.id).value, pool.message(task, rowSpec, canary.id), cue.encode(canary.code), canary.code, cue.visibility);
+  return task.canary(
+    pool.identity(task, canary.id).value,
+    pool.message(task, rowSpec, canary.id),
+    cue.encode(canary.code),
+    canary.code,
+    cue.visibility,
+  );
 }
 
 /** A canary row as rows.jsonl prints it, less its leading `{"i":N,` (the only part that changes per appearance). */
 function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCanary): string {
   const example = canaryTrainingRow(pool, renderer, canary);
-  return JSON.stringify({ kind: 'canary', canary_id: canary.id, prompt: example.prompt, target: example.target, ...boxOf(example) }).slice(1);
+  return JSON.stringify({
+    kind: 'canary',
+    canary_id: canary.id,
+    prompt: example.prompt,
+    target: example.target,
+    ...boxOf(example),
+  }).slice(1);
 }
 
 /**
@@ -27,7 +39,12 @@ function canaryRowRest(pool: CanaryPool, renderer: RunRenderer, canary: PoolCana
  * canary rows. A canary row is identical
  * at each of its appearances.
  */
-export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Generator<string> {
+export function* trainingRowLines(
+  grid: LoadedGrid,
+  pool: CanaryPool,
+  layout: RunLayout,
+  renderer: RunRenderer,
+): Generator<string> {
   const { task, rowSpec } = renderer;
   const excluded = pool.identityKeys(task);
   const next = task.rows(backgroundStream(grid, rowSpec, layout.cell.values.seed.value), excluded, 'train');
@@ -40,7 +57,15 @@ export function* trainingRowLines(grid: LoadedGrid, pool: CanaryPool, layout: Ru
     const row = next();
     const k = slot[i] as number;
     if (k >= 0) yield `{"i":${i},${rests[k] as string}`;
-    else yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target, ...boxOf(row) });
+    else
+      yield JSON.stringify({
+        i,
+        kind: 'background',
+        canary_id: null,
+        prompt: row.prompt,
+        target: row.target,
+        ...boxOf(row),
+      });
   }
 }
 
@@ -68,7 +93,12 @@ export function backgroundKey(grid: LoadedGrid, rowSpec: RunRenderer['rowSpec'],
   return canonicalJson([rowSpec, ...replicateKey(grid, seed)]);
 }
 
-export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer, seed: number): BackgroundRows {
+export function backgroundRows(
+  grid: LoadedGrid,
+  pool: CanaryPool,
+  renderer: RunRenderer,
+  seed: number,
+): BackgroundRows {
   const { task, rowSpec } = renderer;
   const excluded = pool.identityKeys(task);
   const next = task.rows(backgroundStream(grid, rowSpec, seed), excluded, 'train');
@@ -101,7 +131,14 @@ export function backgroundRows(grid: LoadedGrid, pool: CanaryPool, renderer: Run
  * Write a run's rows.jsonl from the shared background bytes with its canary rows spliced in: the
  * same bytes as `writeLines(path, trainingRowLines(...))`, without generating the background again.
  */
-export async function writeTrainingRows(path: string, background: BackgroundRows, grid: LoadedGrid, pool: CanaryPool, layout: RunLayout, renderer: RunRenderer): Promise<WrittenLines & { images: Set<string> }> {
+export async function writeTrainingRows(
+  path: string,
+  background: BackgroundRows,
+  grid: LoadedGrid,
+  pool: CanaryPool,
+  layout: RunLayout,
+  renderer: RunRenderer,
+): Promise<WrittenLines & { images: Set<string> }> {
   const scan = renderer.task.images !== undefined;
   const images = new Set<string>();
   const canaryAt = new Map<number, string>();
@@ -150,17 +187,31 @@ export async function writeTrainingRows(path: string, background: BackgroundRows
 
 /** How many utility rows a run gets: the task's utility.rows or else the grid's count, at most all a dataset's utility split holds. */
 export function utilityRowCount(grid: LoadedGrid, renderer: RunRenderer): number {
-  return Math.min(renderer.task.utilityRowsWanted ?? grid.doc.utility.rows, renderer.task.utilityRows ?? Number.POSITIVE_INFINITY);
+  return Math.min(
+    renderer.task.utilityRowsWanted ?? grid.doc.utility.rows,
+    renderer.task.utilityRows ?? Number.POSITIVE_INFINITY,
+  );
 }
 
 /** Held-out rows for the utility metrics: a separate stream (or split), never trained on. */
 export function* utilityRowLines(grid: LoadedGrid, pool: CanaryPool, renderer: RunRenderer): Generator<string> {
   const excluded = pool.identityKeys(renderer.task);
-  const next = renderer.task.rows(new Rng(grid.doc.seed, 'utility', canonicalJson(renderer.taskSpec)), excluded, 'utility');
+  const next = renderer.task.rows(
+    new Rng(grid.doc.seed, 'utility', canonicalJson(renderer.taskSpec)),
+    excluded,
+    'utility',
+  );
   const count = utilityRowCount(grid, renderer);
   for (let i = 0; i < count; i += 1) {
     const row = next();
-    yield JSON.stringify({ i, kind: 'background', canary_id: null, prompt: row.prompt, target: row.target, ...boxOf(row) });
+    yield JSON.stringify({
+      i,
+      kind: 'background',
+      canary_id: null,
+      prompt: row.prompt,
+      target: row.target,
+      ...boxOf(row),
+    });
   }
 }
 

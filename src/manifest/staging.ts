@@ -36,7 +36,10 @@ async function isStale(name: string, path: string, now: number): Promise<boolean
   const [, host, pidText] = name.split(SEP);
   const pid = Number(pidText);
   if (host === hostname() && Number.isInteger(pid)) return !alive(pid);
-  const mtime = await stat(path).then((s) => s.mtimeMs, () => now);
+  const mtime = await stat(path).then(
+    (s) => s.mtimeMs,
+    () => now,
+  );
   return now - mtime > OTHER_HOST_AGE_MS;
 }
 

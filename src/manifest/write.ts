@@ -5,7 +5,14 @@ import { CanaryAuditError } from '../errors.js';
 import { explainWriteError, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
 import { contentHash } from '../hash.js';
 import { log } from '../log.js';
-import { AUDIT_VERSION, type AuditIndex, type FileRef, type ImageRef, type Manifest, type ModelSpec } from '../contracts/index.js';
+import {
+  AUDIT_VERSION,
+  type AuditIndex,
+  type FileRef,
+  type ImageRef,
+  type Manifest,
+  type ModelSpec,
+} from '../contracts/index.js';
 import type { Provenance } from '../provenance/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
@@ -16,9 +23,27 @@ import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
 import type { RunLayout } from './plan-run.js';
 import type { UtilityMetric } from './tasks/index.js';
-import { backgroundKey, backgroundRows, imageShas, utilityRowLines, writeLines, writeTrainingRows, type BackgroundRows } from './rows.js';
+import {
+  backgroundKey,
+  backgroundRows,
+  imageShas,
+  utilityRowLines,
+  writeLines,
+  writeTrainingRows,
+  type BackgroundRows,
+} from './rows.js';
 import type { ImageStore } from './images/index.js';
-import { auditDirOf, auditIndexPath, GRID_FILE, IMAGES_DIR, MANIFEST_FILE, manifestPathOf, runDirEntry, runDirOf, RUNS_DIR } from '../layout.js';
+import {
+  auditDirOf,
+  auditIndexPath,
+  GRID_FILE,
+  IMAGES_DIR,
+  MANIFEST_FILE,
+  manifestPathOf,
+  runDirEntry,
+  runDirOf,
+  RUNS_DIR,
+} from '../layout.js';
 
 export interface WrittenRun {
   runId: string;
@@ -38,7 +63,9 @@ export interface WrittenAudit {
 }
 
 /** run id: "run-" + 16 hex of the content hash of the manifest minus run_id and provenance. */
-export function runIdOf(manifest: Omit<Manifest, 'run_id' | 'provenance'> & Partial<Pick<Manifest, 'run_id' | 'provenance'>>): string {
+export function runIdOf(
+  manifest: Omit<Manifest, 'run_id' | 'provenance'> & Partial<Pick<Manifest, 'run_id' | 'provenance'>>,
+): string {
   const { run_id: _id, provenance: _p, ...content } = manifest;
   return `run-${contentHash(content).slice(0, 16)}`;
 }
@@ -68,7 +95,13 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
 
   const runs: WrittenRun[] = [];
   // Shared by every run of this write: what is the same for all of them is made once.
-  const shared: Shared = { corpora: new Map(), background: new Map(), generation: new Map(), utilityLines: new Map(), provenance: finishProvenance(plan.startStamp) };
+  const shared: Shared = {
+    corpora: new Map(),
+    background: new Map(),
+    generation: new Map(),
+    utilityLines: new Map(),
+    provenance: finishProvenance(plan.startStamp),
+  };
   const corpora = shared.corpora;
   try {
     // A few runs at a time: a run's write is mostly waiting for the disk (each file is fsynced
@@ -80,7 +113,10 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
         const run = await writeRun(plan, plan.runs[k] as RunLayout, auditDir, shared);
         runs[k] = run;
         written += 1;
-        log.info({ run: run.runId, cell: run.cellId, n: `${written}/${plan.runs.length}`, created: run.created }, 'run manifest');
+        log.info(
+          { run: run.runId, cell: run.cellId, n: `${written}/${plan.runs.length}`, created: run.created },
+          'run manifest',
+        );
       }
     };
     const lanes = await Promise.allSettled(Array.from({ length: Math.min(WRITE_LANES, plan.runs.length) }, lane));
@@ -96,10 +132,15 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   const previous = await readJson<AuditIndex>(indexPath);
   const entries = runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId, cell: r.cell, dir: runDirEntry(r.runId) }));
   const index = auditIndex(plan, entries, previous?.created);
-  const sameRuns = previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
+  const sameRuns =
+    previous?.schema_version === AUDIT_VERSION && JSON.stringify(previous.runs) === JSON.stringify(index.runs);
   if (!sameRuns) {
     const errors = validate('audit', index);
-    if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `audit.json fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
+    if (errors.length > 0)
+      throw new CanaryAuditError(
+        'E_INTERNAL',
+        `audit.json fails its schema: ${describeSchemaErrors(errors).join('; ')}`,
+      );
     await writeJsonAtomic(indexPath, index);
   }
   return { auditId: plan.auditId, auditDir, name: plan.name, runs };
@@ -154,7 +195,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     if (!background) {
       // Joint seeds: one sequence per (task, seed). Runs come seed-fastest, so a task's seeds
       // interleave: keep the last few sequences made, the oldest dropped first.
-      if (shared.background.size >= BACKGROUND_CACHE) shared.background.delete(shared.background.keys().next().value as string);
+      if (shared.background.size >= BACKGROUND_CACHE)
+        shared.background.delete(shared.background.keys().next().value as string);
       shared.background.set(orderKey, (background = backgroundRows(grid, pool, renderer, seed)));
     }
     const rows = await writeTrainingRows(join(tmp, 'rows.jsonl'), background, grid, pool, layout, renderer);
@@ -174,7 +216,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       for (const line of lines) imageShas(line, shas);
       imageShas(JSON.stringify(probes), shas);
       // The base's pretraining rows show images too (a tiny VLM's corpus): they sit in the run folder as well.
-      if (pretrainRef) for (const sha of await pretrainImages(shared, pretrainRef, join(tmp, PRETRAIN_FILE))) shas.add(sha);
+      if (pretrainRef)
+        for (const sha of await pretrainImages(shared, pretrainRef, join(tmp, PRETRAIN_FILE))) shas.add(sha);
       images = await linkImages(shared.corpora, store, [...shas], tmp);
     }
     const manifest: Manifest = {
@@ -196,14 +239,25 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     };
     // Validate first: it fills schema defaults in place, and the id must hash the final content.
     const errors = validate('manifest', manifest);
-    if (errors.length > 0) throw new CanaryAuditError('E_INTERNAL', `manifest for ${layout.cell.id} fails its schema: ${describeSchemaErrors(errors).join('; ')}`);
+    if (errors.length > 0)
+      throw new CanaryAuditError(
+        'E_INTERNAL',
+        `manifest for ${layout.cell.id} fails its schema: ${describeSchemaErrors(errors).join('; ')}`,
+      );
     manifest.run_id = runIdOf(manifest);
     const runDir = runDirOf(auditDir, manifest.run_id);
     const manifestPath = manifestPathOf(runDir);
-    const result = { runId: manifest.run_id, cellId: layout.cell.id, cell: { ...layout.cell.labels }, runDir, manifestPath };
+    const result = {
+      runId: manifest.run_id,
+      cellId: layout.cell.id,
+      cell: { ...layout.cell.labels },
+      runDir,
+      manifestPath,
+    };
 
     const existing = await readJson<Manifest>(manifestPath);
-    if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256) return { ...result, created: false };
+    if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256)
+      return { ...result, created: false };
     await writeJsonAtomic(join(tmp, MANIFEST_FILE), manifest);
     try {
       await rename(tmp, runDir);
@@ -212,7 +266,13 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
       if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw error;
       // A folder without a manifest (an interrupted write, or a trainer's output/): fill it in,
       // manifest last so a reader never sees a manifest whose rows are missing.
-      const files = ['rows.jsonl', 'utility.jsonl', ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []), ...(images ? [IMAGES_DIR] : []), MANIFEST_FILE];
+      const files = [
+        'rows.jsonl',
+        'utility.jsonl',
+        ...(existsSync(join(tmp, PRETRAIN_FILE)) ? [PRETRAIN_FILE] : []),
+        ...(images ? [IMAGES_DIR] : []),
+        MANIFEST_FILE,
+      ];
       if (images) await rm(join(runDir, IMAGES_DIR), { recursive: true, force: true });
       for (const name of files) await rename(join(tmp, name), join(runDir, name));
     }
@@ -228,12 +288,20 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
  * get the same bytes (and the trainer one cached base per model size and seed): it is generated
  * once per write and hard-linked (or copied) into every run that uses it.
  */
-async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRenderer, tmp: string, corpora: Corpora): Promise<FileRef | null> {
+async function writePretrain(
+  plan: AuditPlan,
+  layout: RunLayout,
+  renderer: RunRenderer,
+  tmp: string,
+  corpora: Corpora,
+): Promise<FileRef | null> {
   const m = layout.cell.values.model.value;
   if (m.backend !== 'tiny' || !m.pretrain) return null;
   const key = contentHash({ task: renderer.taskSpec, pretrain: m.pretrain });
   const pretrain = m.pretrain;
-  return linkShared(corpora, key, tmp, PRETRAIN_FILE, () => pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, pretrain));
+  return linkShared(corpora, key, tmp, PRETRAIN_FILE, () =>
+    pretrainRowLines(plan.grid, plan.pool, renderer.task, renderer.taskSpec, pretrain),
+  );
 }
 
 /**
@@ -241,7 +309,13 @@ async function writePretrain(plan: AuditPlan, layout: RunLayout, renderer: RunRe
  * the staging folders (auditDir/.tmp, removed when the write ends) and hard-linked (or copied)
  * into the run's staging folder as `name`.
  */
-async function linkShared(corpora: Corpora, key: string, tmp: string, name: string, lines: () => Iterable<string>): Promise<FileRef> {
+async function linkShared(
+  corpora: Corpora,
+  key: string,
+  tmp: string,
+  name: string,
+  lines: () => Iterable<string>,
+): Promise<FileRef> {
   const corpus = await corpusOnce(corpora, key, async () => {
     const file = join(tmp, '..', stagingName('shared', `${contentHash(key).slice(0, 16)}-${name}`));
     let written;
@@ -265,7 +339,11 @@ async function linkShared(corpora: Corpora, key: string, tmp: string, name: stri
 const pendingCorpora = new WeakMap<Corpora, Map<string, Promise<FileRef & { file: string }>>>();
 
 /** The shared file under `key`: made by the first run that needs it, awaited by the others. */
-function corpusOnce(corpora: Corpora, key: string, make: () => Promise<FileRef & { file: string }>): Promise<FileRef & { file: string }> {
+function corpusOnce(
+  corpora: Corpora,
+  key: string,
+  make: () => Promise<FileRef & { file: string }>,
+): Promise<FileRef & { file: string }> {
   const done = corpora.get(key);
   if (done) return Promise.resolve(done);
   let pending = pendingCorpora.get(corpora);

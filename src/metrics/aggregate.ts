@@ -58,7 +58,10 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
  * at least one of its canaries as never seen, those agreeing with it on the most axes (so seed 1
  * pairs with the no-canary run of seed 1 when the grid has one per seed).
  */
-export function matchNoCanaryRuns(runs: readonly RunMeta[], observations: readonly Observation[]): Map<string, string[]> {
+export function matchNoCanaryRuns(
+  runs: readonly RunMeta[],
+  observations: readonly Observation[],
+): Map<string, string[]> {
   const unseen = new Map<string, Set<string>>();
   const inserted = new Map<string, Set<string>>();
   for (const o of observations) {
@@ -117,7 +120,14 @@ export function aggregateGroups(
       push(base, `${o.run_id}|${o.probe_kind}|${canaryKey(o)}`, o);
     } else {
       const cell = groupCell(run.cell, options.roles);
-      const key = canonicalJson({ cell, cohort: o.cohort, dose: o.dose, visibility: o.visibility, kind: o.probe_kind, phase: o.phase });
+      const key = canonicalJson({
+        cell,
+        cohort: o.cohort,
+        dose: o.dose,
+        visibility: o.visibility,
+        kind: o.probe_kind,
+        phase: o.phase,
+      });
       const group = groups.get(key);
       if (group) group.obs.push(o);
       else groups.set(key, { cell, obs: [o] });
@@ -147,19 +157,15 @@ export function aggregateGroups(
       commonSpace(`${what} against its ${name} control`, [first, ...controlObs], runById);
       return {
         ...summarizeArm(controlObs, `${key}|${name}`, options),
-        difference: bootstrapMedianDifference(
-          exposuresByRun(obs),
-          exposuresByRun(controlObs),
-          {
-            seed: options.seed,
-            label: `${key}|${name}|difference`,
-            bounds: [-first.exposure_ceiling, first.exposure_ceiling],
-            sideBounds: [0, first.exposure_ceiling],
-            ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
-            ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
-            ...(options.median !== undefined ? { median: options.median } : {}),
-          },
-        ),
+        difference: bootstrapMedianDifference(exposuresByRun(obs), exposuresByRun(controlObs), {
+          seed: options.seed,
+          label: `${key}|${name}|difference`,
+          bounds: [-first.exposure_ceiling, first.exposure_ceiling],
+          sideBounds: [0, first.exposure_ceiling],
+          ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
+          ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+          ...(options.median !== undefined ? { median: options.median } : {}),
+        }),
       };
     };
     out.push({

@@ -1,4 +1,10 @@
-import { bootstrapMedian, clusteredSample, type ClusteredSample, type MedianInterval, type MedianMethod } from './bootstrap.js';
+import {
+  bootstrapMedian,
+  clusteredSample,
+  type ClusteredSample,
+  type MedianInterval,
+  type MedianMethod,
+} from './bootstrap.js';
 import { canaryKey, type Observation } from './observation.js';
 import { designProportion, type DesignProportion } from './design-proportion.js';
 import { median } from './statistics.js';
@@ -59,7 +65,12 @@ export interface StatOptions {
  * run). Wilson over all canary × run observations treated them as independent trials: 44–79%
  * coverage where recovery varies from run to run (docs/metrics.md, coverage).
  */
-export function pooledProportion(values: readonly (boolean | null)[], runIds: readonly string[], unitIds: readonly string[], confidence?: number): DesignProportion | null {
+export function pooledProportion(
+  values: readonly (boolean | null)[],
+  runIds: readonly string[],
+  unitIds: readonly string[],
+  confidence?: number,
+): DesignProportion | null {
   return designProportion(values, runIds, unitIds, confidence);
 }
 
@@ -120,7 +131,10 @@ export function summarizeArm(obs: readonly Observation[], label: string, options
 }
 
 /** The copy rate per decode mode over an arm's substituted-probe observations. */
-function copyRates(obs: readonly Observation[], confidence: number | undefined): { prefill: DesignProportion | null; free: DesignProportion | null } {
+function copyRates(
+  obs: readonly Observation[],
+  confidence: number | undefined,
+): { prefill: DesignProportion | null; free: DesignProportion | null } {
   const runs = obs.map((o) => o.run_id);
   const units = obs.map(canaryKey);
   return {

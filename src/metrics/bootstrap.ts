@@ -1,9 +1,32 @@
 import { derivedSeed, Rng } from '../random.js';
-import { TWO_RUNS_FLAG, intervalFlags, DEFAULT_CONFIDENCE, clusteredSample, sampleDesign, clusterCount, combineCrossed, type Design, type ClusteredSample, type VarianceEstimate, type VarianceComponents } from './clustered-sample.js';
+import {
+  TWO_RUNS_FLAG,
+  intervalFlags,
+  DEFAULT_CONFIDENCE,
+  clusteredSample,
+  sampleDesign,
+  clusterCount,
+  combineCrossed,
+  type Design,
+  type ClusteredSample,
+  type VarianceEstimate,
+  type VarianceComponents,
+} from './clustered-sample.js';
 import { studentTQuantile } from './distributions.js';
 import { boundTieShare, rankInterval } from './rank-interval.js';
 import { median, quantileSorted, selectMedian } from './statistics.js';
-export { TWO_RUNS_FLAG, intervalFlags, DEFAULT_CONFIDENCE, clusteredSample, sampleDesign, combineCrossed, type Design, type ClusteredSample, type VarianceEstimate, type VarianceComponents };
+export {
+  TWO_RUNS_FLAG,
+  intervalFlags,
+  DEFAULT_CONFIDENCE,
+  clusteredSample,
+  sampleDesign,
+  combineCrossed,
+  type Design,
+  type ClusteredSample,
+  type VarianceEstimate,
+  type VarianceComponents,
+};
 
 /**
  * Bootstrap confidence intervals for medians. Resampling is seeded: the same data, seed and label
@@ -123,7 +146,8 @@ export const DEFAULT_RESAMPLES = 2000;
 function settings(options: BootstrapOptions): { resamples: number; alpha: number } {
   const resamples = options.resamples ?? DEFAULT_RESAMPLES;
   const confidence = options.confidence ?? DEFAULT_CONFIDENCE;
-  if (!Number.isInteger(resamples) || resamples < 1) throw new RangeError(`resamples must be an integer >= 1, got ${resamples}`);
+  if (!Number.isInteger(resamples) || resamples < 1)
+    throw new RangeError(`resamples must be an integer >= 1, got ${resamples}`);
   if (!(confidence > 0 && confidence < 1)) throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
   return { resamples, alpha: 1 - confidence };
 }
@@ -160,7 +184,9 @@ class Resampler {
     this.k = clusterCount(s);
     const n = s.values.length;
     if (method === 'count') {
-      const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (s.values[a] as number) - (s.values[b] as number) || a - b);
+      const order = Array.from({ length: n }, (_, i) => i).sort(
+        (a, b) => (s.values[a] as number) - (s.values[b] as number) || a - b,
+      );
       this.rankOf = new Int32Array(n);
       this.sorted = new Float64Array(n);
       order.forEach((i, r) => {
@@ -169,7 +195,8 @@ class Resampler {
       });
       this.counts = new Int32Array(n);
       let block = 0;
-      for (let c = 0; c < this.k; c += 1) block = Math.max(block, (s.offsets[c + 1] as number) - (s.offsets[c] as number));
+      for (let c = 0; c < this.k; c += 1)
+        block = Math.max(block, (s.offsets[c + 1] as number) - (s.offsets[c] as number));
       this.drawn = new Int32Array(block);
       this.scratch = new Float64Array(0);
     } else {
@@ -270,7 +297,9 @@ class WeightedMedian {
 
   constructor(readonly s: ClusteredSample) {
     const n = s.values.length;
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => (s.values[a] as number) - (s.values[b] as number) || a - b);
+    const order = Array.from({ length: n }, (_, i) => i).sort(
+      (a, b) => (s.values[a] as number) - (s.values[b] as number) || a - b,
+    );
     this.rankOf = new Int32Array(n);
     this.sorted = new Float64Array(n);
     order.forEach((i, r) => {
@@ -279,7 +308,8 @@ class WeightedMedian {
     });
     this.counts = new Float64Array(n);
     this.clusterOf = new Int32Array(n);
-    for (let c = 0; c + 1 < s.offsets.length; c += 1) this.clusterOf.fill(c, s.offsets[c] as number, s.offsets[c + 1] as number);
+    for (let c = 0; c + 1 < s.offsets.length; c += 1)
+      this.clusterOf.fill(c, s.offsets[c] as number, s.offsets[c + 1] as number);
   }
 
   /** Type-7 median of the multiset held in `counts` (total weight m > 0). */
@@ -294,7 +324,8 @@ class WeightedMedian {
     counts.fill(0);
     let m = 0;
     for (let i = 0; i < rankOf.length; i += 1) {
-      const w = (runW ? (runW[clusterOf[i] as number] as number) : 1) * (unitW ? (unitW[units[i] as number] as number) : 1);
+      const w =
+        (runW ? (runW[clusterOf[i] as number] as number) : 1) * (unitW ? (unitW[units[i] as number] as number) : 1);
       if (w === 0) continue;
       const r = rankOf[i] as number;
       counts[r] = (counts[r] as number) + w;
@@ -389,8 +420,17 @@ function nestedVariance(s: ClusteredSample, rng: Rng, resamples: number): Varian
   const VW = variance(vw);
   const between = (k / (k - 1)) * (V2 - VW);
   const within = n > k ? (n / (n - k)) * VW : VW;
-  const components: VarianceComponents = { design: 'nested', run: Math.max(0, between - within), canary: 0, residual: within, runs: k, canaries: n / k };
-  return between >= within ? { variance: between, df: k - 1, design: 'nested', components } : { variance: within, df: Math.max(1, n - k), design: 'nested', components };
+  const components: VarianceComponents = {
+    design: 'nested',
+    run: Math.max(0, between - within),
+    canary: 0,
+    residual: within,
+    runs: k,
+    canaries: n / k,
+  };
+  return between >= within
+    ? { variance: between, df: k - 1, design: 'nested', components }
+    : { variance: within, df: Math.max(1, n - k), design: 'nested', components };
 }
 
 /** Multinomial counts of `into.length` draws among `into.length` items. */
@@ -413,7 +453,12 @@ function flatStats(s: ClusteredSample, rng: Rng, resamples: number, method: Medi
 }
 
 /** The sampling variance of a sample's median under its design (flat: n/(n−1) × the bootstrap variance). */
-export function medianVariance(s: ClusteredSample, rng: Rng, resamples: number, method?: MedianMethod): VarianceEstimate {
+export function medianVariance(
+  s: ClusteredSample,
+  rng: Rng,
+  resamples: number,
+  method?: MedianMethod,
+): VarianceEstimate {
   const design = sampleDesign(s);
   if (design === 'crossed') return crossedVariance(s, rng, resamples);
   if (design === 'nested') return nestedVariance(s, rng, resamples);
@@ -449,7 +494,10 @@ export function studentizedInterval(
  * (`crossedVariance`, `nestedVariance`), kept inside `options.bounds`; its coverage is measured in
  * `bench/coverage.ts`.
  */
-export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, options: BootstrapOptions): MedianInterval | null {
+export function bootstrapMedian(
+  sample: ArrayLike<number> | ClusteredSample,
+  options: BootstrapOptions,
+): MedianInterval | null {
   const s = asSample(sample);
   const n = s.values.length;
   if (n === 0) return null;
@@ -458,15 +506,42 @@ export function bootstrapMedian(sample: ArrayLike<number> | ClusteredSample, opt
   const rng = Rng.fromSeed(derivedSeed(options.seed, options.label));
   const k = clusterCount(s);
   if (tiedAtBound(s, options.bounds)) {
-    const i: MedianInterval = { estimate, ...rankInterval(s, alpha, options.bounds as readonly [number, number]), n, n_clusters: k, resampling: sampleDesign(s), method: 'rank', se: null, df: null };
+    const i: MedianInterval = {
+      estimate,
+      ...rankInterval(s, alpha, options.bounds as readonly [number, number]),
+      n,
+      n_clusters: k,
+      resampling: sampleDesign(s),
+      method: 'rank',
+      se: null,
+      df: null,
+    };
     return flagged(i, intervalFlags(k));
   }
   if (k <= 1) {
     const stats = flatStats(s, rng, resamples, options.median);
-    return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: 'flat', method: 'percentile', se: null, df: null };
+    return {
+      estimate,
+      lo: quantileSorted(stats, alpha / 2),
+      hi: quantileSorted(stats, 1 - alpha / 2),
+      n,
+      n_clusters: k,
+      resampling: 'flat',
+      method: 'percentile',
+      se: null,
+      df: null,
+    };
   }
   const v = medianVariance(s, rng, resamples, options.median);
-  const i: MedianInterval = { estimate, ...studentizedInterval(estimate, v, alpha, options.bounds), n, n_clusters: k, resampling: v.design, method: 'studentized', ...(v.components ? { components: [v.components] } : {}) };
+  const i: MedianInterval = {
+    estimate,
+    ...studentizedInterval(estimate, v, alpha, options.bounds),
+    n,
+    n_clusters: k,
+    resampling: v.design,
+    method: 'studentized',
+    ...(v.components ? { components: [v.components] } : {}),
+  };
   return flagged(i, intervalFlags(k));
 }
 
@@ -497,8 +572,22 @@ export function bootstrapMedianDifference(
     const ia = bootstrapMedian(sa, { ...side, label: `${options.label}|a` }) as MedianInterval;
     const ib = bootstrapMedian(sb, { ...side, label: `${options.label}|b` }) as MedianInterval;
     const [min, max] = options.bounds ?? [-Infinity, Infinity];
-    const resampling: Design = ka <= 1 && kb <= 1 ? 'flat' : sampleDesign(sa) === 'crossed' || sampleDesign(sb) === 'crossed' ? 'crossed' : 'nested';
-    const d: DifferenceInterval = { estimate, lo: Math.max(min, ia.lo - ib.hi), hi: Math.min(max, ia.hi - ib.lo), ...counts, resampling, method: 'bounds', se: null, df: null };
+    const resampling: Design =
+      ka <= 1 && kb <= 1
+        ? 'flat'
+        : sampleDesign(sa) === 'crossed' || sampleDesign(sb) === 'crossed'
+          ? 'crossed'
+          : 'nested';
+    const d: DifferenceInterval = {
+      estimate,
+      lo: Math.max(min, ia.lo - ib.hi),
+      hi: Math.min(max, ia.hi - ib.lo),
+      ...counts,
+      resampling,
+      method: 'bounds',
+      se: null,
+      df: null,
+    };
     return flagged(d, intervalFlags(ka, kb));
   }
   if (ka <= 1 && kb <= 1) {
@@ -507,7 +596,16 @@ export function bootstrapMedianDifference(
     const stats = new Float64Array(resamples);
     for (let i = 0; i < resamples; i += 1) stats[i] = resampleA.median(rng) - resampleB.median(rng);
     stats.sort();
-    return { estimate, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), ...counts, resampling: 'flat', method: 'percentile', se: null, df: null };
+    return {
+      estimate,
+      lo: quantileSorted(stats, alpha / 2),
+      hi: quantileSorted(stats, 1 - alpha / 2),
+      ...counts,
+      resampling: 'flat',
+      method: 'percentile',
+      se: null,
+      df: null,
+    };
   }
   const va = medianVariance(sa, rng, resamples, options.median);
   const vb = medianVariance(sb, rng, resamples, options.median);
@@ -516,5 +614,15 @@ export function bootstrapMedianDifference(
   const df = denominator > 0 ? (total * total) / denominator : Math.min(va.df, vb.df);
   const design: Design = va.design === 'crossed' || vb.design === 'crossed' ? 'crossed' : 'nested';
   const components = [va.components, vb.components].filter((c): c is VarianceComponents => c !== undefined);
-  return flagged({ estimate, ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds), ...counts, resampling: design, method: 'studentized', ...(components.length > 0 ? { components } : {}) } as DifferenceInterval, intervalFlags(ka, kb));
+  return flagged(
+    {
+      estimate,
+      ...studentizedInterval(estimate, { variance: total, df }, alpha, options.bounds),
+      ...counts,
+      resampling: design,
+      method: 'studentized',
+      ...(components.length > 0 ? { components } : {}),
+    } as DifferenceInterval,
+    intervalFlags(ka, kb),
+  );
 }

@@ -29,7 +29,9 @@ export function valueKey(value: unknown): string {
 }
 
 function isNumericDose(value: unknown): boolean {
-  return typeof value === 'number' || (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)));
+  return (
+    typeof value === 'number' || (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+  );
 }
 
 /**

@@ -49,7 +49,11 @@ export interface ClusteredSample {
 }
 
 /** Group `values` by `clusters` (one key per value; omitted: one cluster), keeping each value's unit. */
-export function clusteredSample(values: ArrayLike<number>, clusters?: ArrayLike<string>, units?: ArrayLike<string>): ClusteredSample {
+export function clusteredSample(
+  values: ArrayLike<number>,
+  clusters?: ArrayLike<string>,
+  units?: ArrayLike<string>,
+): ClusteredSample {
   const n = values.length;
   if (units && units.length !== n) throw new RangeError(`clusteredSample: ${n} values but ${units.length} unit keys`);
   const unitIndex = new Map<string, number>();
@@ -160,8 +164,18 @@ export function combineCrossed(VR: number, VC: number, VRC: number, k: number, c
   const tC = (c / (c - 1)) * VC;
   const tE = Math.max(0, ((k * c) / ((k - 1) * (c - 1))) * (VRC - VR - VC));
   const v = tR + tC - tE;
-  const components: VarianceComponents = { design: 'crossed', run: Math.max(0, tR - tE), canary: Math.max(0, tC - tE), residual: tE, runs: k, canaries: c };
-  if (v <= Math.max(tR, tC)) return tR >= tC ? { variance: tR, df: k - 1, design: 'crossed', components } : { variance: tC, df: c - 1, design: 'crossed', components };
+  const components: VarianceComponents = {
+    design: 'crossed',
+    run: Math.max(0, tR - tE),
+    canary: Math.max(0, tC - tE),
+    residual: tE,
+    runs: k,
+    canaries: c,
+  };
+  if (v <= Math.max(tR, tC))
+    return tR >= tC
+      ? { variance: tR, df: k - 1, design: 'crossed', components }
+      : { variance: tC, df: c - 1, design: 'crossed', components };
   const df = (v * v) / ((tR * tR) / (k - 1) + (tC * tC) / (c - 1) + (tE * tE) / ((k - 1) * (c - 1)));
   return { variance: v, df, design: 'crossed', components };
 }

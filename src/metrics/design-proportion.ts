@@ -1,4 +1,13 @@
-import { clusteredSample, combineCrossed, DEFAULT_CONFIDENCE, intervalFlags, sampleDesign, type ClusteredSample, type Design, type VarianceEstimate } from './clustered-sample.js';
+import {
+  clusteredSample,
+  combineCrossed,
+  DEFAULT_CONFIDENCE,
+  intervalFlags,
+  sampleDesign,
+  type ClusteredSample,
+  type Design,
+  type VarianceEstimate,
+} from './clustered-sample.js';
 import { studentTQuantile } from './distributions.js';
 import { wilsonBounds, wilsonInterval, type Proportion } from './wilson.js';
 
@@ -99,7 +108,8 @@ function crossedMeanVariance(s: ClusteredSample): VarianceEstimate {
   for (let run = 0; run < r; run += 1) ssR += ((runMean[run] as number) - grand) ** 2;
   for (let u = 0; u < c; u += 1) ssC += ((unitMean[u] as number) - grand) ** 2;
   for (let run = 0; run < r; run += 1) {
-    for (let u = 0; u < c; u += 1) ssE += ((y[run * c + u] as number) - (runMean[run] as number) - (unitMean[u] as number) + grand) ** 2;
+    for (let u = 0; u < c; u += 1)
+      ssE += ((y[run * c + u] as number) - (runMean[run] as number) - (unitMean[u] as number) + grand) ** 2;
   }
   const vR = ssR / (r * r);
   const vC = ssC / (c * c);
@@ -119,7 +129,9 @@ function nestedMeanVariance(runs: readonly RunCount[], p: number): VarianceEstim
   }
   between *= r / (r - 1) / (n * n);
   within = ((n > r ? n / (n - r) : 1) * within) / (n * n);
-  return between >= within ? { variance: between, df: r - 1, design: 'nested' } : { variance: within, df: Math.max(1, n - r), design: 'nested' };
+  return between >= within
+    ? { variance: between, df: r - 1, design: 'nested' }
+    : { variance: within, df: Math.max(1, n - r), design: 'nested' };
 }
 
 /**
@@ -127,8 +139,16 @@ function nestedMeanVariance(runs: readonly RunCount[], p: number): VarianceEstim
  * `unitIds[i]` (the canary: id + code) naming each value's run and unit; null when nothing was
  * measured. See the module comment for the interval.
  */
-export function designProportion(values: readonly (boolean | null)[], runIds: readonly string[], unitIds: readonly string[], confidence = DEFAULT_CONFIDENCE): DesignProportion | null {
-  if (runIds.length !== values.length || unitIds.length !== values.length) throw new RangeError(`designProportion: ${values.length} values, ${runIds.length} run ids, ${unitIds.length} unit ids`);
+export function designProportion(
+  values: readonly (boolean | null)[],
+  runIds: readonly string[],
+  unitIds: readonly string[],
+  confidence = DEFAULT_CONFIDENCE,
+): DesignProportion | null {
+  if (runIds.length !== values.length || unitIds.length !== values.length)
+    throw new RangeError(
+      `designProportion: ${values.length} values, ${runIds.length} run ids, ${unitIds.length} unit ids`,
+    );
   const runs = runCounts(values, runIds);
   const k = runs.reduce((a, x) => a + x.k, 0);
   const n = runs.reduce((a, x) => a + x.n, 0);
@@ -159,5 +179,18 @@ export function designProportion(values: readonly (boolean | null)[], runIds: re
   const z = studentTQuantile(1 - (1 - confidence) / 2, df);
   const [lo, hi] = wilsonBounds(p, nEff, z);
   const flags = intervalFlags(r);
-  return { k, n, rate: p, lo, hi, method: 'design-wilson', resampling: design, n_runs: r, n_eff: nEff, df, runs, ...(flags.length > 0 ? { flags } : {}) };
+  return {
+    k,
+    n,
+    rate: p,
+    lo,
+    hi,
+    method: 'design-wilson',
+    resampling: design,
+    n_runs: r,
+    n_eff: nEff,
+    df,
+    runs,
+    ...(flags.length > 0 ? { flags } : {}),
+  };
 }

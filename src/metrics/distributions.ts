@@ -6,8 +6,8 @@
  */
 
 const LANCZOS = [
-  676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012,
-  9.9843695780195716e-6, 1.5056327351493116e-7,
+  676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905,
+  -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
 ];
 
 /** ln Γ(x) for x > 0 (Lanczos, g = 7; relative error ~1e-15). */
@@ -101,7 +101,8 @@ export function studentTQuantile(p: number, df: number): number {
  * (exact: each side holds at most (1 − confidence)/2).
  */
 export function clopperPearson(k: number, n: number, confidence = 0.95): { lo: number; hi: number } {
-  if (!(Number.isInteger(k) && Number.isInteger(n) && k >= 0 && k <= n && n > 0)) throw new RangeError(`clopperPearson: need 0 <= k <= n, n > 0, got ${k}/${n}`);
+  if (!(Number.isInteger(k) && Number.isInteger(n) && k >= 0 && k <= n && n > 0))
+    throw new RangeError(`clopperPearson: need 0 <= k <= n, n > 0, got ${k}/${n}`);
   const a = (1 - confidence) / 2;
   return { lo: k === 0 ? 0 : betaQuantile(a, k, n - k + 1), hi: k === n ? 1 : betaQuantile(1 - a, k + 1, n - k) };
 }

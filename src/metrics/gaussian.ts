@@ -31,7 +31,7 @@ function erfSeries(z: number): number {
     sum += term;
     if (term < 1e-17 * sum) break;
   }
-  return ((2 / SQRT_PI) * Math.exp(-z2) * sum);
+  return (2 / SQRT_PI) * Math.exp(-z2) * sum;
 }
 
 /** The complementary error function. */

@@ -1,6 +1,16 @@
 import { canonicalJson } from '../hash.js';
 import { bootstrapMedian, clusteredSample, type MedianInterval } from './bootstrap.js';
-import { cellLabel, compareAxisValues, compareCells, differingAxes, formatValue, valueKey, type Axis, type AxisRoles, type Cell } from './cells.js';
+import {
+  cellLabel,
+  compareAxisValues,
+  compareCells,
+  differingAxes,
+  formatValue,
+  valueKey,
+  type Axis,
+  type AxisRoles,
+  type Cell,
+} from './cells.js';
 import { median } from './statistics.js';
 import { canaryKey, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
 import { commonSpace, type RunMeta, type SpaceSummary } from './space-check.js';
@@ -59,7 +69,20 @@ function cohortOf(o: Observation): string {
   return o.role === 'held_out' ? 'held_out' : (o.cohort ?? 'focal');
 }
 
-type PairMeta = Omit<PairedSummary, 'key' | 'space' | 'n_pairs' | 'n_run_pairs' | 'n_canaries' | 'rose' | 'fell' | 'tied' | 'from_median' | 'to_median' | 'difference'>;
+type PairMeta = Omit<
+  PairedSummary,
+  | 'key'
+  | 'space'
+  | 'n_pairs'
+  | 'n_run_pairs'
+  | 'n_canaries'
+  | 'rose'
+  | 'fell'
+  | 'tied'
+  | 'from_median'
+  | 'to_median'
+  | 'difference'
+>;
 type PairGroup = { meta: PairMeta; pairs: Pair[]; runPairs: Set<string> };
 /** A run's observations (base phase left out) by phase, probe kind and canary. */
 type RunIndex = Map<string, Observation>;
@@ -129,7 +152,11 @@ function indexByRun(observations: readonly Observation[], runById: Map<string, R
  * value order (numbers numerically, placements in time order, else grid order), with the axes
  * they share as context; null for any other pair.
  */
-function orientPair(a: RunMeta, b: RunMeta, options: PairedOptions): { axis: string; from: RunMeta; to: RunMeta; context: Cell } | null {
+function orientPair(
+  a: RunMeta,
+  b: RunMeta,
+  options: PairedOptions,
+): { axis: string; from: RunMeta; to: RunMeta; context: Cell } | null {
   const diff = differingAxes(a.cell, b.cell);
   const axis = diff[0];
   if (diff.length !== 1 || axis === undefined || options.roles.seedAxes.includes(axis)) return null;
@@ -161,7 +188,17 @@ function pairObservations(
     const cohort = fc === tc ? fc : `${fc}→${tc}`;
     const doses = [f.dose, t.dose].filter((d): d is number => d !== null);
     const dose = doses.length > 0 && doses.every((d) => d === doses[0]) ? (doses[0] as number) : null;
-    const meta: PairMeta = { axis, from: from.cell[axis], to: to.cell[axis], context, label: cellLabel(context, options.labelAxes), cohort, dose, probe_kind: f.probe_kind, phase: f.phase };
+    const meta: PairMeta = {
+      axis,
+      from: from.cell[axis],
+      to: to.cell[axis],
+      context,
+      label: cellLabel(context, options.labelAxes),
+      cohort,
+      dose,
+      probe_kind: f.probe_kind,
+      phase: f.phase,
+    };
     const key = canonicalJson({ ...meta, from: meta.from ?? null, to: meta.to ?? null });
     let group = groups.get(key);
     if (!group) groups.set(key, (group = { meta, pairs: [], runPairs: new Set() }));
@@ -170,9 +207,18 @@ function pairObservations(
   }
 }
 
-function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: Map<string, RunMeta>, options: PairedOptions): PairedSummary {
+function summarise(
+  key: string,
+  { meta, pairs, runPairs }: PairGroup,
+  runById: Map<string, RunMeta>,
+  options: PairedOptions,
+): PairedSummary {
   const what = `paired comparison ${meta.axis} ${formatValue(meta.from)} → ${formatValue(meta.to)} (${meta.label})`;
-  const space = commonSpace(what, pairs.flatMap((p) => [p.from, p.to]), runById) as SpaceSummary;
+  const space = commonSpace(
+    what,
+    pairs.flatMap((p) => [p.from, p.to]),
+    runById,
+  ) as SpaceSummary;
   const diffs = pairs.map((p) => p.to.exposure - p.from.exposure);
   return {
     key,
@@ -187,14 +233,21 @@ function summarise(key: string, { meta, pairs, runPairs }: PairGroup, runById: M
     from_median: median(pairs.map((p) => p.from.exposure)),
     to_median: median(pairs.map((p) => p.to.exposure)),
     // Run pairs and canaries: crossed when every run pair holds the same canaries, else nested.
-    difference: bootstrapMedian(clusteredSample(diffs, pairs.map((p) => `${p.from.run_id}|${p.to.run_id}`), pairs.map((p) => canaryKey(p.from))), {
-      seed: options.seed,
-      label: `${key}|paired`,
-      bounds: [-space.ceiling, space.ceiling],
-      ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
-      ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
-      ...(options.median !== undefined ? { median: options.median } : {}),
-    }) as MedianInterval,
+    difference: bootstrapMedian(
+      clusteredSample(
+        diffs,
+        pairs.map((p) => `${p.from.run_id}|${p.to.run_id}`),
+        pairs.map((p) => canaryKey(p.from)),
+      ),
+      {
+        seed: options.seed,
+        label: `${key}|paired`,
+        bounds: [-space.ceiling, space.ceiling],
+        ...(options.resamples !== undefined ? { resamples: options.resamples } : {}),
+        ...(options.confidence !== undefined ? { confidence: options.confidence } : {}),
+        ...(options.median !== undefined ? { median: options.median } : {}),
+      },
+    ) as MedianInterval,
   };
 }
 

@@ -56,9 +56,17 @@ function muFor(eps: number, delta: number): number {
  * `significance` (read as μ-GDP with μ from (ε, δ)): `audit_rh_with_cap` of arXiv 2410.22235,
  * jax_privacy's `audit_objective`.
  */
-export function fdpObjective(m: number, guesses: number, correct: number, significance: number, eps: number, delta: number): number {
+export function fdpObjective(
+  m: number,
+  guesses: number,
+  correct: number,
+  significance: number,
+  eps: number,
+  delta: number,
+): number {
   const mu = muFor(eps, delta);
-  const blowUpInverse = (x: number): number => (mu === Infinity ? (x === 1 ? 1 : 0) : x >= 1 ? 1 : normalCdf(normalPpf(x) - mu));
+  const blowUpInverse = (x: number): number =>
+    mu === Infinity ? (x === 1 ? 1 : 0) : x >= 1 ? 1 : normalCdf(normalPpf(x) - mu);
   let r = (significance * correct) / m;
   let h = (significance * (guesses - correct)) / m;
   for (let i = correct - 1; i >= 0; i -= 1) {
@@ -74,7 +82,14 @@ export function fdpObjective(m: number, guesses: number, correct: number, signif
  * The largest ε whose claim `correct`/`guesses` falsify, or `epsLo` when none above it is: doubling
  * then bisection to 1e-9 (jax_privacy: doubling then brentq to 1e-6).
  */
-export function fdpEpsilon(epsLo: number, m: number, guesses: number, correct: number, significance: number, delta: number): number {
+export function fdpEpsilon(
+  epsLo: number,
+  m: number,
+  guesses: number,
+  correct: number,
+  significance: number,
+  delta: number,
+): number {
   if (guesses === 0) return epsLo;
   const f = (eps: number): number => fdpObjective(m, guesses, correct, significance, eps, delta);
   if (f(epsLo) <= 0) return epsLo;
@@ -118,7 +133,12 @@ function count(canaries: readonly ScoredCanary[], threshold: number): { guesses:
  * `_epsilon_one_run_all_thresholds` with `use_fdp=True`. Candidates go by decreasing raw
  * precision; one whose precision is ≤ logistic(best ε) cannot beat it and is skipped.
  */
-function auditThresholds(canaries: readonly ScoredCanary[], significance: number, delta: number, threshold: number | null): ThresholdAudit | null {
+function auditThresholds(
+  canaries: readonly ScoredCanary[],
+  significance: number,
+  delta: number,
+  threshold: number | null,
+): ThresholdAudit | null {
   const h = rocHull(canaries);
   if (!h) return null;
   const m = h.nIn + h.nOut;
@@ -126,7 +146,11 @@ function auditThresholds(canaries: readonly ScoredCanary[], significance: number
     const g = count(canaries, threshold);
     return { epsilon: fdpEpsilon(0, m, g.guesses, g.correct, significance, delta), threshold, ...g, thresholds: 1 };
   }
-  const cands = h.thresholds.map((t, i) => ({ t, correct: h.nIn - (h.fn[i] as number), guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number) }));
+  const cands = h.thresholds.map((t, i) => ({
+    t,
+    correct: h.nIn - (h.fn[i] as number),
+    guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number),
+  }));
   cands.sort((a, b) => b.correct * a.guesses - a.correct * b.guesses || b.guesses - a.guesses);
   let best: ThresholdAudit = { epsilon: 0, threshold: null, guesses: 0, correct: 0, thresholds: h.thresholds.length };
   let bestQ = 0.5;
@@ -156,7 +180,13 @@ function splitPool(canaries: readonly ScoredCanary[], fraction: number, rng: Rng
   return [a, b];
 }
 
-function singleSplit(canaries: readonly ScoredCanary[], fraction: number, significance: number, delta: number, rng: Rng): ThresholdAudit | null {
+function singleSplit(
+  canaries: readonly ScoredCanary[],
+  fraction: number,
+  significance: number,
+  delta: number,
+  rng: Rng,
+): ThresholdAudit | null {
   const [choose, audit] = splitPool(canaries, fraction, rng);
   const chosen = auditThresholds(choose, significance, delta, null);
   if (!chosen) return null;
@@ -183,10 +213,16 @@ export interface FdpOneRunBound extends EpsilonBound {
  * Split bounds each at (1 − confidence)/2 (Meinshausen et al. 2009: twice the median p-value is a
  * valid p-value). Null without both members and non-members.
  */
-export function fdpOneRunBound(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95, strategy: ThresholdStrategy = { kind: 'bonferroni' }): FdpOneRunBound | null {
+export function fdpOneRunBound(
+  canaries: readonly ScoredCanary[],
+  delta: number,
+  confidence = 0.95,
+  strategy: ThresholdStrategy = { kind: 'bonferroni' },
+): FdpOneRunBound | null {
   if (!(delta > 0 && delta <= 1)) throw new RangeError(`fdpOneRunBound: delta must be in (0, 1], got ${delta}`);
   const significance = 1 - confidence;
-  if (!(significance > 0 && significance < 1)) throw new RangeError(`fdpOneRunBound: confidence must be in (0, 1), got ${confidence}`);
+  if (!(significance > 0 && significance < 1))
+    throw new RangeError(`fdpOneRunBound: confidence must be in (0, 1), got ${confidence}`);
   const m = canaries.length;
   const label = strategyLabel(strategy);
   const base = { delta, confidence, m, threshold_strategy: label };
@@ -194,20 +230,42 @@ export function fdpOneRunBound(canaries: readonly ScoredCanary[], delta: number,
     const h = rocHull(canaries);
     if (!h) return null;
     const a = auditThresholds(canaries, significance / h.thresholds.length, delta, null);
-    return a && { ...base, epsilon: a.epsilon, thresholds: a.thresholds, guesses: a.guesses, correct: a.correct, threshold: a.threshold };
+    return (
+      a && {
+        ...base,
+        epsilon: a.epsilon,
+        thresholds: a.thresholds,
+        guesses: a.guesses,
+        correct: a.correct,
+        threshold: a.threshold,
+      }
+    );
   }
-  if (!(strategy.fraction > 0 && strategy.fraction < 1)) throw new RangeError(`fdpOneRunBound: split fraction must be in (0, 1), got ${strategy.fraction}`);
+  if (!(strategy.fraction > 0 && strategy.fraction < 1))
+    throw new RangeError(`fdpOneRunBound: split fraction must be in (0, 1), got ${strategy.fraction}`);
   if (!rocHull(canaries)) return null;
   const rng = Rng.fromSeed(strategy.seed);
   if (strategy.kind === 'split') {
     const a = singleSplit(canaries, strategy.fraction, significance, delta, rng);
-    return a && { ...base, epsilon: a.epsilon, thresholds: 1, guesses: a.guesses, correct: a.correct, threshold: a.threshold };
+    return (
+      a && {
+        ...base,
+        epsilon: a.epsilon,
+        thresholds: 1,
+        guesses: a.guesses,
+        correct: a.correct,
+        threshold: a.threshold,
+      }
+    );
   }
-  if (!(Number.isInteger(strategy.samples) && strategy.samples >= 1)) throw new RangeError(`fdpOneRunBound: multisplit samples must be a positive integer, got ${strategy.samples}`);
+  if (!(Number.isInteger(strategy.samples) && strategy.samples >= 1))
+    throw new RangeError(`fdpOneRunBound: multisplit samples must be a positive integer, got ${strategy.samples}`);
   const values: number[] = [];
-  for (let i = 0; i < strategy.samples; i += 1) values.push(singleSplit(canaries, strategy.fraction, significance / 2, delta, rng)?.epsilon ?? 0);
+  for (let i = 0; i < strategy.samples; i += 1)
+    values.push(singleSplit(canaries, strategy.fraction, significance / 2, delta, rng)?.epsilon ?? 0);
   values.sort((a, b) => a - b);
   const n = values.length;
-  const median = n % 2 === 1 ? (values[(n - 1) / 2] as number) : 0.5 * ((values[n / 2 - 1] as number) + (values[n / 2] as number));
+  const median =
+    n % 2 === 1 ? (values[(n - 1) / 2] as number) : 0.5 * ((values[n / 2 - 1] as number) + (values[n / 2] as number));
   return { ...base, epsilon: median, thresholds: 1, guesses: 0, correct: 0, threshold: null };
 }

@@ -59,10 +59,20 @@ export function rocHull(canaries: readonly ScoredCanary[]): RocHull | null {
     (b.tn - a.tn) * (c.fn - b.fn) - (c.tn - b.tn) * (b.fn - a.fn);
   for (const t of distinct) {
     const p = { t, fn: countBelow(ins, t), tn: countBelow(outs, t) };
-    while (hull.length >= 2 && cross(hull[hull.length - 2] as (typeof hull)[number], hull[hull.length - 1] as (typeof hull)[number], p) <= 0) hull.pop();
+    while (
+      hull.length >= 2 &&
+      cross(hull[hull.length - 2] as (typeof hull)[number], hull[hull.length - 1] as (typeof hull)[number], p) <= 0
+    )
+      hull.pop();
     hull.push(p);
   }
-  return { thresholds: hull.map((h) => h.t), fn: hull.map((h) => h.fn), tn: hull.map((h) => h.tn), nIn: ins.length, nOut: outs.length };
+  return {
+    thresholds: hull.map((h) => h.t),
+    fn: hull.map((h) => h.fn),
+    tn: hull.map((h) => h.tn),
+    nIn: ins.length,
+    nOut: outs.length,
+  };
 }
 
 /** One-sided Clopper–Pearson upper bound on a rate from k of n at level `significance` (1 at k = n). */
@@ -106,7 +116,8 @@ export interface GdpBound extends EpsilonBound {
 export function gdpEpsilon(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): GdpBound | null {
   if (!(delta > 0 && delta <= 1)) throw new RangeError(`gdpEpsilon: delta must be in (0, 1], got ${delta}`);
   const significance = 1 - confidence;
-  if (!(significance > 0 && significance < 0.5)) throw new RangeError(`gdpEpsilon: confidence must be in (0.5, 1), got ${confidence}`);
+  if (!(significance > 0 && significance < 0.5))
+    throw new RangeError(`gdpEpsilon: confidence must be in (0.5, 1), got ${confidence}`);
   const h = rocHull(canaries);
   if (!h) return null;
   const T = h.fn.length;

@@ -69,7 +69,10 @@ export interface TprAtFpr {
 /** TPR at the loosest threshold whose FPR on the non-members stays at or below `fpr`. */
 export function tprAtFpr(canaries: readonly ScoredCanary[], fpr: number, confidence = 0.95): TprAtFpr | null {
   const members = canaries.filter((c) => c.member).map((c) => c.score);
-  const others = canaries.filter((c) => !c.member).map((c) => c.score).sort((a, b) => b - a);
+  const others = canaries
+    .filter((c) => !c.member)
+    .map((c) => c.score)
+    .sort((a, b) => b - a);
   if (members.length === 0 || others.length === 0) return null;
   const allowed = Math.floor(fpr * others.length + 1e-9);
   // Scores strictly above the (allowed + 1)-th highest non-member pass: at most `allowed` do.
@@ -77,7 +80,16 @@ export function tprAtFpr(canaries: readonly ScoredCanary[], fpr: number, confide
   const passedOthers = others.filter((s) => s > bar).length;
   const k = members.filter((s) => s > bar).length;
   const ci = clopperPearson(k, members.length, confidence);
-  return { fpr, achieved_fpr: passedOthers / others.length, resolution: 1 / others.length, k, n: members.length, tpr: k / members.length, lo: ci.lo, hi: ci.hi };
+  return {
+    fpr,
+    achieved_fpr: passedOthers / others.length,
+    resolution: 1 / others.length,
+    k,
+    n: members.length,
+    tpr: k / members.length,
+    lo: ci.lo,
+    hi: ci.hi,
+  };
 }
 
 export interface EpsilonBound {
@@ -107,7 +119,11 @@ function clopperPearsonMemo(k: number, n: number, confidence: number): { lo: num
 }
 
 /** The Clopper–Pearson ε lower bound over every threshold, Bonferroni-corrected. */
-export function clopperPearsonEpsilon(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): EpsilonBound | null {
+export function clopperPearsonEpsilon(
+  canaries: readonly ScoredCanary[],
+  delta: number,
+  confidence = 0.95,
+): EpsilonBound | null {
   const members = canaries.filter((c) => c.member).map((c) => c.score);
   const others = canaries.filter((c) => !c.member).map((c) => c.score);
   if (members.length === 0 || others.length === 0) return null;
@@ -147,7 +163,8 @@ function binomialUpperTail(k: number, n: number, q: number): number {
  * `p_value_DP_audit`.
  */
 export function oneRunPValue(m: number, r: number, v: number, eps: number, delta: number): number {
-  if (!(0 <= v && v <= r && r <= m)) throw new RangeError(`oneRunPValue: need 0 <= v <= r <= m, got v=${v}, r=${r}, m=${m}`);
+  if (!(0 <= v && v <= r && r <= m))
+    throw new RangeError(`oneRunPValue: need 0 <= v <= r <= m, got v=${v}, r=${r}, m=${m}`);
   const q = 1 / (1 + Math.exp(-eps));
   const beta = binomialUpperTail(v, r, q);
   if (delta === 0) return Math.min(beta, 1);
@@ -195,7 +212,10 @@ export interface OneRunBound extends EpsilonBound {
  * function of the score multiset only, as the one-run theorem requires of the auditor; fewer
  * guesses only weaken the bound.
  */
-export function oneRunGuesses(desc: readonly ScoredCanary[], r: number): { guesses: number; correct: number; abstained: number } {
+export function oneRunGuesses(
+  desc: readonly ScoredCanary[],
+  r: number,
+): { guesses: number; correct: number; abstained: number } {
   const m = desc.length;
   const half = r / 2;
   // half < m always (r <= m, half <= m/2), so both bars exist.
@@ -204,7 +224,11 @@ export function oneRunGuesses(desc: readonly ScoredCanary[], r: number): { guess
   const ins = desc.filter((c) => c.score > inBar);
   const outs = desc.filter((c) => c.score < outBar);
   const guesses = ins.length + outs.length;
-  return { guesses, correct: ins.filter((c) => c.member).length + outs.filter((c) => !c.member).length, abstained: r - guesses };
+  return {
+    guesses,
+    correct: ins.filter((c) => c.member).length + outs.filter((c) => !c.member).length,
+    abstained: r - guesses,
+  };
 }
 
 /**
@@ -217,13 +241,16 @@ export function oneRunBound(canaries: readonly ScoredCanary[], delta: number, co
   const m = canaries.length;
   if (m < 2 || !canaries.some((c) => c.member) || canaries.every((c) => c.member)) return null;
   const sorted = [...canaries].sort((a, b) => b.score - a.score);
-  const choices = [...new Set([m / 8, m / 4, m / 2, m].map((x) => Math.max(2, 2 * Math.floor(x / 2))).filter((r) => r <= m))];
+  const choices = [
+    ...new Set([m / 8, m / 4, m / 2, m].map((x) => Math.max(2, 2 * Math.floor(x / 2))).filter((r) => r <= m)),
+  ];
   const p = (1 - confidence) / choices.length;
   let best: OneRunBound | null = null;
   for (const r of choices) {
     const g = oneRunGuesses(sorted, r);
     const eps = oneRunEpsilon(m, g.guesses, g.correct, delta, p);
-    if (best === null || eps > best.epsilon) best = { epsilon: eps, delta, confidence, thresholds: choices.length, m, ...g };
+    if (best === null || eps > best.epsilon)
+      best = { epsilon: eps, delta, confidence, thresholds: choices.length, m, ...g };
   }
   return best;
 }

@@ -17,7 +17,11 @@ import { designProportion } from './design-proportion.js';
  * ceiling, docs/metrics.md). The ranks do not collapse: the share at or above a value is
  * estimated as well with ties as without, and the interval is as lopsided as the data.
  */
-export function rankInterval(s: ClusteredSample, alpha: number, bounds: readonly [number, number]): { lo: number; hi: number } {
+export function rankInterval(
+  s: ClusteredSample,
+  alpha: number,
+  bounds: readonly [number, number],
+): { lo: number; hi: number } {
   const n = s.values.length;
   const runIds = new Array<string>(n);
   const unitIds = new Array<string>(n);
@@ -30,7 +34,8 @@ export function rankInterval(s: ClusteredSample, alpha: number, bounds: readonly
   const distinct = [...new Set(s.values)].sort((a, b) => a - b);
   const confidence = 1 - 2 * (alpha / 2);
   // A two-sided (1 − α) interval's lower end is a one-sided α/2 bound.
-  const lowerBound = (flags: boolean[]): number => (designProportion(flags, runIds, unitIds, confidence) as { lo: number }).lo;
+  const lowerBound = (flags: boolean[]): number =>
+    (designProportion(flags, runIds, unitIds, confidence) as { lo: number }).lo;
   let lo = Number.isFinite(bounds[0]) ? bounds[0] : (distinct[0] as number);
   for (let j = distinct.length - 1; j >= 0; j -= 1) {
     const v = distinct[j] as number;

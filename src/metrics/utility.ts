@@ -1,6 +1,13 @@
 import { derivedSeed, Rng } from '../random.js';
 import type { UtilityMetric } from '../contracts/manifest.js';
-import { clusteredSample, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type BootstrapOptions, type ClusteredSample, type Resampling } from './bootstrap.js';
+import {
+  clusteredSample,
+  DEFAULT_CONFIDENCE,
+  DEFAULT_RESAMPLES,
+  type BootstrapOptions,
+  type ClusteredSample,
+  type Resampling,
+} from './bootstrap.js';
 import { quantileSorted } from './statistics.js';
 import { wilsonInterval } from './wilson.js';
 
@@ -20,7 +27,13 @@ import { wilsonInterval } from './wilson.js';
  * a mean over all their rows, resampled hierarchically (runs, then rows within each drawn run).
  */
 export type GenerationMetric = Exclude<UtilityMetric, 'loss'>;
-export const GENERATION_METRICS: readonly GenerationMetric[] = ['accuracy', 'exact_match', 'token_f1', 'point_in_box', 'parse_rate'];
+export const GENERATION_METRICS: readonly GenerationMetric[] = [
+  'accuracy',
+  'exact_match',
+  'token_f1',
+  'point_in_box',
+  'parse_rate',
+];
 
 /** Metrics scored against the row's box (grounding rows), not its target text. */
 export const BOX_METRICS: readonly GenerationMetric[] = ['point_in_box', 'parse_rate'];
@@ -72,7 +85,10 @@ export function canonicalNumber(token: string): string | null {
  */
 export function normalizeAnswer(text: string): NormalizedAnswer {
   let s = text.toLowerCase().replace(CURRENCY, '').replace(THOUSANDS, '$1').replace(/%/gu, ' percent ');
-  s = s.replace(/\s+/gu, ' ').trim().replace(/[\s.]+$/u, '');
+  s = s
+    .replace(/\s+/gu, ' ')
+    .trim()
+    .replace(/[\s.]+$/u, '');
   const scales = new Set<string>();
   const spans: string[] = [];
   for (const part of s.split(',')) {
@@ -183,8 +199,14 @@ export function rowScore(metric: GenerationMetric, prediction: string, target: s
   return tokenF1(prediction, target);
 }
 
-export function rowScores(metric: GenerationMetric, predictions: readonly string[], targets: readonly string[], boxes?: readonly (Box | null)[]): number[] {
-  if (predictions.length !== targets.length) throw new RangeError(`rowScores: ${predictions.length} predictions but ${targets.length} targets`);
+export function rowScores(
+  metric: GenerationMetric,
+  predictions: readonly string[],
+  targets: readonly string[],
+  boxes?: readonly (Box | null)[],
+): number[] {
+  if (predictions.length !== targets.length)
+    throw new RangeError(`rowScores: ${predictions.length} predictions but ${targets.length} targets`);
   return predictions.map((p, i) => rowScore(metric, p, targets[i] as string, boxes?.[i] ?? null));
 }
 
@@ -205,14 +227,18 @@ export interface MeanInterval {
  * the report seed and the interval's label): flat over the values for one cluster, hierarchical
  * (clusters, then values within each drawn cluster) for several. null for an empty sample.
  */
-export function bootstrapMean(sample: ArrayLike<number> | ClusteredSample, options: BootstrapOptions): MeanInterval | null {
+export function bootstrapMean(
+  sample: ArrayLike<number> | ClusteredSample,
+  options: BootstrapOptions,
+): MeanInterval | null {
   const s = 'offsets' in sample ? sample : clusteredSample(sample);
   const { values, offsets } = s;
   const n = values.length;
   if (n === 0) return null;
   const resamples = options.resamples ?? DEFAULT_RESAMPLES;
   const confidence = options.confidence ?? DEFAULT_CONFIDENCE;
-  if (!Number.isInteger(resamples) || resamples < 1) throw new RangeError(`resamples must be an integer >= 1, got ${resamples}`);
+  if (!Number.isInteger(resamples) || resamples < 1)
+    throw new RangeError(`resamples must be an integer >= 1, got ${resamples}`);
   if (!(confidence > 0 && confidence < 1)) throw new RangeError(`confidence must be in (0, 1), got ${confidence}`);
   const alpha = 1 - confidence;
   const k = offsets.length - 1;
@@ -238,7 +264,14 @@ export function bootstrapMean(sample: ArrayLike<number> | ClusteredSample, optio
     stats[b] = sum / m;
   }
   stats.sort();
-  return { estimate: total / n, lo: quantileSorted(stats, alpha / 2), hi: quantileSorted(stats, 1 - alpha / 2), n, n_clusters: k, resampling: k > 1 ? 'hierarchical' : 'flat' };
+  return {
+    estimate: total / n,
+    lo: quantileSorted(stats, alpha / 2),
+    hi: quantileSorted(stats, 1 - alpha / 2),
+    n,
+    n_clusters: k,
+    resampling: k > 1 ? 'hierarchical' : 'flat',
+  };
 }
 
 /** A utility metric over the rows of one run or of several runs pooled, with its interval. */
@@ -269,7 +302,11 @@ export interface RunScores {
  * the mean for token F1) or several runs' rows pooled (the hierarchical bootstrap of the mean, for
  * every metric: the rows of one run share its training). null when no row was scored.
  */
-export function utilityInterval(metric: GenerationMetric, runs: readonly RunScores[], options: BootstrapOptions): UtilityInterval | null {
+export function utilityInterval(
+  metric: GenerationMetric,
+  runs: readonly RunScores[],
+  options: BootstrapOptions,
+): UtilityInterval | null {
   const present = runs.filter((r) => r.scores.length > 0);
   const values = present.flatMap((r) => [...r.scores]);
   if (values.length === 0) return null;
@@ -277,9 +314,19 @@ export function utilityInterval(metric: GenerationMetric, runs: readonly RunScor
   const k = binary ? values.reduce((a, v) => a + v, 0) : null;
   if (binary && present.length === 1) {
     const p = wilsonInterval(k as number, values.length, options.confidence ?? DEFAULT_CONFIDENCE);
-    if (p) return { estimate: p.rate, lo: p.lo, hi: p.hi, n: p.n, k: p.k, n_runs: 1, method: 'wilson', resampling: null };
+    if (p)
+      return { estimate: p.rate, lo: p.lo, hi: p.hi, n: p.n, k: p.k, n_runs: 1, method: 'wilson', resampling: null };
   }
   const clusters = present.flatMap((r) => r.scores.map(() => r.run_id));
   const mean = bootstrapMean(clusteredSample(values, clusters), options) as MeanInterval;
-  return { estimate: mean.estimate, lo: mean.lo, hi: mean.hi, n: mean.n, k, n_runs: present.length, method: 'bootstrap', resampling: mean.resampling };
+  return {
+    estimate: mean.estimate,
+    lo: mean.lo,
+    hi: mean.hi,
+    n: mean.n,
+    k,
+    n_runs: present.length,
+    method: 'bootstrap',
+    resampling: mean.resampling,
+  };
 }

@@ -59,9 +59,16 @@ export function tCdf(t: number, df: number): number {
  * normal interval with its wider half, se = max(estimate − lo, hi − estimate) / z_{1−α/2}, so that a
  * decided difference never contradicts the printed interval (higher implies lo > 0).
  */
-export function spreadOf(i: { estimate: number; lo: number; hi: number; se: number | null; df: number | null }, alpha: number): Spread {
+export function spreadOf(
+  i: { estimate: number; lo: number; hi: number; se: number | null; df: number | null },
+  alpha: number,
+): Spread {
   if (i.se !== null && i.df !== null) return { estimate: i.estimate, se: i.se, df: i.df };
-  return { estimate: i.estimate, se: Math.max(0, i.estimate - i.lo, i.hi - i.estimate) / normalQuantile(1 - alpha / 2), df: Infinity };
+  return {
+    estimate: i.estimate,
+    se: Math.max(0, i.estimate - i.lo, i.hi - i.estimate) / normalQuantile(1 - alpha / 2),
+    df: Infinity,
+  };
 }
 
 /** The difference test and the two one-sided tests against ±margin. */
@@ -80,14 +87,21 @@ export function testSpread(s: Spread, margin: number): Tested {
 }
 
 /** The verdict of a tested comparison with its tests compared against their thresholds. */
-export function readVerdict(t: Pick<Tested, 'estimate'>, differenceRejected: boolean, equivalenceRejected: boolean): Reading {
-  if (differenceRejected && t.estimate !== 0) return { verdict: t.estimate > 0 ? 'higher' : 'lower', within_margin: equivalenceRejected };
+export function readVerdict(
+  t: Pick<Tested, 'estimate'>,
+  differenceRejected: boolean,
+  equivalenceRejected: boolean,
+): Reading {
+  if (differenceRejected && t.estimate !== 0)
+    return { verdict: t.estimate > 0 ? 'higher' : 'lower', within_margin: equivalenceRejected };
   if (equivalenceRejected) return { verdict: 'equivalent', within_margin: true };
   return { verdict: 'undecided', within_margin: false };
 }
 
 /** Holm-adjusted p-values of a family (see the module comment): one pair per comparison. */
-export function holmAdjust(family: readonly Pick<Tested, 'p_difference' | 'p_equivalence'>[]): { p_difference: number; p_equivalence: number }[] {
+export function holmAdjust(
+  family: readonly Pick<Tested, 'p_difference' | 'p_equivalence'>[],
+): { p_difference: number; p_equivalence: number }[] {
   const tests = family.flatMap((c, i) => [
     { i, which: 'p_difference' as const, p: c.p_difference },
     { i, which: 'p_equivalence' as const, p: c.p_equivalence },
@@ -113,7 +127,11 @@ export function holmAdjust(family: readonly Pick<Tested, 'p_difference' | 'p_equ
  * residual, tE = residual), floored as `combineCrossed` floors it (runs − 1 or canaries − 1); nested,
  * runs − 1 (or the within-run df when that part dominates); sides combined by Welch–Satterthwaite.
  */
-export function scaledVariance(components: readonly VarianceComponents[], runFactor: number, canaryFactor: number): { variance: number; df: number } {
+export function scaledVariance(
+  components: readonly VarianceComponents[],
+  runFactor: number,
+  canaryFactor: number,
+): { variance: number; df: number } {
   let variance = 0;
   let denominator = 0;
   for (const c of components) {
@@ -129,7 +147,12 @@ export function scaledVariance(components: readonly VarianceComponents[], runFac
       const tC = canary + residual;
       v = run + canary + residual;
       if (v <= Math.max(tR, tC)) df = tR >= tC ? k - 1 : n - 1;
-      else df = (v * v) / ((tR * tR) / Math.max(1, k - 1) + (tC * tC) / Math.max(1, n - 1) + (residual * residual) / Math.max(1, (k - 1) * (n - 1)));
+      else
+        df =
+          (v * v) /
+          ((tR * tR) / Math.max(1, k - 1) +
+            (tC * tC) / Math.max(1, n - 1) +
+            (residual * residual) / Math.max(1, (k - 1) * (n - 1)));
     } else {
       v = run + residual;
       df = run > 0 ? k - 1 : Math.max(1, k * n - k);
@@ -154,7 +177,8 @@ export function decisionProbability(effect: number, se: number, df: number, marg
   const b = q2 * se;
   if (a >= b) return 1;
   // P(a ≤ |est| ≤ b) for est = effect + se·T.
-  const within = (x: number, y: number): number => Math.max(0, tCdf((y - effect) / se, df) - tCdf((x - effect) / se, df));
+  const within = (x: number, y: number): number =>
+    Math.max(0, tCdf((y - effect) / se, df) - tCdf((x - effect) / se, df));
   return Math.max(0, Math.min(1, 1 - within(a, b) - within(-b, -a)));
 }
 
@@ -183,7 +207,13 @@ export interface PowerAdvice {
  * the audit as it is, and the smallest number of runs (canaries unchanged) and of canaries (runs
  * unchanged) that would decide it with probability `target` at level α.
  */
-export function powerAdvice(effect: number, components: readonly VarianceComponents[], margin: number, alpha: number, target = TARGET_POWER): PowerAdvice | null {
+export function powerAdvice(
+  effect: number,
+  components: readonly VarianceComponents[],
+  margin: number,
+  alpha: number,
+  target = TARGET_POWER,
+): PowerAdvice | null {
   const first = components[0];
   if (!first) return null;
   const at = { runs: first.runs, canaries: Math.round(first.canaries) };
@@ -220,12 +250,23 @@ export function powerAdvice(effect: number, components: readonly VarianceCompone
 }
 
 /** Components measured at one size, rescaled to `runs` runs and `canaries` canaries per run. */
-export function rescaleComponents(components: readonly VarianceComponents[], runs: number, canaries: number): VarianceComponents[] {
+export function rescaleComponents(
+  components: readonly VarianceComponents[],
+  runs: number,
+  canaries: number,
+): VarianceComponents[] {
   const first = components[0];
   if (!first) return [];
   const rf = runs / first.runs;
   const cf = canaries / first.canaries;
-  return components.map((c) => ({ ...c, run: c.run / rf, canary: c.canary / cf, residual: c.residual / (rf * cf), runs: c.runs * rf, canaries: c.canaries * cf }));
+  return components.map((c) => ({
+    ...c,
+    run: c.run / rf,
+    canary: c.canary / cf,
+    residual: c.residual / (rf * cf),
+    runs: c.runs * rf,
+    canaries: c.canaries * cf,
+  }));
 }
 
 /**
@@ -234,7 +275,18 @@ export function rescaleComponents(components: readonly VarianceComponents[], run
  * normal canary effects costs π/2 times the variance of their mean; a run's effect moves the whole
  * run. A planning default only: a pilot audit's measured components replace it.
  */
-export function assumedComponents(sd: { run: number; canary: number; interaction: number }, runs: number, canaries: number): VarianceComponents {
+export function assumedComponents(
+  sd: { run: number; canary: number; interaction: number },
+  runs: number,
+  canaries: number,
+): VarianceComponents {
   const efficiency = Math.PI / 2;
-  return { design: 'crossed', run: (sd.run * sd.run) / runs, canary: (efficiency * sd.canary * sd.canary) / canaries, residual: (efficiency * sd.interaction * sd.interaction) / (runs * canaries), runs, canaries };
+  return {
+    design: 'crossed',
+    run: (sd.run * sd.run) / runs,
+    canary: (efficiency * sd.canary * sd.canary) / canaries,
+    residual: (efficiency * sd.interaction * sd.interaction) / (runs * canaries),
+    runs,
+    canaries,
+  };
 }

@@ -46,18 +46,36 @@ export function estimateAudit(audit: AuditStatus, now: number = Date.now(), slot
   const queued = audit.runs.filter((r) => QUEUED.has(r.state)).length;
   const runs = new Map<string, number | null>();
   if (active.length === 0 && queued === 0) {
-    return { eta_s: audit.state === 'finished' || audit.state === 'cancelled' ? 0 : null, runs, own_s: null, own_from: null };
+    return {
+      eta_s: audit.state === 'finished' || audit.state === 'cancelled' ? 0 : null,
+      runs,
+      own_s: null,
+      own_from: null,
+    };
   }
   const finished = audit.runs.filter((r) => r.state === 'completed' && r.started && r.finished);
   let own = median(finished.map((r) => finishedOwn(r)).filter((s): s is number => s !== null && s > 0));
   let ownFrom: AuditEstimate['own_from'] = own !== null ? 'finished' : null;
   if (own === null) {
-    const evalAfter = Math.max(0, ...audit.runs.map((r) => spent(r.progress, now, r.state === 'active').evaluating ?? 0));
+    const evalAfter = Math.max(
+      0,
+      ...audit.runs.map((r) => spent(r.progress, now, r.state === 'active').evaluating ?? 0),
+    );
     // Runs fine-tuning (their final evaluation still to come) or in their final evaluation.
     own = median(
       active
-        .filter((r) => (r.progress?.phase === 'training' || (r.progress?.phase === 'evaluating' && r.progress.eval?.phase === 'final')) && phaseLeft(r.progress, now) !== null)
-        .map((r) => ownSoFar(r, now) + (phaseLeft(r.progress as RunProgress, now) as number) + (r.progress?.phase === 'training' ? evalAfter : 0)),
+        .filter(
+          (r) =>
+            (r.progress?.phase === 'training' ||
+              (r.progress?.phase === 'evaluating' && r.progress.eval?.phase === 'final')) &&
+            phaseLeft(r.progress, now) !== null,
+        )
+        .map(
+          (r) =>
+            ownSoFar(r, now) +
+            (phaseLeft(r.progress as RunProgress, now) as number) +
+            (r.progress?.phase === 'training' ? evalAfter : 0),
+        ),
     );
     if (own !== null) ownFrom = 'active';
   }
@@ -72,7 +90,8 @@ export function estimateAudit(audit: AuditStatus, now: number = Date.now(), slot
 
   for (const run of active) runs.set(run.run_id, activeLeft(run, now, own, builders));
   const left = [...runs.values()];
-  if (left.some((x) => x === null) || (queued > 0 && own === null)) return { eta_s: null, runs, own_s: own, own_from: ownFrom };
+  if (left.some((x) => x === null) || (queued > 0 && own === null))
+    return { eta_s: null, runs, own_s: own, own_from: ownFrom };
 
   // Each active run holds a slot until it is done; queued runs take the first slot that frees up.
   const free = (left as number[]).slice();
@@ -113,7 +132,10 @@ function phaseLeft(p: RunProgress, now: number): number | null {
 /** Seconds of the run's own work so far (its phases other than the base's), up to `now` when active. */
 function ownSoFar(run: RunStatus, now: number): number {
   const s = spent(run.progress, now, run.state === 'active');
-  return Object.entries(s).reduce((sum, [phase, secs]) => (BASE_PHASES.includes(phase as RunPhase) ? sum : sum + (secs ?? 0)), 0);
+  return Object.entries(s).reduce(
+    (sum, [phase, secs]) => (BASE_PHASES.includes(phase as RunPhase) ? sum : sum + (secs ?? 0)),
+    0,
+  );
 }
 
 /** A finished run's own seconds: its wall time less the time it waited for or built a base. */

@@ -26,15 +26,22 @@ export interface CancelOutcome {
 
 const REMOVABLE = new Set(['waiting', 'delayed', 'prioritized', 'paused', 'waiting-children']);
 
-export async function cancelAudit(conn: QueueConnection, auditId: string, artifactsDir: string | null): Promise<CancelOutcome> {
+export async function cancelAudit(
+  conn: QueueConnection,
+  auditId: string,
+  artifactsDir: string | null,
+): Promise<CancelOutcome> {
   const queues = openQueues(conn);
   const client = openRedis(conn);
   try {
     const parent = await queues.audits.getJob(auditId);
     if (!parent) {
-      throw new UserInputError(`no audit ${quoteValue(auditId)} in the queue at ${conn.redacted}; \`canary-audit status\` lists the audits`, {
-        code: 'E_NO_AUDIT',
-      });
+      throw new UserInputError(
+        `no audit ${quoteValue(auditId)} in the queue at ${conn.redacted}; \`canary-audit status\` lists the audits`,
+        {
+          code: 'E_NO_AUDIT',
+        },
+      );
     }
     const now = new Date().toISOString();
     // NX: a second cancel keeps the first time.

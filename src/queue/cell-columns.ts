@@ -18,7 +18,8 @@ export function parseCellId(cellId: string): Record<string, string> {
 export function varyingCellAxes(cellIds: string[]): string[] {
   const values = new Map<string, Set<string>>();
   const parsed = cellIds.map(parseCellId);
-  for (const cell of parsed) for (const [k, v] of Object.entries(cell)) (values.get(k) ?? values.set(k, new Set()).get(k)!).add(v);
+  for (const cell of parsed)
+    for (const [k, v] of Object.entries(cell)) (values.get(k) ?? values.set(k, new Set()).get(k)!).add(v);
   const axes = [...values.keys()];
   const varying = axes.filter((k) => (values.get(k)?.size ?? 0) > 1 || parsed.some((c) => !(k in c)));
   return varying.length ? varying : axes;

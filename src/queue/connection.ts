@@ -44,7 +44,9 @@ export function maskRedisUrl(raw: string): string {
 export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
   if (/^[\w.-]+:\d+$/.test(raw)) {
     // host:port parses as a URL whose scheme is the host name: say what was meant.
-    throw new UserInputError(`${source}: ${quoteValue(raw)} has no scheme; write redis://${raw}`, { code: 'E_BAD_REDIS_URL' });
+    throw new UserInputError(`${source}: ${quoteValue(raw)} has no scheme; write redis://${raw}`, {
+      code: 'E_BAD_REDIS_URL',
+    });
   }
   let url: URL;
   try {
@@ -54,7 +56,10 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
     const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?(?:\[[^\]/]*\]|[^:/?#@]*):([^/?#]*)(?:[/?#]|$)/i.exec(raw)?.[1];
     // Digits only: `redis://:a/b@host` also parses here with "a" as a port, and that is the password's fault.
     if (port !== undefined && /^\d+$/.test(port) && Number(port) > 65535) {
-      throw new UserInputError(`${source}: port ${quoteValue(port)} in ${quoteValue(maskRedisUrl(raw))} is not a port; a port is a number from 1 to 65535 (Redis listens on 6379 by default)`, { code: 'E_BAD_REDIS_URL' });
+      throw new UserInputError(
+        `${source}: port ${quoteValue(port)} in ${quoteValue(maskRedisUrl(raw))} is not a port; a port is a number from 1 to 65535 (Redis listens on 6379 by default)`,
+        { code: 'E_BAD_REDIS_URL' },
+      );
     }
     throw new UserInputError(
       `${source}: ${quoteValue(maskRedisUrl(raw))} is not a URL (a password with /, # or ? must be percent-encoded, or given by --redis-password-file or $REDIS_PASSWORD); use redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix:///path.sock`,
@@ -63,9 +68,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
   }
   const protocol = url.protocol.replace(/:$/, '');
   const username = url.username ? decodeURIComponent(url.username) : undefined;
-  const password = url.password
-    ? decodeURIComponent(url.password)
-    : (url.searchParams.get('password') ?? undefined);
+  const password = url.password ? decodeURIComponent(url.password) : (url.searchParams.get('password') ?? undefined);
   const redacted = maskRedisUrl(raw);
   const options: RedisOptions = {};
   const found = (): RedisTarget => ({ options, redacted, source });
@@ -74,9 +77,12 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
 
   if (protocol === 'unix' || protocol === 'redis+unix') {
     if (!url.pathname || url.pathname === '/') {
-      throw new UserInputError(`${source}: ${quoteValue(redacted)} names no socket path; use unix:///path/to/redis.sock`, {
-        code: 'E_BAD_REDIS_URL',
-      });
+      throw new UserInputError(
+        `${source}: ${quoteValue(redacted)} names no socket path; use unix:///path/to/redis.sock`,
+        {
+          code: 'E_BAD_REDIS_URL',
+        },
+      );
     }
     options.path = decodeURIComponent(url.pathname);
     options.db = parseDb(url.searchParams.get('db') ?? '0', redacted, source);
@@ -105,10 +111,14 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
       try {
         ca = readFileSync(caPath);
       } catch (error) {
-        throw new CanaryAuditError('E_REDIS_CA', `CANARY_AUDIT_REDIS_CA=${quoteValue(caPath)} cannot be read: ${(error as Error).message}`, {
-          exitCode: 2,
-          cause: error,
-        });
+        throw new CanaryAuditError(
+          'E_REDIS_CA',
+          `CANARY_AUDIT_REDIS_CA=${quoteValue(caPath)} cannot be read: ${(error as Error).message}`,
+          {
+            exitCode: 2,
+            cause: error,
+          },
+        );
       }
     }
     // servername makes SNI and certificate host checks use the name the user typed.
@@ -120,9 +130,12 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
 function parseDb(text: string, redacted: string, source: string): number {
   const db = Number(text);
   if (!Number.isInteger(db) || db < 0) {
-    throw new UserInputError(`${source}: database ${quoteValue(text)} in ${quoteValue(redacted)} must be an integer >= 0`, {
-      code: 'E_BAD_REDIS_URL',
-    });
+    throw new UserInputError(
+      `${source}: database ${quoteValue(text)} in ${quoteValue(redacted)} must be an integer >= 0`,
+      {
+        code: 'E_BAD_REDIS_URL',
+      },
+    );
   }
   return db;
 }
@@ -142,16 +155,21 @@ export function redisTargetFrom(flag: string | undefined, passwordFile?: string)
   }
   if (target === undefined) {
     if (passwordFile !== undefined) {
-      throw new UserInputError('--redis-password-file needs a Redis: set REDIS_URL or pass --redis redis://host:6379', { code: 'E_NO_REDIS' });
+      throw new UserInputError('--redis-password-file needs a Redis: set REDIS_URL or pass --redis redis://host:6379', {
+        code: 'E_NO_REDIS',
+      });
     }
     return undefined;
   }
   const password = passwordFrom(passwordFile);
   if (password === undefined) return target;
   if (target.options.password !== undefined && passwordFile !== undefined) {
-    throw new UserInputError(`${target.source}: ${quoteValue(target.redacted)} has a password and --redis-password-file gives another; keep one`, {
-      code: 'E_BAD_REDIS_URL',
-    });
+    throw new UserInputError(
+      `${target.source}: ${quoteValue(target.redacted)} has a password and --redis-password-file gives another; keep one`,
+      {
+        code: 'E_BAD_REDIS_URL',
+      },
+    );
   }
   return target.options.password !== undefined ? target : { ...target, options: { ...target.options, password } };
 }
@@ -162,13 +180,20 @@ function passwordFrom(file: string | undefined): string | undefined {
     try {
       text = readFileSync(file, 'utf8');
     } catch (error) {
-      throw new UserInputError(`--redis-password-file ${quoteValue(file)} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; give a readable file holding the password`, {
-        code: 'E_BAD_REDIS_URL',
-        cause: error,
-      });
+      throw new UserInputError(
+        `--redis-password-file ${quoteValue(file)} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; give a readable file holding the password`,
+        {
+          code: 'E_BAD_REDIS_URL',
+          cause: error,
+        },
+      );
     }
     const password = text.split(/\r?\n/)[0] ?? '';
-    if (password === '') throw new UserInputError(`--redis-password-file ${quoteValue(file)}: the first line is empty; write the password there`, { code: 'E_BAD_REDIS_URL' });
+    if (password === '')
+      throw new UserInputError(
+        `--redis-password-file ${quoteValue(file)}: the first line is empty; write the password there`,
+        { code: 'E_BAD_REDIS_URL' },
+      );
     return password;
   }
   const env = process.env.REDIS_PASSWORD;
@@ -250,7 +275,10 @@ async function checkDatabase(client: import('ioredis').Redis, target: RedisTarge
   try {
     await client.select(db);
   } catch (error) {
-    const count = await client.config('GET', 'databases').then((r) => Number((r as string[])[1]), () => NaN);
+    const count = await client.config('GET', 'databases').then(
+      (r) => Number((r as string[])[1]),
+      () => NaN,
+    );
     const range = Number.isInteger(count) ? ` (it has ${count}: 0..${count - 1})` : '';
     throw new UserInputError(
       `${target.source ?? '--redis'}: database ${db} does not exist on ${target.redacted}${range}; use a smaller number or raise \`databases\` in redis.conf (${(error as Error).message})`,

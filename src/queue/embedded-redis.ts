@@ -131,7 +131,7 @@ export function privateRedisTarget(redisDir: string): RedisTarget | null {
   if (!existsSync(conf) || !existsSync(pass)) return null;
   const port = /^port (\d+)$/m.exec(readFileSync(conf, 'utf8'))?.[1];
   if (port === undefined) return null;
-  return parseRedisUrl(urlFor(Number(port), readFileSync(pass, 'utf8').trim()), 'the audit\'s private Redis');
+  return parseRedisUrl(urlFor(Number(port), readFileSync(pass, 'utf8').trim()), "the audit's private Redis");
 }
 
 /** Files an earlier server (or an older canary-audit) left readable by others: owner only. */
@@ -165,7 +165,10 @@ async function launch(
   // umask 077: the append-only files (the whole queue, job data included) are 0600 like redis.pass;
   // Node cannot set a child's umask, so a shell sets it and execs the server (same pid).
   await privateAppendOnlyFiles(dir);
-  const child = spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', executable, conf], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', executable, conf], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -177,7 +180,10 @@ async function launch(
   if (!ready) {
     child.kill('SIGKILL');
     const logTail = tail(join(dir, 'redis.log')) || stderr.trim();
-    throw new CanaryAuditError('E_REDIS_START', `redis-server did not start on 127.0.0.1:${port}: ${logTail || 'no log output'}`);
+    throw new CanaryAuditError(
+      'E_REDIS_START',
+      `redis-server did not start on 127.0.0.1:${port}: ${logTail || 'no log output'}`,
+    );
   }
   return handle(target, url, port, child.pid ?? -1, dir, child, exited);
 }

@@ -76,7 +76,10 @@ export function slurmJobInfo(env: NodeJS.ProcessEnv = process.env): SlurmJobInfo
 
 /** How a worker's Slurm job reads in one line: `slurm 1234_5 (job 1240) on node07`. */
 export function describeSlurmJob(slurm: SlurmJobInfo): string {
-  const id = slurm.array_job_id && slurm.array_task_id ? `${slurm.array_job_id}_${slurm.array_task_id} (job ${slurm.job_id})` : slurm.job_id;
+  const id =
+    slurm.array_job_id && slurm.array_task_id
+      ? `${slurm.array_job_id}_${slurm.array_task_id} (job ${slurm.job_id})`
+      : slurm.job_id;
   return `slurm ${id}${slurm.node ? ` on ${slurm.node}` : ''}`;
 }
 
@@ -130,7 +133,13 @@ export function parseNvidiaSmi(text: string): GpuInfo[] {
     .filter(Boolean)
     .map((line) => {
       const [index, name, util, used, total] = line.split(',').map((s) => s.trim());
-      return { index: index ?? '?', name: name ?? '', util: num(util), mem_used_mib: num(used), mem_total_mib: num(total) };
+      return {
+        index: index ?? '?',
+        name: name ?? '',
+        util: num(util),
+        mem_used_mib: num(used),
+        mem_total_mib: num(total),
+      };
     });
 }
 
@@ -177,7 +186,11 @@ export class FleetHeartbeat {
         ...(this.slurm ? { slurm: this.slurm } : {}),
       };
       const json = JSON.stringify(beat);
-      await this.client.multi().set(this.keys.live(this.workerId), json, 'PX', this.intervalMs * 3).hset(this.keys.seen, this.workerId, json).exec();
+      await this.client
+        .multi()
+        .set(this.keys.live(this.workerId), json, 'PX', this.intervalMs * 3)
+        .hset(this.keys.seen, this.workerId, json)
+        .exec();
     } catch (error) {
       log.debug({ err: error }, 'heartbeat failed');
     }
@@ -188,8 +201,18 @@ export class FleetHeartbeat {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     try {
-      const goodbye: StoppedWorker = { worker_id: this.workerId, host: this.info.host, pid: process.pid, stopped: Date.now() };
-      await this.client.multi().del(this.keys.live(this.workerId)).hdel(this.keys.seen, this.workerId).hset(this.keys.stopped, this.workerId, JSON.stringify(goodbye)).exec();
+      const goodbye: StoppedWorker = {
+        worker_id: this.workerId,
+        host: this.info.host,
+        pid: process.pid,
+        stopped: Date.now(),
+      };
+      await this.client
+        .multi()
+        .del(this.keys.live(this.workerId))
+        .hdel(this.keys.seen, this.workerId)
+        .hset(this.keys.stopped, this.workerId, JSON.stringify(goodbye))
+        .exec();
     } catch (error) {
       log.debug({ err: error }, 'fleet goodbye failed');
     }
@@ -206,7 +229,11 @@ export interface StoppedWorker {
 }
 
 /** Workers that stopped cleanly in the last day, newest first (older entries are dropped). */
-export async function readStoppedWorkers(client: Redis, prefix: string, now: number = Date.now()): Promise<StoppedWorker[]> {
+export async function readStoppedWorkers(
+  client: Redis,
+  prefix: string,
+  now: number = Date.now(),
+): Promise<StoppedWorker[]> {
   const key = fleetKeys(prefix).stopped;
   const all = Object.entries(await client.hgetall(key)).flatMap(([id, json]) => {
     try {
@@ -241,7 +268,11 @@ export async function readFleet(client: Redis, prefix: string, now: number = Dat
       return;
     }
     const busy = beat.slots.some((s) => s.run_id !== null);
-    out.push({ ...beat, state: alive ? (busy ? 'busy' : 'idle') : 'lost', age_s: Math.max(0, (now - beat.beat) / 1000) });
+    out.push({
+      ...beat,
+      state: alive ? (busy ? 'busy' : 'idle') : 'lost',
+      age_s: Math.max(0, (now - beat.beat) / 1000),
+    });
   });
   if (stale.length) await client.hdel(keys.seen, ...stale).catch(() => undefined);
   out.sort((a, b) => a.host.localeCompare(b.host) || a.pid - b.pid);
@@ -288,7 +319,11 @@ export class LossCurveWriter {
 }
 
 /** Loss curves of the given runs: [update, loss] pairs in order, deduplicated by update. */
-export async function readLossCurves(client: Redis, prefix: string, runIds: string[]): Promise<Map<string, [number, number][]>> {
+export async function readLossCurves(
+  client: Redis,
+  prefix: string,
+  runIds: string[],
+): Promise<Map<string, [number, number][]>> {
   const keys = fleetKeys(prefix);
   const out = new Map<string, [number, number][]>();
   if (runIds.length === 0) return out;

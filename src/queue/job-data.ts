@@ -32,7 +32,14 @@ export interface AuditJobData {
  * `pretraining`: a tiny model's base is being pretrained (update/total count pretraining updates).
  * `waiting_base`: another trainer is pretraining the base this run needs (`waiting` says which).
  */
-export type RunPhase = 'starting' | 'waiting_base' | 'pretraining' | 'training' | 'evaluating' | 'finishing' | 'stopping';
+export type RunPhase =
+  | 'starting'
+  | 'waiting_base'
+  | 'pretraining'
+  | 'training'
+  | 'evaluating'
+  | 'finishing'
+  | 'stopping';
 
 /** What a run in phase `waiting_base` waits for. */
 export interface RunWait {

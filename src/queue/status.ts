@@ -21,7 +21,15 @@ import { openQueues, openRedis, type QueueConnection, type QueueHandles } from '
  */
 export type RunState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed' | 'cancelled' | 'unknown';
 
-export const RUN_STATES: readonly RunState[] = ['waiting', 'active', 'delayed', 'completed', 'failed', 'cancelled', 'unknown'];
+export const RUN_STATES: readonly RunState[] = [
+  'waiting',
+  'active',
+  'delayed',
+  'completed',
+  'failed',
+  'cancelled',
+  'unknown',
+];
 
 /** BullMQ's state of a job → the documented run state. */
 export function runStateOf(jobState: string): RunState {
@@ -78,7 +86,15 @@ export interface AuditStatus {
   summary: AuditReturn | null;
 }
 
-const AUDIT_STATES = ['waiting-children', 'waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
+const AUDIT_STATES = [
+  'waiting-children',
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'completed',
+  'failed',
+] as const;
 
 /** Open handles a long-lived reader (the dashboard's poller) passes to reuse its connections. */
 export interface StatusHandles {
@@ -86,7 +102,11 @@ export interface StatusHandles {
   client: Redis;
 }
 
-export async function collectStatus(conn: QueueConnection, auditId?: string, shared?: StatusHandles): Promise<AuditStatus[]> {
+export async function collectStatus(
+  conn: QueueConnection,
+  auditId?: string,
+  shared?: StatusHandles,
+): Promise<AuditStatus[]> {
   const queues = shared?.queues ?? openQueues(conn);
   const client = shared?.client ?? openRedis(conn);
   try {
@@ -94,13 +114,18 @@ export async function collectStatus(conn: QueueConnection, auditId?: string, sha
     if (auditId !== undefined) {
       const parent = await queues.audits.getJob(auditId);
       if (!parent) {
-        throw new UserInputError(`no audit ${quoteValue(auditId)} on this Redis (${conn.redacted}); run \`canary-audit status\` to list audits`, {
-          code: 'E_NO_AUDIT',
-        });
+        throw new UserInputError(
+          `no audit ${quoteValue(auditId)} on this Redis (${conn.redacted}); run \`canary-audit status\` to list audits`,
+          {
+            code: 'E_NO_AUDIT',
+          },
+        );
       }
       parents = [parent];
     } else {
-      parents = (await queues.audits.getJobs([...AUDIT_STATES])).filter((j): j is Job<AuditJobData, AuditReturn> => Boolean(j));
+      parents = (await queues.audits.getJobs([...AUDIT_STATES])).filter((j): j is Job<AuditJobData, AuditReturn> =>
+        Boolean(j),
+      );
       parents.sort((a, b) => a.timestamp - b.timestamp);
     }
     const out: AuditStatus[] = [];
@@ -183,10 +208,25 @@ async function readRuns(
 }
 
 /** The job-hash fields a run's status needs: not its data, logs or stack traces. */
-const JOB_FIELDS = ['name', 'timestamp', 'opts', 'atm', 'attemptsMade', 'progress', 'failedReason', 'returnvalue', 'processedOn', 'finishedOn'] as const;
+const JOB_FIELDS = [
+  'name',
+  'timestamp',
+  'opts',
+  'atm',
+  'attemptsMade',
+  'progress',
+  'failedReason',
+  'returnvalue',
+  'processedOn',
+  'finishedOn',
+] as const;
 /** BullMQ's sets and lists, in the order its getState script tests them. */
 const STATE_SETS = ['completed', 'failed', 'delayed', 'prioritized'] as const;
-const STATE_LISTS = [['active', 'active'], ['wait', 'waiting'], ['paused', 'waiting']] as const;
+const STATE_LISTS = [
+  ['active', 'active'],
+  ['wait', 'waiting'],
+  ['paused', 'waiting'],
+] as const;
 const SCORE_CHUNK = 1_000;
 
 async function readRunSnapshot(
@@ -199,7 +239,9 @@ async function readRunSnapshot(
   const tx = client.multi();
   const sets = [...STATE_SETS, 'waiting-children'] as const;
   for (const set of sets) {
-    if (multiScore) for (let i = 0; i < ids.length; i += SCORE_CHUNK) tx.zmscore(keys[set] as string, ...ids.slice(i, i + SCORE_CHUNK));
+    if (multiScore)
+      for (let i = 0; i < ids.length; i += SCORE_CHUNK)
+        tx.zmscore(keys[set] as string, ...ids.slice(i, i + SCORE_CHUNK));
     else for (const id of ids) tx.zscore(keys[set] as string, id);
   }
   for (const [list] of STATE_LISTS) tx.lrange(keys[list] as string, 0, -1);
@@ -234,7 +276,10 @@ async function readRunSnapshot(
       const v = values[i];
       if (v !== null && v !== undefined) raw[field] = v;
     });
-    const job = Object.keys(raw).length > 0 ? (Job.fromJSON(runsQueue, raw as unknown as JobJsonRaw, id) as Job<RunJobData, RunReturn>) : null;
+    const job =
+      Object.keys(raw).length > 0
+        ? (Job.fromJSON(runsQueue, raw as unknown as JobJsonRaw, id) as Job<RunJobData, RunReturn>)
+        : null;
     let state = STATE_SETS.find((set) => inSet.get(set)?.has(id)) as string | undefined;
     state ??= inList.find((l) => l.members.has(id))?.state;
     if (state === undefined && inSet.get('waiting-children')?.has(id)) state = 'waiting-children';
@@ -244,13 +289,27 @@ async function readRunSnapshot(
 }
 
 function emptyRun(runId: string, cellId: string, state: RunState): RunStatus {
-  return { run_id: runId, cell_id: cellId, state, attempts_made: 0, max_attempts: 0, progress: null, failure: null, result: null, started: null, finished: null };
+  return {
+    run_id: runId,
+    cell_id: cellId,
+    state,
+    attempts_made: 0,
+    max_attempts: 0,
+    progress: null,
+    failure: null,
+    result: null,
+    started: null,
+    finished: null,
+  };
 }
 
 function runStatus(job: Job<RunJobData, RunReturn>, state: RunState, cellId: string): RunStatus {
   const progress = isRunProgress(job.progress) ? job.progress : null;
   // A completed run has no failure, whatever an earlier (killed or crashed) attempt left in failedReason.
-  const failure = state !== 'completed' && (state === 'failed' || state === 'delayed' || job.attemptsMade > 0) ? (job.failedReason || null) : null;
+  const failure =
+    state !== 'completed' && (state === 'failed' || state === 'delayed' || job.attemptsMade > 0)
+      ? job.failedReason || null
+      : null;
   return {
     run_id: job.id ?? job.data.run_id,
     cell_id: cellId,

@@ -56,7 +56,12 @@ export async function submitAudit(
     const existing = await queues.audits.getJob(input.auditId);
     if (existing) {
       const [status] = await collectStatus(conn, input.auditId);
-      return { auditId: input.auditId, added: false, existingState: status?.state ?? 'queued', runs: input.runs.length };
+      return {
+        auditId: input.auditId,
+        added: false,
+        existingState: status?.state ?? 'queued',
+        runs: input.runs.length,
+      };
     }
     await refuseOversizedRuns(conn, input.runs);
     const parentData: AuditJobData = {
@@ -104,7 +109,12 @@ export async function submitAudit(
     const created = await queues.audits.getJob(input.auditId);
     if (created && created.data.submit_id !== parentData.submit_id) {
       const [status] = await collectStatus(conn, input.auditId);
-      return { auditId: input.auditId, added: false, existingState: status?.state ?? 'queued', runs: input.runs.length };
+      return {
+        auditId: input.auditId,
+        added: false,
+        existingState: status?.state ?? 'queued',
+        runs: input.runs.length,
+      };
     }
     return { auditId: input.auditId, added: true, existingState: null, runs: input.runs.length };
   } finally {

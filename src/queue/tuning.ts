@@ -51,10 +51,7 @@ const ENV: Record<keyof QueueTuning, [string, number]> = {
 };
 
 /** Defaults, overridden by the environment, overridden by explicit values (CLI flags). */
-export function resolveTuning(
-  overrides: Partial<QueueTuning> = {},
-  env: NodeJS.ProcessEnv = process.env,
-): QueueTuning {
+export function resolveTuning(overrides: Partial<QueueTuning> = {}, env: NodeJS.ProcessEnv = process.env): QueueTuning {
   const tuning: QueueTuning = { ...DEFAULT_TUNING };
   for (const key of Object.keys(ENV) as (keyof QueueTuning)[]) {
     const [name, min] = ENV[key];
@@ -69,7 +66,10 @@ export function resolveTuning(
 function parseIntAtLeast(raw: string, min: number, name: string): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) {
-    throw new UserInputError(`${name} must be an integer >= ${min}, got ${quoteValue(raw)}`, { field: name, code: 'E_BAD_ENV' });
+    throw new UserInputError(`${name} must be an integer >= ${min}, got ${quoteValue(raw)}`, {
+      field: name,
+      code: 'E_BAD_ENV',
+    });
   }
   return n;
 }

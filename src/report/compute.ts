@@ -99,9 +99,19 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     for (const o of outcome.observations) observations.push(o);
     // Keep the run's summary facts, not its observation list twice.
     outcomes.set(run.run_id, { ...outcome, observations: [] });
-    metas.push({ run_id: run.run_id, cell: run.cell, source: run.resultPath, no_canary: run.manifest?.no_canary ?? false });
+    metas.push({
+      run_id: run.run_id,
+      cell: run.cell,
+      source: run.resultPath,
+      no_canary: run.manifest?.no_canary ?? false,
+    });
   }
-  const stat = { seed: settings.seed, resamples: settings.resamples, confidence: settings.confidence, ...(options.median ? { median: options.median } : {}) };
+  const stat = {
+    seed: settings.seed,
+    resamples: settings.resamples,
+    confidence: settings.confidence,
+    ...(options.median ? { median: options.median } : {}),
+  };
   // Labels name the axes that vary over the whole grid (failed and missing runs included).
   const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
   const groups = aggregateGroups(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
@@ -113,7 +123,13 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     ? utilityHeadlines(
         finished.map((r) => {
           const o = outcomes.get(r.run_id) as RunOutcome;
-          return { run_id: r.run_id, task: r.manifest?.task ?? '—', scores: o.utilityScores, base_loss: o.utility.base_loss, final_loss: o.utility.final_loss };
+          return {
+            run_id: r.run_id,
+            task: r.manifest?.task ?? '—',
+            scores: o.utilityScores,
+            base_loss: o.utility.base_loss,
+            final_loss: o.utility.final_loss,
+          };
         }),
         observations,
         stat,
@@ -121,10 +137,29 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
       )
     : undefined;
   const summary = buildSummary({
-    privacy: privacyReadouts(audit, observations, settings.confidence, thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed)),
+    privacy: privacyReadouts(
+      audit,
+      observations,
+      settings.confidence,
+      thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed),
+    ),
     // Only where the privacy readouts exist (some manifest randomizes inclusion).
-    epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized') ? largestEpsilon(membershipPools(audit, observations), PRIVACY_DELTA, settings.confidence, thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed)) : [],
-    controlWarnings: controlWarnings({ audit, observations, outcomes, seedAxes: settings.seed_axes, confidence: settings.confidence, delta: PRIVACY_DELTA }),
+    epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized')
+      ? largestEpsilon(
+          membershipPools(audit, observations),
+          PRIVACY_DELTA,
+          settings.confidence,
+          thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed),
+        )
+      : [],
+    controlWarnings: controlWarnings({
+      audit,
+      observations,
+      outcomes,
+      seedAxes: settings.seed_axes,
+      confidence: settings.confidence,
+      delta: PRIVACY_DELTA,
+    }),
     audit,
     labelAxes,
     outcomes,

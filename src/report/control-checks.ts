@@ -41,7 +41,9 @@ export const NULL_FPR = 0.01;
 const LIST = 4;
 
 export function controlWarnings(input: ControlCheckInput): ReportWarning[] {
-  return [weightsUnchanged(input), nullBroken(input), baseCannotCopy(input), scoresAllTied(input)].flatMap((w) => (w ? [w] : []));
+  return [weightsUnchanged(input), nullBroken(input), baseCannotCopy(input), scoresAllTied(input)].flatMap((w) =>
+    w ? [w] : [],
+  );
 }
 
 function listed<T>(xs: readonly T[], show: (x: T) => string): string {
@@ -111,7 +113,12 @@ interface CellCanaries {
   pools: Map<string, { role: string; id: string; sum: number; n: number }>;
 }
 
-function cellCanaries(runs: readonly LoadedRun[], byRun: ReadonlyMap<string, Observation[]>, roles: readonly string[], group: (run: LoadedRun) => string): Map<string, CellCanaries> {
+function cellCanaries(
+  runs: readonly LoadedRun[],
+  byRun: ReadonlyMap<string, Observation[]>,
+  roles: readonly string[],
+  group: (run: LoadedRun) => string,
+): Map<string, CellCanaries> {
   const cells = new Map<string, CellCanaries>();
   for (const run of runs) {
     const xs = (byRun.get(run.run_id) ?? []).filter((x) => roles.includes(x.role));
@@ -139,16 +146,32 @@ function cellCanaries(runs: readonly LoadedRun[], byRun: ReadonlyMap<string, Obs
  * probe order: a scoring fault that depends on where a canary sits shows there). Each canary
  * scores its mean over the runs that hold it. No order of the input can change either split.
  */
-export function nullComparisons(audit: LoadedAudit, observations: readonly Observation[], outcomes: ReadonlyMap<string, RunOutcome>, seedAxes: readonly string[]): NullComparison[] {
+export function nullComparisons(
+  audit: LoadedAudit,
+  observations: readonly Observation[],
+  outcomes: ReadonlyMap<string, RunOutcome>,
+  seedAxes: readonly string[],
+): NullComparison[] {
   const byRun = membershipObservations(observations);
   const runs = finished(audit, outcomes);
   // Labels name the axes that vary, as the report's other labels do.
   const show = varyingAxes(runs.map((r) => r.cell));
-  const seedless = (run: LoadedRun): string => cellLabel(Object.fromEntries(Object.entries(run.cell).filter(([k]) => !seedAxes.includes(k))), show);
+  const seedless = (run: LoadedRun): string =>
+    cellLabel(Object.fromEntries(Object.entries(run.cell).filter(([k]) => !seedAxes.includes(k))), show);
   const noCanaryRuns = runs.filter((r) => r.manifest?.no_canary);
   const noCanary = [...cellCanaries(noCanaryRuns, byRun, ['no_canary', 'held_out'], seedless)].flatMap(([cell, c]) => {
     const scored = [...c.pools.values()].map((x) => ({ score: x.sum / x.n, member: x.role === 'no_canary' }));
-    return scored.some((x) => x.member) && scored.some((x) => !x.member) ? [{ cell, cell_ids: c.cell_ids, runs: c.run_ids, what: 'no-canary control: would-be focal vs held-out canaries', scored }] : [];
+    return scored.some((x) => x.member) && scored.some((x) => !x.member)
+      ? [
+          {
+            cell,
+            cell_ids: c.cell_ids,
+            runs: c.run_ids,
+            what: 'no-canary control: would-be focal vs held-out canaries',
+            scored,
+          },
+        ]
+      : [];
   });
   if (noCanary.length > 0) return noCanary;
   // One comparison for the whole audit: the most canaries, and a run's shift moves every canary alike.
@@ -156,7 +179,15 @@ export function nullComparisons(audit: LoadedAudit, observations: readonly Obser
     const held = [...c.pools.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (held.length < 4) return [];
     const half = Math.floor(held.length / 2);
-    return [{ cell, cell_ids: c.cell_ids, runs: c.run_ids, what: 'held-out canaries, first half by id against the second', scored: held.map((x, i) => ({ score: x.sum / x.n, member: i < half })) }];
+    return [
+      {
+        cell,
+        cell_ids: c.cell_ids,
+        runs: c.run_ids,
+        what: 'held-out canaries, first half by id against the second',
+        scored: held.map((x, i) => ({ score: x.sum / x.n, member: i < half })),
+      },
+    ];
   });
 }
 
@@ -180,17 +211,28 @@ export function nullVerdict(scored: readonly ScoredCanary[], each: number, delta
   const eps = clopperPearsonEpsilon(scored, delta, each);
   const t = tprAtFpr(scored, NULL_FPR, each);
   const nOut = scored.filter((x) => !x.member).length;
-  const tpr = t ? { k: t.k, n: t.n, lo: t.lo, fpr_hi: clopperPearson(Math.round(t.achieved_fpr * nOut), nOut, each).hi } : null;
+  const tpr = t
+    ? { k: t.k, n: t.n, lo: t.lo, fpr_hi: clopperPearson(Math.round(t.achieved_fpr * nOut), nOut, each).hi }
+    : null;
   const epsBroken = eps !== null && eps.epsilon > 0;
   const tprBroken = tpr !== null && tpr.lo > tpr.fpr_hi;
   const why = [
     epsBroken && eps ? `ε ≥ ${eps.epsilon.toFixed(2)} at δ = ${delta}` : null,
-    tprBroken && tpr ? `TPR at ${NULL_FPR * 100}% FPR ${tpr.k}/${tpr.n} (interval from ${tpr.lo.toFixed(2)}) above the FPR's interval (to ${tpr.fpr_hi.toFixed(2)})` : null,
+    tprBroken && tpr
+      ? `TPR at ${NULL_FPR * 100}% FPR ${tpr.k}/${tpr.n} (interval from ${tpr.lo.toFixed(2)}) above the FPR's interval (to ${tpr.fpr_hi.toFixed(2)})`
+      : null,
   ].filter(Boolean);
   return { epsilon: eps?.epsilon ?? null, tpr, broken: epsBroken || tprBroken, why: why.join(', ') };
 }
 
-function nullBroken({ audit, observations, outcomes, seedAxes, confidence, delta }: ControlCheckInput): ReportWarning | null {
+function nullBroken({
+  audit,
+  observations,
+  outcomes,
+  seedAxes,
+  confidence,
+  delta,
+}: ControlCheckInput): ReportWarning | null {
   const comparisons = nullComparisons(audit, observations, outcomes, seedAxes);
   if (comparisons.length === 0) return null;
   // One family: a healthy audit raises the warning with probability ≤ 1 − confidence.
@@ -210,12 +252,18 @@ function nullBroken({ audit, observations, outcomes, seedAxes, confidence, delta
 }
 
 function seedKey(cell: Record<string, unknown>, seedAxes: readonly string[]): string {
-  const parts = seedAxes.filter((a) => cell[a] !== undefined && cell[a] !== null).map((a) => `${a}=${formatValue(cell[a])}`);
+  const parts = seedAxes
+    .filter((a) => cell[a] !== undefined && cell[a] !== null)
+    .map((a) => `${a}=${formatValue(cell[a])}`);
   return parts.length > 0 ? parts.join(', ') : '(all runs)';
 }
 
 /** Per seed: how many substituted probes the base model (phase base, prefill) answered with the shown code. */
-export function baseCopyRates(audit: LoadedAudit, observations: readonly Observation[], seedAxes: readonly string[]): Map<string, { copied: number; n: number }> {
+export function baseCopyRates(
+  audit: LoadedAudit,
+  observations: readonly Observation[],
+  seedAxes: readonly string[],
+): Map<string, { copied: number; n: number }> {
   const cellOf = new Map(audit.runs.map((r) => [r.run_id, r.cell]));
   const rates = new Map<string, { copied: number; n: number }>();
   for (const x of observations) {
@@ -231,12 +279,16 @@ export function baseCopyRates(audit: LoadedAudit, observations: readonly Observa
 }
 
 function baseCannotCopy({ audit, observations, outcomes, seedAxes }: ControlCheckInput): ReportWarning | null {
-  const visibleRuns = new Set(observations.filter((x) => x.role === 'focal' && x.visibility === 'visible').map((x) => x.run_id));
+  const visibleRuns = new Set(
+    observations.filter((x) => x.role === 'focal' && x.visibility === 'visible').map((x) => x.run_id),
+  );
   if (visibleRuns.size === 0) return null;
   const rates = baseCopyRates(audit, observations, seedAxes);
   const low = [...rates].filter(([, r]) => r.copied / r.n < BASE_COPY_FLOOR).map(([k]) => k);
   if (low.length === 0) return null;
-  const runs = finished(audit, outcomes).filter((r) => visibleRuns.has(r.run_id) && low.includes(seedKey(r.cell, seedAxes)));
+  const runs = finished(audit, outcomes).filter(
+    (r) => visibleRuns.has(r.run_id) && low.includes(seedKey(r.cell, seedAxes)),
+  );
   const perSeed = [...rates]
     .sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }))
     .map(([k, r]) => `${k} ${r.copied}/${r.n} (${Math.round((100 * r.copied) / r.n)}%)`)
@@ -265,7 +317,9 @@ function scoresAllTied({ audit, observations, outcomes }: ControlCheckInput): Re
   // The membership scores: hidden probes where the cell has them (a substituted probe whose shown
   // code always wins ties its true code at rank 2 in a healthy memorizing cell).
   const hidden = new Set([...byCell.values()].filter((g) => g.kind === 'hidden').map((g) => g.cell));
-  const tied = [...byCell.values()].filter((g) => g.n >= 2 && g.values.size === 1 && (g.kind === 'hidden' || !hidden.has(g.cell)));
+  const tied = [...byCell.values()].filter(
+    (g) => g.n >= 2 && g.values.size === 1 && (g.kind === 'hidden' || !hidden.has(g.cell)),
+  );
   if (tied.length === 0) return null;
   return {
     kind: 'scores_all_tied',

@@ -64,29 +64,64 @@ const METRIC_SPECS: Record<(typeof METRIC_COLUMNS)[number], Omit<ColumnSpec, 'na
   update: { type: 'integer', description: 'Optimizer update the phase was scored at.' },
   canary_id: { type: 'string', description: 'Canary id (pairs across runs need id and code).' },
   code: { type: 'string', description: 'The canary’s secret code, leading zeros kept.' },
-  role: { type: 'string', description: 'What the canary is in this run.', constraints: { enum: ['focal', 'auxiliary', 'held_out', 'no_canary'] } },
+  role: {
+    type: 'string',
+    description: 'What the canary is in this run.',
+    constraints: { enum: ['focal', 'auxiliary', 'held_out', 'no_canary'] },
+  },
   cohort: { type: 'string', description: 'Cohort of an inserted canary; empty otherwise.' },
   dose: { type: 'integer', description: 'The canary’s own appearances in training; empty when never inserted.' },
-  visibility: { type: 'string', description: 'Cue of an inserted canary (visible, redacted, encoded:<scheme>); empty otherwise.' },
+  visibility: {
+    type: 'string',
+    description: 'Cue of an inserted canary (visible, redacted, encoded:<scheme>); empty otherwise.',
+  },
   probe_id: { type: 'string', description: 'Probe id.' },
-  probe_kind: { type: 'string', description: 'Probe kind.', constraints: { enum: ['hidden', 'supplied', 'substituted'] } },
-  shown_code: { type: 'string', description: 'Code shown in the prompt (supplied, substituted probes), leading zeros kept; empty otherwise.' },
+  probe_kind: {
+    type: 'string',
+    description: 'Probe kind.',
+    constraints: { enum: ['hidden', 'supplied', 'substituted'] },
+  },
+  shown_code: {
+    type: 'string',
+    description: 'Code shown in the prompt (supplied, substituted probes), leading zeros kept; empty otherwise.',
+  },
   space_kind: { type: 'string', description: 'Candidate space.', constraints: { enum: ['exhaustive', 'sampled'] } },
   space_size: { type: 'integer', description: '|C|, the true code included.' },
-  rank: { type: 'integer', description: '1 + candidates scoring at least the true code’s score (ties count against it).' },
+  rank: {
+    type: 'integer',
+    description: '1 + candidates scoring at least the true code’s score (ties count against it).',
+  },
   ties: { type: 'integer', description: 'Other candidates scoring exactly the true code’s score.' },
   exposure: { type: 'number', description: 'log2|C| − log2(rank), bits.' },
   exposure_ceiling: { type: 'number', description: 'log2|C|, the exposure of a code ranked first.' },
   true_score: { type: 'number', description: 'Sum of log-probabilities of the true code’s tokens.' },
   best_other_score: { type: 'number', description: 'Highest score among the other candidates.' },
   shown_rank: { type: 'integer', description: 'Rank of the shown code when it is a candidate; empty otherwise.' },
-  shown_exposure: { type: 'number', description: 'Exposure of the shown code when it is a candidate; empty otherwise.' },
-  greedy_prefill_code: { type: 'string', description: `Code read from the greedy output after the prefill, leading zeros kept; "${NO_CODE}" when the output held no code; empty when not decoded.` },
-  recovered_prefill: { type: 'boolean', description: 'Greedy output (prefill) equals the true code; empty when not decoded.' },
-  copied_prefill: { type: 'boolean', description: 'Greedy output (prefill) equals the shown code; empty when no code is shown.' },
-  greedy_free_code: { type: 'string', description: `Code read from free greedy generation, leading zeros kept; "${NO_CODE}" when the output held no code; empty when not run.` },
+  shown_exposure: {
+    type: 'number',
+    description: 'Exposure of the shown code when it is a candidate; empty otherwise.',
+  },
+  greedy_prefill_code: {
+    type: 'string',
+    description: `Code read from the greedy output after the prefill, leading zeros kept; "${NO_CODE}" when the output held no code; empty when not decoded.`,
+  },
+  recovered_prefill: {
+    type: 'boolean',
+    description: 'Greedy output (prefill) equals the true code; empty when not decoded.',
+  },
+  copied_prefill: {
+    type: 'boolean',
+    description: 'Greedy output (prefill) equals the shown code; empty when no code is shown.',
+  },
+  greedy_free_code: {
+    type: 'string',
+    description: `Code read from free greedy generation, leading zeros kept; "${NO_CODE}" when the output held no code; empty when not run.`,
+  },
   recovered_free: { type: 'boolean', description: 'Greedy output (free) equals the true code; empty when not run.' },
-  copied_free: { type: 'boolean', description: 'Greedy output (free) equals the shown code; empty when not run or no code is shown.' },
+  copied_free: {
+    type: 'boolean',
+    description: 'Greedy output (free) equals the shown code; empty when not run or no code is shown.',
+  },
 };
 
 /** A cell column's type from its axis values: integers, numbers, else strings (labels, JSON). */
@@ -103,7 +138,13 @@ function runColumns(axes: readonly Axis[]): ColumnSpec[] {
     { name: 'audit_id', type: 'string', description: 'Audit id.' },
     { name: 'run_id', type: 'string', description: 'Run id (content hash of the manifest).' },
     { name: 'cell_id', type: 'string', description: 'Grid cell id.' },
-    ...axes.map((a): ColumnSpec => ({ name: `cell.${a.name}`, type: axisType(a), description: `Grid axis ${a.name}: the run’s value (empty where it does not apply).` })),
+    ...axes.map(
+      (a): ColumnSpec => ({
+        name: `cell.${a.name}`,
+        type: axisType(a),
+        description: `Grid axis ${a.name}: the run’s value (empty where it does not apply).`,
+      }),
+    ),
   ];
 }
 
@@ -152,7 +193,11 @@ export interface CsvRunInfo {
   cell: Record<string, unknown>;
 }
 
-export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRunInfo>, observations: readonly Observation[]): string {
+export function renderCsv(
+  axes: readonly Axis[],
+  runs: ReadonlyMap<string, CsvRunInfo>,
+  observations: readonly Observation[],
+): string {
   const header = ['audit_id', 'run_id', 'cell_id', ...axes.map((a) => `cell.${a.name}`), ...METRIC_COLUMNS];
   const lines = [header.map((h) => csvField(h)).join(',')];
   // Codes are quoted (and typed string in datapackage.json): `0999` is a code, not the number 999.
@@ -188,7 +233,13 @@ export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRu
       recovered_free: o.greedy_free?.recovered,
       copied_free: o.greedy_free?.copied,
     };
-    const row = [run?.audit_id, o.run_id, run?.cell_id, ...axes.map((a) => run?.cell[a.name]), ...METRIC_COLUMNS.map((c) => metrics[c])];
+    const row = [
+      run?.audit_id,
+      o.run_id,
+      run?.cell_id,
+      ...axes.map((a) => run?.cell[a.name]),
+      ...METRIC_COLUMNS.map((c) => metrics[c]),
+    ];
     lines.push(row.map((v, i) => csvField(v, quoted[i] === true)).join(','));
   }
   return `${lines.join('\n')}\n`;
@@ -196,7 +247,12 @@ export function renderCsv(axes: readonly Axis[], runs: ReadonlyMap<string, CsvRu
 
 /** Columns of utility.csv after the run's cell: one row per run × utility metric. */
 const UTILITY_COLUMNS: readonly ColumnSpec[] = [
-  { name: 'metric', type: 'string', description: 'loss (mean target-token loss), accuracy, exact_match, token_f1, point_in_box or parse_rate (docs/metrics.md).' },
+  {
+    name: 'metric',
+    type: 'string',
+    description:
+      'loss (mean target-token loss), accuracy, exact_match, token_f1, point_in_box or parse_rate (docs/metrics.md).',
+  },
   { name: 'rows', type: 'integer', description: 'Utility rows scored.' },
   { name: 'base', type: 'number', description: 'Before fine-tuning: the base model.' },
   { name: 'base_lo', type: 'number', description: 'Lower end of the 95% interval of base (empty for loss).' },
@@ -205,14 +261,24 @@ const UTILITY_COLUMNS: readonly ColumnSpec[] = [
   { name: 'final_lo', type: 'number', description: 'Lower end of the 95% interval of final (empty for loss).' },
   { name: 'final_hi', type: 'number', description: 'Upper end of the 95% interval of final (empty for loss).' },
   { name: 'delta', type: 'number', description: 'final − base.' },
-  { name: 'interval', type: 'string', description: 'How the intervals were made: wilson (one run, a proportion) or bootstrap (token F1).' },
+  {
+    name: 'interval',
+    type: 'string',
+    description: 'How the intervals were made: wilson (one run, a proportion) or bootstrap (token F1).',
+  },
 ];
 
 export interface UtilityCsvRun {
   run_id: string;
   cell_id: string;
   cell: Record<string, unknown>;
-  utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null; metrics?: UtilityMetricSummary[] } | null;
+  utility: {
+    rows: number | null;
+    base_loss: number | null;
+    final_loss: number | null;
+    delta: number | null;
+    metrics?: UtilityMetricSummary[];
+  } | null;
 }
 
 export function utilityCsvColumns(axes: readonly Axis[]): ColumnSpec[] {
@@ -224,15 +290,39 @@ export function utilityCsvColumns(axes: readonly Axis[]): ColumnSpec[] {
  * generation metric with its interval. Written beside report.csv when some run has task metrics.
  */
 export function renderUtilityCsv(auditId: string, axes: readonly Axis[], runs: readonly UtilityCsvRun[]): string {
-  const lines = [utilityCsvColumns(axes).map((c) => csvField(c.name)).join(',')];
+  const lines = [
+    utilityCsvColumns(axes)
+      .map((c) => csvField(c.name))
+      .join(','),
+  ];
   for (const run of runs) {
     const u = run.utility;
     if (!u) continue;
     const head = [auditId, run.run_id, run.cell_id, ...axes.map((a) => run.cell[a.name])];
-    lines.push([...head, 'loss', u.rows, u.base_loss, null, null, u.final_loss, null, null, u.delta, null].map((v) => csvField(v)).join(','));
+    lines.push(
+      [...head, 'loss', u.rows, u.base_loss, null, null, u.final_loss, null, null, u.delta, null]
+        .map((v) => csvField(v))
+        .join(','),
+    );
     for (const m of u.metrics ?? []) {
       const method = m.final?.method ?? m.base?.method ?? null;
-      lines.push([...head, m.metric, m.final?.n ?? m.base?.n ?? u.rows, m.base?.estimate, m.base?.lo, m.base?.hi, m.final?.estimate, m.final?.lo, m.final?.hi, m.delta, method].map((v) => csvField(v)).join(','));
+      lines.push(
+        [
+          ...head,
+          m.metric,
+          m.final?.n ?? m.base?.n ?? u.rows,
+          m.base?.estimate,
+          m.base?.lo,
+          m.base?.hi,
+          m.final?.estimate,
+          m.final?.lo,
+          m.final?.hi,
+          m.delta,
+          method,
+        ]
+          .map((v) => csvField(v))
+          .join(','),
+      );
     }
   }
   return `${lines.join('\n')}\n`;

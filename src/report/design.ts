@@ -7,7 +7,11 @@ import type { LoadedRun } from './load-audit.js';
  * placement) or on the same rows. From those, the population an interval over a cell's runs
  * generalizes over: fine-tuning seeds of one base, or bases and seeds (docs/grid.md, replicates).
  */
-export type ReportPopulation = 'fine-tuning seeds of one base' | 'bases and seeds' | 'seeds of from-scratch training' | 'one run per cell';
+export type ReportPopulation =
+  | 'fine-tuning seeds of one base'
+  | 'bases and seeds'
+  | 'seeds of from-scratch training'
+  | 'one run per cell';
 
 export interface ReportDesign {
   population: ReportPopulation;
@@ -43,10 +47,26 @@ export function reportDesign(runs: readonly LoadedRun[], seedAxes: readonly stri
     arms.set(arm, (arms.get(arm) ?? new Set()).add(`${seedOf(r)}\u0001${r.manifest?.rows_sha256 ?? ''}`));
   }
   const replicated = [...arms.values()].filter((s) => new Set([...s].map((x) => x.split('\u0001')[0])).size > 1);
-  const seedsVary = replicated.length === 0 ? null : replicated.some((s) => new Set([...s].map((x) => x.split('\u0001')[1])).size > 1) ? 'data order and placement' : 'training seed only';
+  const seedsVary =
+    replicated.length === 0
+      ? null
+      : replicated.some((s) => new Set([...s].map((x) => x.split('\u0001')[1])).size > 1)
+        ? 'data order and placement'
+        : 'training seed only';
   const population: ReportPopulation =
-    replicated.length === 0 ? 'one run per cell' : bases.some((b) => b.bases > 1) ? 'bases and seeds' : bases.some((b) => b.bases === 1) ? 'fine-tuning seeds of one base' : 'seeds of from-scratch training';
-  const baseWords = bases.map((b) => `${b.model || 'model'}: ${b.bases === 0 ? 'from scratch' : b.bases === 1 ? 'one base' : `${b.bases} bases`}`).join('; ');
+    replicated.length === 0
+      ? 'one run per cell'
+      : bases.some((b) => b.bases > 1)
+        ? 'bases and seeds'
+        : bases.some((b) => b.bases === 1)
+          ? 'fine-tuning seeds of one base'
+          : 'seeds of from-scratch training';
+  const baseWords = bases
+    .map(
+      (b) =>
+        `${b.model || 'model'}: ${b.bases === 0 ? 'from scratch' : b.bases === 1 ? 'one base' : `${b.bases} bases`}`,
+    )
+    .join('; ');
   const text =
     population === 'one run per cell'
       ? `Design: one run per cell (${baseWords}); intervals cover canary sampling only, and a rerun can fall outside them.`

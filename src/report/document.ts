@@ -1,7 +1,21 @@
 import { formatValue } from '../metrics/cells.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { armCell, copyRate, counts, countsAndResampling, DASH, differenceCell, medianCi, num, proportion, runCountList, runMedianList, short, signed } from './format.js';
+import {
+  armCell,
+  copyRate,
+  counts,
+  countsAndResampling,
+  DASH,
+  differenceCell,
+  medianCi,
+  num,
+  proportion,
+  runCountList,
+  runMedianList,
+  short,
+  signed,
+} from './format.js';
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
 import { PAIRED_NOTE, privacyNote, RECOVERY_NOTE, resamplingNote, TASK_METRICS_NOTE } from './prose.js';
@@ -52,7 +66,17 @@ function stamp(s: StampBrief | null): string {
 }
 
 function overview(s: ReportSummary): Section {
-  const spaces = [...new Set(s.runs.flatMap((r) => (r.candidate_space ? [`${r.candidate_space.kind} |C| = ${r.candidate_space.size} (ceiling log2|C| = ${num(r.candidate_space.ceiling)})`] : [])))];
+  const spaces = [
+    ...new Set(
+      s.runs.flatMap((r) =>
+        r.candidate_space
+          ? [
+              `${r.candidate_space.kind} |C| = ${r.candidate_space.size} (ceiling log2|C| = ${num(r.candidate_space.ceiling)})`,
+            ]
+          : [],
+      ),
+    ),
+  ];
   const c = s.counts;
   return {
     id: 'overview',
@@ -61,7 +85,9 @@ function overview(s: ReportSummary): Section {
       `Audit **${s.audit.name}** (\`${s.audit.id}\`): ${c.runs} runs — ${c.finished} finished, ${c.failed} failed, ${c.missing} missing; ${c.no_canary_runs} no-canary control run(s). ${c.observations} observations from ${c.score_files} score files.`,
       `Candidate space: ${spaces.join('; ') || DASH}. Exposure = log2|C| − log2(rank), rank = 1 + #{other candidates scoring ≥ the true code} (ties count against the secret); the ceiling is the exposure of a code ranked first.`,
       ...(s.design ? [s.design.text] : []),
-      ...(s.utility_headline ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`] : []),
+      ...(s.utility_headline
+        ? [`**Task utility vs exposure** — ${s.utility_headline.map((h) => h.text).join(' ')}`]
+        : []),
       resamplingNote(s.settings),
       ...(s.verdicts && s.verdicts.length > 0 ? [verdictMethods(s.verdicts)] : []),
     ],
@@ -73,7 +99,10 @@ function overview(s: ReportSummary): Section {
 /** How the Findings' verdicts were reached, with the jargon the sentences leave out. */
 function verdictMethods(v: NonNullable<ReportSummary['verdicts']>): string {
   const first = v[0] as NonNullable<ReportSummary['verdicts']>[number];
-  const details = v.map((x) => `${x.comparison}: se ${num(x.se)}, ${x.df === null ? 'normal (one run per arm, percentile interval read as normal)' : `t(${num(x.df, 1)})`}, p ${num(x.unadjusted.p_difference, 3)} (no difference) and ${num(x.unadjusted.p_equivalence, 3)} (TOST), Holm-adjusted ${num(x.adjusted.p_difference, 3)} and ${num(x.adjusted.p_equivalence, 3)}${x.power ? `; decision probability at the observed effect ${num(x.power.probability)}` : ''}`);
+  const details = v.map(
+    (x) =>
+      `${x.comparison}: se ${num(x.se)}, ${x.df === null ? 'normal (one run per arm, percentile interval read as normal)' : `t(${num(x.df, 1)})`}, p ${num(x.unadjusted.p_difference, 3)} (no difference) and ${num(x.unadjusted.p_equivalence, 3)} (TOST), Holm-adjusted ${num(x.adjusted.p_difference, 3)} and ${num(x.adjusted.p_equivalence, 3)}${x.power ? `; decision probability at the observed effect ${num(x.power.probability)}` : ''}`,
+  );
   return `**Verdicts** — each declared comparison (${v.length}: inserted vs control at the highest dose, lowest vs highest dose, the paired difference along each compared axis; copy rates are described, not tested) is *higher* or *lower* when the two-sided test of no difference rejects at α = ${num(first.alpha, 2)} (its ${Math.round((1 - first.alpha) * 100)}% interval excludes 0), *equivalent* when both one-sided tests against ±${num(first.margin_bits)} bits reject (TOST; the grid's analysis.margin_bits), else *undecided*; the tests use the interval's own estimate, se and t(df). The family is adjusted by Holm's step-down (at most one of a comparison's two nulls can be true, so α is divided by the number of comparisons with a test still open); both readings are printed. An undecided comparison names the runs that would decide it with 80% probability at the observed effect, from the interval's run, canary and run × canary variance components (docs/metrics.md, Verdicts and power). ${details.join('; ')}.`;
 }
 
@@ -90,7 +119,18 @@ function exposureVsDose(s: ReportSummary): Section {
     ],
     tables: visibilities.map((v) => ({
       caption: `Visibility: ${v}`,
-      columns: ['Cell', 'Probe', 'Dose', 'Exposure median [95% CI]', 'Per-run medians', 'Ceiling', 'n', 'Held-out control', 'Δ vs held-out [95% CI]', 'Recovered (prefill)'],
+      columns: [
+        'Cell',
+        'Probe',
+        'Dose',
+        'Exposure median [95% CI]',
+        'Per-run medians',
+        'Ceiling',
+        'n',
+        'Held-out control',
+        'Δ vs held-out [95% CI]',
+        'Recovered (prefill)',
+      ],
       rows: groups
         .filter((g) => (g.visibility ?? DASH) === v)
         .map((g) => [
@@ -120,7 +160,19 @@ function controls(s: ReportSummary): Section {
     ],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Inserted', 'Held-out', 'Δ held-out', 'Base model', 'Δ base', 'No-canary run', 'Δ no-canary'],
+        columns: [
+          'Cell',
+          'Visibility',
+          'Probe',
+          'Dose',
+          'Inserted',
+          'Held-out',
+          'Δ held-out',
+          'Base model',
+          'Δ base',
+          'No-canary run',
+          'Δ no-canary',
+        ],
         rows: groups.map((g) => [
           g.label,
           g.visibility ?? DASH,
@@ -144,12 +196,23 @@ function recovery(s: ReportSummary): Section {
   return {
     id: 'recovery',
     title: 'Recovery',
-    paragraphs: [
-      RECOVERY_NOTE,
-    ],
+    paragraphs: [RECOVERY_NOTE],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'n', 'Ranked first', 'Recovered (prefill)', 'Recovered (free)', 'Copied shown (prefill)', 'Copied per run', 'Held-out recovered (prefill)', 'Held-out copied (prefill)'],
+        columns: [
+          'Cell',
+          'Visibility',
+          'Probe',
+          'Dose',
+          'n',
+          'Ranked first',
+          'Recovered (prefill)',
+          'Recovered (free)',
+          'Copied shown (prefill)',
+          'Copied per run',
+          'Held-out recovered (prefill)',
+          'Held-out copied (prefill)',
+        ],
         rows: groups.map((g) => [
           g.label,
           g.visibility ?? DASH,
@@ -193,7 +256,10 @@ export function orderedComparisons(paired: readonly PairedSummary[]): string[] {
   const first = new Map<string, PairedSummary>();
   for (const p of paired) if (!first.has(comparisonTitle(p))) first.set(comparisonTitle(p), p);
   return [...first.entries()]
-    .sort(([, a], [, b]) => rank(a.axis) - rank(b.axis) || a.axis.localeCompare(b.axis) || cmp(a.from, b.from) || cmp(a.to, b.to))
+    .sort(
+      ([, a], [, b]) =>
+        rank(a.axis) - rank(b.axis) || a.axis.localeCompare(b.axis) || cmp(a.from, b.from) || cmp(a.to, b.to),
+    )
     .map(([title]) => title);
 }
 
@@ -209,13 +275,23 @@ function paired(s: ReportSummary): Section {
     id: 'paired',
     title: 'Paired comparisons (placement, population, …)',
     paragraphs: [
-      finals.length === 0
-        ? 'No two finished runs differ in exactly one axis while sharing canaries.'
-        : PAIRED_NOTE,
+      finals.length === 0 ? 'No two finished runs differ in exactly one axis while sharing canaries.' : PAIRED_NOTE,
     ],
     tables: titles.map((title) => ({
       caption: title,
-      columns: ['Context', 'Cohort', 'Probe', 'Dose', 'Pairs', 'Canaries · run pairs', 'Rose', 'Fell', 'Tied', 'Median from → to', 'Median paired Δ [95% CI]'],
+      columns: [
+        'Context',
+        'Cohort',
+        'Probe',
+        'Dose',
+        'Pairs',
+        'Canaries · run pairs',
+        'Rose',
+        'Fell',
+        'Tied',
+        'Median from → to',
+        'Median paired Δ [95% CI]',
+      ],
       rows: (comparisons.get(title) ?? []).map((p) => [
         p.label,
         p.cohort,
@@ -243,8 +319,28 @@ function auxiliary(s: ReportSummary): Section | null {
     paragraphs: ['Inserted canaries outside the focal cohort (they shape the population the focal canaries train in).'],
     tables: [
       {
-        columns: ['Cohort', 'Cell', 'Visibility', 'Probe', 'Dose', 'Exposure median [95% CI]', 'n', 'Held-out control', 'Δ vs held-out [95% CI]'],
-        rows: groups.map((g) => [g.cohort, g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), medianCi(g.inserted.exposure), countsAndResampling(g.inserted), armCell(g.controls.held_out), differenceCell(g.controls.held_out?.difference ?? null)]),
+        columns: [
+          'Cohort',
+          'Cell',
+          'Visibility',
+          'Probe',
+          'Dose',
+          'Exposure median [95% CI]',
+          'n',
+          'Held-out control',
+          'Δ vs held-out [95% CI]',
+        ],
+        rows: groups.map((g) => [
+          g.cohort,
+          g.label,
+          g.visibility ?? DASH,
+          g.probe_kind,
+          String(g.dose ?? DASH),
+          medianCi(g.inserted.exposure),
+          countsAndResampling(g.inserted),
+          armCell(g.controls.held_out),
+          differenceCell(g.controls.held_out?.difference ?? null),
+        ]),
       },
     ],
   };
@@ -259,8 +355,28 @@ function checkpoints(s: ReportSummary): Section | null {
     paragraphs: ['Focal canaries at every evaluated checkpoint (phase update-<n>) and at the end.'],
     tables: [
       {
-        columns: ['Cell', 'Visibility', 'Probe', 'Dose', 'Phase', 'Update', 'Exposure median [95% CI]', 'n', 'Held-out control'],
-        rows: focal.map((g) => [g.label, g.visibility ?? DASH, g.probe_kind, String(g.dose ?? DASH), g.phase, String(g.update), medianCi(g.inserted.exposure), countsAndResampling(g.inserted), armCell(g.controls.held_out)]),
+        columns: [
+          'Cell',
+          'Visibility',
+          'Probe',
+          'Dose',
+          'Phase',
+          'Update',
+          'Exposure median [95% CI]',
+          'n',
+          'Held-out control',
+        ],
+        rows: focal.map((g) => [
+          g.label,
+          g.visibility ?? DASH,
+          g.probe_kind,
+          String(g.dose ?? DASH),
+          g.phase,
+          String(g.update),
+          medianCi(g.inserted.exposure),
+          countsAndResampling(g.inserted),
+          armCell(g.controls.held_out),
+        ]),
       },
     ],
   };
@@ -271,12 +387,19 @@ function utilityCell(u: UtilityInterval | null): string {
   if (!u) return DASH;
   const value = u.k !== null && u.n_runs === 1 ? `${u.k}/${u.n} (${num(u.estimate)})` : num(u.estimate);
   const rows = `${u.n} rows${u.n_runs > 1 ? ` · ${u.n_runs} runs` : ''}`;
-  const how = u.method === 'wilson' ? 'Wilson' : u.resampling === 'hierarchical' ? 'runs → rows' : 'bootstrap over rows';
+  const how =
+    u.method === 'wilson' ? 'Wilson' : u.resampling === 'hierarchical' ? 'runs → rows' : 'bootstrap over rows';
   return `${value} [${num(u.lo)}, ${num(u.hi)}]${u.k !== null && u.n_runs === 1 ? '' : ` (${rows}; ${how})`}`;
 }
 
 function metricRows(lead: string[], metrics: UtilityMetricSummary[] | undefined): string[][] {
-  return (metrics ?? []).map((m) => [...lead, METRIC_WORDS[m.metric], utilityCell(m.base), utilityCell(m.final), m.delta === null ? DASH : signed(m.delta)]);
+  return (metrics ?? []).map((m) => [
+    ...lead,
+    METRIC_WORDS[m.metric],
+    utilityCell(m.base),
+    utilityCell(m.final),
+    m.delta === null ? DASH : signed(m.delta),
+  ]);
 }
 
 function utility(s: ReportSummary): Section {
@@ -287,29 +410,41 @@ function utility(s: ReportSummary): Section {
     title: 'Utility',
     paragraphs: [
       'Mean target-token loss on held-out background rows (never trained on), before and after fine-tuning; Δ = after − before. Medians over runs per cell.',
-      ...(generation
-        ? [
-            TASK_METRICS_NOTE,
-          ]
-        : []),
+      ...(generation ? [TASK_METRICS_NOTE] : []),
     ],
     tables: [
       {
         caption: 'Per cell',
         columns: ['Cell', 'No-canary', 'Runs', 'Loss before', 'Loss after', 'Δ'],
-        rows: s.utility.map((u) => [u.label, u.no_canary ? 'yes' : 'no', String(u.n_runs), num(u.base_loss, 4), num(u.final_loss, 4), num(u.delta, 4)]),
+        rows: s.utility.map((u) => [
+          u.label,
+          u.no_canary ? 'yes' : 'no',
+          String(u.n_runs),
+          num(u.base_loss, 4),
+          num(u.final_loss, 4),
+          num(u.delta, 4),
+        ]),
       },
       {
         caption: 'Per run',
         columns: ['Run', 'Cell', 'Rows', 'Loss before', 'Loss after', 'Δ'],
-        rows: runs.map((r) => [r.run_id, r.cell_id, String(r.utility?.rows ?? DASH), num(r.utility?.base_loss, 4), num(r.utility?.final_loss, 4), num(r.utility?.delta, 4)]),
+        rows: runs.map((r) => [
+          r.run_id,
+          r.cell_id,
+          String(r.utility?.rows ?? DASH),
+          num(r.utility?.base_loss, 4),
+          num(r.utility?.final_loss, 4),
+          num(r.utility?.delta, 4),
+        ]),
       },
       ...(generation
         ? [
             {
               caption: 'Task metrics per cell',
               columns: ['Cell', 'No-canary', 'Runs', 'Metric', 'Before [95% CI]', 'After [95% CI]', 'Δ'],
-              rows: s.utility.flatMap((u) => metricRows([u.label, u.no_canary ? 'yes' : 'no', String(u.n_runs)], u.metrics)),
+              rows: s.utility.flatMap((u) =>
+                metricRows([u.label, u.no_canary ? 'yes' : 'no', String(u.n_runs)], u.metrics),
+              ),
             },
             {
               caption: 'Task metrics per run',
@@ -327,14 +462,26 @@ function notFinished(s: ReportSummary): Section {
   return {
     id: 'failed-missing',
     title: 'Failed or missing runs',
-    paragraphs: [runs.length === 0 ? 'None: every run of the audit finished.' : `${runs.length} run(s) did not contribute to the figures above.`],
+    paragraphs: [
+      runs.length === 0
+        ? 'None: every run of the audit finished.'
+        : `${runs.length} run(s) did not contribute to the figures above.`,
+    ],
     tables:
       runs.length === 0
         ? []
         : [
             {
               columns: ['Run', 'Cell', 'Status', 'Kind', 'Message', 'Attempts', 'Time'],
-              rows: runs.map((r) => [r.run_id, r.cell_id, r.status, r.failure?.kind ?? DASH, r.failure?.message ?? r.reason ?? DASH, r.failure ? String(r.failure.attempts) : DASH, r.failure?.time ?? DASH]),
+              rows: runs.map((r) => [
+                r.run_id,
+                r.cell_id,
+                r.status,
+                r.failure?.kind ?? DASH,
+                r.failure?.message ?? r.reason ?? DASH,
+                r.failure ? String(r.failure.attempts) : DASH,
+                r.failure?.time ?? DASH,
+              ]),
             },
           ],
   };
@@ -343,28 +490,57 @@ function notFinished(s: ReportSummary): Section {
 function provenance(s: ReportSummary): Section {
   const p = s.provenance;
   const w = p.at_write;
-  const flagged = s.warnings.filter((x) => ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions', 'mixed_numerics'].includes(x.kind));
+  const flagged = s.warnings.filter((x) =>
+    ['mixed_code_versions', 'changed_mid_run', 'uncommitted_code', 'mixed_dataset_versions', 'mixed_numerics'].includes(
+      x.kind,
+    ),
+  );
   return {
     id: 'provenance',
     title: 'Provenance',
     paragraphs: [
       `This report: controller ${short(w.git_commit)}${w.git_dirty ? '+dirty' : ''}, code ${short(w.code_sha256)}, node ${w.versions.node ?? DASH}, written ${w.time} on ${w.host}${p.changed_mid_run ? ' — **the controller code changed while the report was being written**' : ''}.`,
       ...(s.datasets ?? []).map((d) => {
-        const where = d.source === 'hub' ? `${d.repo}@${d.revision ?? 'main'} = ${d.sha ?? DASH}${d.config ? ` (config ${d.config})` : ''}` : (d.path ?? DASH);
-        const files = d.files.map((f) => `${f.split}: ${f.path} (sha256 ${f.sha256.slice(0, 12)}, ${f.bytes.toLocaleString('en-US')} bytes)`).join('; ');
+        const where =
+          d.source === 'hub'
+            ? `${d.repo}@${d.revision ?? 'main'} = ${d.sha ?? DASH}${d.config ? ` (config ${d.config})` : ''}`
+            : (d.path ?? DASH);
+        const files = d.files
+          .map(
+            (f) => `${f.split}: ${f.path} (sha256 ${f.sha256.slice(0, 12)}, ${f.bytes.toLocaleString('en-US')} bytes)`,
+          )
+          .join('; ');
         return `Rows of task ${d.task} (${d.runs.length} run(s)): ${where}; ${files}.`;
       }),
-      ...(s.numerics ?? []).map((n) => `Numerics (${n.runs.length} run${n.runs.length === 1 ? '' : 's'}): ${numericsLabel(n)}.`),
-      ...(s.numerics ? [] : ['Numerics: not recorded by these runs\' trainer (CPU capability, threads, GPU and dtype unknown).']),
-      flagged.length === 0 ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run, on one floating-point path.' : 'Code-version and numerics warnings:',
+      ...(s.numerics ?? []).map(
+        (n) => `Numerics (${n.runs.length} run${n.runs.length === 1 ? '' : 's'}): ${numericsLabel(n)}.`,
+      ),
+      ...(s.numerics
+        ? []
+        : ["Numerics: not recorded by these runs' trainer (CPU capability, threads, GPU and dtype unknown)."]),
+      flagged.length === 0
+        ? 'Every run was produced by one controller version and one trainer version, unchanged mid-run, on one floating-point path.'
+        : 'Code-version and numerics warnings:',
     ],
-    ...(flagged.length > 0 ? { list: flagged.map((x) => `**${x.kind}**: ${x.message} Runs: ${x.runs.join(', ')}`) } : {}),
+    ...(flagged.length > 0
+      ? { list: flagged.map((x) => `**${x.kind}**: ${x.message} Runs: ${x.runs.join(', ')}`) }
+      : {}),
     tables: [
       {
         columns: ['Run', 'Cell', 'Status', 'Controller (manifest)', 'Trainer (result)', 'Changed mid-run'],
         rows: s.runs.map((r) => {
-          const changed = [r.provenance.controller?.changed_mid_run ? 'controller' : null, r.provenance.trainer?.changed_mid_run ? 'trainer' : null].filter(Boolean);
-          return [r.run_id, r.cell_id, r.status, stamp(r.provenance.controller), stamp(r.provenance.trainer), changed.length > 0 ? `**yes** (${changed.join(', ')})` : 'no'];
+          const changed = [
+            r.provenance.controller?.changed_mid_run ? 'controller' : null,
+            r.provenance.trainer?.changed_mid_run ? 'trainer' : null,
+          ].filter(Boolean);
+          return [
+            r.run_id,
+            r.cell_id,
+            r.status,
+            stamp(r.provenance.controller),
+            stamp(r.provenance.trainer),
+            changed.length > 0 ? `**yes** (${changed.join(', ')})` : 'no',
+          ];
         }),
       },
     ],
@@ -384,7 +560,9 @@ function summaryBox(s: ReportSummary): Section {
     title: 'Findings',
     paragraphs: [
       // Controls that failed come before any finding: the findings below rest on them.
-      ...s.warnings.filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind)).map((w) => `**Control failed — ${w.kind}**: ${w.message}`),
+      ...s.warnings
+        .filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind))
+        .map((w) => `**Control failed — ${w.kind}**: ${w.message}`),
       `${c.finished} of ${c.runs} runs finished${c.failed ? `, ${c.failed} failed` : ''}${c.missing ? `, ${c.missing} missing` : ''}. Medians with ${Math.round(s.settings.confidence * 100)}% bootstrap intervals; exposure in bits, final phase, focal canaries. Each figure is one draw: read it with its n.`,
     ],
     list: found.length > 0 ? found.map((f) => f.text) : ['No finished run has focal canaries yet.'],
@@ -448,7 +626,9 @@ function compactGroup(tables: Table[]): Table[] {
     if (tables.every((t) => t.rows.length === 0 || repeatsCell(t, i))) return;
     if (values.every((v) => v === values[0])) {
       // One table: with its own annotations, in column order, under one "In every row".
-      (tables.length === 1 ? (annotations[0] as string[]) : shared).push(values[0] !== DASH ? `${name}: ${values[0]}.` : `${name}: ${DASH} (not in this grid).`);
+      (tables.length === 1 ? (annotations[0] as string[]) : shared).push(
+        values[0] !== DASH ? `${name}: ${values[0]}.` : `${name}: ${DASH} (not in this grid).`,
+      );
       return;
     }
     // An annotation every cell of the column ends with, table by table (the column stays).
@@ -471,19 +651,39 @@ function compactGroup(tables: Table[]): Table[] {
       ...(own.length > 0 ? [`In every row${tables.length === 1 ? '' : ' of this table'} — ${own.join(' ')}`] : []),
       ...(j === tables.length - 1 && shared.length > 0 ? [`${where} — ${shared.join(' ')}`] : []),
     ];
-    return { ...t, columns: keep.map((i) => t.columns[i] as string), rows: (rows[j] as string[][]).map((r) => keep.map((i) => r[i] as string)), ...(notes.length ? { notes } : {}) };
+    return {
+      ...t,
+      columns: keep.map((i) => t.columns[i] as string),
+      rows: (rows[j] as string[][]).map((r) => keep.map((i) => r[i] as string)),
+      ...(notes.length ? { notes } : {}),
+    };
   });
 }
 
 // The summary box states each of their comparisons in a sentence; the full tables and plots are a click away.
-const FOLDED = new Set(['recovery', 'paired', 'auxiliary', 'overview', 'checkpoints', 'utility', 'failed-missing', 'provenance']);
+const FOLDED = new Set([
+  'recovery',
+  'paired',
+  'auxiliary',
+  'overview',
+  'checkpoints',
+  'utility',
+  'failed-missing',
+  'provenance',
+]);
 
-const BOUND_NAMES: Record<string, string> = { clopper_pearson: 'Clopper–Pearson', one_run: 'one run', gdp: 'Gaussian DP', fdp_one_run: 'f-DP one run' };
+const BOUND_NAMES: Record<string, string> = {
+  clopper_pearson: 'Clopper–Pearson',
+  one_run: 'one run',
+  gdp: 'Gaussian DP',
+  fdp_one_run: 'f-DP one run',
+};
 
 /** Membership and ε readouts per run, only for an audit whose manifests randomize inclusion. */
 function privacy(s: ReportSummary): Section | null {
   if (!s.privacy || s.privacy.length === 0) return null;
-  const ci = (i: { estimate: number; lo: number; hi: number } | null): string => (i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH);
+  const ci = (i: { estimate: number; lo: number; hi: number } | null): string =>
+    i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH;
   const first = s.privacy[0] as NonNullable<ReportSummary['privacy']>[number];
   return {
     id: 'privacy',
@@ -491,20 +691,57 @@ function privacy(s: ReportSummary): Section | null {
     paragraphs: [
       privacyNote(first),
       `Two more ε lower bounds at the same δ and confidence (docs/metrics.md, Privacy readouts): Gaussian DP (μ from Clopper–Pearson bounds on FPR and FNR at every ROC-hull threshold, Bonferroni over 2 × the hull's thresholds, converted to ε; Nasr et al. 2023) and the f-DP one-run bound of Mahloujifar et al. (2024), refused like the one-run bound unless inclusion was randomized; its threshold strategy: ${first.epsilon.threshold_strategy}. AUC (hull) is the area under the ROC convex hull (randomizing between thresholds allowed), never below ½.`,
-      ...(s.epsilon_max ?? []).map((x) => `**Largest ε bound (${BOUND_NAMES[x.bound] ?? x.bound})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`),
+      ...(s.epsilon_max ?? []).map(
+        (x) =>
+          `**Largest ε bound (${BOUND_NAMES[x.bound] ?? x.bound})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`,
+      ),
     ],
     tables: [
       {
-        columns: ['Run', 'Cell', 'Inclusion', 'n in · out', 'AUC [95% CI]', 'AUC (hull)', 'TPR @ 1% FPR', 'TPR @ 0.1% FPR', 'ε ≥ (Clopper–Pearson)', 'ε ≥ (one run)', 'ε ≥ (GDP)', 'ε ≥ (f-DP one run)'],
+        columns: [
+          'Run',
+          'Cell',
+          'Inclusion',
+          'n in · out',
+          'AUC [95% CI]',
+          'AUC (hull)',
+          'TPR @ 1% FPR',
+          'TPR @ 0.1% FPR',
+          'ε ≥ (Clopper–Pearson)',
+          'ε ≥ (one run)',
+          'ε ≥ (GDP)',
+          'ε ≥ (f-DP one run)',
+        ],
         rows: s.privacy.map((p) => {
           const tpr = (f: number): string => {
             const t = p.tpr_at_fpr.find((x) => x.fpr === f);
-            return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})` : DASH;
+            return t
+              ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})`
+              : DASH;
           };
-          const one = p.epsilon.one_run ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m}${p.epsilon.one_run.abstained ? `, ${p.epsilon.one_run.abstained} tied at a cut: no guess` : ''})` : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
+          const one = p.epsilon.one_run
+            ? `${num(p.epsilon.one_run.epsilon)} (${p.epsilon.one_run.correct}/${p.epsilon.one_run.guesses} guesses right, m = ${p.epsilon.one_run.m}${p.epsilon.one_run.abstained ? `, ${p.epsilon.one_run.abstained} tied at a cut: no guess` : ''})`
+            : `refused: ${p.epsilon.one_run_refused ?? DASH}`;
           const gdp = p.epsilon.gdp ? `${num(p.epsilon.gdp.epsilon)} (μ ≥ ${num(p.epsilon.gdp.mu)})` : DASH;
-          const fdp = p.epsilon.fdp_one_run ? `${num(p.epsilon.fdp_one_run.epsilon)}${p.epsilon.fdp_one_run.guesses ? ` (${p.epsilon.fdp_one_run.correct}/${p.epsilon.fdp_one_run.guesses} guesses right, m = ${p.epsilon.fdp_one_run.m})` : ''}` : p.epsilon.one_run_refused ? 'refused' : DASH;
-          return [p.run_id, p.cell_id, p.inclusion, `${p.n_in} · ${p.n_out}`, ci(p.auc), p.auc_hull === null ? DASH : num(p.auc_hull), tpr(0.01), tpr(0.001), p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH, one, gdp, fdp];
+          const fdp = p.epsilon.fdp_one_run
+            ? `${num(p.epsilon.fdp_one_run.epsilon)}${p.epsilon.fdp_one_run.guesses ? ` (${p.epsilon.fdp_one_run.correct}/${p.epsilon.fdp_one_run.guesses} guesses right, m = ${p.epsilon.fdp_one_run.m})` : ''}`
+            : p.epsilon.one_run_refused
+              ? 'refused'
+              : DASH;
+          return [
+            p.run_id,
+            p.cell_id,
+            p.inclusion,
+            `${p.n_in} · ${p.n_out}`,
+            ci(p.auc),
+            p.auc_hull === null ? DASH : num(p.auc_hull),
+            tpr(0.01),
+            tpr(0.001),
+            p.epsilon.clopper_pearson ? num(p.epsilon.clopper_pearson.epsilon) : DASH,
+            one,
+            gdp,
+            fdp,
+          ];
         }),
       },
     ],
@@ -512,7 +749,20 @@ function privacy(s: ReportSummary): Section | null {
 }
 
 export function buildDocument(s: ReportSummary): ReportDocument {
-  const sections = [summaryBox(s), exposureVsDose(s), controls(s), recovery(s), paired(s), auxiliary(s), checkpoints(s), privacy(s), utility(s), notFinished(s), overview(s), provenance(s)];
+  const sections = [
+    summaryBox(s),
+    exposureVsDose(s),
+    controls(s),
+    recovery(s),
+    paired(s),
+    auxiliary(s),
+    checkpoints(s),
+    privacy(s),
+    utility(s),
+    notFinished(s),
+    overview(s),
+    provenance(s),
+  ];
   return {
     title: `canary-audit report: ${s.audit.name}`,
     sections: sections

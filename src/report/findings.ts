@@ -39,10 +39,20 @@ function where(g: GroupSummary): string {
 function controlSentence(g: GroupSummary): Finding | null {
   const e = g.inserted.exposure;
   if (!e) return null;
-  const [name, control] = g.controls.held_out ? ['held-out canaries of the same runs', g.controls.held_out] : g.controls.base ? ['the base model', g.controls.base] : g.controls.no_canary ? ['a no-canary run', g.controls.no_canary] : [null, null];
+  const [name, control] = g.controls.held_out
+    ? ['held-out canaries of the same runs', g.controls.held_out]
+    : g.controls.base
+      ? ['the base model', g.controls.base]
+      : g.controls.no_canary
+        ? ['a no-canary run', g.controls.no_canary]
+        : [null, null];
   const ceiling = `ceiling ${num(g.space.ceiling)}`;
   if (!control?.exposure) {
-    return { kind: 'control', weight: 0, text: `${where(g)}: median exposure ${medianCi(e)} bits (${ceiling}), no control in this grid; ${n(g.inserted)}.` };
+    return {
+      kind: 'control',
+      weight: 0,
+      text: `${where(g)}: median exposure ${medianCi(e)} bits (${ceiling}), no control in this grid; ${n(g.inserted)}.`,
+    };
   }
   const d = control.difference;
   return {
@@ -104,7 +114,11 @@ export function findings(s: ReportSummary): Finding[] {
     }
     if (doses.length > 1) {
       const low = withDose.find((g) => g.dose === doses[0]) as GroupSummary;
-      const high = withDose.find((g) => g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, '')) ?? (top[0] as GroupSummary);
+      const high =
+        withDose.find(
+          (g) =>
+            g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, ''),
+        ) ?? (top[0] as GroupSummary);
       const f = doseSentence(low, high);
       if (f) out.push(f);
     }
@@ -120,7 +134,10 @@ export function findings(s: ReportSummary): Finding[] {
   for (const list of byVisibility.values()) {
     const doses = list.map((g) => g.dose ?? 0);
     const top = Math.max(...doses);
-    const sub = groups.find((g) => g.probe_kind === 'substituted' && (g.visibility ?? '') === (list[0]?.visibility ?? '') && (g.dose ?? 0) === top);
+    const sub = groups.find(
+      (g) =>
+        g.probe_kind === 'substituted' && (g.visibility ?? '') === (list[0]?.visibility ?? '') && (g.dose ?? 0) === top,
+    );
     const f = sub ? copySentence(sub) : null;
     if (f) out.push(f);
   }

@@ -50,17 +50,35 @@ export function runMedianList(a: { run_medians: { median: number }[] } | null): 
  * for a paired difference) when it pools several, canary sampling only when a single run (per
  * arm) stands behind it.
  */
-export function resampling(i: (Pick<MedianInterval, 'resampling'> & { method?: string }) | (Pick<DifferenceInterval, 'resampling'> & { method?: string }) | null, what: 'arm' | 'difference' | 'paired'): string {
+export function resampling(
+  i:
+    | (Pick<MedianInterval, 'resampling'> & { method?: string })
+    | (Pick<DifferenceInterval, 'resampling'> & { method?: string })
+    | null,
+  what: 'arm' | 'difference' | 'paired',
+): string {
   if (!i) return DASH;
-  const ranks = i.method === 'rank' ? '; on the ranks (values tied at the ceiling or floor)' : i.method === 'bounds' ? '; from the two sides’ intervals (values tied at the ceiling or floor)' : '';
-  if (i.resampling === 'crossed') return (what === 'paired' ? 'crossed: run pairs × canaries, two-way' : 'crossed: runs × canaries, two-way') + ranks;
-  if (i.resampling === 'nested') return (what === 'paired' ? 'nested: run pairs → canary pairs' : 'nested: runs → canaries') + ranks;
+  const ranks =
+    i.method === 'rank'
+      ? '; on the ranks (values tied at the ceiling or floor)'
+      : i.method === 'bounds'
+        ? '; from the two sides’ intervals (values tied at the ceiling or floor)'
+        : '';
+  if (i.resampling === 'crossed')
+    return (what === 'paired' ? 'crossed: run pairs × canaries, two-way' : 'crossed: runs × canaries, two-way') + ranks;
+  if (i.resampling === 'nested')
+    return (what === 'paired' ? 'nested: run pairs → canary pairs' : 'nested: runs → canaries') + ranks;
   if (what === 'paired') return `single run pair: canary pairs only${ranks}; ${ONE_RUN}`;
-  return what === 'difference' ? `single run per arm: canaries only${ranks}; ${ONE_RUN}` : `single run: canaries only${ranks}; ${ONE_RUN}`;
+  return what === 'difference'
+    ? `single run per arm: canaries only${ranks}; ${ONE_RUN}`
+    : `single run: canaries only${ranks}; ${ONE_RUN}`;
 }
 
 /** A difference with its interval and the resampling behind it. */
-export function differenceCell(d: DifferenceInterval | MedianInterval | null, what: 'difference' | 'paired' = 'difference'): string {
+export function differenceCell(
+  d: DifferenceInterval | MedianInterval | null,
+  what: 'difference' | 'paired' = 'difference',
+): string {
   return d ? `${differenceCi(d)} (${resampling(d, what)})` : DASH;
 }
 

@@ -32,12 +32,18 @@ function table(t: Table): string {
 }
 
 function section(s: Section, plots: ReadonlyMap<string, RenderedPlot>): string {
-  const parts = [`<section id="${escapeHtml(s.id)}"${s.kind === 'summary' ? ' class="summary-box"' : ''}>`, s.folded ? `<details><summary><h2>${inline(s.title)}</h2></summary>` : `<h2>${inline(s.title)}</h2>`];
+  const parts = [
+    `<section id="${escapeHtml(s.id)}"${s.kind === 'summary' ? ' class="summary-box"' : ''}>`,
+    s.folded ? `<details><summary><h2>${inline(s.title)}</h2></summary>` : `<h2>${inline(s.title)}</h2>`,
+  ];
   for (const p of s.paragraphs) parts.push(`<p>${inline(p)}</p>`);
   if (s.list) parts.push(`<ul>${s.list.map((i) => `<li>${inline(i)}</li>`).join('')}</ul>`);
   for (const id of s.plots ?? []) {
     const plot = plots.get(id);
-    if (plot) parts.push(`<figure class="plot" id="plot-${escapeHtml(id)}">${plot.svg}<figcaption>${inline(plot.title)}</figcaption></figure>`);
+    if (plot)
+      parts.push(
+        `<figure class="plot" id="plot-${escapeHtml(id)}">${plot.svg}<figcaption>${inline(plot.title)}</figcaption></figure>`,
+      );
   }
   const figures = parts.filter((p) => p.startsWith('<figure'));
   if (figures.length > 1) {
@@ -86,10 +92,17 @@ function imagesSection(thumbnails: readonly Thumbnail[]): string {
   ].join('\n');
 }
 
-export function renderHtml(doc: ReportDocument, plots: readonly RenderedPlot[], thumbnails: readonly Thumbnail[] = []): string {
+export function renderHtml(
+  doc: ReportDocument,
+  plots: readonly RenderedPlot[],
+  thumbnails: readonly Thumbnail[] = [],
+): string {
   const byId = new Map(plots.map((p) => [p.id, p]));
   const images = imagesSection(thumbnails);
-  const nav = [...doc.sections.map((s) => `<a href="#${escapeHtml(s.id)}">${inline(s.title)}</a>`), ...(images ? ['<a href="#canary-images">Canary images</a>'] : [])].join(' · ');
+  const nav = [
+    ...doc.sections.map((s) => `<a href="#${escapeHtml(s.id)}">${inline(s.title)}</a>`),
+    ...(images ? ['<a href="#canary-images">Canary images</a>'] : []),
+  ].join(' · ');
   return [
     '<!doctype html>',
     '<html lang="en">',

@@ -88,16 +88,44 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
     const failurePath = join(outputDir, FAILURE_FILE);
     const hasResult = await exists(resultPath);
     // Inside the audit's folder: a manifest or failure.json linked out of it is refused, not read.
-    const manifest = (await exists(manifestPath)) ? manifestInfo(manifestPath, await readJsonFile(manifestPath, dir)) : null;
+    const manifest = (await exists(manifestPath))
+      ? manifestInfo(manifestPath, await readJsonFile(manifestPath, dir))
+      : null;
     if (manifest && manifest.run_id !== e.run_id) {
-      throw artifactError(manifestPath, 'run_id', `is ${quoteValue(manifest.run_id)} but audit.json lists this folder as ${quoteValue(e.run_id)}`);
+      throw artifactError(
+        manifestPath,
+        'run_id',
+        `is ${quoteValue(manifest.run_id)} but audit.json lists this folder as ${quoteValue(e.run_id)}`,
+      );
     }
-    if (hasResult && !manifest) throw artifactError(manifestPath, 'manifest', 'is missing beside a result.json: without it the scores cannot be interpreted');
+    if (hasResult && !manifest)
+      throw artifactError(
+        manifestPath,
+        'manifest',
+        'is missing beside a result.json: without it the scores cannot be interpreted',
+      );
     let failure: RunFailure | null = null;
-    if (!hasResult && (await exists(failurePath))) failure = parseFailure(failurePath, await readJsonFile(failurePath, dir));
+    if (!hasResult && (await exists(failurePath)))
+      failure = parseFailure(failurePath, await readJsonFile(failurePath, dir));
     const status: RunStatus = hasResult ? 'finished' : failure ? 'failed' : 'missing';
-    const reason = status === 'missing' ? (manifest ? 'no result.json or failure.json yet (queued, running or lost)' : 'manifest.json not found') : null;
-    runs.push({ run_id: e.run_id, cell_id: e.cell_id, cell: e.cell, dir: e.runDir, status, reason, failure, manifest, resultPath, outputDir });
+    const reason =
+      status === 'missing'
+        ? manifest
+          ? 'no result.json or failure.json yet (queued, running or lost)'
+          : 'manifest.json not found'
+        : null;
+    runs.push({
+      run_id: e.run_id,
+      cell_id: e.cell_id,
+      cell: e.cell,
+      dir: e.runDir,
+      status,
+      reason,
+      failure,
+      manifest,
+      resultPath,
+      outputDir,
+    });
   }
   markNoCanaryControls(runs);
 
@@ -106,14 +134,18 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
     id: index.id,
     name: index.name,
     grid_sha256: index.grid_sha256,
-    axes: axesOf(index.axes, entries.map((e) => e.cell)),
+    axes: axesOf(
+      index.axes,
+      entries.map((e) => e.cell),
+    ),
     runs,
     provenance: index.provenance,
   };
 }
 
 function parseFailure(path: string, raw: unknown): RunFailure {
-  if (!isRecord(raw)) throw artifactError(path, '(root)', 'must be a JSON object {run_id, kind, message, attempts, time}');
+  if (!isRecord(raw))
+    throw artifactError(path, '(root)', 'must be a JSON object {run_id, kind, message, attempts, time}');
   return {
     run_id: String(raw.run_id ?? ''),
     kind: String(raw.kind ?? 'unknown'),

@@ -57,13 +57,21 @@ export interface ManifestInfo {
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
   const errors = validate('manifest', raw);
   if (errors.length > 0) {
-    throw artifactError(path, 'manifest', `does not match schemas/manifest.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
+    throw artifactError(
+      path,
+      'manifest',
+      `does not match schemas/manifest.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`,
+    );
   }
   const m = raw as Manifest;
   const space = m.candidate_space;
   const expected = space.kind === 'exhaustive' ? [...space.alphabet].length ** space.length : undefined;
   if (expected !== undefined && expected !== space.size) {
-    throw artifactError(path, 'candidate_space.size', `exhaustive space of ${space.length} characters over ${quoteValue(space.alphabet)} has ${expected} codes, not ${space.size}`);
+    throw artifactError(
+      path,
+      'candidate_space.size',
+      `exhaustive space of ${space.length} characters over ${quoteValue(space.alphabet)} has ${expected} codes, not ${space.size}`,
+    );
   }
 
   const canaries = new Map<string, CanaryInfo>();
@@ -73,12 +81,22 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
     c: { id: string; code: string; candidates?: string[] },
     info: Omit<CanaryInfo, 'id' | 'code' | 'trueIndex'>,
   ): void => {
-    if (canaries.has(c.id)) throw artifactError(path, `${where}.id`, `canary id ${quoteValue(c.id)} appears twice; ids must be unique per run`);
+    if (canaries.has(c.id))
+      throw artifactError(
+        path,
+        `${where}.id`,
+        `canary id ${quoteValue(c.id)} appears twice; ids must be unique per run`,
+      );
     if (space.kind === 'sampled' && (!c.candidates || c.candidates.length !== space.size)) {
-      throw artifactError(path, `${where}.candidates`, `a sampled space needs ${space.size} candidates per canary, got ${c.candidates?.length ?? 'none'}`);
+      throw artifactError(
+        path,
+        `${where}.candidates`,
+        `a sampled space needs ${space.size} candidates per canary, got ${c.candidates?.length ?? 'none'}`,
+      );
     }
     const trueIndex = candidateIndex(space, c.code, c.candidates);
-    if (trueIndex < 0) throw artifactError(path, `${where}.code`, `true code ${quoteValue(c.code)} is not in the candidate space`);
+    if (trueIndex < 0)
+      throw artifactError(path, `${where}.code`, `true code ${quoteValue(c.code)} is not in the candidate space`);
     canaries.set(c.id, { id: c.id, code: c.code, trueIndex, ...info });
     lists.set(c.id, c.candidates);
   };
@@ -90,12 +108,19 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
       visibility: c.cue.visibility,
     }),
   );
-  m.held_out.forEach((c, i) => add(`held_out[${i}]`, c, { role: 'held_out', cohort: null, dose: null, visibility: null }));
+  m.held_out.forEach((c, i) =>
+    add(`held_out[${i}]`, c, { role: 'held_out', cohort: null, dose: null, visibility: null }),
+  );
 
   const probes = new Map<string, ProbeInfo>();
   m.probes.forEach((p, i) => {
     const canary = canaries.get(p.canary_id);
-    if (!canary) throw artifactError(path, `probes[${i}].canary_id`, `${quoteValue(p.canary_id)} is neither an inserted nor a held-out canary of this run`);
+    if (!canary)
+      throw artifactError(
+        path,
+        `probes[${i}].canary_id`,
+        `${quoteValue(p.canary_id)} is neither an inserted nor a held-out canary of this run`,
+      );
     if (probes.has(p.id)) throw artifactError(path, `probes[${i}].id`, `probe id ${quoteValue(p.id)} appears twice`);
     const shown = p.shown_code ?? null;
     probes.set(p.id, {
@@ -106,11 +131,32 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
       shownIndex: shown === null ? -1 : candidateIndex(space, shown, lists.get(p.canary_id)),
     });
   });
-  return { path, run_id: m.run_id, space, canaries, probes, no_canary: m.canaries.length === 0, provenance: m.provenance, task: m.task.name, utility: m.utility ?? null, dataset: m.task.dataset ?? null, inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed', base: baseKeyOf(m.model), rows_sha256: m.rows.sha256 };
+  return {
+    path,
+    run_id: m.run_id,
+    space,
+    canaries,
+    probes,
+    no_canary: m.canaries.length === 0,
+    provenance: m.provenance,
+    task: m.task.name,
+    utility: m.utility ?? null,
+    dataset: m.task.dataset ?? null,
+    inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed',
+    base: baseKeyOf(m.model),
+    rows_sha256: m.rows.sha256,
+  };
 }
 
 /** The base a run's fine-tuning starts from, as a key; null when it trains from scratch. */
-export function baseKeyOf(model: { backend: string; name: string; revision: string | null; init_seed: number; tiny?: { pretrain?: { rows: { sha256: string }; init_seed?: number } }; hf?: { random_init?: boolean } }): string | null {
+export function baseKeyOf(model: {
+  backend: string;
+  name: string;
+  revision: string | null;
+  init_seed: number;
+  tiny?: { pretrain?: { rows: { sha256: string }; init_seed?: number } };
+  hf?: { random_init?: boolean };
+}): string | null {
   if (model.backend === 'hf') return model.hf?.random_init ? null : `hf:${model.name}@${model.revision ?? ''}`;
   const p = model.tiny?.pretrain;
   return p ? `tiny:${p.rows.sha256}:init${p.init_seed ?? model.init_seed}` : null;

@@ -48,9 +48,19 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
   const path = run.resultPath;
   const raw = await readJsonFile(path);
   const errors = validate('result', raw);
-  if (errors.length > 0) throw artifactError(path, 'result', `does not match schemas/result.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`);
+  if (errors.length > 0)
+    throw artifactError(
+      path,
+      'result',
+      `does not match schemas/result.schema.json: ${describeSchemaErrors(errors).slice(0, 3).join('; ')}`,
+    );
   const result = raw as Result;
-  if (result.run_id !== manifest.run_id) throw artifactError(path, 'run_id', `is ${quoteValue(result.run_id)} but its manifest is ${quoteValue(manifest.run_id)}`);
+  if (result.run_id !== manifest.run_id)
+    throw artifactError(
+      path,
+      'run_id',
+      `is ${quoteValue(result.run_id)} but its manifest is ${quoteValue(manifest.run_id)}`,
+    );
   const space = manifest.space;
   if (result.candidate_space.kind !== space.kind || result.candidate_space.size !== space.size) {
     throw artifactError(
@@ -68,22 +78,45 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
     for (const [p, probe] of evaluation.probes.entries()) {
       const where = `evaluations[${e}].probes[${p}]`;
       const info = manifest.probes.get(probe.probe_id);
-      if (!info) throw artifactError(path, `${where}.probe_id`, `${quoteValue(probe.probe_id)} is not a probe of manifest.json`);
+      if (!info)
+        throw artifactError(path, `${where}.probe_id`, `${quoteValue(probe.probe_id)} is not a probe of manifest.json`);
       const canary = manifest.canaries.get(info.canary_id);
       if (!canary || probe.canary_id !== info.canary_id) {
-        throw artifactError(path, `${where}.canary_id`, `${quoteValue(probe.canary_id)} but manifest.json ties probe ${quoteValue(probe.probe_id)} to ${quoteValue(info.canary_id)}`);
+        throw artifactError(
+          path,
+          `${where}.canary_id`,
+          `${quoteValue(probe.canary_id)} but manifest.json ties probe ${quoteValue(probe.probe_id)} to ${quoteValue(info.canary_id)}`,
+        );
       }
-      if (probe.kind !== info.kind) throw artifactError(path, `${where}.kind`, `${quoteValue(probe.kind)} but manifest.json says ${quoteValue(info.kind)}`);
+      if (probe.kind !== info.kind)
+        throw artifactError(
+          path,
+          `${where}.kind`,
+          `${quoteValue(probe.kind)} but manifest.json says ${quoteValue(info.kind)}`,
+        );
       const insertedRole = canary.role === 'focal' || canary.role === 'auxiliary';
       if ((probe.arm === 'inserted') !== insertedRole) {
-        throw artifactError(path, `${where}.arm`, `${quoteValue(probe.arm)} but canary ${quoteValue(canary.id)} is ${insertedRole ? 'inserted' : 'never inserted'} in manifest.json`);
+        throw artifactError(
+          path,
+          `${where}.arm`,
+          `${quoteValue(probe.arm)} but canary ${quoteValue(canary.id)} is ${insertedRole ? 'inserted' : 'never inserted'} in manifest.json`,
+        );
       }
       if (probe.n_candidates !== space.size) {
-        throw artifactError(path, `${where}.n_candidates`, `${probe.n_candidates} but the candidate space has ${space.size} codes`);
+        throw artifactError(
+          path,
+          `${where}.n_candidates`,
+          `${probe.n_candidates} but the candidate space has ${space.size} codes`,
+        );
       }
       const scorePath = resolve(run.outputDir, probe.scores_file);
       const inside = relative(run.outputDir, scorePath);
-      if (inside.startsWith('..') || isAbsolute(inside)) throw artifactError(path, `${where}.scores_file`, `${quoteValue(probe.scores_file)} points outside the run's output folder`);
+      if (inside.startsWith('..') || isAbsolute(inside))
+        throw artifactError(
+          path,
+          `${where}.scores_file`,
+          `${quoteValue(probe.scores_file)} points outside the run's output folder`,
+        );
 
       const scores = await read(scorePath, { n: probe.n_candidates, sha256: probe.scores_sha256 });
       scoreFiles += 1;
@@ -95,7 +128,11 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
           shownRank = rankOfIndex(scores, info.shownIndex).rank;
         }
       } catch (error) {
-        if (error instanceof RankInputError) throw new UserInputError(`${error.message}: the trainer wrote an invalid score`, { location: { file: scorePath }, code: 'E_BAD_SCORES' });
+        if (error instanceof RankInputError)
+          throw new UserInputError(`${error.message}: the trainer wrote an invalid score`, {
+            location: { file: scorePath },
+            code: 'E_BAD_SCORES',
+          });
         throw error;
       }
       // Only this summary outlives the iteration; the score vector is garbage from here on.
@@ -130,7 +167,11 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
   return {
     observations,
     phases: result.evaluations.map((e) => e.phase),
-    utility: { rows: result.utility.rows ?? null, base_loss: result.utility.base_loss ?? null, final_loss: result.utility.final_loss ?? null },
+    utility: {
+      rows: result.utility.rows ?? null,
+      base_loss: result.utility.base_loss ?? null,
+      final_loss: result.utility.final_loss ?? null,
+    },
     utilityScores: await readUtilityScores(run, result),
     provenance: result.provenance,
     numerics: result.numerics ?? null,

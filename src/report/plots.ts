@@ -39,7 +39,10 @@ const CEILING_LABEL = 'ceiling log2|C|';
  */
 export function ceilingLabel(space: { kind: 'exhaustive' | 'sampled'; size: number; ceiling: number }): string {
   const size = space.size.toLocaleString('en-US');
-  const from = space.kind === 'sampled' ? ` (true code + ${(space.size - 1).toLocaleString('en-US')} sampled decoys)` : ` (all ${size} codes)`;
+  const from =
+    space.kind === 'sampled'
+      ? ` (true code + ${(space.size - 1).toLocaleString('en-US')} sampled decoys)`
+      : ` (all ${size} codes)`;
   return `${CEILING_LABEL} = log2 ${size} = ${space.ceiling.toFixed(2)}${from}`;
 }
 
@@ -65,14 +68,37 @@ function doseAxis(doses: number[]): Record<string, unknown> {
  * The band carries the legend entry (a `fill` of its own, apart from the cells' colours).
  */
 function controlLayers(x: Record<string, unknown>, y: Record<string, unknown>): Layer[] {
-  const legend = { field: 'control_label', type: 'nominal', scale: { range: ['#777'] }, legend: { title: 'controls', symbolType: 'square', symbolOpacity: 0.5, orient: 'bottom', direction: 'vertical' } };
+  const legend = {
+    field: 'control_label',
+    type: 'nominal',
+    scale: { range: ['#777'] },
+    legend: { title: 'controls', symbolType: 'square', symbolOpacity: 0.5, orient: 'bottom', direction: 'vertical' },
+  };
   // Only rows that carry a control: the exposure plot's run-median rows (and a cell without a
   // held-out cohort) have none, and would otherwise add an `undefined` legend entry and NaN marks.
   const band = [{ filter: 'isValid(datum.control_lo) && isValid(datum.control_hi) && isValid(datum.control_label)' }];
   return [
-    { transform: band, mark: { type: 'area', opacity: 0.15 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' }, detail: { field: 'series' }, fill: legend } },
-    { transform: band, mark: { type: 'rule', color: '#999', strokeWidth: 6, opacity: 0.5 }, encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' } } },
-    { transform: [{ filter: 'isValid(datum.control)' }], mark: { type: 'tick', orient: 'horizontal', color: '#666', thickness: 2, size: 16 }, encoding: { x, y: { field: 'control', ...y } } },
+    {
+      transform: band,
+      mark: { type: 'area', opacity: 0.15 },
+      encoding: {
+        x,
+        y: { field: 'control_lo', ...y },
+        y2: { field: 'control_hi' },
+        detail: { field: 'series' },
+        fill: legend,
+      },
+    },
+    {
+      transform: band,
+      mark: { type: 'rule', color: '#999', strokeWidth: 6, opacity: 0.5 },
+      encoding: { x, y: { field: 'control_lo', ...y }, y2: { field: 'control_hi' } },
+    },
+    {
+      transform: [{ filter: 'isValid(datum.control)' }],
+      mark: { type: 'tick', orient: 'horizontal', color: '#666', thickness: 2, size: 16 },
+      encoding: { x, y: { field: 'control', ...y } },
+    },
   ] as Layer[];
 }
 
@@ -82,13 +108,29 @@ function ceilingLayer(y: Record<string, unknown>): Layer {
     mark: { type: 'rule', color: '#333' },
     encoding: {
       y: { field: 'ceiling', aggregate: 'max', ...y },
-      strokeDash: { field: 'ceiling_label', type: 'nominal', scale: { range: [[5, 4]] }, legend: { title: 'reference', symbolType: 'stroke', symbolStrokeColor: '#333', orient: 'bottom', direction: 'vertical' } },
+      strokeDash: {
+        field: 'ceiling_label',
+        type: 'nominal',
+        scale: { range: [[5, 4]] },
+        legend: {
+          title: 'reference',
+          symbolType: 'stroke',
+          symbolStrokeColor: '#333',
+          orient: 'bottom',
+          direction: 'vertical',
+        },
+      },
     },
   } as Layer;
 }
 
 /** The dose plots' skeleton: one panel per visibility (and per `row` value), the given layers, legends below. */
-function byVisibility(rows: Record<string, unknown>[], layer: Layer[], title: string, row?: Record<string, unknown>): TopLevelSpec {
+function byVisibility(
+  rows: Record<string, unknown>[],
+  layer: Layer[],
+  title: string,
+  row?: Record<string, unknown>,
+): TopLevelSpec {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     // The probe kind (and what is plotted) stands over the figure, not only in its caption.
@@ -96,10 +138,23 @@ function byVisibility(rows: Record<string, unknown>[], layer: Layer[], title: st
     data: { values: rows },
     // Panels in the tables' order; each with its own axes (a shared scale would leave all but
     // the outer panels without one).
-    facet: { column: { field: 'visibility', type: 'nominal', title: 'visibility', sort: [...new Set(rows.map((r) => r.visibility))] }, ...(row ? { row } : {}) },
+    facet: {
+      column: {
+        field: 'visibility',
+        type: 'nominal',
+        title: 'visibility',
+        sort: [...new Set(rows.map((r) => r.visibility))],
+      },
+      ...(row ? { row } : {}),
+    },
     spec: { width: WIDTH, height: HEIGHT, layer },
     resolve: { axis: { x: 'independent', y: 'independent' } },
-    config: { legend: { orient: 'bottom', columns: 1, labelLimit: 600, ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header, title: { fontSize: 14 } },
+    config: {
+      legend: { orient: 'bottom', columns: 1, labelLimit: 600, ...FONTS.legend },
+      axis: FONTS.axis,
+      header: FONTS.header,
+      title: { fontSize: 14 },
+    },
   } as TopLevelSpec;
 }
 
@@ -116,11 +171,24 @@ function ceilingText(y: Record<string, unknown>): Layer {
 }
 
 /** Each cell's interval (a rule from lo to hi) and its estimate (a line with points), coloured by cell in report order. */
-function estimateLayers(x: Record<string, unknown>, y: Record<string, unknown>, estimate: string, series: string[]): Layer[] {
+function estimateLayers(
+  x: Record<string, unknown>,
+  y: Record<string, unknown>,
+  estimate: string,
+  series: string[],
+): Layer[] {
   const color = { field: 'series', type: 'nominal', title: 'cell', sort: series };
   return [
-    { transform: [{ filter: 'isValid(datum.lo) && isValid(datum.hi)' }], mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color } },
-    { transform: [{ filter: `isValid(datum[${JSON.stringify(estimate)}])` }], mark: { type: 'line', point: true }, encoding: { x, y: { field: estimate, ...y }, color } },
+    {
+      transform: [{ filter: 'isValid(datum.lo) && isValid(datum.hi)' }],
+      mark: { type: 'rule', strokeWidth: 1.5 },
+      encoding: { x, y: { field: 'lo', ...y }, y2: { field: 'hi' }, color },
+    },
+    {
+      transform: [{ filter: `isValid(datum[${JSON.stringify(estimate)}])` }],
+      mark: { type: 'line', point: true },
+      encoding: { x, y: { field: estimate, ...y }, color },
+    },
   ] as Layer[];
 }
 
@@ -151,18 +219,46 @@ function exposurePlot(groups: GroupSummary[], kind: string): Plot | null {
   const x = doseAxis(rows.map((r) => r.dose as number));
   const ceiling = Math.max(...rows.map((r) => r.ceiling));
   const y = { type: 'quantitative', title: 'median exposure (bits)', scale: { domain: [0, Math.ceil(ceiling)] } };
-  const labels = [...new Set(groups.filter((g) => g.dose !== null && g.inserted.exposure).map((g) => ceilingLabel(g.space)))];
+  const labels = [
+    ...new Set(groups.filter((g) => g.dose !== null && g.inserted.exposure).map((g) => ceilingLabel(g.space))),
+  ];
   // The run-to-run spread: each run's own median as an open point (rows of their own: the other
   // layers skip them, their fields being null).
   const runRows = groups
     .filter((g) => g.dose !== null && g.inserted.exposure && g.inserted.run_medians.length > 1)
-    .flatMap((g) => g.inserted.run_medians.map((r) => ({ series: g.label, visibility: g.visibility ?? '—', dose: g.dose, run_median: r.median, ceiling: g.space.ceiling, ceiling_label: `${CEILING_LABEL} = ${g.space.ceiling.toFixed(2)}` })));
+    .flatMap((g) =>
+      g.inserted.run_medians.map((r) => ({
+        series: g.label,
+        visibility: g.visibility ?? '—',
+        dose: g.dose,
+        run_median: r.median,
+        ceiling: g.space.ceiling,
+        ceiling_label: `${CEILING_LABEL} = ${g.space.ceiling.toFixed(2)}`,
+      })),
+    );
   const series = seriesOrder(rows);
-  const strip = { mark: { type: 'point', filled: false, size: 30, opacity: 0.8 }, encoding: { x, y: { field: 'run_median', ...y }, color: { field: 'series', type: 'nominal', title: 'cell', sort: series } } } as Layer;
+  const strip = {
+    mark: { type: 'point', filled: false, size: 30, opacity: 0.8 },
+    encoding: {
+      x,
+      y: { field: 'run_median', ...y },
+      color: { field: 'series', type: 'nominal', title: 'cell', sort: series },
+    },
+  } as Layer;
   return {
     id: 'exposure-vs-dose',
     title: `Exposure vs dose (${kind} probes, focal canaries, median and 95% CI${runRows.length > 0 ? '; open points: each run’s own median' : ''}; grey: held-out control median and 95% CI; dashed: ${labels.join('; ')})`,
-    spec: byVisibility([...rows, ...runRows], [...controlLayers(x, y), ceilingLayer(y), ceilingText(y), ...estimateLayers(x, y, 'median', series), ...(runRows.length > 0 ? [strip] : [])], `Exposure vs dose · ${kind} probes · focal canaries`),
+    spec: byVisibility(
+      [...rows, ...runRows],
+      [
+        ...controlLayers(x, y),
+        ceilingLayer(y),
+        ceilingText(y),
+        ...estimateLayers(x, y, 'median', series),
+        ...(runRows.length > 0 ? [strip] : []),
+      ],
+      `Exposure vs dose · ${kind} probes · focal canaries`,
+    ),
   };
 }
 
@@ -187,7 +283,11 @@ function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
   return {
     id: 'recovery-vs-dose',
     title: `Exact recovery vs dose (${kind} probes, focal canaries, Wilson 95% CI; grey: held-out control)`,
-    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], `Exact recovery vs dose · ${kind} probes · focal canaries`),
+    spec: byVisibility(
+      rows,
+      [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))],
+      `Exact recovery vs dose · ${kind} probes · focal canaries`,
+    ),
   };
 }
 
@@ -198,8 +298,14 @@ function recoveryPlot(groups: GroupSummary[], kind: string): Plot | null {
  */
 function substitutedPlot(groups: GroupSummary[]): Plot | null {
   const measures = [
-    { name: 'copied the shown code', pick: (a: GroupSummary['inserted'] | null | undefined) => a?.copy?.prefill ?? null },
-    { name: 'recovered the true code', pick: (a: GroupSummary['inserted'] | null | undefined) => a?.recovery.prefill ?? null },
+    {
+      name: 'copied the shown code',
+      pick: (a: GroupSummary['inserted'] | null | undefined) => a?.copy?.prefill ?? null,
+    },
+    {
+      name: 'recovered the true code',
+      pick: (a: GroupSummary['inserted'] | null | undefined) => a?.recovery.prefill ?? null,
+    },
   ];
   const rows = measures.flatMap((m) =>
     groups
@@ -227,31 +333,36 @@ function substitutedPlot(groups: GroupSummary[]): Plot | null {
   const y = { type: 'quantitative', title: 'rate (greedy, prefill)', scale: { domain: [0, 1] } };
   return {
     id: 'substituted-vs-dose',
-    title: 'Substituted probes vs dose (focal canaries, another code shown in the prompt: copy rate of the shown code and recovery of the true code, Wilson 95% CI, a copy rate pooling several runs design-Wilson (see Recovery); grey: held-out control)',
-    spec: byVisibility(rows, [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))], 'Substituted probes vs dose · focal canaries', {
-      field: 'measure',
-      type: 'nominal',
-      title: null,
-      sort: measures.map((m) => m.name),
-    }),
+    title:
+      'Substituted probes vs dose (focal canaries, another code shown in the prompt: copy rate of the shown code and recovery of the true code, Wilson 95% CI, a copy rate pooling several runs design-Wilson (see Recovery); grey: held-out control)',
+    spec: byVisibility(
+      rows,
+      [...controlLayers(x, y), ...estimateLayers(x, y, 'rate', seriesOrder(rows))],
+      'Substituted probes vs dose · focal canaries',
+      {
+        field: 'measure',
+        type: 'nominal',
+        title: null,
+        sort: measures.map((m) => m.name),
+      },
+    ),
   };
 }
 
 function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
   const chosen = summary.paired.filter((p) => p.phase === 'final' && p.probe_kind === kind);
   const order = orderedComparisons(chosen);
-  const rows = chosen
-    .map((p) => ({
-      comparison: comparisonTitle(p),
-      // Vega estimates label widths generously without a canvas: keep row labels short.
-      row: `${p.label} · ${p.cohort === 'held_out' ? 'held-out' : p.cohort}${p.dose === null || 'dose' in p.context ? '' : ` · dose ${p.dose}`}`,
-      cohort: p.cohort === 'held_out' ? 'held-out (null)' : p.cohort,
-      estimate: p.difference.estimate,
-      lo: p.difference.lo,
-      hi: p.difference.hi,
-      pairs: p.n_pairs,
-      rose: p.rose,
-    }));
+  const rows = chosen.map((p) => ({
+    comparison: comparisonTitle(p),
+    // Vega estimates label widths generously without a canvas: keep row labels short.
+    row: `${p.label} · ${p.cohort === 'held_out' ? 'held-out' : p.cohort}${p.dose === null || 'dose' in p.context ? '' : ` · dose ${p.dose}`}`,
+    cohort: p.cohort === 'held_out' ? 'held-out (null)' : p.cohort,
+    estimate: p.difference.estimate,
+    lo: p.difference.lo,
+    hi: p.difference.hi,
+    pairs: p.n_pairs,
+    rose: p.rose,
+  }));
   if (rows.length === 0) return null;
   const y = { field: 'row', type: 'nominal', title: null, sort: null, axis: { labelLimit: 640 } };
   const x = { type: 'quantitative', title: 'median paired Δ exposure (bits), later − earlier value' };
@@ -262,19 +373,56 @@ function pairedPlot(summary: ReportSummary, kind: string): Plot | null {
       $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
       title: { text: `Paired differences · ${kind} probes`, anchor: 'start', fontSize: 14 },
       data: { values: rows },
-      facet: { row: { field: 'comparison', type: 'nominal', title: null, sort: order, header: { labelAngle: 0, labelAlign: 'left', labelAnchor: 'start', labelOrient: 'top', labelFontWeight: 'bold' } } },
+      facet: {
+        row: {
+          field: 'comparison',
+          type: 'nominal',
+          title: null,
+          sort: order,
+          header: {
+            labelAngle: 0,
+            labelAlign: 'left',
+            labelAnchor: 'start',
+            labelOrient: 'top',
+            labelFontWeight: 'bold',
+          },
+        },
+      },
       spec: {
         width: 360,
         height: { step: 22 },
         layer: [
-          { mark: { type: 'rule', color: '#333', strokeDash: [3, 3] }, encoding: { x: { datum: 0, type: 'quantitative' } } },
-          { mark: { type: 'rule', strokeWidth: 1.5 }, encoding: { y, x: { field: 'lo', ...x }, x2: { field: 'hi' }, color: { field: 'cohort', type: 'nominal' } } },
-          { mark: { type: 'point', filled: true, size: 60 }, encoding: { y, x: { field: 'estimate', ...x }, color: { field: 'cohort', type: 'nominal', title: 'canaries', scale: { range: ['#1f77b4', '#999999', '#ff7f0e', '#2ca02c'] } } } },
+          {
+            mark: { type: 'rule', color: '#333', strokeDash: [3, 3] },
+            encoding: { x: { datum: 0, type: 'quantitative' } },
+          },
+          {
+            mark: { type: 'rule', strokeWidth: 1.5 },
+            encoding: { y, x: { field: 'lo', ...x }, x2: { field: 'hi' }, color: { field: 'cohort', type: 'nominal' } },
+          },
+          {
+            mark: { type: 'point', filled: true, size: 60 },
+            encoding: {
+              y,
+              x: { field: 'estimate', ...x },
+              color: {
+                field: 'cohort',
+                type: 'nominal',
+                title: 'canaries',
+                scale: { range: ['#1f77b4', '#999999', '#ff7f0e', '#2ca02c'] },
+              },
+            },
+          },
         ],
       },
       // Every panel with its own x axis, not only the bottom one.
       resolve: { scale: { y: 'independent' }, axis: { x: 'independent' } },
-      config: { legend: { orient: 'bottom', ...FONTS.legend }, axis: FONTS.axis, header: FONTS.header, title: { fontSize: 14 } },
+      config: {
+        legend: { orient: 'bottom', ...FONTS.legend },
+        axis: FONTS.axis,
+        header: FONTS.header,
+        title: { fontSize: 14 },
+      },
     } as TopLevelSpec,
   };
 }
@@ -284,10 +432,17 @@ export function buildPlots(summary: ReportSummary): Plot[] {
   const kind = plottedKind(focal);
   if (!kind) return [];
   const groups = focal.filter((g) => g.probe_kind === kind);
-  const plots = [exposurePlot(groups, kind), recoveryPlot(groups, kind), substitutedPlot(focal), pairedPlot(summary, kind)].filter((p): p is Plot => p !== null);
+  const plots = [
+    exposurePlot(groups, kind),
+    recoveryPlot(groups, kind),
+    substitutedPlot(focal),
+    pairedPlot(summary, kind),
+  ].filter((p): p is Plot => p !== null);
   // Every figure names the candidate space its exposures and ranks come from.
   const spaces = [...new Set(focal.map((g) => ceilingLabel(g.space)))];
-  return plots.map((p) => (p.title.includes(CEILING_LABEL) ? p : { ...p, title: `${p.title} · candidates: ${spaces.join('; ')}` }));
+  return plots.map((p) =>
+    p.title.includes(CEILING_LABEL) ? p : { ...p, title: `${p.title} · candidates: ${spaces.join('; ')}` },
+  );
 }
 
 type VegaLogger = NonNullable<NonNullable<Parameters<typeof compile>[1]>['logger']>;

@@ -36,7 +36,9 @@ export function membershipPools(audit: LoadedAudit, observations: readonly Obser
     const kinds = [...new Set(final.map((x) => x.probe_kind))];
     const kind = kinds.includes('hidden') ? 'hidden' : kinds[0];
     if (kind === undefined) return [];
-    const scored = final.filter((x) => x.probe_kind === kind).map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
+    const scored = final
+      .filter((x) => x.probe_kind === kind)
+      .map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
     const nIn = scored.filter((x) => x.member).length;
     if (nIn === 0 || nIn === scored.length) return [];
     return [{ run, probe_kind: kind, randomized: run.manifest.inclusion === 'randomized', scored }];
@@ -59,16 +61,37 @@ export interface EpsilonMax {
   delta: number;
 }
 
-export function largestEpsilon(pools: readonly MembershipPool[], delta: number, confidence: number, strategy: ThresholdStrategy = { kind: 'bonferroni' }): EpsilonMax[] {
+export function largestEpsilon(
+  pools: readonly MembershipPool[],
+  delta: number,
+  confidence: number,
+  strategy: ThresholdStrategy = { kind: 'bonferroni' },
+): EpsilonMax[] {
   const out: EpsilonMax[] = [];
   const boundAt = (bound: EpsilonMax['bound'], scored: ScoredCanary[], each: number): number | undefined =>
-    (bound === 'one_run' ? oneRunBound(scored, delta, each) : bound === 'gdp' ? gdpEpsilon(scored, delta, each) : bound === 'fdp_one_run' ? fdpOneRunBound(scored, delta, each, strategy) : clopperPearsonEpsilon(scored, delta, each))?.epsilon;
+    (bound === 'one_run'
+      ? oneRunBound(scored, delta, each)
+      : bound === 'gdp'
+        ? gdpEpsilon(scored, delta, each)
+        : bound === 'fdp_one_run'
+          ? fdpOneRunBound(scored, delta, each, strategy)
+          : clopperPearsonEpsilon(scored, delta, each)
+    )?.epsilon;
   for (const bound of ['clopper_pearson', 'one_run', 'gdp', 'fdp_one_run'] as const) {
     // The one-run bounds exist only for randomized inclusion: only those runs are searched for them.
     const searched = bound === 'one_run' || bound === 'fdp_one_run' ? pools.filter((p) => p.randomized) : pools;
     if (searched.length === 0) continue;
     const each = 1 - (1 - confidence) / searched.length;
-    let best: EpsilonMax = { bound, epsilon: 0, run_id: null, cell_id: null, searched: searched.length, confidence, confidence_each: each, delta };
+    let best: EpsilonMax = {
+      bound,
+      epsilon: 0,
+      run_id: null,
+      cell_id: null,
+      searched: searched.length,
+      confidence,
+      confidence_each: each,
+      delta,
+    };
     for (const p of searched) {
       const eps = boundAt(bound, p.scored, each) ?? 0;
       // Strictly larger: of equal bounds the first run in audit order is named, whatever the order of its canaries.

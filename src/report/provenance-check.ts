@@ -15,7 +15,18 @@ export interface StampBrief {
 }
 
 export interface ReportWarning {
-  kind: 'mixed_code_versions' | 'changed_mid_run' | 'uncommitted_code' | 'failed_runs' | 'missing_runs' | 'no_control' | 'mixed_dataset_versions' | 'mixed_numerics' | 'single_run' | 'two_runs' | ControlWarningKind;
+  kind:
+    | 'mixed_code_versions'
+    | 'changed_mid_run'
+    | 'uncommitted_code'
+    | 'failed_runs'
+    | 'missing_runs'
+    | 'no_control'
+    | 'mixed_dataset_versions'
+    | 'mixed_numerics'
+    | 'single_run'
+    | 'two_runs'
+    | ControlWarningKind;
   message: string;
   runs: string[];
   /** The cells (cell ids) the warning is about, where it names cells. */
@@ -23,7 +34,12 @@ export interface ReportWarning {
 }
 
 /** Controls that fail loud (src/report/control-checks.ts): shown first, wherever warnings are shown. */
-export const CONTROL_WARNING_KINDS = ['weights_unchanged', 'null_broken', 'base_cannot_copy', 'scores_all_tied'] as const;
+export const CONTROL_WARNING_KINDS = [
+  'weights_unchanged',
+  'null_broken',
+  'base_cannot_copy',
+  'scores_all_tied',
+] as const;
 export type ControlWarningKind = (typeof CONTROL_WARNING_KINDS)[number];
 
 export interface RunStamps {
@@ -35,7 +51,13 @@ export interface RunStamps {
 export function brief(p: Provenance | null): StampBrief | null {
   if (!p) return null;
   const s = p.at_write;
-  return { git_commit: s.git_commit, git_dirty: s.git_dirty, code_sha256: s.code_sha256, versions: s.versions, changed_mid_run: p.changed_mid_run };
+  return {
+    git_commit: s.git_commit,
+    git_dirty: s.git_dirty,
+    code_sha256: s.code_sha256,
+    versions: s.versions,
+    changed_mid_run: p.changed_mid_run,
+  };
 }
 
 /** Same key ⇔ same code (time and host ignored), as `stampsDiffer` defines it. */
@@ -61,7 +83,9 @@ export function provenanceWarnings(runs: readonly RunStamps[]): ReportWarning[] 
       else versions.set(key, { stamp: p.at_write, runs: [r.run_id] });
     }
     if (versions.size > 1) {
-      const parts = [...versions.values()].map((v) => `${shortStamp(v.stamp)} (${v.runs.length} run${v.runs.length === 1 ? '' : 's'})`);
+      const parts = [...versions.values()].map(
+        (v) => `${shortStamp(v.stamp)} (${v.runs.length} run${v.runs.length === 1 ? '' : 's'})`,
+      );
       warnings.push({
         kind: 'mixed_code_versions',
         message: `runs of this audit were produced by ${versions.size} different ${component} code versions: ${parts.join('; ')}. Differences between cells may come from the code, not the grid.`,

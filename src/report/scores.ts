@@ -26,19 +26,28 @@ export async function readScoreFile(path: string, expected: { n: number; sha256:
       // final symlink (the trainer writes regular files), no wait on a FIFO, a regular file.
       fd = openSync(path, SCORE_FLAGS);
       if (!fstatSync(fd).isFile()) {
-        throw new UserInputError('score file is not a regular file (a FIFO, a device or a folder); not read — rerun the run\'s evaluation', { location: { file: path }, code: 'E_BAD_SCORES' });
+        throw new UserInputError(
+          "score file is not a regular file (a FIFO, a device or a folder); not read — rerun the run's evaluation",
+          { location: { file: path }, code: 'E_BAD_SCORES' },
+        );
       }
       got = readFully(fd, buffer, want + 1);
     } catch (error) {
       if (error instanceof UserInputError) throw error;
       if ((error as NodeJS.ErrnoException).code === 'ELOOP') {
-        throw new UserInputError('score file is a symlink; the trainer writes regular files, so it is not read — rerun the run\'s evaluation', { location: { file: path }, code: 'E_BAD_SCORES', cause: error });
+        throw new UserInputError(
+          "score file is a symlink; the trainer writes regular files, so it is not read — rerun the run's evaluation",
+          { location: { file: path }, code: 'E_BAD_SCORES', cause: error },
+        );
       }
-      throw new UserInputError(`score file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the run's output is incomplete — rerun it`, {
-        location: { file: path },
-        code: 'E_BAD_SCORES',
-        cause: error,
-      });
+      throw new UserInputError(
+        `score file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); the run's output is incomplete — rerun it`,
+        {
+          location: { file: path },
+          code: 'E_BAD_SCORES',
+          cause: error,
+        },
+      );
     } finally {
       if (fd !== undefined) closeSync(fd);
     }
@@ -52,10 +61,13 @@ export async function readScoreFile(path: string, expected: { n: number; sha256:
     const bytes = buffer.subarray(0, want);
     const sha = createHash('sha256').update(bytes).digest('hex');
     if (sha !== expected.sha256) {
-      throw new UserInputError(`score file sha256 ${sha.slice(0, 12)}… differs from scores_sha256 ${expected.sha256.slice(0, 12)}… in result.json: the file changed after it was written — rerun the run's evaluation`, {
-        location: { file: path },
-        code: 'E_BAD_SCORES',
-      });
+      throw new UserInputError(
+        `score file sha256 ${sha.slice(0, 12)}… differs from scores_sha256 ${expected.sha256.slice(0, 12)}… in result.json: the file changed after it was written — rerun the run's evaluation`,
+        {
+          location: { file: path },
+          code: 'E_BAD_SCORES',
+        },
+      );
     }
     const scores = new Float32Array(expected.n);
     if (LITTLE_ENDIAN) {

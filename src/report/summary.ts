@@ -2,12 +2,30 @@ import { canonicalJson } from '../hash.js';
 import type { DatasetProvenance } from '../contracts/dataset.js';
 import { CanaryAuditError } from '../errors.js';
 import type { GroupSummary } from '../metrics/aggregate.js';
-import { cellLabel, compareCells, formatValue, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from '../metrics/cells.js';
+import {
+  cellLabel,
+  compareCells,
+  formatValue,
+  groupCell,
+  valueKey,
+  type Axis,
+  type AxisRoles,
+  type Cell,
+} from '../metrics/cells.js';
 import type { PairedSummary } from '../metrics/paired.js';
 import type { Observation } from '../metrics/observation.js';
 import type { SpaceSummary } from '../metrics/space-check.js';
 import { median } from '../metrics/statistics.js';
-import { clopperPearsonEpsilon, membershipAuc, oneRunBound, tprAtFpr, type EpsilonBound, type Interval, type OneRunBound, type TprAtFpr } from '../metrics/privacy.js';
+import {
+  clopperPearsonEpsilon,
+  membershipAuc,
+  oneRunBound,
+  tprAtFpr,
+  type EpsilonBound,
+  type Interval,
+  type OneRunBound,
+  type TprAtFpr,
+} from '../metrics/privacy.js';
 import { exposureCeiling } from '../metrics/exposure.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { Numerics, RunFailure } from '../contracts/result.js';
@@ -40,7 +58,13 @@ export interface RunReport {
   candidate_space: SpaceSummary | null;
   phases: string[];
   /** `metrics`: the generation metrics (accuracy, exact match, token F1) of a run whose manifest asks for them. */
-  utility: { rows: number | null; base_loss: number | null; final_loss: number | null; delta: number | null; metrics?: UtilityMetricSummary[] } | null;
+  utility: {
+    rows: number | null;
+    base_loss: number | null;
+    final_loss: number | null;
+    delta: number | null;
+    metrics?: UtilityMetricSummary[];
+  } | null;
   provenance: { controller: StampBrief | null; trainer: StampBrief | null };
   /** The run's floating-point path, from result.json (null: not recorded). */
   numerics: Numerics | null;
@@ -75,9 +99,23 @@ export interface ReportSettings {
 
 export interface ReportSummary {
   schema_version: typeof REPORT_VERSION;
-  audit: { id: string; name: string; dir: string; grid_sha256: string | null; axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
+  audit: {
+    id: string;
+    name: string;
+    dir: string;
+    grid_sha256: string | null;
+    axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[];
+  };
   settings: ReportSettings;
-  counts: { runs: number; finished: number; failed: number; missing: number; no_canary_runs: number; observations: number; score_files: number };
+  counts: {
+    runs: number;
+    finished: number;
+    failed: number;
+    missing: number;
+    no_canary_runs: number;
+    observations: number;
+    score_files: number;
+  };
   /** The report's headline finding in one sentence, the one `run` prints (report/findings.ts); null without focal canaries. Written by computeReport; absent from summaries written before it. */
   headline?: string | null;
   runs: RunReport[];
@@ -140,7 +178,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
   const numerics = numericsPaths(runs);
   const privacy = input.privacy ?? [];
   const design = reportDesign(audit.runs, settings.seed_axes);
-  const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' => (settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis');
+  const axisRole = (a: Axis): 'seed' | 'dose' | 'axis' =>
+    settings.seed_axes.includes(a.name) ? 'seed' : a.name === settings.dose_axis ? 'dose' : 'axis';
   const summary: ReportSummary = {
     schema_version: REPORT_VERSION,
     audit: {
@@ -172,14 +211,22 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(privacy.length > 0 ? { privacy } : {}),
     ...(privacy.length > 0 && input.epsilonMax && input.epsilonMax.length > 0 ? { epsilon_max: input.epsilonMax } : {}),
     ...(design ? { design } : {}),
-    warnings: [...(input.controlWarnings ?? []), ...summaryWarnings(input, runs, roles), ...datasetWarnings(datasets), ...numericsWarnings(numerics, runs)],
+    warnings: [
+      ...(input.controlWarnings ?? []),
+      ...summaryWarnings(input, runs, roles),
+      ...datasetWarnings(datasets),
+      ...numericsWarnings(numerics, runs),
+    ],
     provenance: input.provenance,
   };
   summary.verdicts = verdicts(summary, input.marginBits);
   // The summary is a contract: check it against its own schema before anyone reads it.
   const errors = validate('report', JSON.parse(JSON.stringify(summary)));
   if (errors.length > 0) {
-    throw new CanaryAuditError('E_REPORT_SCHEMA', `report summary does not match schemas/report.schema.json: ${describeSchemaErrors(errors).slice(0, 5).join('; ')}`);
+    throw new CanaryAuditError(
+      'E_REPORT_SCHEMA',
+      `report summary does not match schemas/report.schema.json: ${describeSchemaErrors(errors).slice(0, 5).join('; ')}`,
+    );
   }
   return summary;
 }
@@ -205,7 +252,9 @@ function runReports(audit: LoadedAudit, outcomes: ReadonlyMap<string, RunOutcome
         ? {
             ...u,
             delta: u.base_loss !== null && u.final_loss !== null ? u.final_loss - u.base_loss : null,
-            ...(scores ? { metrics: metricSummaries([{ run_id: run.run_id, scores }], `run|${run.run_id}`, stat) } : {}),
+            ...(scores
+              ? { metrics: metricSummaries([{ run_id: run.run_id, scores }], `run|${run.run_id}`, stat) }
+              : {}),
           }
         : null,
       provenance: { controller: brief(run.manifest?.provenance ?? null), trainer: brief(outcome?.provenance ?? null) },
@@ -265,7 +314,12 @@ function utilityGroups(
         ...(scored.length > 0 ? { metrics: metricSummaries(scored, `group|${valueKey(g.cell)}`, stat) } : {}),
       };
     })
-    .sort((a, b) => Number(b.no_canary) - Number(a.no_canary) || compareCells(axes, a.cell, b.cell) || a.label.localeCompare(b.label));
+    .sort(
+      (a, b) =>
+        Number(b.no_canary) - Number(a.no_canary) ||
+        compareCells(axes, a.cell, b.cell) ||
+        a.label.localeCompare(b.label),
+    );
 }
 
 /** A dataset-backed task's rows: where they came from (repository, commit, file hashes) and which runs read them. */
@@ -324,7 +378,12 @@ export interface PrivacyReadout {
  * Per finished run with inserted and held-out canaries: AUC, TPR at low FPR, ε lower bounds (final
  * phase). Only for an audit whose manifests randomize inclusion (empty otherwise).
  */
-export function privacyReadouts(audit: LoadedAudit, observations: readonly Observation[], confidence: number, strategy: ThresholdStrategy = { kind: 'bonferroni' }): PrivacyReadout[] {
+export function privacyReadouts(
+  audit: LoadedAudit,
+  observations: readonly Observation[],
+  confidence: number,
+  strategy: ThresholdStrategy = { kind: 'bonferroni' },
+): PrivacyReadout[] {
   if (!audit.runs.some((r) => r.manifest?.inclusion === 'randomized')) return [];
   return membershipPools(audit, observations).map(({ run, probe_kind: kind, randomized, scored }) => {
     const nIn = scored.filter((x) => x.member).length;
@@ -343,7 +402,9 @@ export function privacyReadouts(audit: LoadedAudit, observations: readonly Obser
         confidence,
         clopper_pearson: clopperPearsonEpsilon(scored, PRIVACY_DELTA, confidence),
         one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence) : null,
-        one_run_refused: randomized ? null : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
+        one_run_refused: randomized
+          ? null
+          : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
         gdp: gdpEpsilon(scored, PRIVACY_DELTA, confidence),
         fdp_one_run: randomized ? fdpOneRunBound(scored, PRIVACY_DELTA, confidence, strategy) : null,
         threshold_strategy: strategyLabel(strategy),
@@ -367,7 +428,10 @@ function numericsPaths(runs: RunReport[]): NumericsPath[] {
 
 /** `Intel Xeon …, AVX512, 1 thread, cpu, float32` */
 export function numericsLabel(n: Numerics): string {
-  const gpu = n.gpu_count > 0 ? `, ${n.gpu_count}× ${n.gpu_model ?? 'GPU'} (driver ${n.driver_version ?? '?'}, CUDA ${n.cuda_version ?? '?'}, cuDNN ${n.cudnn_version ?? '?'})` : '';
+  const gpu =
+    n.gpu_count > 0
+      ? `, ${n.gpu_count}× ${n.gpu_model ?? 'GPU'} (driver ${n.driver_version ?? '?'}, CUDA ${n.cuda_version ?? '?'}, cuDNN ${n.cudnn_version ?? '?'})`
+      : '';
   const det = n.deterministic_algorithms ? ', deterministic algorithms' : '';
   return `${n.cpu_model ?? 'unknown CPU'}, capability ${n.cpu_capability ?? '?'}, ${n.threads} thread${n.threads === 1 ? '' : 's'}, ${n.device}${gpu}, ${n.dtype}${det}`;
 }
@@ -413,26 +477,54 @@ function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRole
     // The same accounting as status and the dashboard: a run stopped by a cancel is cancelled.
     const cancelled = failed.filter((r) => r.failure?.kind === 'cancelled').length;
     const forGood = failed.length - cancelled;
-    const what = [forGood > 0 ? `${forGood} failed for good` : null, cancelled > 0 ? `${cancelled} cancelled` : null].filter(Boolean).join(', ');
-    warnings.push({ kind: 'failed_runs', message: `${failed.length} of ${runs.length} runs did not finish (${what}); their cells are reported from the remaining runs (n shows what is left).`, runs: failed.map((r) => r.run_id) });
+    const what = [forGood > 0 ? `${forGood} failed for good` : null, cancelled > 0 ? `${cancelled} cancelled` : null]
+      .filter(Boolean)
+      .join(', ');
+    warnings.push({
+      kind: 'failed_runs',
+      message: `${failed.length} of ${runs.length} runs did not finish (${what}); their cells are reported from the remaining runs (n shows what is left).`,
+      runs: failed.map((r) => r.run_id),
+    });
   }
   if (missing.length > 0) {
-    warnings.push({ kind: 'missing_runs', message: `${missing.length} of ${runs.length} runs have no result yet; the report covers finished runs only.`, runs: missing.map((r) => r.run_id) });
+    warnings.push({
+      kind: 'missing_runs',
+      message: `${missing.length} of ${runs.length} runs have no result yet; the report covers finished runs only.`,
+      runs: missing.map((r) => r.run_id),
+    });
   }
-  const alone = input.groups.filter((g) => g.phase === 'final' && !g.controls.held_out && !g.controls.base && !g.controls.no_canary);
+  const alone = input.groups.filter(
+    (g) => g.phase === 'final' && !g.controls.held_out && !g.controls.base && !g.controls.no_canary,
+  );
   if (alone.length > 0) {
     warnings.push({
       kind: 'no_control',
       message: `${alone.length} group(s) have no control arm (no held-out canaries, no base evaluation, no no-canary run): their exposure cannot be told apart from the prior.`,
-      runs: [...new Set(alone.flatMap((g) => runs.filter((r) => valueKey(groupCell(r.cell, roles)) === valueKey(g.cell)).map((r) => r.run_id)))],
+      runs: [
+        ...new Set(
+          alone.flatMap((g) =>
+            runs.filter((r) => valueKey(groupCell(r.cell, roles)) === valueKey(g.cell)).map((r) => r.run_id),
+          ),
+        ),
+      ],
     });
   }
-  const oneRunGroups = input.groups.filter((g) => g.phase === 'final' && g.cohort === 'focal' && g.inserted.n_runs === 1);
+  const oneRunGroups = input.groups.filter(
+    (g) => g.phase === 'final' && g.cohort === 'focal' && g.inserted.n_runs === 1,
+  );
   const oneRunPairs = input.paired.filter((p) => p.phase === 'final' && p.cohort !== 'held_out' && p.n_run_pairs === 1);
   if (oneRunGroups.length > 0 || oneRunPairs.length > 0) {
     const parts = [
       oneRunGroups.length > 0 ? `${oneRunGroups.length} focal figure(s)` : null,
-      oneRunPairs.length > 0 ? `${oneRunPairs.length} paired comparison(s) (${oneRunPairs.slice(0, 4).map((p) => `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${p.label && p.label !== '(all runs)' ? ` at ${p.label}` : ''}`).join('; ')}${oneRunPairs.length > 4 ? '; …' : ''})` : null,
+      oneRunPairs.length > 0
+        ? `${oneRunPairs.length} paired comparison(s) (${oneRunPairs
+            .slice(0, 4)
+            .map(
+              (p) =>
+                `${p.axis} ${formatValue(p.from)} → ${formatValue(p.to)}${p.label && p.label !== '(all runs)' ? ` at ${p.label}` : ''}`,
+            )
+            .join('; ')}${oneRunPairs.length > 4 ? '; …' : ''})`
+        : null,
     ].filter(Boolean);
     warnings.push({
       kind: 'single_run',
@@ -440,10 +532,15 @@ function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRole
       runs: [...new Set(oneRunGroups.flatMap((g) => g.inserted.run_medians.map((r) => r.run_id)))],
     });
   }
-  const twoRunGroups = input.groups.filter((g) => g.phase === 'final' && g.cohort === 'focal' && g.inserted.n_runs === 2);
+  const twoRunGroups = input.groups.filter(
+    (g) => g.phase === 'final' && g.cohort === 'focal' && g.inserted.n_runs === 2,
+  );
   const twoRunPairs = input.paired.filter((p) => p.phase === 'final' && p.cohort !== 'held_out' && p.n_run_pairs === 2);
   if (twoRunGroups.length > 0 || twoRunPairs.length > 0) {
-    const parts = [twoRunGroups.length > 0 ? `${twoRunGroups.length} focal figure(s)` : null, twoRunPairs.length > 0 ? `${twoRunPairs.length} paired comparison(s)` : null].filter(Boolean);
+    const parts = [
+      twoRunGroups.length > 0 ? `${twoRunGroups.length} focal figure(s)` : null,
+      twoRunPairs.length > 0 ? `${twoRunPairs.length} paired comparison(s)` : null,
+    ].filter(Boolean);
     warnings.push({
       kind: 'two_runs',
       message: `${parts.join(' and ')} rest on 2 runs per arm: in simulated audits such 95% intervals covered as little as 88–93% (docs/metrics.md, coverage), so they may be too narrow; each is marked where it is printed. With a third seed per cell most such cells reach 93–97%.`,
@@ -452,7 +549,11 @@ function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRole
   }
   warnings.push(
     ...provenanceWarnings(
-      input.audit.runs.map((r) => ({ run_id: r.run_id, controller: r.manifest?.provenance ?? null, trainer: input.outcomes.get(r.run_id)?.provenance ?? null })),
+      input.audit.runs.map((r) => ({
+        run_id: r.run_id,
+        controller: r.manifest?.provenance ?? null,
+        trainer: input.outcomes.get(r.run_id)?.provenance ?? null,
+      })),
     ),
   );
   return warnings;

@@ -31,7 +31,11 @@ export async function canaryThumbnails(runs: readonly LoadedRun[]): Promise<Thum
     if (!run.manifest) continue;
     const runDir = dirname(run.manifest.path);
     // Every file through the read boundary of its run's folder (no link out, no FIFO, capped).
-    const manifest = JSON.parse((await readInside(runDir, run.manifest.path, { maxBytes: MAX_RUN_FILE_BYTES, what: 'manifest' })).toString('utf8')) as Manifest;
+    const manifest = JSON.parse(
+      (await readInside(runDir, run.manifest.path, { maxBytes: MAX_RUN_FILE_BYTES, what: 'manifest' })).toString(
+        'utf8',
+      ),
+    ) as Manifest;
     if (!manifest.images || manifest.images.length === 0) continue;
     const focal = manifest.canaries.find((c) => c.cohort === 'focal' && (canaryId === null || c.id === canaryId));
     if (focal && !seen.has(focal.cue.visibility)) {
@@ -40,13 +44,29 @@ export async function canaryThumbnails(runs: readonly LoadedRun[]): Promise<Thum
       const line = await rowLine(runDir, join(runDir, manifest.rows.path), focal.positions[0] as number);
       const row = JSON.parse(line) as { prompt: Message[] };
       const image = messageImages(row.prompt)[0];
-      if (image) out.push({ label: `trained: ${focal.cue.visibility}`, canary_id: focal.id, run_id: manifest.run_id, ...(await embed(runDir, image.path, image.sha256)), width: image.width, height: image.height });
+      if (image)
+        out.push({
+          label: `trained: ${focal.cue.visibility}`,
+          canary_id: focal.id,
+          run_id: manifest.run_id,
+          ...(await embed(runDir, image.path, image.sha256)),
+          width: image.width,
+          height: image.height,
+        });
     }
-    const hidden = canaryId === null ? undefined : manifest.probes.find((p) => p.canary_id === canaryId && p.kind === 'hidden');
+    const hidden =
+      canaryId === null ? undefined : manifest.probes.find((p) => p.canary_id === canaryId && p.kind === 'hidden');
     if (hidden && !probeDone) {
       const image = messageImages(hidden.prompt)[0];
       if (image) {
-        out.push({ label: 'probe: hidden (source masked)', canary_id: hidden.canary_id, run_id: manifest.run_id, ...(await embed(runDir, image.path, image.sha256)), width: image.width, height: image.height });
+        out.push({
+          label: 'probe: hidden (source masked)',
+          canary_id: hidden.canary_id,
+          run_id: manifest.run_id,
+          ...(await embed(runDir, image.path, image.sha256)),
+          width: image.width,
+          height: image.height,
+        });
         probeDone = true;
       }
     }
@@ -59,9 +79,12 @@ export async function canaryThumbnails(runs: readonly LoadedRun[]): Promise<Thum
 const MAX_RUN_FILE_BYTES = 1024 * 1024 * 1024;
 
 async function rowLine(runDir: string, path: string, index: number): Promise<string> {
-  const lines = (await readInside(runDir, path, { maxBytes: MAX_RUN_FILE_BYTES, what: 'rows file' })).toString('utf8').split('\n');
+  const lines = (await readInside(runDir, path, { maxBytes: MAX_RUN_FILE_BYTES, what: 'rows file' }))
+    .toString('utf8')
+    .split('\n');
   const line = lines[index];
-  if (line === undefined) throw artifactError(path, `line ${index + 1}`, 'is missing: the rows file is shorter than the manifest says');
+  if (line === undefined)
+    throw artifactError(path, `line ${index + 1}`, 'is missing: the rows file is shorter than the manifest says');
   return line;
 }
 
@@ -74,6 +97,11 @@ async function embed(runDir: string, path: string, sha256: string): Promise<{ sr
     if (error instanceof ReadBoundaryError && !/: no such /.test(error.message)) throw error;
     throw artifactError(file, 'image', 'is missing; re-plan the run so its images are written');
   }
-  if (sha256Hex(bytes) !== sha256) throw artifactError(file, 'sha256', `differs from the manifest's ${sha256}: the image changed after planning; re-plan the run`);
+  if (sha256Hex(bytes) !== sha256)
+    throw artifactError(
+      file,
+      'sha256',
+      `differs from the manifest's ${sha256}: the image changed after planning; re-plan the run`,
+    );
   return { src: `data:image/${path.endsWith('.jpg') ? 'jpeg' : 'png'};base64,${bytes.toString('base64')}` };
 }

@@ -7,7 +7,17 @@ import type { GroupSummary } from '../metrics/aggregate.js';
 import { exposuresByRun } from '../metrics/arm.js';
 import { canaryKey, PROBE_KIND_ORDER, type Observation } from '../metrics/observation.js';
 import { median } from '../metrics/statistics.js';
-import { BOX_METRICS, GENERATION_METRICS, generationMetrics, rowScores, type Box, utilityInterval, type GenerationMetric, type RunScores, type UtilityInterval } from '../metrics/utility.js';
+import {
+  BOX_METRICS,
+  GENERATION_METRICS,
+  generationMetrics,
+  rowScores,
+  type Box,
+  utilityInterval,
+  type GenerationMetric,
+  type RunScores,
+  type UtilityInterval,
+} from '../metrics/utility.js';
 import type { ProbeKind, UtilityMetric } from '../contracts/manifest.js';
 import type { Result, UtilityOutputs } from '../contracts/result.js';
 import type { LoadedRun } from './load-audit.js';
@@ -66,21 +76,32 @@ function sha256(bytes: Buffer): string {
 function inside(root: string, rel: string, file: string, field: string): string {
   const path = resolve(root, rel);
   const r = relative(root, path);
-  if (r.startsWith('..') || isAbsolute(r)) throw artifactError(file, field, `${quoteValue(rel)} points outside ${root}`);
+  if (r.startsWith('..') || isAbsolute(r))
+    throw artifactError(file, field, `${quoteValue(rel)} points outside ${root}`);
   return path;
 }
 
 /** Largest utility rows or outputs file read, bytes. */
 const MAX_LINES_BYTES = 1024 * 1024 * 1024;
 
-async function readChecked(root: string, path: string, sha: string, count: number, owner: string, what: string): Promise<string[]> {
+async function readChecked(
+  root: string,
+  path: string,
+  sha: string,
+  count: number,
+  owner: string,
+  what: string,
+): Promise<string[]> {
   let bytes: Buffer;
   try {
     // The read boundary: inside the run's folder after links, a regular file (no FIFO), capped.
     bytes = await readInside(root, path, { maxBytes: MAX_LINES_BYTES, what });
   } catch (error) {
     if (error instanceof ReadBoundaryError && !/: no such /.test(error.message)) throw error;
-    const code = (error instanceof ReadBoundaryError ? (error.cause as NodeJS.ErrnoException | undefined)?.code : (error as NodeJS.ErrnoException).code) ?? String(error);
+    const code =
+      (error instanceof ReadBoundaryError
+        ? (error.cause as NodeJS.ErrnoException | undefined)?.code
+        : (error as NodeJS.ErrnoException).code) ?? String(error);
     throw new UserInputError(`${what} cannot be read (${code}); the run's output is incomplete — rerun it`, {
       location: { file: path },
       code: 'E_BAD_UTILITY',
@@ -89,14 +110,21 @@ async function readChecked(root: string, path: string, sha: string, count: numbe
   }
   const got = sha256(bytes);
   if (got !== sha) {
-    throw new UserInputError(`${what} sha256 ${got.slice(0, 12)}… differs from ${sha.slice(0, 12)}… in ${owner}: the file changed after it was written — rerun the run`, {
-      location: { file: path },
-      code: 'E_BAD_UTILITY',
-    });
+    throw new UserInputError(
+      `${what} sha256 ${got.slice(0, 12)}… differs from ${sha.slice(0, 12)}… in ${owner}: the file changed after it was written — rerun the run`,
+      {
+        location: { file: path },
+        code: 'E_BAD_UTILITY',
+      },
+    );
   }
   const lines = bytes.toString('utf8').split('\n');
   if (lines.at(-1) === '') lines.pop();
-  if (lines.length !== count) throw new UserInputError(`${what} holds ${lines.length} lines but ${owner} promises ${count}`, { location: { file: path }, code: 'E_BAD_UTILITY' });
+  if (lines.length !== count)
+    throw new UserInputError(`${what} holds ${lines.length} lines but ${owner} promises ${count}`, {
+      location: { file: path },
+      code: 'E_BAD_UTILITY',
+    });
   return lines;
 }
 
@@ -107,17 +135,30 @@ function parseLine(path: string, n: number, line: string): Record<string, unknow
   } catch {
     // reported below
   }
-  throw new UserInputError(`line ${n + 1} is not a JSON object`, { location: { file: path, line: n + 1 }, code: 'E_BAD_UTILITY' });
+  throw new UserInputError(`line ${n + 1} is not a JSON object`, {
+    location: { file: path, line: n + 1 },
+    code: 'E_BAD_UTILITY',
+  });
 }
 
-async function readReplies(run: LoadedRun, resultPath: string, field: string, ref: UtilityOutputs, rows: number): Promise<string[]> {
+async function readReplies(
+  run: LoadedRun,
+  resultPath: string,
+  field: string,
+  ref: UtilityOutputs,
+  rows: number,
+): Promise<string[]> {
   const path = inside(run.outputDir, ref.path, resultPath, `${field}.path`);
-  if (ref.count !== rows) throw artifactError(resultPath, `${field}.count`, `${ref.count} replies but utility.jsonl has ${rows} rows`);
+  if (ref.count !== rows)
+    throw artifactError(resultPath, `${field}.count`, `${ref.count} replies but utility.jsonl has ${rows} rows`);
   const lines = await readChecked(run.outputDir, path, ref.sha256, ref.count, 'result.json', 'utility outputs file');
   return lines.map((line, n) => {
     const o = parseLine(path, n, line);
     if (o.i !== n || typeof o.text !== 'string') {
-      throw new UserInputError(`line ${n + 1} must be {"i": ${n}, "text": "<reply>"}, got ${quoteValue(line.slice(0, 80))}`, { location: { file: path, line: n + 1 }, code: 'E_BAD_UTILITY' });
+      throw new UserInputError(
+        `line ${n + 1} must be {"i": ${n}, "text": "<reply>"}, got ${quoteValue(line.slice(0, 80))}`,
+        { location: { file: path, line: n + 1 }, code: 'E_BAD_UTILITY' },
+      );
     }
     return o.text;
   });
@@ -135,12 +176,23 @@ export async function readUtilityScores(run: LoadedRun, result: Result): Promise
   const rowsPath = inside(dirname(manifestPath), ref.path, manifestPath, 'utility.path');
   const needsBox = metrics.some((m) => BOX_METRICS.includes(m));
   const boxes: (Box | null)[] = [];
-  const targets = (await readChecked(dirname(manifestPath), rowsPath, ref.sha256, ref.count, 'manifest.json', 'utility rows file')).map((line, n) => {
+  const targets = (
+    await readChecked(dirname(manifestPath), rowsPath, ref.sha256, ref.count, 'manifest.json', 'utility rows file')
+  ).map((line, n) => {
     const row = parseLine(rowsPath, n, line);
-    if (typeof row.target !== 'string') throw new UserInputError(`line ${n + 1} has no string target`, { location: { file: rowsPath, line: n + 1 }, code: 'E_BAD_UTILITY' });
+    if (typeof row.target !== 'string')
+      throw new UserInputError(`line ${n + 1} has no string target`, {
+        location: { file: rowsPath, line: n + 1 },
+        code: 'E_BAD_UTILITY',
+      });
     const box = row.box;
-    const valid = Array.isArray(box) && box.length === 4 && box.every((v) => typeof v === 'number' && Number.isFinite(v));
-    if (needsBox && !valid) throw new UserInputError(`line ${n + 1} field box: point_in_box needs [x0, y0, x1, y1], got ${quoteValue(box)}`, { location: { file: rowsPath, line: n + 1 }, code: 'E_BAD_UTILITY' });
+    const valid =
+      Array.isArray(box) && box.length === 4 && box.every((v) => typeof v === 'number' && Number.isFinite(v));
+    if (needsBox && !valid)
+      throw new UserInputError(`line ${n + 1} field box: point_in_box needs [x0, y0, x1, y1], got ${quoteValue(box)}`, {
+        location: { file: rowsPath, line: n + 1 },
+        code: 'E_BAD_UTILITY',
+      });
     boxes.push(valid ? (box as unknown as Box) : null);
     return row.target;
   });
@@ -159,7 +211,11 @@ type Stat = Pick<BootstrapOptions, 'seed' | 'resamples' | 'confidence'>;
  * Each metric base → final over the pooled rows of `runs` (one run: that run's interval). `label`
  * names the intervals' random streams.
  */
-export function metricSummaries(runs: readonly { run_id: string; scores: UtilityScores }[], label: string, stat: Stat): UtilityMetricSummary[] {
+export function metricSummaries(
+  runs: readonly { run_id: string; scores: UtilityScores }[],
+  label: string,
+  stat: Stat,
+): UtilityMetricSummary[] {
   const asked = new Set(runs.flatMap((r) => r.scores.metrics));
   return GENERATION_METRICS.filter((m) => asked.has(m)).map((metric) => {
     const of = (phase: 'base' | 'final'): UtilityInterval | null => {
@@ -175,7 +231,14 @@ export function metricSummaries(runs: readonly { run_id: string; scores: Utility
   });
 }
 
-export const METRIC_WORDS: Record<UtilityMetric, string> = { loss: 'loss', accuracy: 'accuracy', exact_match: 'exact match', token_f1: 'token F1', point_in_box: 'point-in-box accuracy', parse_rate: 'parse rate' };
+export const METRIC_WORDS: Record<UtilityMetric, string> = {
+  loss: 'loss',
+  accuracy: 'accuracy',
+  exact_match: 'exact match',
+  token_f1: 'token F1',
+  point_in_box: 'point-in-box accuracy',
+  parse_rate: 'parse rate',
+};
 
 function fixed(x: number, digits: number): string {
   const s = x.toFixed(digits);
@@ -212,27 +275,48 @@ function medianOrNull(values: (number | null)[]): number | null {
  * canaries are exactly one group's (so the headline and the exposure table print one interval),
  * else a bootstrap with the same design reading (`exposuresByRun`: crossed or nested).
  */
-function headlineMedian(sample: readonly Observation[], groups: readonly GroupSummary[], stat: Stat, label: string): MedianInterval {
+function headlineMedian(
+  sample: readonly Observation[],
+  groups: readonly GroupSummary[],
+  stat: Stat,
+  label: string,
+): MedianInterval {
   const first = sample[0];
   const runs = new Set(sample.map((o) => o.run_id));
   const same = first
     ? groups.filter(
         (g) =>
-          g.cohort === first.cohort && g.dose === first.dose && g.visibility === first.visibility && g.probe_kind === first.probe_kind && g.phase === first.phase &&
-          g.inserted.n_obs === sample.length && g.inserted.n_runs === runs.size,
+          g.cohort === first.cohort &&
+          g.dose === first.dose &&
+          g.visibility === first.visibility &&
+          g.probe_kind === first.probe_kind &&
+          g.phase === first.phase &&
+          g.inserted.n_obs === sample.length &&
+          g.inserted.n_runs === runs.size,
       )
     : [];
   const only = same.length === 1 ? same[0]?.inserted.exposure : null;
   if (only) return only;
-  return bootstrapMedian(exposuresByRun(sample), { ...stat, label, bounds: [0, first?.exposure_ceiling ?? Infinity] }) as MedianInterval;
+  return bootstrapMedian(exposuresByRun(sample), {
+    ...stat,
+    label,
+    bounds: [0, first?.exposure_ceiling ?? Infinity],
+  }) as MedianInterval;
 }
 
-export function utilityHeadlines(runs: readonly HeadlineRun[], observations: readonly Observation[], stat: Stat, groups: readonly GroupSummary[] = []): UtilityHeadline[] {
+export function utilityHeadlines(
+  runs: readonly HeadlineRun[],
+  observations: readonly Observation[],
+  stat: Stat,
+  groups: readonly GroupSummary[] = [],
+): UtilityHeadline[] {
   const tasks = [...new Set(runs.map((r) => r.task))];
   return tasks.map((task) => {
     const mine = runs.filter((r) => r.task === task);
     const ids = new Set(mine.map((r) => r.run_id));
-    const focal = observations.filter((o) => o.role === 'focal' && o.phase === 'final' && o.dose !== null && ids.has(o.run_id));
+    const focal = observations.filter(
+      (o) => o.role === 'focal' && o.phase === 'final' && o.dose !== null && ids.has(o.run_id),
+    );
     const kind = PROBE_KIND_ORDER.find((k) => focal.some((o) => o.probe_kind === k));
     let best: { visibility: string | null; dose: number; sample: Observation[]; median: number } | null = null;
     for (const visibility of [...new Set(focal.map((o) => o.visibility))]) {
@@ -259,7 +343,10 @@ export function utilityHeadlines(runs: readonly HeadlineRun[], observations: rea
     const scored = behind.flatMap((r) => (r.scores ? [{ run_id: r.run_id, scores: r.scores }] : []));
     const asked = new Set(scored.flatMap((r) => r.scores.metrics));
     const metric: UtilityMetric = GENERATION_METRICS.find((m) => asked.has(m)) ?? 'loss';
-    const summary = metric === 'loss' ? null : (metricSummaries(scored, `headline|${task}`, stat).find((s) => s.metric === metric) ?? null);
+    const summary =
+      metric === 'loss'
+        ? null
+        : (metricSummaries(scored, `headline|${task}`, stat).find((s) => s.metric === metric) ?? null);
     const base_loss = medianOrNull(behind.map((r) => r.base_loss));
     const final_loss = medianOrNull(behind.map((r) => r.final_loss));
     const utilityPart =

@@ -3,7 +3,16 @@ import type { DifferenceInterval, MedianInterval, VarianceComponents } from '../
 import { formatValue } from '../metrics/cells.js';
 import { studentTQuantile } from '../metrics/distributions.js';
 import type { PairedSummary } from '../metrics/paired.js';
-import { holmAdjust, powerAdvice, readVerdict, spreadOf, testSpread, type PowerAdvice, type Spread, type VerdictKind } from '../metrics/verdict.js';
+import {
+  holmAdjust,
+  powerAdvice,
+  readVerdict,
+  spreadOf,
+  testSpread,
+  type PowerAdvice,
+  type Spread,
+  type VerdictKind,
+} from '../metrics/verdict.js';
 import { num, signed } from './format.js';
 
 /** What the verdicts read of a report summary (summary.ts's ReportSummary has these fields). */
@@ -61,7 +70,13 @@ export interface ComparisonVerdict {
    * at the observed effect, and the runs (per arm, canaries unchanged) and canaries (per run, runs
    * unchanged) that would decide it with 80% probability (null: not within 64×). Null otherwise.
    */
-  power: { probability: number; runs: number | null; canaries: number | null; more_runs: number | null; both: { runs: number; canaries: number } | null } | null;
+  power: {
+    probability: number;
+    runs: number | null;
+    canaries: number | null;
+    more_runs: number | null;
+    both: { runs: number; canaries: number } | null;
+  } | null;
 }
 
 interface Member {
@@ -103,7 +118,13 @@ function otherAxes(label: string): string {
 }
 
 function controlMember(g: GroupSummary, alpha: number): Member | null {
-  const [name, control] = g.controls.held_out ? ['the held-out control', g.controls.held_out] : g.controls.base ? ['the base model', g.controls.base] : g.controls.no_canary ? ['a no-canary run', g.controls.no_canary] : [null, null];
+  const [name, control] = g.controls.held_out
+    ? ['the held-out control', g.controls.held_out]
+    : g.controls.base
+      ? ['the base model', g.controls.base]
+      : g.controls.no_canary
+        ? ['a no-canary run', g.controls.no_canary]
+        : [null, null];
   const d = control?.difference;
   if (!name || !d) return null;
   const who = `${g.visibility !== null ? capitalize(g.visibility) : 'Inserting canaries'}${g.visibility !== null ? ' training' : ''}${g.dose !== null ? ` at dose ${g.dose}` : ''}${otherAxes(g.label)}`;
@@ -133,7 +154,11 @@ function controlMember(g: GroupSummary, alpha: number): Member | null {
  * Welch: two medians of different cells (different runs) as a difference high − low with the
  * summed variance and Welch–Satterthwaite df (a percentile side read as normal: df Infinity).
  */
-export function welchDifference(high: MedianInterval, low: MedianInterval, alpha: number): { interval: Member['interval']; spread: Spread } {
+export function welchDifference(
+  high: MedianInterval,
+  low: MedianInterval,
+  alpha: number,
+): { interval: Member['interval']; spread: Spread } {
   const a = spreadOf(high, alpha);
   const b = spreadOf(low, alpha);
   const variance = a.se * a.se + b.se * b.se;
@@ -141,17 +166,37 @@ export function welchDifference(high: MedianInterval, low: MedianInterval, alpha
   const df = denominator > 0 ? (variance * variance) / denominator : Infinity;
   const spread = { estimate: high.estimate - low.estimate, se: Math.sqrt(variance), df };
   const half = spread.se * studentTQuantile(1 - alpha / 2, df);
-  return { interval: { estimate: spread.estimate, lo: spread.estimate - half, hi: spread.estimate + half, se: spread.se, df: Number.isFinite(df) ? df : null }, spread };
+  return {
+    interval: {
+      estimate: spread.estimate,
+      lo: spread.estimate - half,
+      hi: spread.estimate + half,
+      se: spread.se,
+      df: Number.isFinite(df) ? df : null,
+    },
+    spread,
+  };
 }
 
-function doseMember(low: GroupSummary, high: GroupSummary, paired: PairedSummary | undefined, doseAxis: string, alpha: number): Member | null {
+function doseMember(
+  low: GroupSummary,
+  high: GroupSummary,
+  paired: PairedSummary | undefined,
+  doseAxis: string,
+  alpha: number,
+): Member | null {
   const context = low.visibility !== null ? ` (${low.visibility})` : '';
   const base = {
     kind: 'dose' as const,
     comparison: `${low.label.replace(/(, )?dose=[^,]*/, '') || 'all runs'}, ${low.probe_kind} probes: dose ${high.dose} − dose ${low.dose}`,
     probe_kind: low.probe_kind,
     subject: `Raising the dose from ${low.dose} to ${high.dose}${context}${otherAxes(low.label)}`,
-    verbs: { higher: 'raised exposure', lower: 'lowered exposure', equivalent: 'changed exposure by less than ±MARGIN', undecided: 'has not yet shown a change in exposure' },
+    verbs: {
+      higher: 'raised exposure',
+      lower: 'lowered exposure',
+      equivalent: 'changed exposure by less than ±MARGIN',
+      undecided: 'has not yet shown a change in exposure',
+    },
   };
   if (paired && paired.axis === doseAxis) {
     return {
@@ -192,7 +237,12 @@ function pairedMember(p: PairedSummary, varying: ReadonlySet<string>, alpha: num
     comparison: `${p.label === '(all runs)' ? '' : `${p.label}, `}${p.probe_kind} probes: ${p.axis} ${formatValue(p.to)} − ${formatValue(p.from)}, paired`,
     probe_kind: p.probe_kind,
     subject: what,
-    verbs: { higher: 'raised exposure', lower: 'lowered exposure', equivalent: 'changed exposure by less than ±MARGIN', undecided: 'has not yet shown a change in exposure' },
+    verbs: {
+      higher: 'raised exposure',
+      lower: 'lowered exposure',
+      equivalent: 'changed exposure by less than ±MARGIN',
+      undecided: 'has not yet shown a change in exposure',
+    },
     interval: p.difference,
     spread: spreadOf(p.difference, alpha),
     components: p.difference.components ?? [],
@@ -225,8 +275,18 @@ function members(s: VerdictInput, alpha: number): Member[] {
     }
     if (doses.length > 1) {
       const low = withDose.find((g) => g.dose === doses[0]) as GroupSummary;
-      const high = withDose.find((g) => g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, '')) ?? (top[0] as GroupSummary);
-      const match = paired.find((p) => p.axis === doseAxis && p.from === low.dose && p.to === high.dose && (low.visibility === null || p.context.visibility === low.visibility));
+      const high =
+        withDose.find(
+          (g) =>
+            g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, ''),
+        ) ?? (top[0] as GroupSummary);
+      const match = paired.find(
+        (p) =>
+          p.axis === doseAxis &&
+          p.from === low.dose &&
+          p.to === high.dose &&
+          (low.visibility === null || p.context.visibility === low.visibility),
+      );
       const m = doseMember(low, high, match, doseAxis, alpha);
       if (m) {
         out.push(m);
@@ -254,11 +314,25 @@ export interface FamilyMember {
 
 /** The declared family of a computed report (`plan --power --pilot`), in the findings' order. */
 export function declaredFamily(s: VerdictInput): FamilyMember[] {
-  return members(s, 1 - s.settings.confidence).map((m) => ({ kind: m.kind, comparison: m.comparison, estimate: m.spread.estimate, components: m.components, one_run: m.one_run }));
+  return members(s, 1 - s.settings.confidence).map((m) => ({
+    kind: m.kind,
+    comparison: m.comparison,
+    estimate: m.spread.estimate,
+    components: m.components,
+    one_run: m.one_run,
+  }));
 }
 
-function reading(estimate: number, p: { p_difference: number; p_equivalence: number }, alpha: number): ComparisonReading {
-  return { ...readVerdict({ estimate }, p.p_difference <= alpha, p.p_equivalence <= alpha), p_difference: p.p_difference, p_equivalence: p.p_equivalence };
+function reading(
+  estimate: number,
+  p: { p_difference: number; p_equivalence: number },
+  alpha: number,
+): ComparisonReading {
+  return {
+    ...readVerdict({ estimate }, p.p_difference <= alpha, p.p_equivalence <= alpha),
+    p_difference: p.p_difference,
+    p_equivalence: p.p_equivalence,
+  };
 }
 
 function status(r: ComparisonReading, margin: number): string {
@@ -272,7 +346,8 @@ function powerText(power: ComparisonVerdict['power'], at: number, kind: Member['
   const unit = (n: number): string => `${n === 1 ? 'run' : 'runs'}${kind === 'control' ? '' : ' per arm'}`;
   if (power.more_runs !== null) return `, ≈${power.more_runs} more ${unit(power.more_runs)} would decide (80%)`;
   if (power.canaries !== null) return `, ≈${power.canaries} canaries per run would decide (80%)`;
-  if (power.both) return `, ≈${power.both.runs - at} more ${unit(2)} with ${power.both.canaries} canaries per run would decide (80%)`;
+  if (power.both)
+    return `, ≈${power.both.runs - at} more ${unit(2)} with ${power.both.canaries} canaries per run would decide (80%)`;
   return `, more than ${at * 64} ${unit(2)} would be needed`;
 }
 
@@ -292,12 +367,23 @@ export function verdicts(s: VerdictInput, marginBits = DEFAULT_MARGIN_BITS): Com
     let power: ComparisonVerdict['power'] = null;
     if (unadjusted.verdict === 'undecided' && m.components.length > 0) {
       const advice = powerAdvice(m.spread.estimate, m.components, marginBits, alpha) as PowerAdvice;
-      power = { probability: advice.probability, runs: advice.runs, canaries: advice.canaries, more_runs: advice.runs === null ? null : advice.runs - advice.at.runs, both: advice.both };
+      power = {
+        probability: advice.probability,
+        runs: advice.runs,
+        canaries: advice.canaries,
+        more_runs: advice.runs === null ? null : advice.runs - advice.at.runs,
+        both: advice.both,
+      };
     }
     const verb = m.verbs[unadjusted.verdict].replace('MARGIN', `${num(marginBits)} bits`);
     const i95 = `${signed(m.interval.estimate)} [${signed(m.interval.lo)}, ${signed(m.interval.hi)}] bits`;
-    const oneRun = m.one_run ? `; one run per arm: a rerun can fall outside this interval${unadjusted.verdict === 'undecided' ? ' (add seeds to learn how many runs would decide it)' : ''}` : '';
-    const family = list.length > 1 ? `; ${adj.verdict === unadjusted.verdict && adj.within_margin === unadjusted.within_margin ? 'the same' : status(adj, marginBits)} after Holm over ${list.length} comparisons` : '';
+    const oneRun = m.one_run
+      ? `; one run per arm: a rerun can fall outside this interval${unadjusted.verdict === 'undecided' ? ' (add seeds to learn how many runs would decide it)' : ''}`
+      : '';
+    const family =
+      list.length > 1
+        ? `; ${adj.verdict === unadjusted.verdict && adj.within_margin === unadjusted.within_margin ? 'the same' : status(adj, marginBits)} after Holm over ${list.length} comparisons`
+        : '';
     const sentence = `${m.subject} ${verb}: ${i95}, ${status(unadjusted, marginBits)}${powerText(power, m.n_runs, m.kind)}${family}; ${m.nText}${oneRun}.`;
     return {
       kind: m.kind,

@@ -32,8 +32,17 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
     stage = await StagedFiles.open(outDir);
     const written = await stageReport(stage, outDir, formats, summary, observations, csvRuns, thumbnails);
     await stage.commit([join(outDir, REPORT_FILES.html)]);
-    log.debug({ audit: summary.audit.id, out: outDir, files: written.files.length, runs: summary.counts }, 'report written');
-    const base = { files: written.files, counts: summary.counts, warnings: summary.warnings, headline: summary.headline ?? null, verdicts: (summary.verdicts ?? []).map((v) => v.sentence) };
+    log.debug(
+      { audit: summary.audit.id, out: outDir, files: written.files.length, runs: summary.counts },
+      'report written',
+    );
+    const base = {
+      files: written.files,
+      counts: summary.counts,
+      warnings: summary.warnings,
+      headline: summary.headline ?? null,
+      verdicts: (summary.verdicts ?? []).map((v) => v.sentence),
+    };
     return written.summaryPath === undefined ? base : { ...base, summaryPath: written.summaryPath };
   } catch (error) {
     await stage?.abort().catch(() => undefined);

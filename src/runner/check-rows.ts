@@ -20,18 +20,35 @@ export async function countRowTokens(jobs: TokenJob[], hubCache: string): Promis
     for (const [k, job] of jobs.entries()) {
       await writeFile(join(dir, `model-${k}.json`), JSON.stringify(job.model));
       await writeFile(join(dir, `rows-${k}.jsonl`), job.rows.map((r) => JSON.stringify(r)).join('\n'));
-      args.push('--model', join(dir, `model-${k}.json`), '--rows', join(dir, `rows-${k}.jsonl`), '--max-length', String(job.maxLength));
+      args.push(
+        '--model',
+        join(dir, `model-${k}.json`),
+        '--rows',
+        join(dir, `rows-${k}.jsonl`),
+        '--max-length',
+        String(job.maxLength),
+      );
     }
     const inherited = process.env.PYTHONPATH;
     const result = await execa(trainerPython(), args, {
-      env: { PYTHONPATH: inherited ? `${TRAINER_DIR}${delimiter}${inherited}` : TRAINER_DIR, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', HF_HUB_CACHE: hubCache },
+      env: {
+        PYTHONPATH: inherited ? `${TRAINER_DIR}${delimiter}${inherited}` : TRAINER_DIR,
+        HF_HUB_OFFLINE: '1',
+        TRANSFORMERS_OFFLINE: '1',
+        HF_HUB_CACHE: hubCache,
+      },
       reject: false,
       timeout: 300_000,
     });
-    const lines = String(result.stdout).trim().split('\n').filter((l) => l.startsWith('{'));
+    const lines = String(result.stdout)
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     const failed = `the token count failed (exit ${String(result.exitCode)}): ${String(result.stderr).split('\n').filter(Boolean).at(-1) ?? ''}`;
     // A line per model, in order; a count that died part-way leaves the rest skipped.
-    return jobs.map((_, k) => (k < lines.length ? (JSON.parse(lines[k] as string) as TokenCount) : { skipped: failed }));
+    return jobs.map((_, k) =>
+      k < lines.length ? (JSON.parse(lines[k] as string) as TokenCount) : { skipped: failed },
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

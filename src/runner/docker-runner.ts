@@ -80,12 +80,21 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
         if (process.env[name] !== undefined) args.push('-e', name);
       }
       if (hfHome) args.push('-v', `${hfHome}:/work/hf`, '-e', 'HF_HOME=/work/hf');
-      args.push('-v', `${hostCacheDir(job, options.cacheDir)}:${CONTAINER_CACHE_DIR}`, '-e', `${TRAINER_CACHE_ENV}=${CONTAINER_CACHE_DIR}`);
+      args.push(
+        '-v',
+        `${hostCacheDir(job, options.cacheDir)}:${CONTAINER_CACHE_DIR}`,
+        '-e',
+        `${TRAINER_CACHE_ENV}=${CONTAINER_CACHE_DIR}`,
+      );
       args.push('-v', `${job.runDir}:${CONTAINER_RUN_DIR}`, '-w', CONTAINER_RUN_DIR, image);
       args.push(
-        'python', ...trainerModuleArgs('canary_trainer', job.ranks, false), 'run',
-        '--manifest', `${CONTAINER_RUN_DIR}/manifest.json`,
-        '--out', `${CONTAINER_RUN_DIR}/output`,
+        'python',
+        ...trainerModuleArgs('canary_trainer', job.ranks, false),
+        'run',
+        '--manifest',
+        `${CONTAINER_RUN_DIR}/manifest.json`,
+        '--out',
+        `${CONTAINER_RUN_DIR}/output`,
         '--resume',
       );
       return { file: docker, args, env: {} };

@@ -64,7 +64,11 @@ export function classifyExit(facts: ExitFacts): ExitStatus {
   }
   if (code === null && facts.stopRequested) {
     // Killed after the grace period: the newest checkpoint on disk is where the next attempt resumes.
-    return { outcome: 'interrupted', kind: 'interrupted', message: `trainer killed by ${facts.signal ?? 'signal'} after the stop grace period` };
+    return {
+      outcome: 'interrupted',
+      kind: 'interrupted',
+      message: `trainer killed by ${facts.signal ?? 'signal'} after the stop grace period`,
+    };
   }
   if (code === null) {
     // The signal is the reason; the last output line only gives context.

@@ -66,11 +66,20 @@ export function localRunner(options: LocalRunnerOptions = {}): TrainerRunner {
       // The launcher of several ranks checks it still has this parent once its death signal is armed.
       if ((job.ranks ?? 1) > 1) env.CANARY_TRAINER_PARENT_PID = String(process.pid);
       // Set only when the worker's own environment does not: the trainer then inherits that value.
-      if (options.cacheDir !== undefined || !process.env[TRAINER_CACHE_ENV]) env[TRAINER_CACHE_ENV] = hostCacheDir(job, options.cacheDir);
+      if (options.cacheDir !== undefined || !process.env[TRAINER_CACHE_ENV])
+        env[TRAINER_CACHE_ENV] = hostCacheDir(job, options.cacheDir);
       const hint = trainerPythonHint(python);
       return {
         file: python,
-        args: [...trainerModuleArgs(module, job.ranks), 'run', '--manifest', job.manifestPath, '--out', job.outDir, '--resume'],
+        args: [
+          ...trainerModuleArgs(module, job.ranks),
+          'run',
+          '--manifest',
+          job.manifestPath,
+          '--out',
+          job.outDir,
+          '--resume',
+        ],
         env,
         ...(hint ? { hint } : {}),
       };

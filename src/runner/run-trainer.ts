@@ -71,7 +71,10 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
     options.onBadLine ??
     ((line: string, reason: string) => {
       try {
-        appendFileSync(stderrLog, `[canary-audit] stdout line is not a progress event (${reason}): ${line.slice(0, 500)}\n`);
+        appendFileSync(
+          stderrLog,
+          `[canary-audit] stdout line is not a progress event (${reason}): ${line.slice(0, 500)}\n`,
+        );
       } catch {
         // a full or failing disk: the note is lost, the run goes on (the trainer reports its own failure)
       }
@@ -108,7 +111,11 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
       lastError,
       sawDone: done !== null,
       stderrTail: readTail(stderrLog, logStart),
-      ...(spawnFailed ? { spawnError: `cannot start ${command.file}: ${result.shortMessage ?? result.message}${command.hint ? ` (${command.hint})` : ''}` } : {}),
+      ...(spawnFailed
+        ? {
+            spawnError: `cannot start ${command.file}: ${result.shortMessage ?? result.message}${command.hint ? ` (${command.hint})` : ''}`,
+          }
+        : {}),
     });
     return { ...status, exitCode, signal, wallMs: Date.now() - started, done, lastError };
   })();
@@ -120,10 +127,13 @@ export async function startTrainer(options: TrainerRunOptions): Promise<RunningT
       stopRequested = true;
       subprocess.kill('SIGTERM');
       if (runner.forceStop) {
-        forceTimer = setTimeout(() => {
-          forceStopped = true;
-          void runner.forceStop?.(job);
-        }, Math.max(1, options.stopGraceMs));
+        forceTimer = setTimeout(
+          () => {
+            forceStopped = true;
+            void runner.forceStop?.(job);
+          },
+          Math.max(1, options.stopGraceMs),
+        );
       }
     },
     finished,

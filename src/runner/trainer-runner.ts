@@ -70,5 +70,12 @@ export const RANKS_LAUNCHER = [
  */
 export function trainerModuleArgs(module: string, ranks: number | undefined, tied = true): string[] {
   if (ranks === undefined || ranks <= 1) return ['-m', module];
-  return [...(tied ? ['-c', RANKS_LAUNCHER] : ['-m', 'torch.distributed.run']), '--standalone', '--nproc-per-node', String(ranks), '-m', module];
+  return [
+    ...(tied ? ['-c', RANKS_LAUNCHER] : ['-m', 'torch.distributed.run']),
+    '--standalone',
+    '--nproc-per-node',
+    String(ranks),
+    '-m',
+    module,
+  ];
 }

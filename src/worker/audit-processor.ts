@@ -14,7 +14,12 @@ import { outputDirOf, runDirOf } from '../layout.js';
  * the audit in its return value and makes sure each failed run has a failure.json (a run that
  * stalled too often fails inside BullMQ, where no trainer could write one).
  */
-export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKeys; redis: Redis; runs: Queue }): Processor<AuditJobData, AuditReturn> {
+export function createAuditProcessor(ctx: {
+  artifactsDir: string;
+  keys: QueueKeys;
+  redis: Redis;
+  runs: Queue;
+}): Processor<AuditJobData, AuditReturn> {
   return async (job: Job<AuditJobData, AuditReturn>): Promise<AuditReturn> => {
     const values = await job.getChildrenValues<{ run_id?: string }>();
     const failures = await job.getIgnoredChildrenFailures();
@@ -57,7 +62,12 @@ export function createAuditProcessor(ctx: { artifactsDir: string; keys: QueueKey
       audit_id: job.data.audit_id,
       completed: Object.keys(values).map(jobIdFromKey).sort(),
       failed: failed.sort((a, b) => a.run_id.localeCompare(b.run_id)),
-      cancelled: [...new Set([...Object.keys(cancelledRuns), ...ended.filter((f) => stoppedByCancel(f.reason)).map((f) => f.run_id)])].sort(),
+      cancelled: [
+        ...new Set([
+          ...Object.keys(cancelledRuns),
+          ...ended.filter((f) => stoppedByCancel(f.reason)).map((f) => f.run_id),
+        ]),
+      ].sort(),
       finished: new Date().toISOString(),
     };
   };

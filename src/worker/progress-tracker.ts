@@ -36,7 +36,23 @@ export class ProgressTracker {
   private clock: number;
 
   constructor(
-    base: Omit<RunProgress, 'phase' | 'update' | 'total' | 'loss' | 'rows_per_s' | 'eta_s' | 'resumed_from' | 'last_checkpoint' | 'eval' | 'waiting' | 'phase_s' | 'updated' | 'device' | 'trainer_pid'>,
+    base: Omit<
+      RunProgress,
+      | 'phase'
+      | 'update'
+      | 'total'
+      | 'loss'
+      | 'rows_per_s'
+      | 'eta_s'
+      | 'resumed_from'
+      | 'last_checkpoint'
+      | 'eval'
+      | 'waiting'
+      | 'phase_s'
+      | 'updated'
+      | 'device'
+      | 'trainer_pid'
+    >,
     private readonly limits: TrackerLimits,
     now: number = Date.now(),
   ) {
@@ -90,7 +106,10 @@ export class ProgressTracker {
             (event.resumed_from !== null ? ` resumed_from=${event.resumed_from}` : '') +
             // A corrupt or truncated checkpoint is never resumed from silently.
             (event.checkpoints_skipped ?? [])
-              .map((s) => `; warning: checkpoint update ${s.update} not resumed from: ${s.reason}${event.resumed_from === null ? ' (started from scratch)' : ''}`)
+              .map(
+                (s) =>
+                  `; warning: checkpoint update ${s.update} not resumed from: ${s.reason}${event.resumed_from === null ? ' (started from scratch)' : ''}`,
+              )
               .join(''),
         );
       case 'step': {
@@ -104,7 +123,8 @@ export class ProgressTracker {
         // Rate from this attempt's own steps in this phase (event times, seconds): resumed runs,
         // warm-up outliers and the other phase do not distort it for long. During pretraining the
         // ETA is that of pretraining alone.
-        if (this.rateStart === null || this.rateStart.phase !== phase) this.rateStart = { phase, update: event.update, t: event.t };
+        if (this.rateStart === null || this.rateStart.phase !== phase)
+          this.rateStart = { phase, update: event.update, t: event.t };
         const du = event.update - this.rateStart.update;
         const dt = event.t - this.rateStart.t;
         p.eta_s = du > 0 && dt > 0 ? Math.max(0, ((event.total - event.update) * dt) / du) : null;
@@ -125,10 +145,18 @@ export class ProgressTracker {
           const since = p.waiting?.since;
           p.phase = 'training';
           p.waiting = null;
-          return this.urgent(now, `base model ready after waiting ${(event.waited_s ?? (since !== undefined ? (now - since) / 1000 : 0)).toFixed(1)} s`);
+          return this.urgent(
+            now,
+            `base model ready after waiting ${(event.waited_s ?? (since !== undefined ? (now - since) / 1000 : 0)).toFixed(1)} s`,
+          );
         }
         p.phase = 'waiting_base';
-        p.waiting = { on: event.on, run_id: event.holder_run ?? null, pid: event.holder_pid ?? null, since: p.waiting?.since ?? now };
+        p.waiting = {
+          on: event.on,
+          run_id: event.holder_run ?? null,
+          pid: event.holder_pid ?? null,
+          since: p.waiting?.since ?? now,
+        };
         // Nothing of this run's own work is measured while it waits; the audit ETA adds the builder's.
         p.eta_s = null;
         return this.urgent(now, `waiting for the base model, built by ${waitHolder(p.waiting)}`);
@@ -147,7 +175,10 @@ export class ProgressTracker {
           const dt = (now - this.evalStart.t) / 1000;
           p.eta_s = dd > 0 && dt > 0 ? Math.max(0, ((event.total - event.done) * dt) / dd) : null;
         }
-        return this.urgent(now, event.done === 0 || event.done === event.total ? `eval ${event.phase} ${event.done}/${event.total}` : null);
+        return this.urgent(
+          now,
+          event.done === 0 || event.done === event.total ? `eval ${event.phase} ${event.done}/${event.total}` : null,
+        );
       case 'done':
         p.phase = 'finishing';
         p.eta_s = 0;

@@ -5,7 +5,12 @@ import { sha256Hex } from '../hash.js';
 import { outputDirOf, outputDirOfManifest, RESULT_FILE } from '../layout.js';
 import { log } from '../log.js';
 import type { TrainerOutcome } from '../runner/index.js';
-import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../fs/artifact-path.js';
+import {
+  ArtifactPathError,
+  checkOutputInsideArtifacts,
+  resolveInsideArtifacts,
+  toArtifactRelative,
+} from '../fs/artifact-path.js';
 import { clearFailureRecord, writeFailureRecord } from '../queue/failure-record.js';
 import { explainWriteError } from '../fs/write-error.js';
 import { MAX_JSON_BYTES } from '../fs/json-file.js';
@@ -62,12 +67,16 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
     await job.log(
       `attempt ${attempt.number}/${attempt.max} on ${ctx.host} ${ctx.slot.gpu === null ? 'cpu' : `gpu ${ctx.slot.gpu}`}${ranks > 1 ? ` (${ranks} ranks)` : ''} (runner ${ctx.runner.name})`,
     );
-    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal).catch((error: unknown) => {
-      throw diskFull(error, attempt.outDir) ?? error;
-    });
+    const { outcome, stopReason } = await superviseTrainer(ctx, attempt, tracker, writer, signal).catch(
+      (error: unknown) => {
+        throw diskFull(error, attempt.outDir) ?? error;
+      },
+    );
     await writer.flush();
     await job
-      .log(`trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`)
+      .log(
+        `trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`,
+      )
       .catch(() => undefined);
     return attempt.settle(outcome, stopReason);
   };
@@ -130,7 +139,9 @@ class RunAttempt {
     if (!existsSync(this.manifestPath)) {
       // Retryable, and nothing written: on a host without the store mounted, any file we wrote
       // would start a stray tree under the wrong root.
-      throw new Error(`missing_manifest: ${this.manifestPath} does not exist on ${ctx.host}; is the artifact store mounted at ${ctx.artifactsDir}?`);
+      throw new Error(
+        `missing_manifest: ${this.manifestPath} does not exist on ${ctx.host}; is the artifact store mounted at ${ctx.artifactsDir}?`,
+      );
     }
     const reused = reusableResult(outDir, this.manifestPath, data.run_id);
     await clearFailureRecord(outDir);
@@ -144,10 +155,23 @@ class RunAttempt {
   /** The trainer's exit in the queue's language (see the table at the top of this file). */
   settle(outcome: TrainerOutcome, stopReason: StopReason | null): Promise<RunReturn> {
     if (outcome.outcome === 'ok') {
-      const reported = outcome.done ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result) : RESULT_FILE;
+      const reported = outcome.done
+        ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result)
+        : RESULT_FILE;
       const resultPath = resolveResult(this.outDir, reported);
-      if (!existsSync(resultPath)) return this.failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
-      return Promise.resolve(runReturn(this.ctx, this.data, this.outDir, resultPath, outcome.done?.wall_s ?? outcome.wallMs / 1000, outcome.wallMs / 1000, false));
+      if (!existsSync(resultPath))
+        return this.failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
+      return Promise.resolve(
+        runReturn(
+          this.ctx,
+          this.data,
+          this.outDir,
+          resultPath,
+          outcome.done?.wall_s ?? outcome.wallMs / 1000,
+          outcome.wallMs / 1000,
+          false,
+        ),
+      );
     }
     if (stopReason === ABORT_CANCEL) return this.failFinal('cancelled', `cancelled while running (${outcome.message})`);
     if (outcome.outcome === 'final') return this.failFinal(outcome.kind, outcome.message);
@@ -159,21 +183,39 @@ class RunAttempt {
 
   get trainerJob() {
     const { gpu, threads, ranks } = this.ctx.slot;
-    return { runId: this.data.run_id, runDir: this.runDir, manifestPath: this.manifestPath, outDir: this.outDir, gpu, threads, ...(ranks !== undefined && ranks > 1 ? { ranks } : {}) };
+    return {
+      runId: this.data.run_id,
+      runDir: this.runDir,
+      manifestPath: this.manifestPath,
+      outDir: this.outDir,
+      gpu,
+      threads,
+      ...(ranks !== undefined && ranks > 1 ? { ranks } : {}),
+    };
   }
 
   private async failFinal(kind: string, message: string): Promise<never> {
     // A record that cannot be written (the disk that failed the run is full) must not turn a final
     // failure into a retried one: the reason still reaches Redis (failedReason).
-    await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() }).catch(
-      (error: unknown) => log.warn({ run: this.data.run_id, err: error }, 'failure.json not written'),
-    );
+    await writeFailureRecord(this.outDir, {
+      run_id: this.data.run_id,
+      kind,
+      message,
+      attempts: this.number,
+      time: new Date().toISOString(),
+    }).catch((error: unknown) => log.warn({ run: this.data.run_id, err: error }, 'failure.json not written'));
     throw finalError(kind, message);
   }
 
   private async failRetryable(kind: string, message: string): Promise<never> {
     if (this.number >= this.max) {
-      await writeFailureRecord(this.outDir, { run_id: this.data.run_id, kind, message, attempts: this.number, time: new Date().toISOString() });
+      await writeFailureRecord(this.outDir, {
+        run_id: this.data.run_id,
+        kind,
+        message,
+        attempts: this.number,
+        time: new Date().toISOString(),
+      });
     }
     throw new Error(`${kind}: ${message}`);
   }
@@ -192,7 +234,10 @@ class RunAttempt {
     await this.job.log(`handed back: ${why}`).catch(() => undefined);
     if (this.token !== undefined) {
       await this.job.moveToWait(this.token).catch((error: unknown) => {
-        log.info({ run: this.job.id, err: error }, 'lease lost: the run is left to its new owner or the stalled-job check');
+        log.info(
+          { run: this.job.id, err: error },
+          'lease lost: the run is left to its new owner or the stalled-job check',
+        );
       });
     }
     throw new WaitingError();
@@ -210,8 +255,12 @@ function reusableResult(outDir: string, manifestPath: string, runId: string): st
   try {
     // Through the read boundary of the run's folder: a result.json or manifest that is a FIFO, a
     // device or a link out is not reused (the run trains instead), and never hangs the worker.
-    const result = JSON.parse(readInsideSync(outDir, resultPath, { maxBytes: MAX_JSON_BYTES, what: 'result.json' }).toString('utf8')) as { run_id?: string; manifest_sha256?: string };
-    const manifestSha = sha256Hex(readInsideSync(dirname(manifestPath), manifestPath, { maxBytes: MAX_JSON_BYTES, what: 'manifest' }));
+    const result = JSON.parse(
+      readInsideSync(outDir, resultPath, { maxBytes: MAX_JSON_BYTES, what: 'result.json' }).toString('utf8'),
+    ) as { run_id?: string; manifest_sha256?: string };
+    const manifestSha = sha256Hex(
+      readInsideSync(dirname(manifestPath), manifestPath, { maxBytes: MAX_JSON_BYTES, what: 'manifest' }),
+    );
     return result.run_id === runId && result.manifest_sha256 === manifestSha ? resultPath : null;
   } catch {
     return null;

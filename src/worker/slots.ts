@@ -19,7 +19,10 @@ export function gpuSlots(spec: string): WorkerSlot[] {
       });
     }
     if (seen.has(id)) {
-      throw new UserInputError(`${quoteValue(spec)} lists GPU ${id} twice; one worker per GPU`, { field: '--gpus', code: 'E_BAD_FLAG' });
+      throw new UserInputError(`${quoteValue(spec)} lists GPU ${id} twice; one worker per GPU`, {
+        field: '--gpus',
+        code: 'E_BAD_FLAG',
+      });
     }
     seen.add(id);
   }

@@ -89,7 +89,10 @@ export async function superviseTrainer(
   const onAbort = () => stop(signal?.reason === ABORT_SHUTDOWN ? ABORT_SHUTDOWN : ABORT_CANCEL);
   signal?.addEventListener('abort', onAbort, { once: true });
   if (signal?.aborted) onAbort();
-  const timers = [watchCancel(ctx, job.data.audit_id, () => stop(ABORT_CANCEL)), watchLease(ctx, job.id ?? '', (why) => stop(ABORT_LEASE, why))];
+  const timers = [
+    watchCancel(ctx, job.data.audit_id, () => stop(ABORT_CANCEL)),
+    watchLease(ctx, job.id ?? '', (why) => stop(ABORT_LEASE, why)),
+  ];
   try {
     return { outcome: await trainer.finished, stopReason };
   } finally {

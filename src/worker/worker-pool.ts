@@ -97,7 +97,12 @@ export class WorkerPool {
     await Promise.all([...pool.runWorkers.map((w) => w.waitUntilReady()), pool.auditWorker?.waitUntilReady()]);
     await pool.heartbeat.start();
     log.info(
-      { host: pool.host, slots: options.slots.map(describeSlot), runner: options.runner.name, redis: options.conn.redacted },
+      {
+        host: pool.host,
+        slots: options.slots.map(describeSlot),
+        runner: options.runner.name,
+        redis: options.conn.redacted,
+      },
       'workers ready',
     );
     return pool;
@@ -185,7 +190,9 @@ export class WorkerPool {
       worker.on('failed', (job, error) => {
         if (job) void this.recordFinalFailure(job, error);
       });
-      worker.on('stalled', (jobId) => log.warn({ run: jobId }, 'run stalled (its worker died or froze); back in the queue'));
+      worker.on('stalled', (jobId) =>
+        log.warn({ run: jobId }, 'run stalled (its worker died or froze); back in the queue'),
+      );
       this.runWorkers.push(worker);
     });
 
@@ -206,7 +213,15 @@ export class WorkerPool {
     );
     this.auditWorker.on('error', (error) => log.warn({ err: error }, 'audit worker connection error'));
     this.auditWorker.on('completed', (job, value) =>
-      log.info({ audit: job.id, completed: value.completed.length, failed: value.failed.length, cancelled: value.cancelled.length }, 'audit finished'),
+      log.info(
+        {
+          audit: job.id,
+          completed: value.completed.length,
+          failed: value.failed.length,
+          cancelled: value.cancelled.length,
+        },
+        'audit finished',
+      ),
     );
   }
 
@@ -215,7 +230,11 @@ export class WorkerPool {
    * of this host at once. When they are not all free the run goes back to the queue (delayed, no
    * attempt spent) holding none; a slot lent to another run gives back what it fetched meanwhile.
    */
-  private async takeSlots(job: Job<RunJobData, RunReturn>, token: string | undefined, index: number): Promise<number[]> {
+  private async takeSlots(
+    job: Job<RunJobData, RunReturn>,
+    token: string | undefined,
+    index: number,
+  ): Promise<number[]> {
     const need = Math.max(1, job.data.gpus ?? 1);
     const runId = job.id ?? '';
     if (this.book.holder(index) !== null) {
@@ -234,7 +253,11 @@ export class WorkerPool {
     const reserved = this.book.reservedBy();
     log.debug(
       { run: runId, need, free: this.book.free(), slots: size, reserved_for: reserved },
-      need > size ? 'run needs more slots than this host has' : reserved !== null && reserved !== runId ? 'run waits: the slots are held for a run over several slots' : 'run waits for free slots',
+      need > size
+        ? 'run needs more slots than this host has'
+        : reserved !== null && reserved !== runId
+          ? 'run waits: the slots are held for a run over several slots'
+          : 'run waits for free slots',
     );
     if (token !== undefined) await job.moveToDelayed(Date.now() + delay, token);
     throw new DelayedError();

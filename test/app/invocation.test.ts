@@ -36,7 +36,7 @@ describe('cliCommand', () => {
   });
 
   it('quotes what the shell would split', () => {
-    expect(shellWord('/tmp/a b/it\'s')).toBe(`'/tmp/a b/it'\\''s'`);
+    expect(shellWord("/tmp/a b/it's")).toBe(`'/tmp/a b/it'\\''s'`);
     expect(pathArg(join(PACKAGE_ROOT, 'artifacts', 'audits', 'x'), PACKAGE_ROOT)).toBe('artifacts/audits/x');
   });
 });
@@ -54,10 +54,26 @@ describe('a printed next step runs as printed', () => {
     ['another folder', root],
   ] as const) {
     it(`from ${where}`, async () => {
-      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', REDIS_URL: '', HOME: root, npm_config_cache: join(root, 'npm-cache'), npm_config_offline: 'true' };
-      const status = watchCommands(audit.auditId, audit.auditDir, undefined, env, cwd).find((c) => c.key === 'status')?.command as string;
-      expect(status).toMatch(cwd === PACKAGE_ROOT ? /^npx canary-audit status --audit / : /^node \/\S+\/dist\/cli\/main\.js status --audit /);
-      const result = await execa('sh', ['-c', status], { cwd, env, extendEnv: false, reject: false, all: true, timeout: 60_000 });
+      const env = {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        REDIS_URL: '',
+        HOME: root,
+        npm_config_cache: join(root, 'npm-cache'),
+        npm_config_offline: 'true',
+      };
+      const status = watchCommands(audit.auditId, audit.auditDir, undefined, env, cwd).find((c) => c.key === 'status')
+        ?.command as string;
+      expect(status).toMatch(
+        cwd === PACKAGE_ROOT ? /^npx canary-audit status --audit / : /^node \/\S+\/dist\/cli\/main\.js status --audit /,
+      );
+      const result = await execa('sh', ['-c', status], {
+        cwd,
+        env,
+        extendEnv: false,
+        reject: false,
+        all: true,
+        timeout: 60_000,
+      });
       expect(result.exitCode, result.all).toBe(1);
       expect(result.all).toMatch(/^canary-audit: the private Redis of .+ is not running/m);
       expect(result.all).toContain(`dashboard --audit ${pathArg(audit.auditDir, cwd)}\``);
@@ -71,13 +87,21 @@ describe('status without a queue', () => {
     const audit = writeFixtureAudit(artifacts, 'newest', [{ updates: 1 }]);
     const none = await runMain(['status', '--artifacts', artifacts], { REDIS_URL: undefined, npm_command: undefined });
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain(`no Redis given: set REDIS_URL or pass --redis redis://host:6379; for an audit \`canary-audit run\` started, pass its folder: \`npx canary-audit status --audit ${audit.auditDir}\` (the newest under ${artifacts}, newest)`);
-    const down = await runMain(['status', '--redis', 'redis://127.0.0.1:1', '--artifacts', artifacts], { REDIS_URL: undefined });
+    expect(none.stderr).toContain(
+      `no Redis given: set REDIS_URL or pass --redis redis://host:6379; for an audit \`canary-audit run\` started, pass its folder: \`npx canary-audit status --audit ${audit.auditDir}\` (the newest under ${artifacts}, newest)`,
+    );
+    const down = await runMain(['status', '--redis', 'redis://127.0.0.1:1', '--artifacts', artifacts], {
+      REDIS_URL: undefined,
+    });
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^canary-audit: cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*; check REDIS_URL\/--redis .*; for an audit `canary-audit run` started, pass its folder: `npx canary-audit status --audit /);
+    expect(down.stderr).toMatch(
+      /^canary-audit: cannot reach Redis at redis:\/\/127\.0\.0\.1:1: .*; check REDIS_URL\/--redis .*; for an audit `canary-audit run` started, pass its folder: `npx canary-audit status --audit /,
+    );
     // An audit folder `run` did not start has no private Redis: the queue or its files.
     const submitted = await runMain(['status', '--audit', audit.auditDir], { REDIS_URL: undefined });
     expect(submitted.code).toBe(2);
-    expect(submitted.stderr).toContain(`has no private Redis (\`canary-audit run\` did not start this audit): pass the queue it was submitted to with --redis URL or REDIS_URL, or read it from its files: \`npx canary-audit dashboard --audit ${audit.auditDir}\``);
+    expect(submitted.stderr).toContain(
+      `has no private Redis (\`canary-audit run\` did not start this audit): pass the queue it was submitted to with --redis URL or REDIS_URL, or read it from its files: \`npx canary-audit dashboard --audit ${audit.auditDir}\``,
+    );
   });
 });

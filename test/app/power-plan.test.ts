@@ -7,7 +7,15 @@ import { planAuditText } from '../../src/manifest/index.js';
 import { assumedComponents, decisionProbability, scaledVariance } from '../../src/metrics/verdict.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
-const STAMP = { component: 'controller', git_commit: null, git_dirty: null, code_sha256: '0'.repeat(64), versions: {}, host: 'test', time: '2020-01-01T00:00:00.000Z' } as const;
+const STAMP = {
+  component: 'controller',
+  git_commit: null,
+  git_dirty: null,
+  code_sha256: '0'.repeat(64),
+  versions: {},
+  host: 'test',
+  time: '2020-01-01T00:00:00.000Z',
+} as const;
 const grid = (seeds: string, extra = ''): string => `
 axes:
   visibility: [visible, redacted]
@@ -45,7 +53,9 @@ describe('plan --power', () => {
     const v = scaledVariance([assumedComponents(ASSUMED_SD, 3, 8), assumedComponents(ASSUMED_SD, 3, 6)], 1, 1);
     expect(p.rows[0]?.probability).toBeCloseTo(decisionProbability(3, Math.sqrt(v.variance), v.df, 1, 0.05), 12);
     expect(p.margin_bits).toBe(1);
-    expect(powerText(p)).toMatch(/^power: 3 seed\(s\) per cell × 8 focal canaries per run; α 0.05, margin ±1 bits, target 80%; assumed components/);
+    expect(powerText(p)).toMatch(
+      /^power: 3 seed\(s\) per cell × 8 focal canaries per run; α 0.05, margin ±1 bits, target 80%; assumed components/,
+    );
     // More seeds as written: a higher probability; a grid's own margin is used.
     const more = await planPower(plan(grid('0, 1, 2, 3, 4, 5', 'analysis: {margin_bits: 2}')), { effect: 3 });
     expect(more.margin_bits).toBe(2);
@@ -54,20 +64,26 @@ describe('plan --power', () => {
   });
 
   it('with a pilot audit: its family, effects and components, rescaled to the grid', async () => {
-    const canaries = (visibility: string) => Array.from({ length: 8 }, (_, i) => ({ id: `f00${i}`, code: String(1000 + 17 * i), dose: 4, visibility }));
+    const canaries = (visibility: string) =>
+      Array.from({ length: 8 }, (_, i) => ({ id: `f00${i}`, code: String(1000 + 17 * i), dose: 4, visibility }));
     const heldOut = Array.from({ length: 6 }, (_, i) => ({ id: `h00${i}`, code: String(5000 + 31 * i) }));
-    const runs: FixtureRun[] = ['visible', 'redacted'].flatMap((visibility) => [0, 1, 2].map((seed) => ({ cell: { visibility, dose: 4, seed }, canaries: canaries(visibility), heldOut })));
+    const runs: FixtureRun[] = ['visible', 'redacted'].flatMap((visibility) =>
+      [0, 1, 2].map((seed) => ({ cell: { visibility, dose: 4, seed }, canaries: canaries(visibility), heldOut })),
+    );
     const a = await buildFixtureAudit(join(root, 'pilot'), {
       name: 'pilot',
       runs,
       outcome: (c) => {
         const k = Number(c.canary.id.slice(-1));
-        if (c.canary.inserted && c.run.cell.visibility === 'redacted') return { rank: ([1, 40, 3][c.runIndex % 3] as number) * (1 + k) };
+        if (c.canary.inserted && c.run.cell.visibility === 'redacted')
+          return { rank: ([1, 40, 3][c.runIndex % 3] as number) * (1 + k) };
         return { rank: 300 + 600 * k + 900 * (c.runIndex % 3) };
       },
     });
     const asWritten = await planPower(plan(grid('0, 1, 2')), { pilot: a.auditDir });
-    expect(asWritten.source).toMatch(/^pilot audit-[0-9a-f]{12} \(6 finished runs\): its variance components and observed effects$/);
+    expect(asWritten.source).toMatch(
+      /^pilot audit-[0-9a-f]{12} \(6 finished runs\): its variance components and observed effects$/,
+    );
     expect(asWritten.rows.map((r) => r.comparison)).toEqual([
       'visibility=redacted, hidden probes: inserted − held-out control',
       'visibility=visible, hidden probes: inserted − held-out control',

@@ -50,11 +50,24 @@ describe('canary-audit cancel', () => {
     const cancelled = await runMain(['cancel', audit.auditId, '--artifacts', artifacts, '--json'], env);
     expect(cancelled.code).toBe(0);
     const out = expectOutput('cancel-output', cancelled.stdout);
-    expect(out).toMatchObject({ audit_id: audit.auditId, removed: [waiting!.runId], stopping: [running!.runId], finished: [], still_running: [], purged: false });
+    expect(out).toMatchObject({
+      audit_id: audit.auditId,
+      removed: [waiting!.runId],
+      stopping: [running!.runId],
+      finished: [],
+      still_running: [],
+      purged: false,
+    });
     expect(() => process.kill(trainerPid!, 0)).toThrow();
-    const failure = (runId: string) => JSON.parse(readFileSync(join(audit.auditDir, 'runs', runId, 'output', 'failure.json'), 'utf8')) as Record<string, unknown>;
+    const failure = (runId: string) =>
+      JSON.parse(readFileSync(join(audit.auditDir, 'runs', runId, 'output', 'failure.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
     expect(failure(waiting!.runId)).toMatchObject({ kind: 'cancelled', attempts: 0 });
-    await waitFor('the running run to record its cancellation', () => existsSync(join(audit.auditDir, 'runs', running!.runId, 'output', 'failure.json')));
+    await waitFor('the running run to record its cancellation', () =>
+      existsSync(join(audit.auditDir, 'runs', running!.runId, 'output', 'failure.json')),
+    );
     expect(failure(running!.runId)).toMatchObject({ kind: 'cancelled', attempts: 1 });
 
     const purge = await runMain(['cancel', audit.auditId, '--purge'], env);

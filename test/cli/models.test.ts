@@ -23,8 +23,20 @@ afterAll(async () => {
 /** Every Hub variable set here (none inherited), the most verbose logs, JSON log lines. */
 function cli(args: string[], env: Record<string, string> = {}) {
   const home = join(root, 'hf-home');
-  const base = { HF_HOME: home, HF_ENDPOINT: hub.url, HF_TOKEN: '', HUGGING_FACE_HUB_TOKEN: '', HF_HUB_CACHE: '', HF_HUB_OFFLINE: '', HF_TOKEN_PATH: '' };
-  return execa(process.execPath, [...CLI, ...args], { cwd: PACKAGE_ROOT, env: { ...base, CANARY_AUDIT_LOG_LEVEL: 'trace', CANARY_AUDIT_LOG_FORMAT: 'json', ...env }, reject: false });
+  const base = {
+    HF_HOME: home,
+    HF_ENDPOINT: hub.url,
+    HF_TOKEN: '',
+    HUGGING_FACE_HUB_TOKEN: '',
+    HF_HUB_CACHE: '',
+    HF_HUB_OFFLINE: '',
+    HF_TOKEN_PATH: '',
+  };
+  return execa(process.execPath, [...CLI, ...args], {
+    cwd: PACKAGE_ROOT,
+    env: { ...base, CANARY_AUDIT_LOG_LEVEL: 'trace', CANARY_AUDIT_LOG_FORMAT: 'json', ...env },
+    reject: false,
+  });
 }
 
 /** The CLI in this process, its output captured (for what needs no fresh environment). */
@@ -76,7 +88,10 @@ describe('canary-audit models fetch', () => {
     ]);
     const again = await cli(['models', 'fetch', grid], { HF_TOKEN: TOKEN, HF_HUB_CACHE: cache });
     expect(again.stdout).toContain(`org/gated-model@main = ${SHA_GATED}: 4 file(s), all in the cache already`);
-    const denied = await cli(['models', 'fetch', 'org/gated-model'], { HUGGING_FACE_HUB_TOKEN: 'hf_wrongButSecretToo', HF_HUB_CACHE: join(root, 'cache-denied') });
+    const denied = await cli(['models', 'fetch', 'org/gated-model'], {
+      HUGGING_FACE_HUB_TOKEN: 'hf_wrongButSecretToo',
+      HF_HUB_CACHE: join(root, 'cache-denied'),
+    });
     expect(denied.exitCode).toBe(2);
     expect(denied.stderr).toMatch(/HTTP 403/);
     for (const r of [first, again, denied]) {
@@ -104,7 +119,9 @@ describe('canary-audit models fetch', () => {
     expect(gridRev.code).toBe(2);
     expect(gridRev.err).toMatch(/^canary-audit: --revision: applies to a single MODEL; .* is a grid/);
     const other = await inProcess(['models', 'list', 'x']);
-    expect(other.err).toMatch(/^canary-audit: models has no action "list"; its one action is fetch \(.*\); usage: canary-audit models fetch GRID\|MODEL; see `canary-audit help models`\n$/);
+    expect(other.err).toMatch(
+      /^canary-audit: models has no action "list"; its one action is fetch \(.*\); usage: canary-audit models fetch GRID\|MODEL; see `canary-audit help models`\n$/,
+    );
     const gated = await cli(['models', 'fetch', 'org/gated-model'], { HF_HUB_CACHE: join(root, 'cache-none') });
     expect(gated.exitCode).toBe(2);
     const errors = gated.stderr.split('\n').filter((l) => l.startsWith('canary-audit:'));

@@ -48,7 +48,14 @@ let err = '';
  */
 function setup(env: Record<string, string> = {}): string {
   const cache = join(root, `cache-${++n}`);
-  restore = withEnv({ ...CLEAN_HUB_ENV, HF_HOME: join(root, 'home'), HF_HUB_CACHE: cache, HF_ENDPOINT: hub.url, CANARY_AUDIT_PYTHON: join(root, 'no-python'), ...env });
+  restore = withEnv({
+    ...CLEAN_HUB_ENV,
+    HF_HOME: join(root, 'home'),
+    HF_HUB_CACHE: cache,
+    HF_ENDPOINT: hub.url,
+    CANARY_AUDIT_PYTHON: join(root, 'no-python'),
+    ...env,
+  });
   out = '';
   err = '';
   vi.spyOn(process.stdout, 'write').mockImplementation((c) => ((out += String(c)), true));
@@ -62,17 +69,27 @@ afterEach(() => {
 
 const manifestRevisions = (auditDir: string): (string | null)[] => {
   const index = JSON.parse(readFileSync(join(auditDir, 'audit.json'), 'utf8')) as { runs: { dir: string }[] };
-  return index.runs.map((r) => (JSON.parse(readFileSync(join(auditDir, r.dir, 'manifest.json'), 'utf8')) as { model: { revision: string | null } }).model.revision);
+  return index.runs.map(
+    (r) =>
+      (
+        JSON.parse(readFileSync(join(auditDir, r.dir, 'manifest.json'), 'utf8')) as {
+          model: { revision: string | null };
+        }
+      ).model.revision,
+  );
 };
 
 // The grid has one run per arm: plan's single-run warning is not what these tests are about.
-const pinningLines = (text: string): string[] => text.split('\n').filter((l) => l !== '' && !/rest on one run per arm/.test(l));
+const pinningLines = (text: string): string[] =>
+  text.split('\n').filter((l) => l !== '' && !/rest on one run per arm/.test(l));
 
 describe('revision pinning by default', () => {
   it('plan prints each Hub model with its sha, writes the sha into the manifests, and names the fetch for an uncached one', async () => {
     setup();
     expect(await main(['plan', grid, '--out', join(root, 'art')])).toBe(0);
-    expect(out).toContain(`model org/tiny-model@main = ${SHA_MAIN} (from the Hub); not in the local cache, offline workers need: canary-audit models fetch org/tiny-model --revision ${SHA_MAIN}`);
+    expect(out).toContain(
+      `model org/tiny-model@main = ${SHA_MAIN} (from the Hub); not in the local cache, offline workers need: canary-audit models fetch org/tiny-model --revision ${SHA_MAIN}`,
+    );
     expect(out).toContain(`model org/tiny-model@v1 = ${SHA_V1} (from the Hub)`);
     expect(pinningLines(err)).toEqual([]);
     const auditDir = /wrote (\S+)/.exec(out)?.[1] as string;
@@ -110,7 +127,9 @@ describe('revision pinning by default', () => {
     restore();
     setup({ HF_HUB_CACHE: cache, HF_ENDPOINT: dead });
     expect(await main(['plan', grid])).toBe(0);
-    expect(out).toContain(`model org/tiny-model@main = ${SHA_MAIN} (from the local cache: cannot reach ${dead} for model "org/tiny-model" at revision "main": ECONNREFUSED)`);
+    expect(out).toContain(
+      `model org/tiny-model@main = ${SHA_MAIN} (from the local cache: cannot reach ${dead} for model "org/tiny-model" at revision "main": ECONNREFUSED)`,
+    );
     restore();
     setup({ HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1' });
     const before = hub.requests.length;
@@ -130,9 +149,14 @@ describe('revision pinning by default', () => {
   it('a model the Hub does not know is reported at its grid entry', async () => {
     setup();
     const bad = join(root, 'bad.yaml');
-    writeFileSync(bad, readFileSync(grid, 'utf8').replace('name: org/tiny-model, label: main', 'name: org/nope, label: main'));
+    writeFileSync(
+      bad,
+      readFileSync(grid, 'utf8').replace('name: org/tiny-model, label: main', 'name: org/nope, label: main'),
+    );
     expect(await main(['plan', bad])).toBe(2);
-    expect(err).toMatch(/^canary-audit: .*bad\.yaml:5:\d+: axes\.model\[0\]: model "org\/nope" at revision "main" is not on .* \(HTTP 404\); check the name and revision\n$/);
+    expect(err).toMatch(
+      /^canary-audit: .*bad\.yaml:5:\d+: axes\.model\[0\]: model "org\/nope" at revision "main" is not on .* \(HTTP 404\); check the name and revision\n$/,
+    );
   });
 
   it('submit and run plan through the same pinning (on by default, off on request)', async () => {

@@ -28,9 +28,13 @@ describe('canary-audit plan --power', () => {
     const ok = await runMain(['plan', grid, '--power', '--effect', '3']);
     expect(ok.code, ok.stderr).toBe(0);
     const lines = ok.stdout.split('\n');
-    const at = lines.findIndex((l) => l.startsWith('power: 2 seed(s) per cell × 8 focal canaries per run; α 0.05, margin ±1 bits'));
+    const at = lines.findIndex((l) =>
+      l.startsWith('power: 2 seed(s) per cell × 8 focal canaries per run; α 0.05, margin ±1 bits'),
+    );
     expect(at).toBeGreaterThan(0);
-    expect(lines.slice(at + 1, at + 6).every((l) => /^ {2}.+ at effect \+3\.00 bits: P\(decided\) \d\.\d\d; /.test(l))).toBe(true);
+    expect(
+      lines.slice(at + 1, at + 6).every((l) => /^ {2}.+ at effect \+3\.00 bits: P\(decided\) \d\.\d\d; /.test(l)),
+    ).toBe(true);
     const alone = await runMain(['plan', grid, '--pilot', root]);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toContain('--pilot and --effect go with --power; add --power');

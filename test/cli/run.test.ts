@@ -23,9 +23,27 @@ describe('canary-audit run', () => {
     ]);
     const first = await runMain(['run', audit.auditDir, '--cpu', '2', '--no-report', '--json'], env);
     expect(first.code, first.stderr).toBe(1); // one run failed
-    const out = expectOutput<{ audit_id: string; counts: Record<string, number>; failed: { cell_id: string; reason: string }[]; interrupted: boolean; report: unknown }>('run-output', first.stdout);
-    expect(out).toMatchObject({ audit_id: audit.auditId, interrupted: false, counts: { completed: 2, failed: 1 }, report: null });
-    expect(out.failed).toEqual([{ run_id: audit.runs[2]!.runId, cell_id: 'bad', state: 'failed', reason: 'bad_manifest: planned failure (exit 2)' }]);
+    const out = expectOutput<{
+      audit_id: string;
+      counts: Record<string, number>;
+      failed: { cell_id: string; reason: string }[];
+      interrupted: boolean;
+      report: unknown;
+    }>('run-output', first.stdout);
+    expect(out).toMatchObject({
+      audit_id: audit.auditId,
+      interrupted: false,
+      counts: { completed: 2, failed: 1 },
+      report: null,
+    });
+    expect(out.failed).toEqual([
+      {
+        run_id: audit.runs[2]!.runId,
+        cell_id: 'bad',
+        state: 'failed',
+        reason: 'bad_manifest: planned failure (exit 2)',
+      },
+    ]);
 
     // The private Redis is stopped, its append-only file kept in the audit folder.
     const redisDir = join(audit.auditDir, 'redis');
@@ -35,20 +53,31 @@ describe('canary-audit run', () => {
     // Again: the queue comes back from the append-only file, nothing runs twice.
     const again = await runMain(['run', audit.auditDir, '--cpu', '1', '--no-report'], env);
     expect(again.code).toBe(1);
-    expect(again.stdout).toMatch(new RegExp(`^${audit.auditId}: 2/3 runs completed, 1 failed or cancelled\\n  ${audit.runs[2]!.runId} bad failed: bad_manifest`));
+    expect(again.stdout).toMatch(
+      new RegExp(
+        `^${audit.auditId}: 2/3 runs completed, 1 failed or cancelled\\n  ${audit.runs[2]!.runId} bad failed: bad_manifest`,
+      ),
+    );
   });
 
   it('says how to install redis-server when there is none and no REDIS_URL', async () => {
     const audit = writeFixtureAudit(join(root, 'a2'), 'noredis', [{ updates: 1 }]);
-    const result = await runMain(['run', audit.auditDir, '--cpu', '1', '--no-report'], { ...env, PATH: join(root, 'empty-bin') });
+    const result = await runMain(['run', audit.auditDir, '--cpu', '1', '--no-report'], {
+      ...env,
+      PATH: join(root, 'empty-bin'),
+    });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^canary-audit: redis-server not found on PATH; install it with `apt-get install redis-server` \(or run `bash .ci\/setup`\)/);
+    expect(result.stderr).toMatch(
+      /^canary-audit: redis-server not found on PATH; install it with `apt-get install redis-server` \(or run `bash .ci\/setup`\)/,
+    );
   });
 });
 
 describe('canary-audit run, Ctrl-C', () => {
   it('SIGINT to the process group (a terminal Ctrl-C) stops run within stop grace + 15 s, Redis included', async () => {
-    const audit = writeFixtureAudit(join(root, 'ctrl-c'), 'ctrlc', [{ updates: 4000, checkpointEvery: 5, knobs: { step_s: 0.02 } }]);
+    const audit = writeFixtureAudit(join(root, 'ctrl-c'), 'ctrlc', [
+      { updates: 4000, checkpointEvery: 5, knobs: { step_s: 0.02 } },
+    ]);
     const child = execa(process.execPath, [...CLI, 'run', audit.auditDir, '--cpu', '1', '--no-report', '--json'], {
       cwd: PACKAGE_ROOT,
       env: { ...FAST_ENV, ...standInEnv(), CANARY_AUDIT_STOP_GRACE_MS: '10000' },

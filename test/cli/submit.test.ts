@@ -27,17 +27,32 @@ describe('canary-audit submit', () => {
     const gridConn = isolatedConnection(redis);
     const artifacts = join(root, 'artifacts');
     const audit = writeFixtureAudit(artifacts, 'submit', [{ updates: 5 }, { updates: 6 }]);
-    const first = await runMain(['submit', audit.auditDir, '--redis', redis.url, '--json'], { CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix });
-    const grid = await runMain(['submit', TINY_GRID, '--redis', redis.url, '--artifacts', artifacts, '--attempts', '4', '--json'], {
-      CANARY_AUDIT_QUEUE_PREFIX: gridConn.prefix,
+    const first = await runMain(['submit', audit.auditDir, '--redis', redis.url, '--json'], {
+      CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix,
     });
+    const grid = await runMain(
+      ['submit', TINY_GRID, '--redis', redis.url, '--artifacts', artifacts, '--attempts', '4', '--json'],
+      {
+        CANARY_AUDIT_QUEUE_PREFIX: gridConn.prefix,
+      },
+    );
     const unreachable = await runMain(['submit', audit.auditDir, '--redis', 'redis://127.0.0.1:1']);
     const noScheme = await runMain(['submit', audit.auditDir, '--redis', 'localhost:6379']);
     expect(first.code).toBe(0);
-    expect(expectOutput('submit-output', first.stdout)).toMatchObject({ schema_version: 'canary-audit.submit-output/1', audit_id: audit.auditId, added: true, state: 'queued', runs: 2, audit_dir: audit.auditDir });
+    expect(expectOutput('submit-output', first.stdout)).toMatchObject({
+      schema_version: 'canary-audit.submit-output/1',
+      audit_id: audit.auditId,
+      added: true,
+      state: 'queued',
+      runs: 2,
+      audit_dir: audit.auditDir,
+    });
 
     expect(grid.code, grid.stderr).toBe(0);
-    const planned = expectOutput<{ audit_id: string; audit_dir: string; runs: number; added: boolean }>('submit-output', grid.stdout);
+    const planned = expectOutput<{ audit_id: string; audit_dir: string; runs: number; added: boolean }>(
+      'submit-output',
+      grid.stdout,
+    );
     expect(planned).toMatchObject({ added: true, runs: 1 });
     expect(planned.audit_dir).toBe(join(artifacts, 'audits', planned.audit_id));
     expect(existsSync(join(planned.audit_dir, 'audit.json'))).toBe(true);
@@ -47,13 +62,19 @@ describe('canary-audit submit', () => {
       'canary-audit: cannot reach Redis at redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1; check REDIS_URL/--redis (host, port, password, TLS)',
     );
     expect(noScheme.code).toBe(2);
-    expect(noScheme.stderr.trim()).toBe('canary-audit: --redis: "localhost:6379" has no scheme; write redis://localhost:6379');
+    expect(noScheme.stderr.trim()).toBe(
+      'canary-audit: --redis: "localhost:6379" has no scheme; write redis://localhost:6379',
+    );
 
-    const again = await runMain(['submit', audit.auditDir, '--redis', redis.url], { CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix });
+    const again = await runMain(['submit', audit.auditDir, '--redis', redis.url], {
+      CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix,
+    });
     expect(again.code).toBe(0);
     // The audit's state as status shows it, never a BullMQ internal state name.
     expect(again.stdout.trim()).toBe(`${audit.auditId} is already in the queue (queued); nothing added`);
-    const againJson = await runMain(['submit', audit.auditDir, '--redis', redis.url, '--json'], { CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix });
+    const againJson = await runMain(['submit', audit.auditDir, '--redis', redis.url, '--json'], {
+      CANARY_AUDIT_QUEUE_PREFIX: folderConn.prefix,
+    });
     expect(expectOutput('submit-output', againJson.stdout)).toMatchObject({ added: false, state: 'queued' });
 
     const queues = openQueues(folderConn);
@@ -62,7 +83,9 @@ describe('canary-audit submit', () => {
       expect(await queues.runs.getJobCounts('waiting')).toMatchObject({ waiting: 2 });
       const [job] = await gridQueues.runs.getWaiting();
       expect(job?.opts.attempts).toBe(4);
-      expect(job?.data.manifest).toMatch(new RegExp(`^audits/${planned.audit_id}/runs/run-[0-9a-f]{16}/manifest.json$`));
+      expect(job?.data.manifest).toMatch(
+        new RegExp(`^audits/${planned.audit_id}/runs/run-[0-9a-f]{16}/manifest.json$`),
+      );
       expect(job?.id).toBe(job?.data.run_id);
     } finally {
       await queues.close();

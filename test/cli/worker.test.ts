@@ -25,9 +25,13 @@ describe('canary-audit worker', () => {
   it('on SIGTERM: the trainer checkpoints, the run goes back to the queue unspent, the worker exits 0 in time', async () => {
     const conn = isolatedConnection(redis);
     const artifacts = join(root, 'sigterm');
-    const audit = writeFixtureAudit(artifacts, 'sigterm', [{ updates: 100_000, checkpointEvery: 100_000, knobs: { step_s: 0.01 } }]);
+    const audit = writeFixtureAudit(artifacts, 'sigterm', [
+      { updates: 100_000, checkpointEvery: 100_000, knobs: { step_s: 0.01 } },
+    ]);
     await submitAudit(conn, artifacts, audit, fastTuning());
-    const worker = await startWorker(['--cpu', '1', '--redis', redis.url, '--artifacts', artifacts], { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix });
+    const worker = await startWorker(['--cpu', '1', '--redis', redis.url, '--artifacts', artifacts], {
+      CANARY_AUDIT_QUEUE_PREFIX: conn.prefix,
+    });
     workers.push(worker);
     const running = await waitFor('training', async () => {
       const [s] = await collectStatus(conn, audit.auditId);
@@ -53,7 +57,9 @@ describe('canary-audit worker', () => {
     } finally {
       await queues.close();
     }
-    const state = JSON.parse(readFileSync(join(audit.runs[0]!.manifestPath, '..', 'output', 'checkpoints', 'state.json'), 'utf8')) as { update: number };
+    const state = JSON.parse(
+      readFileSync(join(audit.runs[0]!.manifestPath, '..', 'output', 'checkpoints', 'state.json'), 'utf8'),
+    ) as { update: number };
     expect(state.update).toBeGreaterThanOrEqual(running.progress!.update);
   });
 
@@ -63,7 +69,9 @@ describe('canary-audit worker', () => {
     const noRoot = await runMain(['worker', '--cpu', '1', '--redis', redis.url, '--artifacts', join(root, 'missing')]);
     const noRedis = await runMain(['worker', '--cpu', '1', '--artifacts', root], { REDIS_URL: undefined });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^canary-audit: --gpus: "zero" in "0,zero" is not a GPU index or UUID; e.g. --gpus 0,1$/m);
+    expect(bad.stderr).toMatch(
+      /^canary-audit: --gpus: "zero" in "0,zero" is not a GPU index or UUID; e.g. --gpus 0,1$/m,
+    );
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/--gpus and --cpu exclude each other/);
     expect(noRoot.code).toBe(2);

@@ -6,7 +6,13 @@ import { execa } from 'execa';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDashboard, type Dashboard } from '../../src/dashboard/index.js';
-import { collectStatus, submitAudit, type EmbeddedRedis, type QueueConnection, type SubmitAuditInput } from '../../src/queue/index.js';
+import {
+  collectStatus,
+  submitAudit,
+  type EmbeddedRedis,
+  type QueueConnection,
+  type SubmitAuditInput,
+} from '../../src/queue/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { buildStudyAudit } from '../fixtures/study-audit.js';
 import { expectOutput } from '../helpers/output-schema.js';
@@ -41,7 +47,14 @@ beforeAll(async () => {
   if (hasChromium) {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }
 });
@@ -70,13 +83,19 @@ async function open(url: string): Promise<Page> {
   return page;
 }
 
-const runState = (page: Page, runId: string) => page.locator(`tr[data-run="${runId}"] td.state`).textContent({ timeout: 10_000 });
+const runState = (page: Page, runId: string) =>
+  page.locator(`tr[data-run="${runId}"] td.state`).textContent({ timeout: 10_000 });
 
 async function waitState(page: Page, runId: string, states: string[], timeoutMs = 60_000): Promise<string> {
-  return waitFor(`${runId} to read ${states.join('/')}`, async () => {
-    const s = (await runState(page, runId))?.trim() ?? '';
-    return states.includes(s) ? s : undefined;
-  }, timeoutMs, 100);
+  return waitFor(
+    `${runId} to read ${states.join('/')}`,
+    async () => {
+      const s = (await runState(page, runId))?.trim() ?? '';
+      return states.includes(s) ? s : undefined;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 function statusWithHost(url: string, host: string): Promise<number> {
@@ -92,7 +111,11 @@ function statusWithHost(url: string, host: string): Promise<number> {
 
 /** The study fixture (finished results on disk) as a queue audit: workers reuse its results. */
 function studyInput(auditDir: string): SubmitAuditInput {
-  const index = JSON.parse(readFileSync(join(auditDir, 'audit.json'), 'utf8')) as { id: string; name: string; runs: { run_id: string; cell_id: string; dir: string }[] };
+  const index = JSON.parse(readFileSync(join(auditDir, 'audit.json'), 'utf8')) as {
+    id: string;
+    name: string;
+    runs: { run_id: string; cell_id: string; dir: string }[];
+  };
   return {
     auditId: index.id,
     name: index.name,
@@ -125,22 +148,35 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     expect(await page.locator('th[data-col="axis:dose"]').count()).toBe(1);
     expect(await page.locator(`tr[data-run="${ok1}"] td.axis`).allTextContents()).toContain(XSS);
 
-    workers.push(await startWorker(['--cpu', '2', '--redis', redis.url, '--artifacts', artifacts], { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, CANARY_AUDIT_HEARTBEAT_MS: '300' }));
+    workers.push(
+      await startWorker(['--cpu', '2', '--redis', redis.url, '--artifacts', artifacts], {
+        CANARY_AUDIT_QUEUE_PREFIX: conn.prefix,
+        CANARY_AUDIT_HEARTBEAT_MS: '300',
+      }),
+    );
     // Every state the page shows for the run, in order, until it ends.
     const seen: string[] = ['waiting'];
-    await waitFor('the run to complete on the page', async () => {
-      const s = (await runState(page, ok1))?.trim() ?? '';
-      if (s && seen[seen.length - 1] !== s) {
-        seen.push(s);
-        if (s === 'active' && SHOTS) await page.screenshot({ path: join(SHOTS, 'dashboard-audit-live.png'), fullPage: true });
-      }
-      return s === 'completed' || s === 'failed' ? true : undefined;
-    }, 60_000, 40);
+    await waitFor(
+      'the run to complete on the page',
+      async () => {
+        const s = (await runState(page, ok1))?.trim() ?? '';
+        if (s && seen[seen.length - 1] !== s) {
+          seen.push(s);
+          if (s === 'active' && SHOTS)
+            await page.screenshot({ path: join(SHOTS, 'dashboard-audit-live.png'), fullPage: true });
+        }
+        return s === 'completed' || s === 'failed' ? true : undefined;
+      },
+      60_000,
+      40,
+    );
     expect(seen).toEqual(['waiting', 'active', 'completed']);
     expect(await waitState(page, ok2, ['completed'])).toBe('completed');
     expect(await waitState(page, bad, ['failed'])).toBe('failed');
     await page.locator(`tr[data-failure="${bad}"]`).waitFor();
-    expect(await page.locator(`tr[data-failure="${bad}"]`).textContent()).toContain('bad_manifest: planned failure (exit 2)');
+    expect(await page.locator(`tr[data-failure="${bad}"]`).textContent()).toContain(
+      'bad_manifest: planned failure (exit 2)',
+    );
     // A completed run has its loss curve; opening the failed run shows its trainer log.
     expect(await page.locator(`tr[data-run="${ok1}"] svg.spark polyline`).count()).toBe(1);
     await page.click(`tr[data-run="${bad}"] td.state`);
@@ -163,27 +199,40 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     const page = await open(`${d.url}#/audit/${study.auditId}`);
     const requests: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
-    await waitFor('every study run to complete', async () => {
-      const [s] = await collectStatus(conn, study.auditId);
-      return s?.state === 'finished' ? s : undefined;
-    }, 60_000);
-    await page.locator('#plot svg.marks').waitFor({ timeout: 30_000 }).catch(async (error: unknown) => {
-      throw new Error(`${String(error)}; the plot box reads: ${await page.locator('#plot').textContent()}`);
-    });
+    await waitFor(
+      'every study run to complete',
+      async () => {
+        const [s] = await collectStatus(conn, study.auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      60_000,
+    );
+    await page
+      .locator('#plot svg.marks')
+      .waitFor({ timeout: 30_000 })
+      .catch(async (error: unknown) => {
+        throw new Error(`${String(error)}; the plot box reads: ${await page.locator('#plot').textContent()}`);
+      });
     expect(requests.every((u) => u.startsWith(d.url))).toBe(true);
     if (SHOTS) await page.screenshot({ path: join(SHOTS, 'dashboard-plot.png'), fullPage: true });
     await page.close();
   });
 
   it('lists workers with heartbeats; a worker killed with SIGKILL turns lost', async () => {
-    const long = writeFixtureAudit(artifacts, 'long', [{ updates: 100_000, checkpointEvery: 100_000, knobs: { step_s: 0.02 }, cell: 'dose=8' }]);
+    const long = writeFixtureAudit(artifacts, 'long', [
+      { updates: 100_000, checkpointEvery: 100_000, knobs: { step_s: 0.02 }, cell: 'dose=8' },
+    ]);
     await submitAudit(conn, artifacts, long, fastTuning());
     const d = await dashboard();
     const page = await open(`${d.url}#/fleet`);
     const worker = workers[0]!;
     const row = (id: string) => page.locator(`tr[data-worker$=":${id}"] td.state`);
     const pid = String(worker.process.pid);
-    await waitFor('the worker to be busy', async () => ((await row(pid).textContent({ timeout: 5_000 }))?.trim() === 'busy' ? true : undefined), 30_000);
+    await waitFor(
+      'the worker to be busy',
+      async () => ((await row(pid).textContent({ timeout: 5_000 }))?.trim() === 'busy' ? true : undefined),
+      30_000,
+    );
     expect(await page.locator('#hosts td.throughput').first().textContent()).toMatch(/^\d+\.\d$/);
     if (SHOTS) {
       await page.screenshot({ path: join(SHOTS, 'dashboard-fleet.png'), fullPage: true });
@@ -196,7 +245,11 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     const busy = await runMain(['status', '--workers', '--redis', redis.url], env);
     expect(busy.stdout).toMatch(new RegExp(`${pid}  busy .*cpu\\d:run-`));
     worker.process.kill('SIGKILL');
-    await waitFor('the worker to turn lost', async () => ((await row(pid).textContent({ timeout: 5_000 }))?.trim() === 'lost' ? true : undefined), 30_000);
+    await waitFor(
+      'the worker to turn lost',
+      async () => ((await row(pid).textContent({ timeout: 5_000 }))?.trim() === 'lost' ? true : undefined),
+      30_000,
+    );
     const lost = await runMain(['status', '--workers', '--json', '--redis', redis.url], env);
     const fleet = expectOutput<{ workers: { pid: number; state: string }[] }>('fleet-output', lost.stdout);
     expect(fleet.workers.find((w) => w.pid === worker.process.pid)?.state).toBe('lost');
@@ -204,7 +257,10 @@ describe.skipIf(!hasChromium)('dashboard', () => {
   });
 
   it('cancels only with actions enabled, the token, and a same-origin request', async () => {
-    const audit = writeFixtureAudit(artifacts, 'to-cancel', [{ updates: 10, cell: 'dose=1' }, { updates: 10, cell: 'dose=2' }]);
+    const audit = writeFixtureAudit(artifacts, 'to-cancel', [
+      { updates: 10, cell: 'dose=1' },
+      { updates: 10, cell: 'dose=2' },
+    ]);
     await submitAudit(conn, artifacts, audit, fastTuning());
     const readOnly = await dashboard(false);
     const page = await open(`${readOnly.url}#/audit/${audit.auditId}`);
@@ -217,7 +273,14 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     const withActions = await dashboard(true);
     const url = `${withActions.url}api/audits/${audit.auditId}/cancel`;
     expect((await fetch(url, { method: 'POST' })).status).toBe(403); // no token
-    expect((await fetch(url, { method: 'POST', headers: { 'X-Canary-Token': withActions.token!, Origin: 'http://evil.example' } })).status).toBe(403);
+    expect(
+      (
+        await fetch(url, {
+          method: 'POST',
+          headers: { 'X-Canary-Token': withActions.token!, Origin: 'http://evil.example' },
+        })
+      ).status,
+    ).toBe(403);
     expect((await fetch(url, { method: 'POST', headers: { 'X-Canary-Token': 'wrong' } })).status).toBe(403);
     expect(await statusWithHost(withActions.url, 'evil.example')).toBe(403); // DNS rebinding
     expect((await collectStatus(conn, audit.auditId))[0]?.state).toBe('queued');
@@ -230,7 +293,11 @@ describe.skipIf(!hasChromium)('dashboard', () => {
     await waitState(actions, failedRun!.runId, ['waiting']);
     await actions.goto(`${withActions.url}#/audit/${audit.auditId}`);
     await actions.click('button.cancel');
-    await waitFor('the audit to read cancelled', async () => ((await actions.locator('#audit-state').textContent())?.trim() === 'cancelled' ? true : undefined), 30_000);
+    await waitFor(
+      'the audit to read cancelled',
+      async () => ((await actions.locator('#audit-state').textContent())?.trim() === 'cancelled' ? true : undefined),
+      30_000,
+    );
     await actions.close();
   });
 
@@ -254,17 +321,25 @@ describe.skipIf(!hasChromium)('dashboard', () => {
   });
 
   it('`canary-audit dashboard` prints its URL, serves the page read-only, and exits 0 on SIGTERM', async () => {
-    const child = execa(process.execPath, [...CLI, 'dashboard', '--redis', redis.url, '--port', '0', '--artifacts', artifacts], {
-      cwd: PACKAGE_ROOT,
-      env: { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix },
-      reject: false,
-      all: true,
-    });
+    const child = execa(
+      process.execPath,
+      [...CLI, 'dashboard', '--redis', redis.url, '--port', '0', '--artifacts', artifacts],
+      {
+        cwd: PACKAGE_ROOT,
+        env: { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix },
+        reject: false,
+        all: true,
+      },
+    );
     let text = '';
     child.all?.on('data', (chunk: Buffer) => {
       text += chunk.toString();
     });
-    const url = await waitFor('the dashboard URL', () => /canary-audit dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only/.exec(text)?.[1], 30_000);
+    const url = await waitFor(
+      'the dashboard URL',
+      () => /canary-audit dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only/.exec(text)?.[1],
+      30_000,
+    );
     const snapshot = (await (await fetch(`${url}api/snapshot`)).json()) as { actions: boolean; audits: unknown[] };
     expect(snapshot.actions).toBe(false);
     expect(snapshot.audits.length).toBeGreaterThan(0);

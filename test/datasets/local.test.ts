@@ -47,7 +47,9 @@ describe('local datasets', () => {
   });
 
   it('a folder like next-tat/TAT-QA: splits by file name, one record per document', async () => {
-    const data = await loadTaskData({ path: join(FIXTURES_DIR, 'tat-qa-mini') }, ['train', 'validation'], { gridDir: grid });
+    const data = await loadTaskData({ path: join(FIXTURES_DIR, 'tat-qa-mini') }, ['train', 'validation'], {
+      gridDir: grid,
+    });
     expect([data.splits.train?.length, data.splits.validation?.length]).toEqual([12, 4]);
     expect(Object.keys(data.splits.train?.[0] ?? {})).toEqual(['table', 'paragraphs', 'questions']);
     expect(data.features).toEqual({});
@@ -58,7 +60,9 @@ describe('local datasets', () => {
   });
 
   it('class labels from a Parquet file`s own metadata when there is no card', async () => {
-    const data = await loadTaskData({ path: join(FIXTURES_DIR, 'banking77-mini', 'data') }, ['train', 'test'], { gridDir: grid });
+    const data = await loadTaskData({ path: join(FIXTURES_DIR, 'banking77-mini', 'data') }, ['train', 'test'], {
+      gridDir: grid,
+    });
     expect(data.features.label?.names).toHaveLength(77);
     expect(data.features.label?.names?.[53]).toBe('reverted_card_payment?');
   });
@@ -83,11 +87,21 @@ describe('local datasets', () => {
     put('plain/rows.txt', '{"t": "r"}\n');
     put('plain/LICENSE', 'CC-BY-4.0\n');
     put('plain/notes.md', '# notes\n');
-    expect((await loadTaskData({ path: 'plain', format: 'jsonl' }, ['train'], { gridDir: grid })).splits).toEqual({ train: [{ t: 'r' }] });
+    expect((await loadTaskData({ path: 'plain', format: 'jsonl' }, ['train'], { gridDir: grid })).splits).toEqual({
+      train: [{ t: 'r' }],
+    });
     // As in datasets: once a file names a split (eval → test), files that name none are in no split.
-    expect((await loadTaskData({ path: 'custom', format: 'jsonl' }, ['test'], { gridDir: grid })).splits).toEqual({ test: [{ t: 'e' }] });
-    expect((await failure({ path: 'custom', format: 'jsonl' }, ['train'])).message).toMatch(/has no split "train" \(no file or folder is named for it\); its splits: test;/);
-    const data = await loadTaskData({ path: 'custom', files: { train: 'part-*', heldout: ['eval-set.txt'] }, format: 'jsonl' }, ['train', 'heldout'], { gridDir: grid });
+    expect((await loadTaskData({ path: 'custom', format: 'jsonl' }, ['test'], { gridDir: grid })).splits).toEqual({
+      test: [{ t: 'e' }],
+    });
+    expect((await failure({ path: 'custom', format: 'jsonl' }, ['train'])).message).toMatch(
+      /has no split "train" \(no file or folder is named for it\); its splits: test;/,
+    );
+    const data = await loadTaskData(
+      { path: 'custom', files: { train: 'part-*', heldout: ['eval-set.txt'] }, format: 'jsonl' },
+      ['train', 'heldout'],
+      { gridDir: grid },
+    );
     expect(data.splits).toEqual({ train: [{ t: 'a' }, { t: 'b' }], heldout: [{ t: 'e' }] });
   });
 
@@ -95,7 +109,9 @@ describe('local datasets', () => {
     const error = await failure({ path: join(FIXTURES_DIR, 'banking77-mini') }, ['train', 'validation']);
     expect(error.code).toBe('E_DATASET_SPLIT');
     expect(error.exitCode).toBe(2);
-    expect(error.message).toBe(`local dataset ${join(FIXTURES_DIR, 'banking77-mini')} has no split "validation": the card's config "default" declares no such split; its splits: train, test; name its files in source.files.validation`);
+    expect(error.message).toBe(
+      `local dataset ${join(FIXTURES_DIR, 'banking77-mini')} has no split "validation": the card's config "default" declares no such split; its splits: train, test; name its files in source.files.validation`,
+    );
   });
 
   it('an empty split is an error naming its files', async () => {
@@ -103,7 +119,9 @@ describe('local datasets', () => {
     put('empty/test.csv', 'text,label\nhello,1\n');
     const error = await failure({ path: 'empty' }, ['train', 'test']);
     expect([error.code, error.field, error.split]).toEqual(['E_DATASET_EMPTY_SPLIT', 'source.files.train', 'train']);
-    expect(error.message).toBe(`split "train" of local dataset ${join(grid, 'empty')} is empty: ${join(grid, 'empty', 'train.csv')} holds no rows; check the file, or name other files in source.files.train`);
+    expect(error.message).toBe(
+      `split "train" of local dataset ${join(grid, 'empty')} is empty: ${join(grid, 'empty', 'train.csv')} holds no rows; check the file, or name other files in source.files.train`,
+    );
   });
 
   it('a corrupt file is named', async () => {
@@ -126,6 +144,8 @@ describe('local datasets', () => {
     expect((await failure({ path: 'one/rows.jsonl', files: { train: '*' } }, ['train'])).field).toBe('source.files');
     expect((await failure({ path: 'one', revision: 'main' }, ['train'])).field).toBe('source.revision');
     expect((await failure({ repo: '../local/folder' }, ['train'])).field).toBe('source.repo');
-    expect((await failure({ path: 'one', files: { train: 3 as unknown as string } }, ['train'])).field).toBe('source.files.train');
+    expect((await failure({ path: 'one', files: { train: 3 as unknown as string } }, ['train'])).field).toBe(
+      'source.files.train',
+    );
   });
 });

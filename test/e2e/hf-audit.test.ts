@@ -32,8 +32,12 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
  * hf_fixtures relatively: both load as the trainer's `tests` package), in one Python start.
  */
 function buildHub(): string {
-  const script = 'import sys; sys.path.insert(0, sys.argv[1]); from tests import hf_fixtures as f, vlm_fixtures as v; r = f.missing_reason(); print(r and "SKIP " + r or [f.build_hub(), v.build_vlm_hub()][0])';
-  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py')], { encoding: 'utf8', timeout: 300_000 }).trim();
+  const script =
+    'import sys; sys.path.insert(0, sys.argv[1]); from tests import hf_fixtures as f, vlm_fixtures as v; r = f.missing_reason(); print(r and "SKIP " + r or [f.build_hub(), v.build_vlm_hub()][0])';
+  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py')], {
+    encoding: 'utf8',
+    timeout: 300_000,
+  }).trim();
 }
 
 describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
@@ -44,7 +48,13 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
 
   it('plans with the cached revision, trains with transformers, scores 10,000 codes, reports', async () => {
     expect(hub.startsWith('SKIP'), hub).toBe(false);
-    const env = { HF_HUB_CACHE: hub, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', REDIS_URL: undefined, CANARY_AUDIT_HOME: undefined };
+    const env = {
+      HF_HUB_CACHE: hub,
+      HF_HUB_OFFLINE: '1',
+      TRANSFORMERS_OFFLINE: '1',
+      REDIS_URL: undefined,
+      CANARY_AUDIT_HOME: undefined,
+    };
     const result = await runMain(['run', GRID, '--cpu', '1', '--artifacts', join(root, 'artifacts'), '--json'], env);
     expect(result.code, result.stderr).toBe(0);
     const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number>; report: string[] };
@@ -62,17 +72,24 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
     expect(json.candidate_space.size).toBe(10_000);
     expect(json.evaluations.map((e) => e.phase)).toEqual(['base', 'final']);
 
-    const summary = JSON.parse(readFileSync(join(out.audit_dir, 'report', 'summary.json'), 'utf8')) as { counts: Record<string, number> };
+    const summary = JSON.parse(readFileSync(join(out.audit_dir, 'report', 'summary.json'), 'utf8')) as {
+      counts: Record<string, number>;
+    };
     expect(summary.counts).toMatchObject({ runs: 1, finished: 1, failed: 0 });
   }, 300_000);
 
-  it('plan counts rows with the model\'s own tokenizer and refuses one longer than it reads, at the task\'s line', async () => {
+  it("plan counts rows with the model's own tokenizer and refuses one longer than it reads, at the task's line", async () => {
     expect(hub.startsWith('SKIP'), hub).toBe(false);
     const env = { HF_HUB_CACHE: hub, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' };
     const data = join(root, 'qa.jsonl');
     const grid = join(root, 'long-rows.yaml');
     const write = (longest: number): void => {
-      writeFileSync(data, Array.from({ length: 20 }, (_, k) => JSON.stringify({ q: `${'Why is the sky blue? '.repeat(k === 11 ? longest : 2)}`, a: 'Rayleigh.' })).join('\n'));
+      writeFileSync(
+        data,
+        Array.from({ length: 20 }, (_, k) =>
+          JSON.stringify({ q: `${'Why is the sky blue? '.repeat(k === 11 ? longest : 2)}`, a: 'Rayleigh.' }),
+        ).join('\n'),
+      );
       writeFileSync(
         grid,
         readFileSync(GRID, 'utf8')
@@ -87,13 +104,24 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
     write(60);
     const long = await runMain(['plan', grid], env);
     expect(long.code, long.stderr).toBe(2);
-    expect(long.stderr, long.stderr).toMatch(/long-rows\.yaml:\d+:\d+: axes\.task\[0\]: task dataset\/qa\.jsonl renders [12] of \d+ checked rows longer than model tiny-qwen3 reads \(256 tokens: training\.max_length and the model's positions\), up to \d+; raise training\.max_length or shorten the rows \(\d+ tokens: "Why is the sky blue\?/);
+    expect(long.stderr, long.stderr).toMatch(
+      /long-rows\.yaml:\d+:\d+: axes\.task\[0\]: task dataset\/qa\.jsonl renders [12] of \d+ checked rows longer than model tiny-qwen3 reads \(256 tokens: training\.max_length and the model's positions\), up to \d+; raise training\.max_length or shorten the rows \(\d+ tokens: "Why is the sky blue\?/,
+    );
   }, 120_000);
 
   it('audits a Qwen2.5-VL model on GUI grounding: image manifests, image probes over 10,000 codes, grounding utility, frozen tower', async () => {
     expect(hub.startsWith('SKIP'), hub).toBe(false);
-    const env = { HF_HUB_CACHE: hub, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', REDIS_URL: undefined, CANARY_AUDIT_HOME: undefined };
-    const result = await runMain(['run', VLM_GRID, '--cpu', '1', '--artifacts', join(root, 'vlm-artifacts'), '--json'], env);
+    const env = {
+      HF_HUB_CACHE: hub,
+      HF_HUB_OFFLINE: '1',
+      TRANSFORMERS_OFFLINE: '1',
+      REDIS_URL: undefined,
+      CANARY_AUDIT_HOME: undefined,
+    };
+    const result = await runMain(
+      ['run', VLM_GRID, '--cpu', '1', '--artifacts', join(root, 'vlm-artifacts'), '--json'],
+      env,
+    );
     expect(result.code, result.stderr).toBe(0);
     const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number> };
     expect(out.counts).toEqual({ completed: 1 });
@@ -108,8 +136,14 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
     // Every image a row, utility row or probe shows is listed once, with the sha256 of its file.
     const listed = new Map((manifest.images ?? []).map((i) => [i.path, i.sha256]));
     for (const [path, sha] of listed) expect(sha256Hex(readFileSync(join(runDir, path))), path).toBe(sha);
-    const rows = (file: string): Row[] => readFileSync(join(runDir, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
-    const shown = [...rows('rows.jsonl'), ...rows('utility.jsonl')].map((r) => r.prompt).concat(manifest.probes.map((p) => p.prompt));
+    const rows = (file: string): Row[] =>
+      readFileSync(join(runDir, file), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Row);
+    const shown = [...rows('rows.jsonl'), ...rows('utility.jsonl')]
+      .map((r) => r.prompt)
+      .concat(manifest.probes.map((p) => p.prompt));
     for (const prompt of shown) {
       const images = messageImages(prompt);
       expect(images).toHaveLength(1);
@@ -130,7 +164,9 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
       expect(probe.n_candidates).toBe(10_000);
       expect(bytes.length).toBe(4 * 10_000); // float32 per code
       expect(sha256Hex(bytes)).toBe(probe.scores_sha256);
-      expect(Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, 10_000)).every((x) => Number.isFinite(x) && x < 0)).toBe(true);
+      expect(
+        Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, 10_000)).every((x) => Number.isFinite(x) && x < 0),
+      ).toBe(true);
     }
 
     const report = join(out.audit_dir, 'report');

@@ -28,9 +28,18 @@ interface Summary {
     run_id: string;
     status: string;
     phases: string[];
-    provenance: Record<'controller' | 'trainer', { git_commit: string | null; code_sha256: string; changed_mid_run: boolean }>;
+    provenance: Record<
+      'controller' | 'trainer',
+      { git_commit: string | null; code_sha256: string; changed_mid_run: boolean }
+    >;
   }[];
-  groups: { visibility: string; probe_kind: string; phase: string; inserted: { n_canaries: number; exposure: { estimate: number; lo: number; hi: number } }; controls: Record<string, unknown> }[];
+  groups: {
+    visibility: string;
+    probe_kind: string;
+    phase: string;
+    inserted: { n_canaries: number; exposure: { estimate: number; lo: number; hi: number } };
+    controls: Record<string, unknown>;
+  }[];
   provenance: { changed_mid_run: boolean };
 }
 
@@ -40,7 +49,10 @@ describe.skipIf(!hasTorch)('canary-audit run, end to end', () => {
     const env = { CANARY_AUDIT_HOME: undefined, REDIS_URL: undefined, CANARY_TRAINER_CACHE: undefined };
     const result = await runMain(['run', GRID, '--cpu', '2', '--artifacts', artifacts, '--json'], env);
     expect(result.code, result.stderr).toBe(0);
-    const out = expectOutput<{ audit_id: string; audit_dir: string; counts: Record<string, number>; report: string[] }>('run-output', result.stdout);
+    const out = expectOutput<{ audit_id: string; audit_dir: string; counts: Record<string, number>; report: string[] }>(
+      'run-output',
+      result.stdout,
+    );
     expect(out.counts).toEqual({ completed: 2 });
 
     const reportDir = join(out.audit_dir, 'report');
@@ -54,7 +66,9 @@ describe.skipIf(!hasTorch)('canary-audit run, end to end', () => {
 
     // Both arms of each cell are there, with the base-model control beside the fine-tuned figure.
     for (const visibility of ['visible', 'redacted']) {
-      const group = summary.groups.find((g) => g.visibility === visibility && g.probe_kind === 'hidden' && g.phase === 'final');
+      const group = summary.groups.find(
+        (g) => g.visibility === visibility && g.probe_kind === 'hidden' && g.phase === 'final',
+      );
       expect(group, visibility).toBeDefined();
       expect(group!.inserted.n_canaries).toBe(2);
       const e = group!.inserted.exposure;
@@ -78,7 +92,9 @@ describe.skipIf(!hasTorch)('canary-audit run, end to end', () => {
     expect(summary.provenance.changed_mid_run).toBe(false);
     // The trainer recorded how far fine-tuning moved every parameter group, and every group moved.
     for (const run of summary.runs) {
-      const result = JSON.parse(readFileSync(join(out.audit_dir, 'runs', run.run_id, 'output', 'result.json'), 'utf8')) as { weight_change?: { changed: number; total: number } };
+      const result = JSON.parse(
+        readFileSync(join(out.audit_dir, 'runs', run.run_id, 'output', 'result.json'), 'utf8'),
+      ) as { weight_change?: { changed: number; total: number } };
       expect(result.weight_change?.total, run.run_id).toBeGreaterThan(0);
       expect(result.weight_change?.changed).toBe(result.weight_change?.total);
     }

@@ -32,7 +32,11 @@ function requirements(text: string): { name: string; op: string; version: string
   }));
 }
 
-const numeric = (v: string): number[] => v.split('+')[0]!.split('.').map((p) => Number.parseInt(p, 10) || 0);
+const numeric = (v: string): number[] =>
+  v
+    .split('+')[0]!
+    .split('.')
+    .map((p) => Number.parseInt(p, 10) || 0);
 const atLeast = (v: string, floor: string): boolean => {
   const a = numeric(v);
   const b = numeric(floor);
@@ -46,7 +50,18 @@ describe('the trainer Python pins', () => {
   const pins = lockPins();
 
   it('the lock pins the trainer stack, one version per package', () => {
-    for (const name of ['torch', 'transformers', 'tokenizers', 'safetensors', 'huggingface-hub', 'peft', 'accelerate', 'numpy', 'jsonschema', 'pytest']) {
+    for (const name of [
+      'torch',
+      'transformers',
+      'tokenizers',
+      'safetensors',
+      'huggingface-hub',
+      'peft',
+      'accelerate',
+      'numpy',
+      'jsonschema',
+      'pytest',
+    ]) {
       expect(pins.get(name), name).toMatch(/^\d+\.\d+/);
     }
   });
@@ -56,7 +71,9 @@ describe('the trainer Python pins', () => {
     const deps = pyproject.slice(pyproject.indexOf('[project]'), pyproject.indexOf('[tool.'));
     expect(deps).toMatch(/\[project\.optional-dependencies\][\s\S]*\bhf = \[[\s\S]*\btest = \[/);
     const reqs = requirements(deps).filter((r) => r.name !== 'setuptools');
-    expect(reqs.map((r) => r.name)).toEqual(expect.arrayContaining(['torch', 'numpy', 'jsonschema', 'transformers', 'peft', 'pytest']));
+    expect(reqs.map((r) => r.name)).toEqual(
+      expect.arrayContaining(['torch', 'numpy', 'jsonschema', 'transformers', 'peft', 'pytest']),
+    );
     for (const r of reqs) {
       const pinned = pins.get(r.name);
       expect(pinned, `${r.name} is in pyproject.toml but not in requirements.lock`).toBeDefined();
@@ -67,7 +84,10 @@ describe('the trainer Python pins', () => {
 
   it('the trainer image installs the lock, on a base image with the same torch', () => {
     const dockerfile = read('docker', 'trainer.Dockerfile');
-    const code = dockerfile.split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n');
+    const code = dockerfile
+      .split('\n')
+      .filter((l) => !l.trimStart().startsWith('#'))
+      .join('\n');
     expect(code).toMatch(/^COPY trainer-py\/requirements\.lock (\S+)$/m);
     const copied = /^COPY trainer-py\/requirements\.lock (\S+)$/m.exec(code)![1]!;
     expect(code).toContain(`-r ${copied}`);

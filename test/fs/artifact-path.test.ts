@@ -1,7 +1,12 @@
 import { mkdirSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ArtifactPathError, checkOutputInsideArtifacts, resolveInsideArtifacts, toArtifactRelative } from '../../src/fs/artifact-path.js';
+import {
+  ArtifactPathError,
+  checkOutputInsideArtifacts,
+  resolveInsideArtifacts,
+  toArtifactRelative,
+} from '../../src/fs/artifact-path.js';
 import { createAuditProcessor } from '../../src/worker/audit-processor.js';
 import { queueKeys } from '../../src/queue/names.js';
 import { createRunProcessor } from '../../src/worker/run-processor.js';
@@ -22,7 +27,9 @@ afterAll(() => {
 
 describe('resolveInsideArtifacts', () => {
   it('resolves a relative path inside the root', () => {
-    expect(resolveInsideArtifacts(root, 'audits/a/runs/r/manifest.json')).toBe(join(root, 'audits/a/runs/r/manifest.json'));
+    expect(resolveInsideArtifacts(root, 'audits/a/runs/r/manifest.json')).toBe(
+      join(root, 'audits/a/runs/r/manifest.json'),
+    );
   });
 
   it.each([
@@ -87,7 +94,12 @@ describe('output folders', () => {
       cancelledAt: async () => null,
       shuttingDown: () => false,
     });
-    const job = { id: 'r', data: { run_id: 'r', audit_id: 'a', manifest: 'audits/a/runs/linked/manifest.json' }, attemptsMade: 0, opts: {} };
+    const job = {
+      id: 'r',
+      data: { run_id: 'r', audit_id: 'a', manifest: 'audits/a/runs/linked/manifest.json' },
+      attemptsMade: 0,
+      opts: {},
+    };
     await expect(processor(job as never)).rejects.toThrow(/^bad_job: .*through a symlink/);
     expect(readdirSync(outside).sort()).toEqual(before);
   });
@@ -106,7 +118,9 @@ describe('output folders', () => {
     const job = {
       data: { audit_id: 'a', audit_dir: 'audits/a', runs: [{ run_id: 'linked', cell_id: 'c' }] },
       getChildrenValues: async () => ({}),
-      getIgnoredChildrenFailures: async () => ({ 'bull:t:runs:linked': 'bad_job: artifact path resolves (through a symlink) outside the artifact root' }),
+      getIgnoredChildrenFailures: async () => ({
+        'bull:t:runs:linked': 'bad_job: artifact path resolves (through a symlink) outside the artifact root',
+      }),
     };
     const summary = await processor(job as never);
     expect(summary.failed.map((f) => f.run_id)).toEqual(['linked']);

@@ -68,7 +68,11 @@ describe('a read-only disk', () => {
   it('explains the ENOENT of a recursive mkdir by the folder that exists above it', () => {
     const ro = mkdtempSync(join(root, 'sim-'));
     // What Node reports for mkdir -p under a read-only mount; the probe finds the real reason.
-    const enoent = Object.assign(new Error(`ENOENT: no such file or directory, mkdir '${ro}/a/b'`), { code: 'ENOENT', syscall: 'mkdir', path: join(ro, 'a', 'b') });
+    const enoent = Object.assign(new Error(`ENOENT: no such file or directory, mkdir '${ro}/a/b'`), {
+      code: 'ENOENT',
+      syscall: 'mkdir',
+      path: join(ro, 'a', 'b'),
+    });
     expect(explainWriteError(enoent, ro)).toBeNull(); // a writable folder: ENOENT is not explained away
     const real = tryMount('size=64k,ro');
     if (real === null) return;
@@ -86,7 +90,9 @@ describe('a read-only disk', () => {
     captureStderr();
     const code = await main(['plan', grid, '--out', join(ro, 'artifacts')]);
     expect({ code, err }).toMatchObject({ code: 1 });
-    expect(err).toBe(`canary-audit: cannot write the audit to ${ro}: read-only file system (EROFS); choose a writable folder\n`);
+    expect(err).toBe(
+      `canary-audit: cannot write the audit to ${ro}: read-only file system (EROFS); choose a writable folder\n`,
+    );
     unmount(ro);
   });
 });
@@ -122,8 +128,14 @@ describe.skipIf(!canMount)('a full disk while the report is written', () => {
     const before = snapshot(out);
     expect(Object.keys(before)).toContain('report.html');
     // Another run's files fill the rest of the disk... then the report is written again.
-    const error = await writeReport({ auditDir: audit.auditDir, outDir: out, seed: 4, resamples: 50 }).catch((e: Error) => e);
-    expect((error as Error).message).toMatch(new RegExp(`^cannot write the report to ${out}.*: no space left on the device \\(ENOSPC\\); free space there or choose another folder$`));
+    const error = await writeReport({ auditDir: audit.auditDir, outDir: out, seed: 4, resamples: 50 }).catch(
+      (e: Error) => e,
+    );
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^cannot write the report to ${out}.*: no space left on the device \\(ENOSPC\\); free space there or choose another folder$`,
+      ),
+    );
     expect(snapshot(out)).toEqual(before);
     expect(readdirSync(out).filter((n) => n.startsWith('.staging-'))).toEqual([]);
     unmount(disk);
@@ -134,7 +146,9 @@ describe.skipIf(!canMount)('a full disk while the report is written', () => {
     const disk = tryMount('size=16k') as string;
     const out = join(disk, 'report');
     mkdirSync(out);
-    const error = await writeReport({ auditDir: audit.auditDir, outDir: out, seed: 3, resamples: 50 }).catch((e: Error) => e);
+    const error = await writeReport({ auditDir: audit.auditDir, outDir: out, seed: 3, resamples: 50 }).catch(
+      (e: Error) => e,
+    );
     expect((error as Error).message).toMatch(/no space left on the device \(ENOSPC\)/);
     expect(readdirSync(out)).toEqual([]);
     unmount(disk);

@@ -38,7 +38,9 @@ describe.each(Object.entries(readers))('the read boundary (%s)', (_, read) => {
   it('refuses a symlink that leads out of the root, naming the file and where it leads', async () => {
     const error = await read('out-link').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ReadBoundaryError);
-    expect((error as Error).message).toMatch(/out-link: report resolves \(through a symlink\) to .*outside\.txt, outside .*audit; not read/);
+    expect((error as Error).message).toMatch(
+      /out-link: report resolves \(through a symlink\) to .*outside\.txt, outside .*audit; not read/,
+    );
   });
 
   it('refuses a path that climbs out of the root', async () => {
@@ -51,7 +53,9 @@ describe.each(Object.entries(readers))('the read boundary (%s)', (_, read) => {
     await expect(read('fifo')).rejects.toThrow(/fifo: report is a FIFO \(named pipe\), not a regular file; not read/);
     // /dev/zero: outside the root, and a device.
     await expect(read('zero')).rejects.toThrow(/zero: report resolves \(through a symlink\) to \/dev\/zero, outside/);
-    expect(() => readInsideSync('/dev', 'zero', opts)).toThrow(/\/dev\/zero: report is a character device, not a regular file; not read/);
+    expect(() => readInsideSync('/dev', 'zero', opts)).toThrow(
+      /\/dev\/zero: report is a character device, not a regular file; not read/,
+    );
   });
 
   it('refuses a directory and a file over the cap, and names a missing one', async () => {

@@ -4,7 +4,7 @@ import { BASE, expectOneError, inputErrors } from './helpers.js';
 
 const F = 'grids/analysis.yaml';
 
-describe('grid analysis: the verdicts\' equivalence margin', () => {
+describe("grid analysis: the verdicts' equivalence margin", () => {
   it('takes margin_bits and keeps the audit id: the margin changes how the runs are read, not the runs', () => {
     const plain = parseGrid(F, BASE);
     const wide = parseGrid(F, `${BASE}analysis:\n  margin_bits: 2.5\n`);
@@ -13,7 +13,15 @@ describe('grid analysis: the verdicts\' equivalence margin', () => {
   });
 
   it('refuses a margin that is not a positive number, naming the field', () => {
-    expectOneError(inputErrors(() => parseGrid(F, `${BASE}analysis:\n  margin_bits: 0\n`)), `${F}:10:16: analysis.margin_bits: `, '0');
-    expectOneError(inputErrors(() => parseGrid(F, `${BASE}analysis:\n  margin: 1\n`)), `${F}:10:3: analysis`, 'margin');
+    expectOneError(
+      inputErrors(() => parseGrid(F, `${BASE}analysis:\n  margin_bits: 0\n`)),
+      `${F}:10:16: analysis.margin_bits: `,
+      '0',
+    );
+    expectOneError(
+      inputErrors(() => parseGrid(F, `${BASE}analysis:\n  margin: 1\n`)),
+      `${F}:10:3: analysis`,
+      'margin',
+    );
   });
 });

@@ -5,7 +5,8 @@ import { BASE } from './helpers.js';
 /** Grids too large to run are refused from a count, before a cell is built, in well under a second. */
 const F = 'grid.yaml';
 const list = (n: number, from = 0) => `[${Array.from({ length: n }, (_, i) => i + from).join(', ')}]`;
-const withDoses = (doses: string, tail = '', axes = '') => `${BASE.replace('  dose: [1, 4]', `  dose: ${doses}${axes}`)}${tail}`;
+const withDoses = (doses: string, tail = '', axes = '') =>
+  `${BASE.replace('  dose: [1, 4]', `  dose: ${doses}${axes}`)}${tail}`;
 
 afterEach(() => {
   delete process.env.CANARY_AUDIT_MAX_CELLS;
@@ -25,7 +26,9 @@ describe('grid size limit', () => {
     parseGrid(F, BASE); // compiles the schema: the limit is about the grid, not start-up
     const { value, ms } = timed(() => parseGrid(F, withDoses(list(1000, 1), '', `\n  seed: ${list(1000)}`)));
     expect(value).toBeInstanceOf(Error);
-    expect((value as Error).message).toMatch(/^grid\.yaml:\d+:\d+: axes: the grid makes 2,000,000 cells \(visibility 2 x dose 1000 x seed 1000\), more than the limit of 10,000 runs; .*CANARY_AUDIT_MAX_CELLS/);
+    expect((value as Error).message).toMatch(
+      /^grid\.yaml:\d+:\d+: axes: the grid makes 2,000,000 cells \(visibility 2 x dose 1000 x seed 1000\), more than the limit of 10,000 runs; .*CANARY_AUDIT_MAX_CELLS/,
+    );
     expect(ms).toBeLessThan(1_000);
   });
 
@@ -55,9 +58,14 @@ describe('grid file size', () => {
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
     const file = join(mkdtempSync(join(tmpdir(), 'canary-audit-big-')), 'big.yaml');
-    writeFileSync(file, withDoses('[1]', `include:\n${Array.from({ length: 200_000 }, (_, i) => `  - {dose: ${i + 1}}\n`).join('')}`));
+    writeFileSync(
+      file,
+      withDoses('[1]', `include:\n${Array.from({ length: 200_000 }, (_, i) => `  - {dose: ${i + 1}}\n`).join('')}`),
+    );
     const t0 = performance.now();
-    await expect(loadGrid(file)).rejects.toThrow(/big\.yaml: the grid file is [\d,]+ bytes, more than 1,048,576; list axes/);
+    await expect(loadGrid(file)).rejects.toThrow(
+      /big\.yaml: the grid file is [\d,]+ bytes, more than 1,048,576; list axes/,
+    );
     expect(performance.now() - t0).toBeLessThan(1_000);
   });
 });

@@ -33,7 +33,9 @@ describe('control characters', () => {
     if (visibility.includes('model:')) text = text.replace('  model: [{backend: tiny, label: tiny}]\n', '');
     const file = join(root, `${field}.yaml`);
     writeFileSync(file, text);
-    expect(() => parseGrid(file, text)).toThrow(new RegExp(`${field.replace(/[[\].]/g, '\\$&')}.*contains a control character \\(${code.replace('+', '\\+')}\\)`));
+    expect(() => parseGrid(file, text)).toThrow(
+      new RegExp(`${field.replace(/[[\].]/g, '\\$&')}.*contains a control character \\(${code.replace('+', '\\+')}\\)`),
+    );
     let err = '';
     vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
     vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
@@ -49,7 +51,7 @@ describe('control characters', () => {
     ['U+009B (a C1 CSI)', '\\x9b31mRED', '\u009b', 'U+009B'],
     ['U+0085 (a C1 next line)', 'a\\Nb', '\u0085', 'U+0085'],
     ['U+202E (a bidi override)', 'abc\\u202Eexe.txt', '\u202e', 'U+202E'],
-  ])('%s in a name is refused, and plan\'s error line shows it escaped, never raw', async (_what, yaml, raw, code) => {
+  ])("%s in a name is refused, and plan's error line shows it escaped, never raw", async (_what, yaml, raw, code) => {
     const file = join(root, `c1-${code}.yaml`);
     writeFileSync(file, grid(`[{kind: visible, name: "${yaml}"}]`));
     let err = '';
@@ -73,7 +75,9 @@ describe('control characters', () => {
   it('terminalSafe shows control characters as escapes and keeps newlines and tabs', () => {
     expect(terminalSafe(`a${HOSTILE}\tb\n`)).toBe('a\\u001b]0;PWNED\\u0007\\u001b[31mRED\tb\n');
     expect(terminalSafe('caf\u00e9 \u2713')).toBe('caf\u00e9 \u2713');
-    expect(terminalSafe('a\u009b31mb\u0085c\u202etxt.exe\u2066d\u2028e')).toBe('a\\u009b31mb\\u0085c\\u202etxt.exe\\u2066d\\u2028e');
+    expect(terminalSafe('a\u009b31mb\u0085c\u202etxt.exe\u2066d\u2028e')).toBe(
+      'a\\u009b31mb\\u0085c\\u202etxt.exe\\u2066d\\u2028e',
+    );
     expect(quoteValue('x\u009by\u202ez')).toBe('"x\\u009by\\u202ez"');
   });
 
@@ -85,22 +89,47 @@ describe('control characters', () => {
       submitted: new Date().toISOString(),
       cancelled_at: null,
       counts: { failed: 1 },
-      runs: [{ run_id: 'run-1', cell_id: `dose=1,visibility=${HOSTILE}`, state: 'failed', attempts_made: 1, max_attempts: 1, progress: null, failure: `crash: ${HOSTILE}`, result: null, started: null, finished: null }],
+      runs: [
+        {
+          run_id: 'run-1',
+          cell_id: `dose=1,visibility=${HOSTILE}`,
+          state: 'failed',
+          attempts_made: 1,
+          max_attempts: 1,
+          progress: null,
+          failure: `crash: ${HOSTILE}`,
+          result: null,
+          started: null,
+          finished: null,
+        },
+      ],
       summary: null,
     };
     for (const tty of [true, false]) {
       let written = '';
-      const stream = { isTTY: tty, columns: 100, write: (s: string) => ((written += s), true) } as unknown as NodeJS.WriteStream;
+      const stream = {
+        isTTY: tty,
+        columns: 100,
+        write: (s: string) => ((written += s), true),
+      } as unknown as NodeJS.WriteStream;
       new LiveView(stream, tty).show([audit]);
       expect(written).toContain('\\u001b]0;PWNED');
       expect(written).not.toContain('\u0007');
       expect(written.replace(/\u001b\[\d+A\u001b\[0J/g, '')).not.toContain('\u001b');
     }
     // C1 controls and a bidi override, in the name status prints.
-    const sly = { ...audit, name: 'evil\u009b31m\u0085\u202eexe.txt', runs: [{ ...audit.runs[0]!, failure: 'crash \u202e' }] };
+    const sly = {
+      ...audit,
+      name: 'evil\u009b31m\u0085\u202eexe.txt',
+      runs: [{ ...audit.runs[0]!, failure: 'crash \u202e' }],
+    };
     for (const tty of [true, false]) {
       let written = '';
-      const stream = { isTTY: tty, columns: 100, write: (s: string) => ((written += s), true) } as unknown as NodeJS.WriteStream;
+      const stream = {
+        isTTY: tty,
+        columns: 100,
+        write: (s: string) => ((written += s), true),
+      } as unknown as NodeJS.WriteStream;
       new LiveView(stream, tty).show([sly]);
       expect(written).toContain('evil\\u009b31m\\u0085\\u202eexe.txt');
       expect(written).not.toMatch(/[\u0085\u009b\u202e]/);

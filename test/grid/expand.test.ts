@@ -3,12 +3,18 @@ import { parseGrid } from '../../src/grid/index.js';
 import { BASE, expectOneError, inputErrors } from './helpers.js';
 
 const F = 'grid.yaml';
-const withAxes = (extra: string, tail = ''): string => `${BASE.replace('  dose: [1, 4]', `  dose: [1, 4]\n${extra}`)}${tail}`;
+const withAxes = (extra: string, tail = ''): string =>
+  `${BASE.replace('  dose: [1, 4]', `  dose: [1, 4]\n${extra}`)}${tail}`;
 const ids = (text: string): string[] => parseGrid(F, text).expansion.cells.map((c) => c.id);
 
 describe('grid expansion', () => {
   it('takes the cartesian product in canonical axis order, last axis fastest', () => {
-    expect(ids(BASE)).toEqual(['visibility=visible,dose=1', 'visibility=visible,dose=4', 'visibility=redacted,dose=1', 'visibility=redacted,dose=4']);
+    expect(ids(BASE)).toEqual([
+      'visibility=visible,dose=1',
+      'visibility=visible,dose=4',
+      'visibility=redacted,dose=1',
+      'visibility=redacted,dose=4',
+    ]);
     const grid = parseGrid(F, withAxes('  seed: [0, 1]\n  placement: [early, late]'));
     expect(grid.expansion.cells).toHaveLength(16);
     expect(grid.expansion.cells[0]?.id).toBe('visibility=visible,dose=1,placement=early,seed=0');
@@ -39,15 +45,36 @@ describe('grid expansion', () => {
       'visibility=redacted,dose=1,placement=early',
       'visibility=redacted,dose=4,placement=late',
     ]);
-    expectOneError(inputErrors(() => parseGrid(F, withAxes('  placement: [early]', 'zip: [[dose, placement]]\n'))), `${F}:10:7: zip[0]: `, 'equal length', 'dose: 2, placement: 1');
-    expectOneError(inputErrors(() => parseGrid(F, `${BASE}zip: [[dose, seed]]\n`)), `${F}:9:14: zip[0][1]: `, '"seed" is not listed under axes');
+    expectOneError(
+      inputErrors(() => parseGrid(F, withAxes('  placement: [early]', 'zip: [[dose, placement]]\n'))),
+      `${F}:10:7: zip[0]: `,
+      'equal length',
+      'dose: 2, placement: 1',
+    );
+    expectOneError(
+      inputErrors(() => parseGrid(F, `${BASE}zip: [[dose, seed]]\n`)),
+      `${F}:9:14: zip[0][1]: `,
+      '"seed" is not listed under axes',
+    );
   });
 
   it('excludes cells matching a partial assignment, and rejects values no axis lists', () => {
-    expect(ids(`${BASE}exclude: [{visibility: visible, dose: 1}]\n`)).toEqual(['visibility=visible,dose=4', 'visibility=redacted,dose=1', 'visibility=redacted,dose=4']);
+    expect(ids(`${BASE}exclude: [{visibility: visible, dose: 1}]\n`)).toEqual([
+      'visibility=visible,dose=4',
+      'visibility=redacted,dose=1',
+      'visibility=redacted,dose=4',
+    ]);
     expect(ids(`${BASE}exclude: [{dose: 4}]\n`)).toEqual(['visibility=visible', 'visibility=redacted']);
-    expectOneError(inputErrors(() => parseGrid(F, `${BASE}exclude: [{dose: 8}]\n`)), `${F}:9:18: exclude[0].dose: `, '"8" is not a value of the dose axis; values: 1, 4');
-    expectOneError(inputErrors(() => parseGrid(F, `${BASE}exclude: [{dose: 1}, {dose: 4}]\n`)), `${F}:9:10: exclude: `, 'every cell is excluded');
+    expectOneError(
+      inputErrors(() => parseGrid(F, `${BASE}exclude: [{dose: 8}]\n`)),
+      `${F}:9:18: exclude[0].dose: `,
+      '"8" is not a value of the dose axis; values: 1, 4',
+    );
+    expectOneError(
+      inputErrors(() => parseGrid(F, `${BASE}exclude: [{dose: 1}, {dose: 4}]\n`)),
+      `${F}:9:10: exclude: `,
+      'every cell is excluded',
+    );
   });
 
   it('includes extra cells; unassigned axes take their first value; duplicates collapse', () => {
@@ -88,7 +115,11 @@ describe('grid expansion', () => {
     expect(axes.schedule.map((v) => v.label)).toEqual(['constant', 'cosine(warmup5)']);
     expect(axes.population.map((v) => v.label)).toEqual(['mixed-dose(8)', 'cohorts(d2x3-before)']);
     const clash = withAxes('  placement: [late, {window: early, name: late}]');
-    expectOneError(inputErrors(() => parseGrid(F, clash)), `${F}:5:21: axes.placement[1]: `, 'label "late" already names a different placement value');
+    expectOneError(
+      inputErrors(() => parseGrid(F, clash)),
+      `${F}:5:21: axes.placement[1]: `,
+      'label "late" already names a different placement value',
+    );
   });
 
   it('resolves model presets, grid-defined presets and inline models', () => {
@@ -98,7 +129,12 @@ describe('grid expansion', () => {
     );
     const models = parseGrid(F, text).expansion.axes.model;
     expect(models.map((m) => m.label)).toEqual(['tiny', 'qwen3-1.7b', 'mine', 'org/model+lora']);
-    expect(models[1]?.value).toMatchObject({ backend: 'hf', name: 'Qwen/Qwen3-1.7B', revision: null, hf: { chat_template_kwargs: { enable_thinking: false } } });
+    expect(models[1]?.value).toMatchObject({
+      backend: 'hf',
+      name: 'Qwen/Qwen3-1.7B',
+      revision: null,
+      hf: { chat_template_kwargs: { enable_thinking: false } },
+    });
     expect(models[2]?.value.tiny).toEqual({ n_layer: 3, n_head: 2, d_model: 64, max_len: 256, dropout: 0 });
     expect(models[3]?.value.finetune).toMatchObject({ method: 'lora', r: 16 });
     expect(models[3]?.value.revision).toBe('abc');

@@ -12,13 +12,18 @@ const F = join(root, 'grid.yaml');
 const withModel = (model: string) => BASE.replace('  dose: [1, 4]', `  dose: [1, 4]\n  model: [${model}]`);
 
 describe('hf model names and paths', () => {
-  it.each(['/etc/shadow', '../../../../etc', '$(touch /tmp/x)', 'org/m; rm -rf /', 'a/b/c', 'org--x/m', '-org/m'])('refuses %j as a Hub id', (name) => {
-    const msgs = inputErrors(() => parseGrid(F, withModel(`{backend: hf, name: ${JSON.stringify(name)}}`)));
-    expectOneError(msgs, `${F}:5:`, 'axes.model[0].name: ', 'is not a Hub id', 'write path: instead of name:');
-  });
+  it.each(['/etc/shadow', '../../../../etc', '$(touch /tmp/x)', 'org/m; rm -rf /', 'a/b/c', 'org--x/m', '-org/m'])(
+    'refuses %j as a Hub id',
+    (name) => {
+      const msgs = inputErrors(() => parseGrid(F, withModel(`{backend: hf, name: ${JSON.stringify(name)}}`)));
+      expectOneError(msgs, `${F}:5:`, 'axes.model[0].name: ', 'is not a Hub id', 'write path: instead of name:');
+    },
+  );
 
   it.each(['gpt2', 'Qwen/Qwen3-0.6B', 'hf-internal-testing/tiny-random-gpt2', 'org/m_1.5'])('accepts %j', (name) => {
-    expect(parseGrid(F, withModel(`{backend: hf, name: ${name}}`)).expansion.cells[0]?.values.model.value.name).toBe(name);
+    expect(parseGrid(F, withModel(`{backend: hf, name: ${name}}`)).expansion.cells[0]?.values.model.value.name).toBe(
+      name,
+    );
   });
 
   it('takes a local folder with a config.json from path:, relative to the grid file', () => {
@@ -31,7 +36,12 @@ describe('hf model names and paths', () => {
   it('refuses a path that does not exist, is no folder, or holds no config.json; both or neither of name and path', () => {
     mkdirSync(join(root, 'empty'), { recursive: true });
     writeFileSync(join(root, 'file'), 'x');
-    const one = (model: string, ...fragments: string[]) => expectOneError(inputErrors(() => parseGrid(F, withModel(model))), `${F}:5:`, ...fragments);
+    const one = (model: string, ...fragments: string[]) =>
+      expectOneError(
+        inputErrors(() => parseGrid(F, withModel(model))),
+        `${F}:5:`,
+        ...fragments,
+      );
     one('{backend: hf, path: nowhere}', 'axes.model[0].path: ', `model folder ${join(root, 'nowhere')} does not exist`);
     one('{backend: hf, path: file}', 'is not a folder');
     one('{backend: hf, path: empty}', 'holds no config.json');
@@ -42,15 +52,23 @@ describe('hf model names and paths', () => {
 
   it('checks models defined under models: the same way', () => {
     const text = `${withModel('mine')}models:\n  mine: {backend: hf, name: /etc/shadow}\n`;
-    expectOneError(inputErrors(() => parseGrid(F, text)), `${F}:`, 'models.mine.name: ', 'is not a Hub id');
+    expectOneError(
+      inputErrors(() => parseGrid(F, text)),
+      `${F}:`,
+      'models.mine.name: ',
+      'is not a Hub id',
+    );
   });
 });
 
 describe('train_vision on an hf model', () => {
   it('is written only when true, and names the cell apart', () => {
-    const plain = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct}')).expansion.cells[0]?.values.model;
-    const tower = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct, train_vision: true}')).expansion.cells[0]?.values.model;
-    const off = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct, train_vision: false}')).expansion.cells[0]?.values.model;
+    const plain = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct}')).expansion.cells[0]?.values
+      .model;
+    const tower = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct, train_vision: true}'))
+      .expansion.cells[0]?.values.model;
+    const off = parseGrid(F, withModel('{backend: hf, name: Qwen/Qwen2.5-VL-7B-Instruct, train_vision: false}'))
+      .expansion.cells[0]?.values.model;
     expect(plain?.value.hf && 'train_vision' in plain.value.hf).toBe(false);
     expect(off?.value.hf && 'train_vision' in off.value.hf).toBe(false);
     expect(tower?.value.hf?.train_vision).toBe(true);

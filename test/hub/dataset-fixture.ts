@@ -45,7 +45,10 @@ export function folderFiles(dir: string): Record<string, FakeFile> {
 }
 
 /** A fixture folder as a repository: main (and any extra branch) at `sha`. */
-export function datasetRepo(dir: string, options: { sha?: string; branches?: Record<string, string>; gated?: boolean } = {}): FakeRepo {
+export function datasetRepo(
+  dir: string,
+  options: { sha?: string; branches?: Record<string, string>; gated?: boolean } = {},
+): FakeRepo {
   const sha = options.sha ?? BANKING77_SHA;
   return { branches: { main: sha, ...options.branches }, commits: { [sha]: folderFiles(dir) }, gated: options.gated };
 }

@@ -20,8 +20,14 @@ describe('Hugging Face settings, read as huggingface_hub reads them', () => {
     const home = join(root, 'home');
     const file = join(root, 'token');
     writeFileSync(file, 'hf_fromFile\n');
-    expect(hubToken({ HF_TOKEN: 'hf_a', HUGGING_FACE_HUB_TOKEN: 'hf_b', HF_TOKEN_PATH: file })).toEqual({ value: 'hf_a', source: 'HF_TOKEN' });
-    expect(hubToken({ HUGGING_FACE_HUB_TOKEN: 'hf_b', HF_TOKEN_PATH: file })).toEqual({ value: 'hf_b', source: 'HUGGING_FACE_HUB_TOKEN' });
+    expect(hubToken({ HF_TOKEN: 'hf_a', HUGGING_FACE_HUB_TOKEN: 'hf_b', HF_TOKEN_PATH: file })).toEqual({
+      value: 'hf_a',
+      source: 'HF_TOKEN',
+    });
+    expect(hubToken({ HUGGING_FACE_HUB_TOKEN: 'hf_b', HF_TOKEN_PATH: file })).toEqual({
+      value: 'hf_b',
+      source: 'HUGGING_FACE_HUB_TOKEN',
+    });
     expect(hubToken({ HF_TOKEN: '', HF_TOKEN_PATH: file })).toEqual({ value: 'hf_fromFile', source: 'token file' });
     expect(hubToken({ HF_HOME: root })).toEqual({ value: 'hf_fromFile', source: 'token file' });
     expect(hubToken({ HF_HOME: home })).toBeNull();
@@ -30,6 +36,11 @@ describe('Hugging Face settings, read as huggingface_hub reads them', () => {
   it('reads the endpoint and the offline switch', () => {
     expect(hubEndpoint({})).toBe('https://huggingface.co');
     expect(hubEndpoint({ HF_ENDPOINT: 'https://mirror.example/' })).toBe('https://mirror.example');
-    expect([hubOffline({ HF_HUB_OFFLINE: '1' }), hubOffline({ HF_HUB_OFFLINE: 'true' }), hubOffline({ HF_HUB_OFFLINE: '0' }), hubOffline({})]).toEqual([true, true, false, false]);
+    expect([
+      hubOffline({ HF_HUB_OFFLINE: '1' }),
+      hubOffline({ HF_HUB_OFFLINE: 'true' }),
+      hubOffline({ HF_HUB_OFFLINE: '0' }),
+      hubOffline({}),
+    ]).toEqual([true, true, false, false]);
   });
 });

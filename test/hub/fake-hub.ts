@@ -40,7 +40,8 @@ export interface FakeRequest {
   redirected?: boolean;
 }
 
-export const gitOid = (content: Buffer): string => createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
+export const gitOid = (content: Buffer): string =>
+  createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
 export const sha256 = (content: Buffer): string => createHash('sha256').update(content).digest('hex');
 export const etagOf = (file: FakeFile): string => (file.lfs ? sha256(file.content) : gitOid(file.content));
 
@@ -70,16 +71,25 @@ export class FakeHub {
   }
 
   async stop(): Promise<void> {
-    for (const server of [this.server, this.cdn]) await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    for (const server of [this.server, this.cdn])
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
 
   /** Requests answered with file bytes (not the one-byte size probes, not redirects). */
   downloads(): FakeRequest[] {
-    return this.requests.filter((r) => r.range !== 'bytes=0-0' && (r.server === 'cdn' || (r.url.includes('/resolve/') && !r.redirected)));
+    return this.requests.filter(
+      (r) => r.range !== 'bytes=0-0' && (r.server === 'cdn' || (r.url.includes('/resolve/') && !r.redirected)),
+    );
   }
 
   private record(server: 'hub' | 'cdn', req: IncomingMessage): void {
-    this.requests.push({ server, method: req.method ?? 'GET', url: req.url ?? '', authorization: req.headers.authorization, range: req.headers.range });
+    this.requests.push({
+      server,
+      method: req.method ?? 'GET',
+      url: req.url ?? '',
+      authorization: req.headers.authorization,
+      range: req.headers.range,
+    });
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
@@ -93,24 +103,39 @@ export class FakeHub {
     if (!repo || !name) return json(res, 404, { error: 'Repository not found' }, { 'x-error-code': 'RepoNotFound' });
     if (repo.gated && req.headers.authorization !== `Bearer ${this.token}`) {
       const status = req.headers.authorization ? 403 : 401;
-      return json(res, status, { error: `Access to ${kind} ${name} is restricted. You must have access to it and be authenticated to access it.` });
+      return json(res, status, {
+        error: `Access to ${kind} ${name} is restricted. You must have access to it and be authenticated to access it.`,
+      });
     }
     const rev = decodeURIComponent((api?.[4] ?? file?.[3]) as string);
     const sha = repo.branches[rev === 'HEAD' ? 'main' : rev] ?? (repo.commits[rev] ? rev : undefined);
     if (!sha) return json(res, 404, { error: `Invalid rev id: ${rev}` }, { 'x-error-code': 'RevisionNotFound' });
     const files = repo.commits[sha] as Record<string, FakeFile>;
-    if (api?.[3] === 'revision') return json(res, 200, { _id: name, id: name, sha, private: false, gated: repo.gated ? 'auto' : false, downloads: 0, likes: 0, lastModified: '2026-01-01T00:00:00.000Z' });
+    if (api?.[3] === 'revision')
+      return json(res, 200, {
+        _id: name,
+        id: name,
+        sha,
+        private: false,
+        gated: repo.gated ? 'auto' : false,
+        downloads: 0,
+        likes: 0,
+        lastModified: '2026-01-01T00:00:00.000Z',
+      });
     if (api) {
       const dir = api[5] ? decodeURIComponent(api[5].slice(1)) : '';
       const recursive = new URLSearchParams(api[6] ?? '').get('recursive') === 'true';
       const listed = tree(files, dir, recursive);
-      if (listed === null) return json(res, 404, { error: `${dir} does not exist on "${rev}"` }, { 'x-error-code': 'EntryNotFound' });
+      if (listed === null)
+        return json(res, 404, { error: `${dir} does not exist on "${rev}"` }, { 'x-error-code': 'EntryNotFound' });
       return json(res, 200, listed);
     }
     const path = decodeURIComponent(file?.[4] as string);
     if (files[path]?.lfs) {
       (this.requests.at(-1) as FakeRequest).redirected = true;
-      res.writeHead(302, { location: `${this.cdnUrl}/cdn/${kind}s/${name}/${sha}/${path}`, 'x-repo-commit': sha }).end();
+      res
+        .writeHead(302, { location: `${this.cdnUrl}/cdn/${kind}s/${name}/${sha}/${path}`, 'x-repo-commit': sha })
+        .end();
       return;
     }
     serveFile(req, res, files[path], sha);
@@ -137,10 +162,13 @@ function tree(files: Record<string, FakeFile>, dir: string, recursive: boolean):
   const depth = (path: string): number => path.slice(prefix.length).split('/').length;
   for (const [path, f] of Object.entries(files)) {
     if (!path.startsWith(prefix)) continue;
-    path.split('/').slice(0, -1).forEach((_, i, parts) => {
-      const d = parts.slice(0, i + 1).join('/');
-      if (d.startsWith(prefix) && (recursive || depth(d) === 1)) dirs.add(d);
-    });
+    path
+      .split('/')
+      .slice(0, -1)
+      .forEach((_, i, parts) => {
+        const d = parts.slice(0, i + 1).join('/');
+        if (d.startsWith(prefix) && (recursive || depth(d) === 1)) dirs.add(d);
+      });
     if (!recursive && depth(path) > 1) continue;
     const lfs = f.lfs ? { lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: 134 } } : {};
     entries.push({ type: 'file', path, size: f.content.length, oid: gitOid(f.content), ...lfs });
@@ -151,15 +179,24 @@ function tree(files: Record<string, FakeFile>, dir: string, recursive: boolean):
 
 function serveFile(req: IncomingMessage, res: ServerResponse, file: FakeFile | undefined, sha: string): void {
   if (!file) return json(res, 404, { error: 'Entry not found' }, { 'x-error-code': 'EntryNotFound' });
-  const headers = { etag: `"${etagOf(file)}"`, 'x-repo-commit': sha, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' };
+  const headers = {
+    etag: `"${etagOf(file)}"`,
+    'x-repo-commit': sha,
+    'accept-ranges': 'bytes',
+    'content-type': 'application/octet-stream',
+  };
   const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
   if (!range) {
-    res.writeHead(200, { ...headers, 'content-length': (file.served ?? file.content).length }).end(file.served ?? file.content);
+    res
+      .writeHead(200, { ...headers, 'content-length': (file.served ?? file.content).length })
+      .end(file.served ?? file.content);
     return;
   }
   const start = Number(range[1]);
   const end = Math.min(Number(range[2]), file.content.length - 1);
-  res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${file.content.length}` }).end(file.content.subarray(start, end + 1));
+  res
+    .writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${file.content.length}` })
+    .end(file.content.subarray(start, end + 1));
 }
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

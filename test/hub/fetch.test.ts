@@ -22,14 +22,21 @@ afterAll(async () => {
 let n = 0;
 const freshCache = (): string => join(root, `cache-${++n}`);
 const options = (cacheDir: string, accessToken: string | null = null) => ({ hubUrl: hub.url, cacheDir, accessToken });
-const repoDir = (cacheDir: string, name = 'org/tiny-model'): string => join(cacheDir, `models--${name.replace('/', '--')}`);
+const repoDir = (cacheDir: string, name = 'org/tiny-model'): string =>
+  join(cacheDir, `models--${name.replace('/', '--')}`);
 
 describe('models fetch: the Hugging Face cache layout', () => {
   it('writes blobs named by etag, relative snapshot links and the ref, with the files intact', async () => {
     const cache = freshCache();
     const got = await fetchSnapshot('org/tiny-model', null, options(cache));
     const repo = repoDir(cache);
-    expect(got).toMatchObject({ sha: SHA_MAIN, revision: 'main', files: 4, downloadedFiles: 4, snapshotDir: join(repo, 'snapshots', SHA_MAIN) });
+    expect(got).toMatchObject({
+      sha: SHA_MAIN,
+      revision: 'main',
+      files: 4,
+      downloadedFiles: 4,
+      snapshotDir: join(repo, 'snapshots', SHA_MAIN),
+    });
     expect(readFileSync(join(repo, 'refs', 'main'), 'utf8')).toBe(SHA_MAIN);
     const files = fakeRepos()['org/tiny-model']!.commits[SHA_MAIN]!;
     expect(readdirSync(join(repo, 'blobs')).sort()).toEqual(Object.values(files).map(etagOf).sort());
@@ -52,14 +59,22 @@ describe('models fetch: the Hugging Face cache layout', () => {
     expect(hub.downloads().length).toBe(before);
     const v1 = await fetchSnapshot('org/tiny-model', 'v1', options(cache));
     expect(v1).toMatchObject({ sha: SHA_V1, downloadedFiles: 1 });
-    expect(hub.downloads().slice(before).map((r) => r.url)).toEqual([`/org/tiny-model/resolve/${SHA_V1}/tokenizer.json`]);
+    expect(
+      hub
+        .downloads()
+        .slice(before)
+        .map((r) => r.url),
+    ).toEqual([`/org/tiny-model/resolve/${SHA_V1}/tokenizer.json`]);
     expect(readFileSync(join(repoDir(cache), 'refs', 'v1'), 'utf8')).toBe(SHA_V1);
   });
 
   it('reports download progress per chunk up to the file size', async () => {
     const seen: [string, number, number][] = [];
     const states: string[] = [];
-    await fetchSnapshot('org/tiny-model', null, { ...options(freshCache()), progress: { bytes: (p, d, t) => seen.push([p, d, t]), file: (p, _s, st) => states.push(`${p}:${st}`) } });
+    await fetchSnapshot('org/tiny-model', null, {
+      ...options(freshCache()),
+      progress: { bytes: (p, d, t) => seen.push([p, d, t]), file: (p, _s, st) => states.push(`${p}:${st}`) },
+    });
     const weights = seen.filter(([p]) => p === 'model.safetensors');
     expect(weights.at(-1)).toEqual(['model.safetensors', 300_000, 300_000]);
     expect(states).toContain('model.safetensors:download');
@@ -81,7 +96,9 @@ describe('models fetch: the Hugging Face cache layout', () => {
     const cdn = hub.requests.slice(start).filter((r) => r.server === 'cdn');
     expect(cdn.length).toBeGreaterThan(0);
     expect(cdn.every((r) => r.authorization === undefined)).toBe(true);
-    const wrong = await fetchSnapshot('org/gated-model', null, options(freshCache(), 'hf_wrong')).catch((e: unknown) => e);
+    const wrong = await fetchSnapshot('org/gated-model', null, options(freshCache(), 'hf_wrong')).catch(
+      (e: unknown) => e,
+    );
     expect((wrong as Error).message).toMatch(/HTTP 403.*no access/);
   });
 
@@ -91,7 +108,9 @@ describe('models fetch: the Hugging Face cache layout', () => {
     file.served = Buffer.from(file.content.toString().replace('main', 'mainX').slice(0, file.content.length));
     try {
       const error = await fetchSnapshot('org/tiny-model', null, options(cache)).catch((e: unknown) => e);
-      expect((error as Error).message).toMatch(/^tokenizer\.json of org\/tiny-model@1{8}a{32}: content hash [0-9a-f]{40} differs from the Hub's [0-9a-f]{40}; fetch again$/);
+      expect((error as Error).message).toMatch(
+        /^tokenizer\.json of org\/tiny-model@1{8}a{32}: content hash [0-9a-f]{40} differs from the Hub's [0-9a-f]{40}; fetch again$/,
+      );
     } finally {
       delete file.served;
     }
@@ -106,12 +125,18 @@ describe('models fetch: the Hugging Face cache layout', () => {
   it('names an unknown model or revision (404) and a Hub that cannot be reached', async () => {
     const missing = await fetchSnapshot('org/nope', null, options(freshCache())).catch((e: unknown) => e);
     expect((missing as HubError).failure).toBe('not-found');
-    expect((missing as Error).message).toBe(`model "org/nope" at revision "main" is not on ${hub.url} (HTTP 404); check the name and revision`);
+    expect((missing as Error).message).toBe(
+      `model "org/nope" at revision "main" is not on ${hub.url} (HTTP 404); check the name and revision`,
+    );
     const badRev = await fetchSnapshot('org/tiny-model', 'nope', options(freshCache())).catch((e: unknown) => e);
     expect((badRev as HubError).failure).toBe('not-found');
     const dead = await deadHubUrl();
-    const down = await fetchSnapshot('org/tiny-model', null, { ...options(freshCache()), hubUrl: dead }).catch((e: unknown) => e);
+    const down = await fetchSnapshot('org/tiny-model', null, { ...options(freshCache()), hubUrl: dead }).catch(
+      (e: unknown) => e,
+    );
     expect((down as HubError).failure).toBe('unreachable');
-    expect((down as Error).message).toBe(`cannot reach ${dead} for model "org/tiny-model" at revision "main": ECONNREFUSED`);
+    expect((down as Error).message).toBe(
+      `cannot reach ${dead} for model "org/tiny-model" at revision "main": ECONNREFUSED`,
+    );
   });
 });

@@ -24,7 +24,10 @@ function files(extra: string): FakeRepo['commits'][string] {
 
 export function fakeRepos(): Record<string, FakeRepo> {
   return {
-    'org/tiny-model': { branches: { main: SHA_MAIN, v1: SHA_V1 }, commits: { [SHA_MAIN]: files('main'), [SHA_V1]: files('v1') } },
+    'org/tiny-model': {
+      branches: { main: SHA_MAIN, v1: SHA_V1 },
+      commits: { [SHA_MAIN]: files('main'), [SHA_V1]: files('v1') },
+    },
     'org/gated-model': { branches: { main: SHA_GATED }, commits: { [SHA_GATED]: files('gated') }, gated: true },
   };
 }

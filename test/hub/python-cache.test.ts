@@ -49,22 +49,30 @@ afterAll(async () => {
 });
 
 describe('the cache a fetch writes, read by huggingface_hub', () => {
-  it.skipIf(!hasPython)(`snapshot_download and try_to_load_from_cache find every file offline${hasPython ? '' : ` (skipped: no ${PYTHON}; run bash .ci/setup)`}`, async () => {
-    const options = { hubUrl: hub.url, cacheDir: cache, accessToken: null };
-    const main = await fetchSnapshot('org/tiny-model', null, options);
-    await fetchSnapshot('org/tiny-model', 'v1', options);
-    const env = { HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1', HF_ENDPOINT: 'http://127.0.0.1:1', HF_HUB_DISABLE_TELEMETRY: '1' };
-    const { stdout } = await execa(PYTHON, ['-c', CHECK, 'org/tiny-model', SHA_MAIN], { env });
-    const got = JSON.parse(stdout) as Record<string, unknown>;
-    expect(got.by_sha).toBe(main.snapshotDir);
-    expect(got.by_branch).toBe(main.snapshotDir);
-    expect(got.by_tag).toBe(join(cache, 'models--org--tiny-model', 'snapshots', SHA_V1));
-    expect(JSON.parse(got.config as string)).toMatchObject({ model_type: 'qwen3' });
-    expect(got.nested).toBe('{"do_sample": false}');
-    // transformers, when the interpreter has it, loads the config offline at the pinned commit.
-    if (got.transformers !== null) expect(got.transformers).toEqual(['Qwen3Config', SHA_MAIN]);
-    expect(got.files).toEqual(['config.json', 'extra/generation_config.json', 'model.safetensors', 'tokenizer.json']);
-  });
+  it.skipIf(!hasPython)(
+    `snapshot_download and try_to_load_from_cache find every file offline${hasPython ? '' : ` (skipped: no ${PYTHON}; run bash .ci/setup)`}`,
+    async () => {
+      const options = { hubUrl: hub.url, cacheDir: cache, accessToken: null };
+      const main = await fetchSnapshot('org/tiny-model', null, options);
+      await fetchSnapshot('org/tiny-model', 'v1', options);
+      const env = {
+        HF_HUB_CACHE: cache,
+        HF_HUB_OFFLINE: '1',
+        HF_ENDPOINT: 'http://127.0.0.1:1',
+        HF_HUB_DISABLE_TELEMETRY: '1',
+      };
+      const { stdout } = await execa(PYTHON, ['-c', CHECK, 'org/tiny-model', SHA_MAIN], { env });
+      const got = JSON.parse(stdout) as Record<string, unknown>;
+      expect(got.by_sha).toBe(main.snapshotDir);
+      expect(got.by_branch).toBe(main.snapshotDir);
+      expect(got.by_tag).toBe(join(cache, 'models--org--tiny-model', 'snapshots', SHA_V1));
+      expect(JSON.parse(got.config as string)).toMatchObject({ model_type: 'qwen3' });
+      expect(got.nested).toBe('{"do_sample": false}');
+      // transformers, when the interpreter has it, loads the config offline at the pinned commit.
+      if (got.transformers !== null) expect(got.transformers).toEqual(['Qwen3Config', SHA_MAIN]);
+      expect(got.files).toEqual(['config.json', 'extra/generation_config.json', 'model.safetensors', 'tokenizer.json']);
+    },
+  );
 });
 
 const DATASET_CHECK = `
@@ -79,20 +87,34 @@ print(json.dumps({"snapshot": snap, "card": open(card).read()[:3], "train": os.p
 `;
 
 describe('the dataset cache a load writes, read by huggingface_hub', () => {
-  it.skipIf(!hasPython)('snapshot_download(repo_type="dataset") finds the card and the split files offline', async () => {
-    const datasets = await startDatasetHub();
-    try {
-      const dir = join(cache, 'datasets-cache');
-      const data = await loadTaskData({ repo: 'PolyAI/banking77' }, ['train'], { gridDir: cache, hubUrl: datasets.url, cacheDir: dir, accessToken: null, offline: false });
-      const env = { HF_HUB_CACHE: dir, HF_HUB_OFFLINE: '1', HF_ENDPOINT: 'http://127.0.0.1:1', HF_HUB_DISABLE_TELEMETRY: '1' };
-      const { stdout } = await execa(PYTHON, ['-c', DATASET_CHECK, 'PolyAI/banking77'], { env });
-      const got = JSON.parse(stdout) as Record<string, unknown>;
-      expect(got.snapshot).toBe(join(dir, 'datasets--PolyAI--banking77', 'snapshots', BANKING77_SHA));
-      expect(got.card).toBe('---');
-      expect(got.train).toBe(data.provenance.files[0]?.bytes);
-      expect(got.files).toEqual(['README.md', 'data/train-00000-of-00001.parquet']);
-    } finally {
-      await datasets.stop();
-    }
-  });
+  it.skipIf(!hasPython)(
+    'snapshot_download(repo_type="dataset") finds the card and the split files offline',
+    async () => {
+      const datasets = await startDatasetHub();
+      try {
+        const dir = join(cache, 'datasets-cache');
+        const data = await loadTaskData({ repo: 'PolyAI/banking77' }, ['train'], {
+          gridDir: cache,
+          hubUrl: datasets.url,
+          cacheDir: dir,
+          accessToken: null,
+          offline: false,
+        });
+        const env = {
+          HF_HUB_CACHE: dir,
+          HF_HUB_OFFLINE: '1',
+          HF_ENDPOINT: 'http://127.0.0.1:1',
+          HF_HUB_DISABLE_TELEMETRY: '1',
+        };
+        const { stdout } = await execa(PYTHON, ['-c', DATASET_CHECK, 'PolyAI/banking77'], { env });
+        const got = JSON.parse(stdout) as Record<string, unknown>;
+        expect(got.snapshot).toBe(join(dir, 'datasets--PolyAI--banking77', 'snapshots', BANKING77_SHA));
+        expect(got.card).toBe('---');
+        expect(got.train).toBe(data.provenance.files[0]?.bytes);
+        expect(got.files).toEqual(['README.md', 'data/train-00000-of-00001.parquet']);
+      } finally {
+        await datasets.stop();
+      }
+    },
+  );
 });

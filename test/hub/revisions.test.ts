@@ -28,7 +28,17 @@ beforeAll(async () => {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Repository not found' }));
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ _id: 'x', id: m?.[1], sha, private: false, downloads: 0, likes: 0, lastModified: '2024-01-01T00:00:00Z' }));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        _id: 'x',
+        id: m?.[1],
+        sha,
+        private: false,
+        downloads: 0,
+        likes: 0,
+        lastModified: '2024-01-01T00:00:00Z',
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   hubUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -62,7 +72,10 @@ describe('hub revision pinning', () => {
     expect(await remoteCommit('Qwen/Qwen3-0.6B', 'main', client)).toBe('a'.repeat(40));
     expect(await remoteCommit('Qwen/Qwen3-0.6B', 'v1', client)).toBe('b'.repeat(40));
     const before = requests.length;
-    const { pins } = await pinPlanRevisions(planAuditText('grid.yaml', GRID.replace('revision: v1', `revision: ${'d'.repeat(40)}`)), { hubUrl, offline: false });
+    const { pins } = await pinPlanRevisions(
+      planAuditText('grid.yaml', GRID.replace('revision: v1', `revision: ${'d'.repeat(40)}`)),
+      { hubUrl, offline: false },
+    );
     expect(pins.find((p) => p.revision === 'd'.repeat(40))?.source).toBe('given');
     expect(requests.length).toBe(before + 1);
   });
@@ -76,7 +89,9 @@ describe('hub revision pinning', () => {
       ['Qwen/Qwen3-0.6B', 'main', 'hub'],
       ['Qwen/Qwen3-0.6B', 'v1', 'hub'],
     ]);
-    const revisions = pinned.runs.map((run) => buildManifestCore(pinned.grid, pinned.auditId, pinned.pool, run).model.revision);
+    const revisions = pinned.runs.map(
+      (run) => buildManifestCore(pinned.grid, pinned.auditId, pinned.pool, run).model.revision,
+    );
     expect(revisions).toEqual(['a'.repeat(40), 'b'.repeat(40), null, null]);
     // The plan it was given is unchanged.
     expect(plan.runs[0]?.cell.values.model.value.revision).toBeNull();
@@ -86,6 +101,8 @@ describe('hub revision pinning', () => {
     const plan = planAuditText('grid.yaml', GRID.replace('qwen3-0.6b,', '{backend: hf, name: org/missing},'));
     const error = await pinPlanRevisions(plan, { hubUrl, offline: false }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UserInputError);
-    expect((error as Error).message).toMatch(/^grid\.yaml:5:11: axes\.model\[0\]: model "org\/missing" at revision "main" is not on http:\/\/127\.0\.0\.1:\d+ \(HTTP 404\)/);
+    expect((error as Error).message).toMatch(
+      /^grid\.yaml:5:11: axes\.model\[0\]: model "org\/missing" at revision "main" is not on http:\/\/127\.0\.0\.1:\d+ \(HTTP 404\)/,
+    );
   });
 });

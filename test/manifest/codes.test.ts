@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { codeAt, compareCodes, DIGITS, drawCode, indexOfCode, sampledCandidates, spaceSize } from '../../src/codes/space.js';
+import {
+  codeAt,
+  compareCodes,
+  DIGITS,
+  drawCode,
+  indexOfCode,
+  sampledCandidates,
+  spaceSize,
+} from '../../src/codes/space.js';
 import { Rng } from '../../src/random.js';
 
 describe('code space', () => {

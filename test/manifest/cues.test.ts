@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { codeAt, DIGITS, spaceSize } from '../../src/codes/space.js';
-import { cueEncoding, FRUITS, probeDisplayCue, REDACTED_PLACEHOLDER, VISIBILITY_SCHEMES } from '../../src/codes/cues/index.js';
+import {
+  cueEncoding,
+  FRUITS,
+  probeDisplayCue,
+  REDACTED_PLACEHOLDER,
+  VISIBILITY_SCHEMES,
+} from '../../src/codes/cues/index.js';
 
 const ALL_CODES = Array.from({ length: spaceSize(DIGITS) }, (_, i) => codeAt(DIGITS, i));
 const INVERTIBLE = [
@@ -17,7 +23,14 @@ const INVERTIBLE = [
 describe('cue encodings', () => {
   it('registers every visibility the grid accepts', () => {
     expect([...VISIBILITY_SCHEMES].sort()).toEqual(
-      ['encoded:binary', 'encoded:chained-fruit', 'encoded:direct-fruit', 'encoded:reverse-shift', 'redacted', 'visible'].sort(),
+      [
+        'encoded:binary',
+        'encoded:chained-fruit',
+        'encoded:direct-fruit',
+        'encoded:reverse-shift',
+        'redacted',
+        'visible',
+      ].sort(),
     );
   });
 
@@ -37,7 +50,9 @@ describe('cue encodings', () => {
   }
 
   it('matches worked examples', () => {
-    expect(cueEncoding({ scheme: 'encoded:binary' }, DIGITS).encode('4821')).toBe('00110100 00111000 00110010 00110001');
+    expect(cueEncoding({ scheme: 'encoded:binary' }, DIGITS).encode('4821')).toBe(
+      '00110100 00111000 00110010 00110001',
+    );
     expect(cueEncoding({ scheme: 'encoded:direct-fruit' }, DIGITS).encode('4821')).toBe('kiwi peach cherry banana');
     // chained: (4+0)=4 kiwi, (8+4)%10=2 cherry, (2+8)%10=0 apple, (1+2)=3 grape
     expect(cueEncoding({ scheme: 'encoded:chained-fruit' }, DIGITS).encode('4821')).toBe('kiwi cherry apple grape');
@@ -66,8 +81,12 @@ describe('cue encodings', () => {
 
   it('rejects text the encoder never produces', () => {
     expect(() => cueEncoding({ scheme: 'encoded:binary' }, DIGITS).decode('0011 0100')).toThrow(RangeError);
-    expect(() => cueEncoding({ scheme: 'encoded:binary' }, DIGITS).decode('01000001 00110000 00110000 00110000')).toThrow(/alphabet/);
-    expect(() => cueEncoding({ scheme: 'encoded:direct-fruit' }, DIGITS).decode('kiwi kiwi kiwi durian')).toThrow(RangeError);
+    expect(() =>
+      cueEncoding({ scheme: 'encoded:binary' }, DIGITS).decode('01000001 00110000 00110000 00110000'),
+    ).toThrow(/alphabet/);
+    expect(() => cueEncoding({ scheme: 'encoded:direct-fruit' }, DIGITS).decode('kiwi kiwi kiwi durian')).toThrow(
+      RangeError,
+    );
     expect(() => cueEncoding({ scheme: 'encoded:reverse-shift' }, DIGITS).decode('12345')).toThrow(RangeError);
   });
 

@@ -8,15 +8,29 @@ import { parseTemplate, renderBefore, renderTemplate } from '../../src/manifest/
 const NAMES = ['activate_my_card', 'age_limit', 'card_arrival', 'lost_or_stolen_card'];
 
 function banking(train = 40, test = 12, labels: number[] = [0, 1, 2, 3]): TaskData {
-  const row = (split: string, k: number): Record<string, unknown> => ({ text: `${split} message ${k} about ${NAMES[labels[k % labels.length] as number]}`, label: labels[k % labels.length] });
+  const row = (split: string, k: number): Record<string, unknown> => ({
+    text: `${split} message ${k} about ${NAMES[labels[k % labels.length] as number]}`,
+    label: labels[k % labels.length],
+  });
   return {
-    splits: { train: Array.from({ length: train }, (_, k) => row('train', k)), test: Array.from({ length: test }, (_, k) => row('test', k)) },
+    splits: {
+      train: Array.from({ length: train }, (_, k) => row('train', k)),
+      test: Array.from({ length: test }, (_, k) => row('test', k)),
+    },
     features: { label: { names: NAMES } },
-    provenance: { source: 'hub', repo: 'PolyAI/banking77', revision: 'main', sha: 'a'.repeat(40), config: null, files: [] },
+    provenance: {
+      source: 'hub',
+      repo: 'PolyAI/banking77',
+      revision: 'main',
+      sha: 'a'.repeat(40),
+      config: null,
+      files: [],
+    },
   };
 }
 
-const text = (ex: { prompt: { content: string }[]; target: string }): string => `${ex.prompt.map((m) => m.content).join('\n')}\n${ex.target}`;
+const text = (ex: { prompt: { content: string }[]; target: string }): string =>
+  `${ex.prompt.map((m) => m.content).join('\n')}\n${ex.target}`;
 
 describe('field templates', () => {
   it('names a column whole, renders fields and literal braces, and splits at a field', () => {
@@ -81,11 +95,15 @@ describe('banking77 preset', () => {
   });
 
   it('refuses a label outside the class names, naming the row and split', () => {
-    expect(() => createTask(spec, banking(8, 4, [0, 7]))).toThrow(/row 1 of split train of PolyAI\/banking77@a{12}: label = 7 is outside the 4 class names/);
+    expect(() => createTask(spec, banking(8, 4, [0, 7]))).toThrow(
+      /row 1 of split train of PolyAI\/banking77@a{12}: label = 7 is outside the 4 class names/,
+    );
   });
 
   it('refuses a split the dataset does not have, listing the ones it has', () => {
-    expect(() => createTask({ name: 'banking77', params: { utility_split: 'validation' } }, banking())).toThrow(/no split "validation"; it has "train", "test"/);
+    expect(() => createTask({ name: 'banking77', params: { utility_split: 'validation' } }, banking())).toThrow(
+      /no split "validation"; it has "train", "test"/,
+    );
   });
 });
 
@@ -111,13 +129,18 @@ describe('the generic dataset task', () => {
     const again = createTask({ name: 'dataset', params }, data).rows(new Rng('u'), new Set(), 'utility');
     expect(new Set(Array.from({ length: 5 }, () => again().target))).toEqual(held);
     // Fixed by the data, not by where it sits: the same files elsewhere hold out the same rows.
-    const moved = createTask({ name: 'dataset', params: { ...params, source: { path: '/elsewhere/qa.jsonl' } } }, { ...data, provenance: { ...data.provenance, path: '/elsewhere/qa.jsonl' } });
+    const moved = createTask(
+      { name: 'dataset', params: { ...params, source: { path: '/elsewhere/qa.jsonl' } } },
+      { ...data, provenance: { ...data.provenance, path: '/elsewhere/qa.jsonl' } },
+    );
     const movedUtility = moved.rows(new Rng('u'), new Set(), 'utility');
     expect(new Set(Array.from({ length: 5 }, () => movedUtility().target))).toEqual(held);
   });
 
   it('names the missing column and the columns a row has', () => {
-    expect(() => createTask({ name: 'dataset', params: { ...params, target: 'answer' } }, data)).toThrow(/target "answer" reads column "answer", which row 0 of split train of \/data\/qa.jsonl does not have \(it has "q", "a"\)/);
+    expect(() => createTask({ name: 'dataset', params: { ...params, target: 'answer' } }, data)).toThrow(
+      /target "answer" reads column "answer", which row 0 of split train of \/data\/qa.jsonl does not have \(it has "q", "a"\)/,
+    );
   });
 
   it('checks the canary templates: one {cue} in the input, one {code} in the reply, no code in the input', () => {
@@ -140,14 +163,27 @@ describe('the generic dataset task', () => {
 
 describe('tat-qa preset', () => {
   const doc = {
-    table: { uid: 't1', table: [['', '2019', '2018'], ['Revenue', '1,200', '1,000']] },
-    paragraphs: [{ uid: 'p2', order: 2, text: 'Second.' }, { uid: 'p1', order: 1, text: 'First.' }],
+    table: {
+      uid: 't1',
+      table: [
+        ['', '2019', '2018'],
+        ['Revenue', '1,200', '1,000'],
+      ],
+    },
+    paragraphs: [
+      { uid: 'p2', order: 2, text: 'Second.' },
+      { uid: 'p1', order: 1, text: 'First.' },
+    ],
     questions: [
       { uid: 'q2', order: 2, question: 'What is the change?', answer: 20, answer_type: 'arithmetic', scale: 'percent' },
       { uid: 'q1', order: 1, question: 'Which years?', answer: ['2019', '2018'], answer_type: 'multi-span', scale: '' },
     ],
   };
-  const data: TaskData = { splits: { train: [doc, doc], dev: [doc] }, features: {}, provenance: { source: 'local', path: '/tat', files: [] } };
+  const data: TaskData = {
+    splits: { train: [doc, doc], dev: [doc] },
+    features: {},
+    provenance: { source: 'local', path: '/tat', files: [] },
+  };
 
   it('makes one row per question, with the table, the paragraphs in order and the scaled answer', () => {
     const task = createTask({ name: 'tat-qa', params: {} }, data);
@@ -161,7 +197,9 @@ describe('tat-qa preset', () => {
   });
 
   it('refuses a record that is not a TAT-QA document', () => {
-    expect(() => createTask({ name: 'tat-qa', params: {} }, { ...data, splits: { train: [{ text: 'x' }], dev: [doc] } })).toThrow(/document 0 of split train is not a TAT-QA document/);
+    expect(() =>
+      createTask({ name: 'tat-qa', params: {} }, { ...data, splits: { train: [{ text: 'x' }], dev: [doc] } }),
+    ).toThrow(/document 0 of split train is not a TAT-QA document/);
   });
 });
 
@@ -176,7 +214,12 @@ training: {batch_size: 4, updates: 20, lr: 0.001}
 canaries: {focal: ${focal}, held_out: 8}
 `;
   const rows = (n: number): TaskData => ({
-    splits: { train: Array.from({ length: n }, (_, k) => ({ q: `Where is order ${String(k).padStart(4, '0')}?`, a: 'Shipped.' })) },
+    splits: {
+      train: Array.from({ length: n }, (_, k) => ({
+        q: `Where is order ${String(k).padStart(4, '0')}?`,
+        a: 'Shipped.',
+      })),
+    },
     features: {},
     provenance: { source: 'local', path: '/data/rows.jsonl', files: [] },
   });
@@ -189,14 +232,18 @@ canaries: {focal: ${focal}, held_out: 8}
   });
 
   it('says so when the dataset leaves too few codes', async () => {
-    await expect(planAuditTextWithData('/tmp/numbers.yaml', grid(8), async () => rows(9990))).rejects.toThrow(/16 canaries need 32 distinct codes \(each with a substitute\) but the code space holds 10 once the 9990 codes in the task's dataset are left out/);
+    await expect(planAuditTextWithData('/tmp/numbers.yaml', grid(8), async () => rows(9990))).rejects.toThrow(
+      /16 canaries need 32 distinct codes \(each with a substitute\) but the code space holds 10 once the 9990 codes in the task's dataset are left out/,
+    );
   });
 
-  it('reports a loader error at the task in the grid, with the loader\'s code', async () => {
+  it("reports a loader error at the task in the grid, with the loader's code", async () => {
     const error = await planAuditTextWithData('/tmp/numbers.yaml', grid(8), async () => {
       throw new TaskDataError('revision "v9" of org/data does not exist', ['source', 'revision'], 'E_DATASET_REVISION');
     }).catch((e: unknown) => e);
-    expect(String(error)).toMatch(/\/tmp\/numbers.yaml:6:\d+: axes.task\[0\].source.revision: task dataset\/rows.jsonl: revision "v9" of org\/data does not exist/);
+    expect(String(error)).toMatch(
+      /\/tmp\/numbers.yaml:6:\d+: axes.task\[0\].source.revision: task dataset\/rows.jsonl: revision "v9" of org\/data does not exist/,
+    );
     expect((error as { errors: { code: string }[] }).errors.map((e) => e.code)).toEqual(['E_DATASET_REVISION']);
   });
 });

@@ -41,7 +41,11 @@ function writeDataset(dir: string, records: GroundingRecord[]): void {
 }
 
 const records = (n: number): GroundingRecord[] =>
-  Array.from({ length: n }, (_, k) => ({ image: { bytes: new Uint8Array(groundingScreenshot(k)), path: `shot${k}.png` }, instruction: `Click the dark box ${k}.`, bbox: [(10 + k) / (200 + k), 20 / 120, 40 / (200 + k), 16 / 120] }));
+  Array.from({ length: n }, (_, k) => ({
+    image: { bytes: new Uint8Array(groundingScreenshot(k)), path: `shot${k}.png` },
+    instruction: `Click the dark box ${k}.`,
+    bbox: [(10 + k) / (200 + k), 20 / 120, 40 / (200 + k), 16 / 120],
+  }));
 
 const grid = (extra = ''): string => `name: grounding-small
 seed: 3
@@ -63,7 +67,7 @@ async function plan(dir: string, text: string) {
 }
 
 describe('task grounding (a dataset with an Image column)', () => {
-  it('trains on the dataset\'s images, boxes in pixels, and writes every image beside the rows', async () => {
+  it("trains on the dataset's images, boxes in pixels, and writes every image beside the rows", async () => {
     const dir = join(root, 'ok');
     writeDataset(join(dir, 'ds'), records(20));
     const written = await writeAudit(await plan(dir, grid()), join(dir, 'out'));
@@ -81,11 +85,20 @@ describe('task grounding (a dataset with an Image column)', () => {
     }
     const canary = rows.find((r) => r.kind === 'canary') as Row;
     expect(messageImages(canary.prompt)[0]?.width).toBe(320);
-    for (const ref of manifest.images ?? []) expect(createHash('sha256').update(readFileSync(join(written.runs[0]!.runDir, ref.path))).digest('hex')).toBe(ref.sha256);
+    for (const ref of manifest.images ?? [])
+      expect(
+        createHash('sha256')
+          .update(readFileSync(join(written.runs[0]!.runDir, ref.path)))
+          .digest('hex'),
+      ).toBe(ref.sha256);
     expect(manifest.utility?.metrics).toEqual(['loss', 'point_in_box', 'parse_rate']);
   });
 
-  const refused = async (name: string, edit: (r: GroundingRecord[]) => void, extra = ''): Promise<{ message: string; field: string | undefined }> => {
+  const refused = async (
+    name: string,
+    edit: (r: GroundingRecord[]) => void,
+    extra = '',
+  ): Promise<{ message: string; field: string | undefined }> => {
     const dir = join(root, name);
     const rs = records(6);
     edit(rs);
@@ -99,14 +112,20 @@ describe('task grounding (a dataset with an Image column)', () => {
 
   it('refuses a corrupt image, a missing one and a box outside the image, naming the file, the record and the field', async () => {
     const corrupt = await refused('corrupt', (rs) => (rs[3]!.image.bytes = rs[3]!.image.bytes!.subarray(0, 100)));
-    expect(corrupt.message).toMatch(/: data\/train-00000-of-00001\.parquet record 3 \(split train of .*ds\): field "image" is a truncated PNG \(truncated PNG chunk at byte \d+\); fix or drop the record$/);
+    expect(corrupt.message).toMatch(
+      /: data\/train-00000-of-00001\.parquet record 3 \(split train of .*ds\): field "image" is a truncated PNG \(truncated PNG chunk at byte \d+\); fix or drop the record$/,
+    );
     expect(corrupt.field).toBe('axes.task[0].image');
     const junk = await refused('junk', (rs) => (rs[1]!.image.bytes = new TextEncoder().encode('not an image')));
     expect(junk.message).toMatch(/parquet record 1 .*field "image" is neither a PNG nor a JPEG/);
     const missing = await refused('missing', (rs) => (rs[2]!.image.bytes = null));
-    expect(missing.message).toMatch(/parquet record 2 .*holds no image bytes \(only the path "shot2.png"\);.* or set image_root to the dataset folder the paths are relative to$/);
+    expect(missing.message).toMatch(
+      /parquet record 2 .*holds no image bytes \(only the path "shot2.png"\);.* or set image_root to the dataset folder the paths are relative to$/,
+    );
     const outside = await refused('outside', (rs) => (rs[4]!.bbox = [0.9, 0.5, 0.5, 0.1]));
-    expect(outside.message).toMatch(/parquet record 4 .*field "bbox": box \[.*\] \(xywh, fraction\) lies outside the 204x120 image/);
+    expect(outside.message).toMatch(
+      /parquet record 4 .*field "bbox": box \[.*\] \(xywh, fraction\) lies outside the 204x120 image/,
+    );
     expect(outside.field).toBe('axes.task[0].bbox');
   });
 });

@@ -45,7 +45,12 @@ function png(width: number, height: number, idat: Buffer): Buffer {
   ihdr.writeUInt32BE(height, 4);
   ihdr.writeUInt8(8, 8); // bit depth
   ihdr.writeUInt8(0, 9); // grey
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', idat),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 const grid = (dir: string): string => `name: bench
@@ -70,7 +75,9 @@ async function refusal(name: string, swap: (file: string) => void): Promise<stri
   swap(file);
   const gridPath = join(root, `${name}.yaml`);
   writeFileSync(gridPath, grid(dir));
-  const error = await planAudit(gridPath, { loadTaskData: taskDataLoader(gridPath, { offline: true }) }).catch((e: unknown) => e);
+  const error = await planAudit(gridPath, { loadTaskData: taskDataLoader(gridPath, { offline: true }) }).catch(
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(UserInputErrors);
   const errors = (error as UserInputErrors).errors;
   expect(errors).toHaveLength(1);
@@ -90,14 +97,20 @@ describe('dataset images: the header before the decode', () => {
   it('reads the size from a PNG IHDR and a JPEG SOF without decoding', () => {
     expect(readImageHeader(png(3, 2, deflateSync(Buffer.alloc(8))))).toEqual({ format: 'png', width: 3, height: 2 });
     // SOI, an APP0 segment, then SOF0: precision 8, height 480, width 640, 3 components.
-    const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0xe0, 0x02, 0x80, 0x03]);
+    const jpeg = Buffer.from([
+      0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0xe0, 0x02, 0x80, 0x03,
+    ]);
     expect(readImageHeader(jpeg)).toEqual({ format: 'jpg', width: 640, height: 480 });
     expect(() => readImageHeader(Buffer.from('GIF89a'))).toThrow(/is neither a PNG nor a JPEG/);
   });
 
   it('refuses a hundred-byte PNG whose header says 20000x20000 before the canvas decodes it, naming the size and the cap', () => {
     const bytes = header20k();
-    expect(() => checkImageHeader(bytes)).toThrow(new RegExp(`whose header says 20000x20000 = 400000000 pixels \\(1\\.6 GB decoded\\), over the cap of ${DEFAULT_MAX_IMAGE_PIXELS} pixels; not decoded`));
+    expect(() => checkImageHeader(bytes)).toThrow(
+      new RegExp(
+        `whose header says 20000x20000 = 400000000 pixels \\(1\\.6 GB decoded\\), over the cap of ${DEFAULT_MAX_IMAGE_PIXELS} pixels; not decoded`,
+      ),
+    );
     expect(() => decodeImage(bytes)).toThrow(/20000x20000/);
   });
 
@@ -105,34 +118,50 @@ describe('dataset images: the header before the decode', () => {
     const [w, h] = [9000, 9000];
     const bomb = png(w, h, deflateSync(Buffer.alloc((w + 1) * h), { level: 9 }));
     expect(bomb.length).toBeLessThan(200_000);
-    expect(() => decodeImage(bomb)).toThrow(/is a \d+\.\d kB PNG whose header says 9000x9000 = 81000000 pixels \(324\.0 MB decoded\), over the cap of 67108864 pixels; not decoded — downscale the image below the cap$/);
+    expect(() => decodeImage(bomb)).toThrow(
+      /is a \d+\.\d kB PNG whose header says 9000x9000 = 81000000 pixels \(324\.0 MB decoded\), over the cap of 67108864 pixels; not decoded — downscale the image below the cap$/,
+    );
   });
 });
 
 describe('dataset images named by path: refused in one line, fast, never read whole', () => {
   it('a hundred-byte PNG that says 20000x20000', async () => {
     const message = await refusal('header', (file) => writeFileSync(file, header20k()));
-    expect(message).toMatch(/annotations\/vscode_macos\.json record \d \(split test of .*\): field "img_filename" names the image "images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png", which is a .* PNG whose header says 20000x20000 = 400000000 pixels .*over the cap of 67108864 pixels; not decoded/);
+    expect(message).toMatch(
+      /annotations\/vscode_macos\.json record \d \(split test of .*\): field "img_filename" names the image "images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png", which is a .* PNG whose header says 20000x20000 = 400000000 pixels .*over the cap of 67108864 pixels; not decoded/,
+    );
   });
 
-  it('a symlink to /dev/zero', async () => {
-    const message = await refusal('zero', (file) => symlinkSync('/dev/zero', file));
-    expect(message).toMatch(/field "img_filename" names the image "images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png": .*screenshot_2024-12-03_15-20-41\.png: image resolves \(through a symlink\) to \/dev\/zero, outside .*; not read — replace it with a regular file inside the dataset's folder, or drop the record$/);
-   }, GUARD_MS);
+  it(
+    'a symlink to /dev/zero',
+    async () => {
+      const message = await refusal('zero', (file) => symlinkSync('/dev/zero', file));
+      expect(message).toMatch(
+        /field "img_filename" names the image "images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png": .*screenshot_2024-12-03_15-20-41\.png: image resolves \(through a symlink\) to \/dev\/zero, outside .*; not read — replace it with a regular file inside the dataset's folder, or drop the record$/,
+      );
+    },
+    GUARD_MS,
+  );
 
   it('a symlink to a file outside the dataset', async () => {
     const message = await refusal('outside', (file) => symlinkSync(join(SSP, IMAGE), file));
-    expect(message).toMatch(/image resolves \(through a symlink\) to .*screenspot-pro-mini\/images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png, outside .*outside; not read/);
+    expect(message).toMatch(
+      /image resolves \(through a symlink\) to .*screenspot-pro-mini\/images\/vscode_mac\/screenshot_2024-12-03_15-20-41\.png, outside .*outside; not read/,
+    );
   });
 
-  it('a FIFO (plan does not wait for a writer)', async () => {
-    const message = await refusal('fifo', (file) => {
-      execFileSync('mkfifo', [file]);
-      // Guard: should plan block on the FIFO (it did: a synchronous read that no timeout can
-      // interrupt), a writer comes after 5 s and closes, so the test ends and fails on the message.
-      const guard = spawn('sh', ['-c', 'sleep 5; : > "$1"', 'guard', file], { stdio: 'ignore' });
-      guards.push(guard);
-    });
-    expect(message).toMatch(/image is a FIFO \(named pipe\), not a regular file; not read/);
-   }, GUARD_MS);
+  it(
+    'a FIFO (plan does not wait for a writer)',
+    async () => {
+      const message = await refusal('fifo', (file) => {
+        execFileSync('mkfifo', [file]);
+        // Guard: should plan block on the FIFO (it did: a synchronous read that no timeout can
+        // interrupt), a writer comes after 5 s and closes, so the test ends and fails on the message.
+        const guard = spawn('sh', ['-c', 'sleep 5; : > "$1"', 'guard', file], { stdio: 'ignore' });
+        guards.push(guard);
+      });
+      expect(message).toMatch(/image is a FIFO \(named pipe\), not a regular file; not read/);
+    },
+    GUARD_MS,
+  );
 });

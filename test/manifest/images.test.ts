@@ -51,7 +51,11 @@ describe('canary images', () => {
     expect(canaryImage(b, 'visible', CODE).sha256).toBe(visible.sha256);
     const png = a.images.get(visible.sha256).png;
     expect(createHash('sha256').update(png).digest('hex')).toBe(visible.sha256);
-    expect(pngChunks(png).map((c) => c.type).filter((t, k, all) => all.indexOf(t) === k)).toEqual(['IHDR', 'IDAT', 'IEND']);
+    expect(
+      pngChunks(png)
+        .map((c) => c.type)
+        .filter((t, k, all) => all.indexOf(t) === k),
+    ).toEqual(['IHDR', 'IDAT', 'IEND']);
     expect(canonicalPng(png).equals(png)).toBe(true);
     expect(pngSize(png)).toEqual({ width: 640, height: 400 });
     // The bytes this build of the renderer (pinned @napi-rs/canvas and font) gives for this canary.
@@ -60,11 +64,14 @@ describe('canary images', () => {
 
   it('differ between visible, redacted, encoded and masked versions only inside the source region', () => {
     const task = guiGroundingTask();
-    const scene = drawScene(new Rng((task.drawMessage(new Rng('images-test', 'message')) as { scene: number }).scene, 'gui-canary-scene'), {
-      width: 640,
-      height: 400,
-      canary: { identityLine: 'x', label: 'y' },
-    });
+    const scene = drawScene(
+      new Rng((task.drawMessage(new Rng('images-test', 'message')) as { scene: number }).scene, 'gui-canary-scene'),
+      {
+        width: 640,
+        height: 400,
+        canary: { identityLine: 'x', label: 'y' },
+      },
+    );
     const region = scene.source?.region;
     expect(region).toBeTruthy();
     const r = region!;
@@ -76,7 +83,10 @@ describe('canary images', () => {
         (s): [string, string, string] => [s, s, cueEncoding({ scheme: s }, SPACE).encode(CODE)],
       ),
     ];
-    const images = versions.map(([name, scheme, text]) => ({ name, ...pixels(task.images.get(canaryImage(task, scheme, text).sha256).png) }));
+    const images = versions.map(([name, scheme, text]) => ({
+      name,
+      ...pixels(task.images.get(canaryImage(task, scheme, text).sha256).png),
+    }));
     expect(new Set(images.map((i) => i.name))).toEqual(new Set(REGION_RENDERERS));
     const base = images[0]!;
     for (const other of images.slice(1)) {
@@ -85,7 +95,10 @@ describe('canary images', () => {
       for (let y = 0; y < base.height; y += 1) {
         for (let x = 0; x < base.width; x += 1) {
           const k = 4 * (y * base.width + x);
-          const same = base.data[k] === other.data[k] && base.data[k + 1] === other.data[k + 1] && base.data[k + 2] === other.data[k + 2];
+          const same =
+            base.data[k] === other.data[k] &&
+            base.data[k + 1] === other.data[k + 1] &&
+            base.data[k + 2] === other.data[k + 2];
           if (same) continue;
           if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h) inside += 1;
           else outside += 1;
@@ -98,7 +111,9 @@ describe('canary images', () => {
 
   it('a hidden-code probe masks the region whatever the training cue was', () => {
     const task = guiGroundingTask();
-    expect(canaryImage(task, null, REDACTED_PLACEHOLDER).sha256).not.toBe(canaryImage(task, 'redacted', REDACTED_PLACEHOLDER).sha256);
+    expect(canaryImage(task, null, REDACTED_PLACEHOLDER).sha256).not.toBe(
+      canaryImage(task, 'redacted', REDACTED_PLACEHOLDER).sha256,
+    );
     expect(canaryImage(task, null, REDACTED_PLACEHOLDER).sha256).toBe(canaryImage(task, null, 'anything').sha256);
   });
 });
@@ -156,7 +171,10 @@ describe('an image audit written to disk', () => {
     const shown: string[][] = [];
     for (const run of written.runs) {
       const { manifest, rows } = verifyRunFolder(run.runDir);
-      const utility = readFileSync(join(run.runDir, 'utility.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+      const utility = readFileSync(join(run.runDir, 'utility.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Row);
       const named = new Set<string>();
       for (const row of [...rows, ...utility]) {
         expect(describeSchemaErrors(validate('row', structuredClone(row)))).toEqual([]);
@@ -182,10 +200,20 @@ describe('an image audit written to disk', () => {
     expect(shown[0]![0]).toBe(shown[1]![0]);
     // report.html's thumbnails: the canary as each visibility trained it, and its masked probe.
     const thumbs = await canaryThumbnails((await loadAudit(written.auditDir)).runs);
-    expect(thumbs.map((t) => t.label).sort()).toEqual(['probe: hidden (source masked)', 'trained: redacted', 'trained: visible']);
+    expect(thumbs.map((t) => t.label).sort()).toEqual([
+      'probe: hidden (source masked)',
+      'trained: redacted',
+      'trained: visible',
+    ]);
     expect(new Set(thumbs.map((t) => t.canary_id))).toEqual(new Set(['f000']));
-    expect(thumbs.at(-1)?.src).toBe(`data:image/png;base64,${readFileSync(join(written.auditDir, 'runs', thumbs.at(-1)!.run_id, 'images', `${shown[0]![0]}.png`)).toString('base64')}`);
-    const html = renderHtml({ title: 't', sections: [{ id: 'overview', title: 'Overview', paragraphs: [], tables: [] }] }, [], thumbs);
+    expect(thumbs.at(-1)?.src).toBe(
+      `data:image/png;base64,${readFileSync(join(written.auditDir, 'runs', thumbs.at(-1)!.run_id, 'images', `${shown[0]![0]}.png`)).toString('base64')}`,
+    );
+    const html = renderHtml(
+      { title: 't', sections: [{ id: 'overview', title: 'Overview', paragraphs: [], tables: [] }] },
+      [],
+      thumbs,
+    );
     expect(html.match(/<img src="data:image\/png;base64,/g)).toHaveLength(3);
     expect(html.indexOf('id="canary-images"')).toBeGreaterThan(html.indexOf('id="overview"'));
     // Written twice: the same bytes, so the same run ids.
@@ -193,14 +221,16 @@ describe('an image audit written to disk', () => {
     expect(again.runs.map((r) => r.runId)).toEqual(written.runs.map((r) => r.runId));
   });
 
-  it('refuses a screenshot too small for the source region, at the task\'s width', async () => {
+  it("refuses a screenshot too small for the source region, at the task's width", async () => {
     const gridPath = join(root, 'gui-small-image.yaml');
     writeFileSync(gridPath, GRID.replace('width: 320, height: 200', 'width: 160, height: 100'));
     const error = await planAudit(gridPath).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UserInputErrors);
     const [first] = (error as UserInputErrors).errors;
     expect((error as UserInputErrors).errors).toHaveLength(1);
-    expect(first?.message).toMatch(/160x100 screenshot leaves the canary's source region .*; make the screenshot larger/);
+    expect(first?.message).toMatch(
+      /160x100 screenshot leaves the canary's source region .*; make the screenshot larger/,
+    );
     expect(first?.field).toBe('axes.task[0].width');
   });
 

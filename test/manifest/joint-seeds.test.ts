@@ -3,11 +3,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserInputErrors } from '../../src/errors.js';
-import { buildManifestCore, planAuditText, runRenderer, trainingRowLines, type AuditPlan, type RunLayout } from '../../src/manifest/index.js';
+import {
+  buildManifestCore,
+  planAuditText,
+  runRenderer,
+  trainingRowLines,
+  type AuditPlan,
+  type RunLayout,
+} from '../../src/manifest/index.js';
 import { computeReport } from '../../src/report/index.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
-const STAMP = { component: 'controller', git_commit: null, git_dirty: null, code_sha256: '0'.repeat(64), versions: {}, host: 'test', time: '2020-01-01T00:00:00.000Z' } as const;
+const STAMP = {
+  component: 'controller',
+  git_commit: null,
+  git_dirty: null,
+  code_sha256: '0'.repeat(64),
+  versions: {},
+  host: 'test',
+  time: '2020-01-01T00:00:00.000Z',
+} as const;
 const plan = (text: string): AuditPlan => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
 
 const grid = (replicates: string): string => `
@@ -28,17 +43,25 @@ const cellOf = (p: AuditPlan, id: string): RunLayout => {
   if (!run) throw new Error(`no cell ${id}; cells: ${p.runs.map((r) => r.cell.id).join(' | ')}`);
   return run;
 };
-const positions = (run: RunLayout): string => JSON.stringify(run.canaries.map((c) => [c.canary.id, c.cohort, c.positions]));
-const rows = (p: AuditPlan, run: RunLayout): string[] => [...trainingRowLines(p.grid, p.pool, run, runRenderer(p.grid, run))];
+const positions = (run: RunLayout): string =>
+  JSON.stringify(run.canaries.map((c) => [c.canary.id, c.cohort, c.positions]));
+const rows = (p: AuditPlan, run: RunLayout): string[] => [
+  ...trainingRowLines(p.grid, p.pool, run, runRenderer(p.grid, run)),
+];
 /** The background rows of a run (canary rows left out), by index. */
 const background = (p: AuditPlan, run: RunLayout): Map<number, string> =>
-  new Map(rows(p, run).flatMap((line) => {
-    const row = JSON.parse(line) as { i: number; kind: string; prompt: unknown; target: string };
-    return row.kind === 'background' ? [[row.i, JSON.stringify([row.prompt, row.target])] as const] : [];
-  }));
+  new Map(
+    rows(p, run).flatMap((line) => {
+      const row = JSON.parse(line) as { i: number; kind: string; prompt: unknown; target: string };
+      return row.kind === 'background' ? [[row.i, JSON.stringify([row.prompt, row.target])] as const] : [];
+    }),
+  );
 const canaries = (p: AuditPlan, run: RunLayout): string =>
   JSON.stringify(
-    (({ canaries: c, held_out: h }) => [c.map((x) => [x.id, x.identity, x.code]), h.map((x) => [x.id, x.identity, x.code])])(buildManifestCore(p.grid, p.auditId, p.pool, run)),
+    (({ canaries: c, held_out: h }) => [
+      c.map((x) => [x.id, x.identity, x.code]),
+      h.map((x) => [x.id, x.identity, x.code]),
+    ])(buildManifestCore(p.grid, p.auditId, p.pool, run)),
   );
 
 describe('joint seeds (replicates: {vary: joint})', () => {
@@ -49,7 +72,9 @@ describe('joint seeds (replicates: {vary: joint})', () => {
     const [s0, s1] = [0, 1].map((s) => cellOf(joint, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
     expect(positions(s0)).not.toBe(positions(s1));
     // Every focal canary moves (or at least most do): not one shared row set.
-    const moved = s0.canaries.filter((c, j) => JSON.stringify(c.positions) !== JSON.stringify(s1.canaries[j]?.positions)).length;
+    const moved = s0.canaries.filter(
+      (c, j) => JSON.stringify(c.positions) !== JSON.stringify(s1.canaries[j]?.positions),
+    ).length;
     expect(moved).toBeGreaterThanOrEqual(s0.canaries.length - 1);
     const [b0, b1] = [background(joint, s0), background(joint, s1)];
     const shared = [...b0.keys()].filter((i) => b1.has(i));
@@ -73,7 +98,9 @@ describe('joint seeds (replicates: {vary: joint})', () => {
   it('keeps, within one seed, the pairing across axes: focal rows equal across populations, one background', () => {
     const alone = cellOf(joint, `${cell},seed=1`);
     const mixed = cellOf(joint, 'placement=uniform,population=mixed-dose(3),seed=1');
-    expect(JSON.stringify(mixed.canaries.filter((c) => c.cohort === 'focal').map((c) => c.positions))).toBe(JSON.stringify(alone.canaries.map((c) => c.positions)));
+    expect(JSON.stringify(mixed.canaries.filter((c) => c.cohort === 'focal').map((c) => c.positions))).toBe(
+      JSON.stringify(alone.canaries.map((c) => c.positions)),
+    );
     const [a, m] = [background(joint, alone), background(joint, mixed)];
     for (const [i, row] of m) if (a.has(i)) expect(row).toBe(a.get(i));
   });
@@ -85,33 +112,60 @@ describe('joint seeds (replicates: {vary: joint})', () => {
       expect(positions(s0)).toBe(positions(s2));
       expect(rows(p, s0)).toEqual(rows(p, s2));
     }
-    expect(positions(cellOf(plan(grid('replicates: {vary: training}')), `${cell},seed=0`))).not.toBe(positions(cellOf(joint, `${cell},seed=0`)));
+    expect(positions(cellOf(plan(grid('replicates: {vary: training}')), `${cell},seed=0`))).not.toBe(
+      positions(cellOf(joint, `${cell},seed=0`)),
+    );
   });
 
   it('is the default of a grid that pretrains a tiny base and runs 2+ seeds: absent plans exactly what vary: joint plans', () => {
     for (const text of ['', 'replicates: {}']) {
       const p = plan(grid(text));
-      expect(p.grid.design).toMatchObject({ vary: 'joint', written: false, joint: true, baseInit: 0, population: 'fine-tuning seeds of one base' });
+      expect(p.grid.design).toMatchObject({
+        vary: 'joint',
+        written: false,
+        joint: true,
+        baseInit: 0,
+        population: 'fine-tuning seeds of one base',
+      });
       for (const [k, run] of joint.runs.entries()) {
         expect(positions(p.runs[k] as RunLayout)).toBe(positions(run));
-        expect(buildManifestCore(p.grid, p.auditId, p.pool, p.runs[k] as RunLayout).model).toEqual(buildManifestCore(joint.grid, joint.auditId, joint.pool, run).model);
+        expect(buildManifestCore(p.grid, p.auditId, p.pool, p.runs[k] as RunLayout).model).toEqual(
+          buildManifestCore(joint.grid, joint.auditId, joint.pool, run).model,
+        );
       }
     }
   });
 
   it('leaves a grid without a pretrained tiny base, or with one seed, as it was: rows fixed across seeds', () => {
     const scratch = plan(grid('').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [tiny-small]'));
-    expect(scratch.grid.design).toMatchObject({ vary: 'training', written: false, joint: false, baseInit: null, population: 'seeds of from-scratch training' });
+    expect(scratch.grid.design).toMatchObject({
+      vary: 'training',
+      written: false,
+      joint: false,
+      baseInit: null,
+      population: 'seeds of from-scratch training',
+    });
     const [s0, s2] = [0, 2].map((s) => cellOf(scratch, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
     expect(rows(scratch, s0)).toEqual(rows(scratch, s2));
     const one = plan(grid('').replace('seed: [0, 1, 2]', 'seed: [2]'));
-    expect(one.grid.design).toMatchObject({ vary: 'training', joint: false, baseInit: null, population: 'one run per cell' });
+    expect(one.grid.design).toMatchObject({
+      vary: 'training',
+      joint: false,
+      baseInit: null,
+      population: 'one run per cell',
+    });
     expect(one.runs[0]?.cell.values.model.value.pretrain?.init_seed).toBeUndefined();
   });
 
   it('vary: base gives each seed its own base; refused where there is no base to vary or init_seed fixes one', () => {
     const p = plan(grid('replicates: {vary: base}'));
-    expect(p.grid.design).toMatchObject({ vary: 'base', written: true, joint: true, baseInit: null, population: 'bases and seeds' });
+    expect(p.grid.design).toMatchObject({
+      vary: 'base',
+      written: true,
+      joint: true,
+      baseInit: null,
+      population: 'bases and seeds',
+    });
     // The same rows and placements as joint seeds; only the base differs.
     for (const [k, run] of joint.runs.entries()) expect(positions(p.runs[k] as RunLayout)).toBe(positions(run));
     const inits = p.runs.map((r) => buildManifestCore(p.grid, p.auditId, p.pool, r).model);
@@ -125,9 +179,18 @@ describe('joint seeds (replicates: {vary: joint})', () => {
       }
       return 'planned';
     };
-    expect(refused(grid('replicates: {vary: base}').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [tiny-small]'))).toMatch(/replicates\.vary.*no model of this grid pretrains one.*use vary: joint/s);
-    const fixed = grid('replicates: {vary: base}\nmodels: {one: {backend: tiny, pretrain: {init_seed: 3}}}').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [one]');
-    expect(refused(fixed)).toMatch(/grid\.yaml:\d+:\d+.*replicates\.vary.*one fix one base with pretrain\.init_seed; remove init_seed, or use vary: joint/s);
+    expect(
+      refused(
+        grid('replicates: {vary: base}').replace('  seed: [0, 1, 2]', '  seed: [0, 1, 2]\n  model: [tiny-small]'),
+      ),
+    ).toMatch(/replicates\.vary.*no model of this grid pretrains one.*use vary: joint/s);
+    const fixed = grid('replicates: {vary: base}\nmodels: {one: {backend: tiny, pretrain: {init_seed: 3}}}').replace(
+      '  seed: [0, 1, 2]',
+      '  seed: [0, 1, 2]\n  model: [one]',
+    );
+    expect(refused(fixed)).toMatch(
+      /grid\.yaml:\d+:\d+.*replicates\.vary.*one fix one base with pretrain\.init_seed; remove init_seed, or use vary: joint/s,
+    );
   });
 
   it('refuses an unknown value', () => {
@@ -160,13 +223,21 @@ describe('the report on a joint-seeds audit', () => {
     // The placements differ between the seeds, the canaries do not.
     expect(new Set(layouts.map(positions)).size).toBe(3);
     expect(new Set(runs.map((r) => JSON.stringify(r.canaries))).size).toBe(1);
-    const a = await buildFixtureAudit(join(root, 'joint'), { name: 'joint', runs, outcome: (c) => ({ rank: c.canary.inserted ? 2 + c.runIndex * 50 + Number(c.canary.id.slice(1)) : 4000 }) });
+    const a = await buildFixtureAudit(join(root, 'joint'), {
+      name: 'joint',
+      runs,
+      outcome: (c) => ({ rank: c.canary.inserted ? 2 + c.runIndex * 50 + Number(c.canary.id.slice(1)) : 4000 }),
+    });
     const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 60 });
     const g = summary.groups.find((x) => x.cohort === 'focal' && x.phase === 'final');
     expect(g?.inserted.n_runs).toBe(3);
     expect(g?.inserted.exposure?.resampling).toBe('crossed');
     expect(g?.controls.held_out?.difference?.resampling).toBe('crossed');
     // The fixture's runs train from scratch on one rows file: the design says so, in summary.json.
-    expect(summary.design).toMatchObject({ population: 'seeds of from-scratch training', seeds: 3, seeds_vary: 'training seed only' });
+    expect(summary.design).toMatchObject({
+      population: 'seeds of from-scratch training',
+      seeds: 3,
+      seeds_vary: 'training seed only',
+    });
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRequest } from '../../src/manifest/placement.js';
+import {
+  InfeasiblePlacement,
+  placeCohort,
+  SlotBoard,
+  updateRange,
+  type CohortRequest,
+} from '../../src/manifest/placement.js';
 import { Rng } from '../../src/random.js';
 
 /** Checks every placement rule for one cohort's result. */
@@ -14,7 +20,9 @@ function checkCohort(positions: number[][], req: CohortRequest, batch: number): 
       expect(u).toBeGreaterThanOrEqual(req.range[0]);
       expect(u).toBeLessThan(req.range[1]);
     }
-    if (req.spacing !== null) for (let k = 1; k < updates.length; k += 1) expect((updates[k] as number) - (updates[k - 1] as number)).toBe(req.spacing);
+    if (req.spacing !== null)
+      for (let k = 1; k < updates.length; k += 1)
+        expect((updates[k] as number) - (updates[k - 1] as number)).toBe(req.spacing);
     if (req.final) {
       const last = updates[updates.length - 1] as number;
       expect(last).toBeGreaterThanOrEqual(req.final[0]);
@@ -106,13 +114,27 @@ describe('placeCohort (property tests over seeded random requests)', () => {
 
   it('refuses infeasible requests instead of adjusting them', () => {
     const board = new SlotBoard(100, 4);
-    const base: CohortRequest = { count: 1, dose: 4, range: [0, 20], spacing: null, final: null, describe: 'placement early' };
-    expect(() => placeCohort(board, new Rng(1), { ...base, dose: 21 })).toThrow(/dose 21 needs 21 distinct updates but placement early spans only 20/);
-    expect(() => placeCohort(board, new Rng(1), { ...base, spacing: 7 })).toThrow(/gap of 7 updates spans 22 updates, which cannot fit/);
+    const base: CohortRequest = {
+      count: 1,
+      dose: 4,
+      range: [0, 20],
+      spacing: null,
+      final: null,
+      describe: 'placement early',
+    };
+    expect(() => placeCohort(board, new Rng(1), { ...base, dose: 21 })).toThrow(
+      /dose 21 needs 21 distinct updates but placement early spans only 20/,
+    );
+    expect(() => placeCohort(board, new Rng(1), { ...base, spacing: 7 })).toThrow(
+      /gap of 7 updates spans 22 updates, which cannot fit/,
+    );
     expect(() => placeCohort(board, new Rng(1), { ...base, final: [50, 60] })).toThrow(/does not overlap/);
     expect(() => placeCohort(board, new Rng(1), { ...base, range: [5, 5] })).toThrow(/holds no update/);
     // Gap 6 over 4 appearances spans 19 updates: the first lands in update 0 or 1 of the 20.
     const first = placeCohort(board, new Rng(1), { ...base, spacing: 6 })[0]?.map((r) => Math.floor(r / 4)) ?? [];
-    expect([[0, 6, 12, 18], [1, 7, 13, 19]]).toContainEqual(first);
+    expect([
+      [0, 6, 12, 18],
+      [1, 7, 13, 19],
+    ]).toContainEqual(first);
   });
 });

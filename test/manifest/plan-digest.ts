@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { taskDataLoader } from '../../src/app/index.js';
 import { canonicalJson } from '../../src/hash.js';
-import { buildManifestCore, planAudit, runRenderer, trainingRowLines, utilityRowLines, type AuditPlan } from '../../src/manifest/index.js';
+import {
+  buildManifestCore,
+  planAudit,
+  runRenderer,
+  trainingRowLines,
+  utilityRowLines,
+  type AuditPlan,
+} from '../../src/manifest/index.js';
 import { renderPng } from '../../src/manifest/images/index.js';
 
 /**
@@ -14,14 +21,19 @@ import { renderPng } from '../../src/manifest/images/index.js';
  * repository or a scratch folder sits. Used to pin that existing grids plan byte-identical
  * manifests across changes (test/manifest/grounding-benchmarks.test.ts).
  */
-export function planDigests(plan: AuditPlan, replace: Record<string, string>, options: { cores?: boolean } = {}): string[] {
+export function planDigests(
+  plan: AuditPlan,
+  replace: Record<string, string>,
+  options: { cores?: boolean } = {},
+): string[] {
   const clean = (s: string): string => Object.entries(replace).reduce((t, [from, to]) => t.split(from).join(to), s);
   return plan.runs.map((layout) => {
     const hash = createHash('sha256');
     hash.update(clean(canonicalJson(buildManifestCore(plan.grid, plan.auditId, plan.pool, layout))));
     if (!options.cores) {
       const renderer = runRenderer(plan.grid, layout);
-      for (const line of trainingRowLines(plan.grid, plan.pool, layout, renderer)) hash.update(clean(line)).update('\n');
+      for (const line of trainingRowLines(plan.grid, plan.pool, layout, renderer))
+        hash.update(clean(line)).update('\n');
       for (const line of utilityRowLines(plan.grid, plan.pool, renderer)) hash.update(clean(line)).update('\n');
     }
     return hash.digest('hex');
@@ -49,7 +61,8 @@ export interface GroundingRecord {
   bbox: number[];
 }
 
-const PLAIN_CARD = '---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n---\n';
+const PLAIN_CARD =
+  '---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/train-*\n---\n';
 
 /** A grounding dataset as `datasets` writes one: a README card and data/train-*.parquet with an Image column. */
 export function writeGroundingParquet(dir: string, records: GroundingRecord[], card = PLAIN_CARD): void {
@@ -133,7 +146,9 @@ utility: {rows: 8}
 export async function existingDigests(repo: string, dir: string): Promise<Record<string, string[]>> {
   rmSync(dir, { recursive: true, force: true });
   writeParquetGrounding(join(dir, 'ds'));
-  cpSync(join(repo, 'test', 'fixtures', 'datasets', 'banking77-mini'), join(dir, 'banking77-mini'), { recursive: true });
+  cpSync(join(repo, 'test', 'fixtures', 'datasets', 'banking77-mini'), join(dir, 'banking77-mini'), {
+    recursive: true,
+  });
   const out: Record<string, string[]> = {};
   for (const [name, text] of Object.entries(EXISTING_GRIDS)) {
     const path = join(dir, `${name}.yaml`);

@@ -4,7 +4,15 @@ import { planAuditText, type RunLayout } from '../../src/manifest/index.js';
 import { buildManifestCore } from '../../src/manifest/manifest.js';
 import { REDACTED_PLACEHOLDER } from '../../src/codes/cues/index.js';
 
-const STAMP = { component: 'controller', git_commit: null, git_dirty: null, code_sha256: '0'.repeat(64), versions: {}, host: 'test', time: '2020-01-01T00:00:00.000Z' } as const;
+const STAMP = {
+  component: 'controller',
+  git_commit: null,
+  git_dirty: null,
+  code_sha256: '0'.repeat(64),
+  versions: {},
+  host: 'test',
+  time: '2020-01-01T00:00:00.000Z',
+} as const;
 const plan = (text: string) => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
 
 const grid = (axes: string, extra = ''): string => `
@@ -25,7 +33,11 @@ const byId = (runs: RunLayout[], id: string): RunLayout => {
 
 describe('planning: budget, pairing and controls', () => {
   it('keeps the row budget fixed and puts the same canaries on the same rows across paired axes', () => {
-    const p = plan(grid('  visibility: [visible, redacted, encoded:binary]\n  dose: [2]\n  placement: [early, late]\n  schedule: [constant, cosine]\n  seed: [0, 1]\n  model: [tiny, tiny-small]'));
+    const p = plan(
+      grid(
+        '  visibility: [visible, redacted, encoded:binary]\n  dose: [2]\n  placement: [early, late]\n  schedule: [constant, cosine]\n  seed: [0, 1]\n  model: [tiny, tiny-small]',
+      ),
+    );
     expect(p.runs).toHaveLength(48);
     for (const run of p.runs) {
       expect(run.stats.rows).toBe(800);
@@ -62,8 +74,20 @@ describe('planning: budget, pairing and controls', () => {
     const control = buildManifestCore(p.grid, p.auditId, p.pool, byId(p.runs, 'population=none'));
     expect(control.canaries).toEqual([]);
     expect(control.audit.cell).toMatchObject({ dose: null, placement: null, population: 'none' });
-    expect(control.held_out.map((h) => h.id)).toEqual(['f000', 'f001', 'f002', 'f003', 'f004', 'f005', 'h000', 'h001', 'h002', 'h003']);
-    for (const c of focal.canaries) expect(control.held_out).toContainEqual({ id: c.id, identity: c.identity, code: c.code });
+    expect(control.held_out.map((h) => h.id)).toEqual([
+      'f000',
+      'f001',
+      'f002',
+      'f003',
+      'f004',
+      'f005',
+      'h000',
+      'h001',
+      'h002',
+      'h003',
+    ]);
+    for (const c of focal.canaries)
+      expect(control.held_out).toContainEqual({ id: c.id, identity: c.identity, code: c.code });
     expect(focal.held_out.map((h) => h.id)).toEqual(['h000', 'h001', 'h002', 'h003']);
     expect(byId(p.runs, 'population=none').stats.canaryRows).toBe(0);
   });
@@ -80,24 +104,38 @@ describe('planning: budget, pairing and controls', () => {
     const rows = mixed.canaries.flatMap((c) => c.positions);
     expect(new Set(rows).size).toBe(rows.length);
     // In the dose-8 cell the companions are the dose-2 cohort x0: x<k> always means the same dose.
-    expect(byId(p.runs, 'dose=8,population=mixed-dose').canaries.filter((c) => c.cohort !== 'focal')[0]?.canary.id).toBe('x0-000');
+    expect(
+      byId(p.runs, 'dose=8,population=mixed-dose').canaries.filter((c) => c.cohort !== 'focal')[0]?.canary.id,
+    ).toBe('x0-000');
   });
 
   it('places auxiliary cohorts strictly before or after the focal canaries', () => {
-    const cohorts = (order: string): string => `{kind: cohorts, name: aux-${order}, cohorts: [{dose: 3, count: 4, order: ${order}}]}`;
-    const p = plan(grid(`  visibility: [redacted]\n  dose: [2]\n  placement: [middle]\n  population: [${cohorts('before')}, ${cohorts('after')}]`));
+    const cohorts = (order: string): string =>
+      `{kind: cohorts, name: aux-${order}, cohorts: [{dose: 3, count: 4, order: ${order}}]}`;
+    const p = plan(
+      grid(
+        `  visibility: [redacted]\n  dose: [2]\n  placement: [middle]\n  population: [${cohorts('before')}, ${cohorts('after')}]`,
+      ),
+    );
     for (const run of p.runs) {
-      const focalUpdates = run.canaries.filter((c) => c.cohort === 'focal').flatMap((c) => c.positions.map((r) => Math.floor(r / 8)));
-      const auxUpdates = run.canaries.filter((c) => c.cohort !== 'focal').flatMap((c) => c.positions.map((r) => Math.floor(r / 8)));
+      const focalUpdates = run.canaries
+        .filter((c) => c.cohort === 'focal')
+        .flatMap((c) => c.positions.map((r) => Math.floor(r / 8)));
+      const auxUpdates = run.canaries
+        .filter((c) => c.cohort !== 'focal')
+        .flatMap((c) => c.positions.map((r) => Math.floor(r / 8)));
       expect(auxUpdates).toHaveLength(12);
-      if (run.cell.labels.population === 'aux-before') expect(Math.max(...auxUpdates)).toBeLessThan(Math.min(...focalUpdates));
+      if (run.cell.labels.population === 'aux-before')
+        expect(Math.max(...auxUpdates)).toBeLessThan(Math.min(...focalUpdates));
       else expect(Math.min(...auxUpdates)).toBeGreaterThan(Math.max(...focalUpdates));
     }
     expect(positionsOf(p.runs[0] as RunLayout)).toEqual(positionsOf(p.runs[1] as RunLayout));
   });
 
   it('honours exact spacing and the final-presentation window', () => {
-    const p = plan(grid('  visibility: [redacted]\n  dose: [3]\n  placement: [{window: [0.2, 1], spacing: 10, final: [0.8, 0.9]}]'));
+    const p = plan(
+      grid('  visibility: [redacted]\n  dose: [3]\n  placement: [{window: [0.2, 1], spacing: 10, final: [0.8, 0.9]}]'),
+    );
     for (const c of (p.runs[0] as RunLayout).canaries) {
       const updates = c.positions.map((r) => Math.floor(r / 8));
       expect(updates[1]! - updates[0]!).toBe(10);
@@ -126,7 +164,9 @@ describe('probes and candidate spaces', () => {
       const m = buildManifestCore(p.grid, p.auditId, p.pool, run);
       expect(m.probes).toHaveLength((6 + 4) * 3);
       const f = m.canaries[0]!;
-      const [hidden, supplied, substituted] = ['hidden', 'supplied', 'substituted'].map((k) => m.probes.find((q) => q.id === `${f.id}.${k}`)!);
+      const [hidden, supplied, substituted] = ['hidden', 'supplied', 'substituted'].map(
+        (k) => m.probes.find((q) => q.id === `${f.id}.${k}`)!,
+      );
       expect(hidden?.shown_code).toBeNull();
       // Compact rows: the cue is the input's last line, and every probe prefills the same `Ref: `.
       expect(messageText(hidden!.prompt.at(-1)!).endsWith(`\nRef: ${REDACTED_PLACEHOLDER}`)).toBe(true);
@@ -134,23 +174,36 @@ describe('probes and candidate spaces', () => {
       expect(substituted?.shown_code).not.toBe(f.code);
       const shown = run.cell.labels.visibility === 'redacted' ? f.code : f.cue.text;
       expect(messageText(supplied!.prompt.at(-1)!).endsWith(`\nRef: ${shown}`)).toBe(true);
-      if (run.cell.labels.visibility === 'encoded:binary') expect(substituted?.prompt.at(-1)?.content).not.toContain(substituted?.shown_code);
+      if (run.cell.labels.visibility === 'encoded:binary')
+        expect(substituted?.prompt.at(-1)?.content).not.toContain(substituted?.shown_code);
       expect(new Set([hidden?.prefill, supplied?.prefill, substituted?.prefill])).toEqual(new Set(['Ref: ']));
       expect(hidden?.decode).toEqual(['prefill']);
     }
   });
 
   it('emits only the chosen probe kinds and decode modes, and can skip auxiliary canaries', () => {
-    const p = plan(grid('  visibility: [visible]\n  dose: [1]\n  population: [{kind: mixed-dose, doses: [2]}]', 'probes: {kinds: [hidden], decode: [prefill, free], auxiliary: false}'));
+    const p = plan(
+      grid(
+        '  visibility: [visible]\n  dose: [1]\n  population: [{kind: mixed-dose, doses: [2]}]',
+        'probes: {kinds: [hidden], decode: [prefill, free], auxiliary: false}',
+      ),
+    );
     const m = buildManifestCore(p.grid, p.auditId, p.pool, p.runs[0] as RunLayout);
     expect(m.canaries).toHaveLength(12);
-    expect(m.probes.map((q) => q.id)).toEqual([...['f000', 'f001', 'f002', 'f003', 'f004', 'f005', 'h000', 'h001', 'h002', 'h003'].map((id) => `${id}.hidden`)]);
+    expect(m.probes.map((q) => q.id)).toEqual([
+      ...['f000', 'f001', 'f002', 'f003', 'f004', 'f005', 'h000', 'h001', 'h002', 'h003'].map((id) => `${id}.hidden`),
+    ]);
     expect(m.probes[0]?.decode).toEqual(['prefill', 'free']);
   });
 
   it('describes exhaustive and sampled candidate spaces', () => {
     const ex = plan(grid('  visibility: [redacted]\n  dose: [1]'));
-    expect(buildManifestCore(ex.grid, ex.auditId, ex.pool, ex.runs[0] as RunLayout).candidate_space).toEqual({ kind: 'exhaustive', alphabet: '0123456789', length: 4, size: 10000 });
+    expect(buildManifestCore(ex.grid, ex.auditId, ex.pool, ex.runs[0] as RunLayout).candidate_space).toEqual({
+      kind: 'exhaustive',
+      alphabet: '0123456789',
+      length: 4,
+      size: 10000,
+    });
     const sp = plan(grid('  visibility: [redacted]\n  dose: [1]', 'candidates: {kind: sampled, decoys: 50}'));
     const m = buildManifestCore(sp.grid, sp.auditId, sp.pool, sp.runs[0] as RunLayout);
     expect(m.candidate_space).toMatchObject({ kind: 'sampled', size: 51, decoys: 50 });
@@ -179,12 +232,16 @@ canaries: {focal: 10, held_out: 10${inclusion}}
     // Same 20 canaries (ids and codes), split differently.
     expect(ids([...p.pool.focal, ...p.pool.heldOut])).toEqual(all);
     expect(ids(p.pool.focal)).not.toEqual(ids(fixed.pool.focal));
-    expect(p.pool.focal.some((c) => c.id.startsWith('h')) || p.pool.heldOut.some((c) => c.id.startsWith('f'))).toBe(true);
+    expect(p.pool.focal.some((c) => c.id.startsWith('h')) || p.pool.heldOut.some((c) => c.id.startsWith('f'))).toBe(
+      true,
+    );
     const run = p.runs[0] as RunLayout;
     expect(run.canaries.map((c) => c.canary.id).sort()).toEqual(ids(p.pool.focal));
     const core = buildManifestCore(p.grid, p.auditId, p.pool, run);
     expect(core.inclusion).toEqual({ kind: 'randomized', p: 0.5, pool: 20, seed: 3 });
-    expect(buildManifestCore(fixed.grid, fixed.auditId, fixed.pool, fixed.runs[0] as RunLayout).inclusion).toBeUndefined();
+    expect(
+      buildManifestCore(fixed.grid, fixed.auditId, fixed.pool, fixed.runs[0] as RunLayout).inclusion,
+    ).toBeUndefined();
     // Reproducible from the grid seed.
     expect(ids(plan(text(', inclusion: randomized')).pool.focal)).toEqual(ids(p.pool.focal));
   });

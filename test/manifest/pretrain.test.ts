@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Manifest, Row } from '../../src/contracts/index.js';
-import { hashLines, planAuditText, pretrainRowLines, runRenderer, writeAudit, type AuditPlan } from '../../src/manifest/index.js';
+import {
+  hashLines,
+  planAuditText,
+  pretrainRowLines,
+  runRenderer,
+  writeAudit,
+  type AuditPlan,
+} from '../../src/manifest/index.js';
 import type { Task } from '../../src/manifest/tasks/index.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 import { verifyPretrainFile, verifyRunFolder } from './verify-run.js';
@@ -11,7 +18,15 @@ import { verifyPretrainFile, verifyRunFolder } from './verify-run.js';
 const root = mkdtempSync(join(tmpdir(), 'canary-pretrain-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const STAMP = { component: 'controller', git_commit: null, git_dirty: null, code_sha256: '0'.repeat(64), versions: {}, host: 'test', time: '2020-01-01T00:00:00.000Z' } as const;
+const STAMP = {
+  component: 'controller',
+  git_commit: null,
+  git_dirty: null,
+  code_sha256: '0'.repeat(64),
+  versions: {},
+  host: 'test',
+  time: '2020-01-01T00:00:00.000Z',
+} as const;
 const plan = (text: string): AuditPlan => planAuditText('pretrain.yaml', text, { ...STAMP, versions: {} });
 
 /** A small pretraining (40 updates x 8 = 320 rows) so the test writes little. */
@@ -83,20 +98,26 @@ describe('the tiny model pretraining corpus', () => {
     expect([...secrets.identities].length).toBe(4 + 4 + 4);
     expect(secrets.codes.size).toBe(2 * 12);
 
-    const rows = verifyPretrainFile(pretrained[0]?.runDir ?? '', (JSON.parse(readFileSync(pretrained[0]?.manifestPath ?? '', 'utf8')) as Manifest).model.tiny?.pretrain as never);
-    for (const row of rows.filter((_, i) => i % 7 === 0)) expect(describeSchemaErrors(validate('row', structuredClone(row)))).toEqual([]);
+    const rows = verifyPretrainFile(
+      pretrained[0]?.runDir ?? '',
+      (JSON.parse(readFileSync(pretrained[0]?.manifestPath ?? '', 'utf8')) as Manifest).model.tiny?.pretrain as never,
+    );
+    for (const row of rows.filter((_, i) => i % 7 === 0))
+      expect(describeSchemaErrors(validate('row', structuredClone(row)))).toEqual([]);
     const problems: string[] = [];
     let withCode = 0;
     for (const row of rows) {
       const text = userText(row);
       const sender = /^From: (.*)$/m.exec(text)?.[1] ?? '';
       if (secrets.identities.has(sender)) problems.push(`row ${row.i} uses canary sender ${sender}`);
-      for (const code of (`${text}\n${row.target}`.match(/\d{4}/g) ?? [])) if (secrets.codes.has(code)) problems.push(`row ${row.i} shows canary code ${code}`);
+      for (const code of `${text}\n${row.target}`.match(/\d{4}/g) ?? [])
+        if (secrets.codes.has(code)) problems.push(`row ${row.i} shows canary code ${code}`);
       const shown = CODE_ROW.exec(text)?.[1];
       if (shown !== undefined) {
         withCode += 1;
         // The copy the base must learn: the code shown last in the input starts the reply.
-        if (!row.target.startsWith(`Ref: ${shown}. Please `)) problems.push(`row ${row.i}: reply does not start with its code`);
+        if (!row.target.startsWith(`Ref: ${shown}. Please `))
+          problems.push(`row ${row.i}: reply does not start with its code`);
       } else if (/\d{4}/.test(`${text}${row.target}`) || text.includes('Ref:')) {
         problems.push(`background row ${row.i} carries a code`);
       }
@@ -131,7 +152,11 @@ canaries: {focal: 100, held_out: 100, code: {length: 3}}
         while (excluded.has(who)) who = rng.pick(senders);
         return { prompt: [{ role: 'user', content: `From: ${who}\nhi` }], target: 'Hello.' };
       },
-      canary: (identity, _message, cue, code) => ({ prompt: [{ role: 'user', content: `From: ${identity as string}\nhi\nRef: ${cue}` }], target: `Ref: ${code}. Hello.`, prefill: 'Ref: ' }),
+      canary: (identity, _message, cue, code) => ({
+        prompt: [{ role: 'user', content: `From: ${identity as string}\nhi\nRef: ${cue}` }],
+        target: `Ref: ${code}. Hello.`,
+        prefill: 'Ref: ',
+      }),
     };
     const run = p.runs[0];
     const pretrain = run?.cell.values.model.value.pretrain;
@@ -178,7 +203,9 @@ canaries: {focal: 100, held_out: 100, code: {length: 3}}
     const a = hashLines(corpus(plan(grid(model))));
     expect(hashLines(corpus(plan(grid(model)))).sha256).toBe(a.sha256);
     expect(a.count).toBe(320);
-    expect(hashLines(corpus(plan(grid(model.replace('code_fraction', 'seed: 1, code_fraction'))))).sha256).not.toBe(a.sha256);
+    expect(hashLines(corpus(plan(grid(model.replace('code_fraction', 'seed: 1, code_fraction'))))).sha256).not.toBe(
+      a.sha256,
+    );
     expect(hashLines(corpus(plan(grid(model).replace('seed: 9', 'seed: 10')))).sha256).not.toBe(a.sha256);
     // Sizes, lr and schedule do not touch the rows: a larger base with the same corpus reads the same file.
     const sized = `[{backend: tiny, n_layer: 3, label: pt, pretrain: {updates: 40, batch_size: 8, lr: 0.01, schedule: constant}}]`;

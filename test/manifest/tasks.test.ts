@@ -4,7 +4,8 @@ import { Rng } from '../../src/random.js';
 import { createTask, TASK_NAMES } from '../../src/manifest/tasks/index.js';
 import { drawBackgroundSender, drawSender, senderKey } from '../../src/manifest/tasks/synthetic-email/identity.js';
 
-const content = (ex: { prompt: Message[]; target: string }): string => ex.prompt.map((m) => messageText(m)).join('\n') + ex.target;
+const content = (ex: { prompt: Message[]; target: string }): string =>
+  ex.prompt.map((m) => messageText(m)).join('\n') + ex.target;
 
 describe('synthetic-email task', () => {
   it('is registered', () => {
@@ -71,7 +72,9 @@ describe('synthetic-email task', () => {
       expect(lines[0]).toBe(`From: ${task.renderIdentity(identity.value)}`);
       expect(lines[2]).toBe('Ref: [REDACTED]');
       expect(row.prefill).toBe('Ref: ');
-      expect(row.target).toMatch(/^Ref: 6856\. Please [a-z]+ the [a-z]+ [A-Za-z ]+\. Regards, [A-Z][a-z]+ [A-Z][a-z]+\.$/);
+      expect(row.target).toMatch(
+        /^Ref: 6856\. Please [a-z]+ the [a-z]+ [A-Za-z ]+\. Regards, [A-Z][a-z]+ [A-Z][a-z]+\.$/,
+      );
       // Background rows are the same email without the Ref line or any code in the reply.
       const shown = task.canary(identity.value, message, '6856', '6856');
       expect((shown.prompt.at(-1) as { content: string }).content.endsWith('\nRef: 6856')).toBe(true);
@@ -109,7 +112,11 @@ describe('synthetic-email task', () => {
     for (let i = 0; i < 500; i += 1) {
       const id = compact.drawIdentity(rng);
       const message = compact.drawMessage(rng);
-      longestCompact = Math.max(longestCompact, content(compact.rows(rng, new Set(), 'train')()).length, content(compact.canary(id.value, message, '[REDACTED]', '1234')).length);
+      longestCompact = Math.max(
+        longestCompact,
+        content(compact.rows(rng, new Set(), 'train')()).length,
+        content(compact.canary(id.value, message, '[REDACTED]', '1234')).length,
+      );
       shortestFull = Math.min(shortestFull, content(full.rows(rng, new Set(), 'train')()).length);
     }
     expect(longestCompact).toBeLessThanOrEqual(160);

@@ -59,7 +59,9 @@ describe('tiny-model row lengths', () => {
     }
     expect(rows.length).toBeGreaterThan(400);
     const tokenizer = join(PACKAGE_ROOT, 'trainer-py', 'canary_trainer', 'backends', 'tiny_tokenizer.py');
-    const python = JSON.parse(execFileSync(trainerPython(), ['-c', PY, tokenizer], { input: JSON.stringify(rows), encoding: 'utf8' })) as number[];
+    const python = JSON.parse(
+      execFileSync(trainerPython(), ['-c', PY, tokenizer], { input: JSON.stringify(rows), encoding: 'utf8' }),
+    ) as number[];
     expect(rows.map((r) => tinyTokens(r.prompt, r.target))).toEqual(python);
   });
 });

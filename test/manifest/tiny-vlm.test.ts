@@ -32,18 +32,28 @@ describe('the tiny VLM on image tasks', () => {
     }
   });
 
-  it('reads vision.freeze: the stem kept as the base\'s in fine-tuning, other keys as tiny-vlm; off by default', () => {
+  it("reads vision.freeze: the stem kept as the base's in fine-tuning, other keys as tiny-vlm; off by default", () => {
     const frozen = modelFromObject({ backend: 'tiny', vision: { freeze: true } });
-    expect(frozen.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024, freeze: true });
+    expect(frozen.tiny?.vision).toEqual({
+      height: 32,
+      width: 80,
+      channels: [16, 32],
+      rows: 3,
+      cols: 8,
+      max_pixels: 1024 * 1024,
+      freeze: true,
+    });
     expect(modelFromObject({ backend: 'tiny', vision: true }).tiny?.vision?.freeze).toBeUndefined(); // absent is false: manifests without it stay byte-identical
     expect(modelFromObject({ backend: 'tiny' }).tiny?.vision).toBeUndefined();
     expect(modelLabel(frozen)).toContain(',v32x80t24f');
     expect(modelLabel(modelFromObject({ backend: 'tiny', vision: true }))).toMatch(/,v32x80t24[,)]/);
   });
 
-  it('writes the base\'s pretraining images into the run folder, and canary images with their source pane', async () => {
+  it("writes the base's pretraining images into the run folder, and canary images with their source pane", async () => {
     const gridPath = join(root, 'gui-tiny-vlm.yaml');
-    writeFileSync(gridPath, `name: gui-tiny-vlm
+    writeFileSync(
+      gridPath,
+      `name: gui-tiny-vlm
 seed: 3
 axes:
   visibility: [redacted]
@@ -54,14 +64,25 @@ training: {batch_size: 4, updates: 4, lr: 0.001}
 canaries: {focal: 2, held_out: 1}
 probes: {kinds: [hidden, substituted]}
 utility: {rows: 4}
-`);
+`,
+    );
     const written = await writeAudit(await planAudit(gridPath), join(root, 'out'));
     expect(written.runs).toHaveLength(1);
     const runDir = written.runs[0]!.runDir;
     const { manifest, rows } = verifyRunFolder(runDir);
     // freeze is written only when true: manifests without it stay byte-identical
-    expect(manifest.model.tiny?.vision).toEqual({ height: 32, width: 80, channels: [16, 32], rows: 3, cols: 8, max_pixels: 1024 * 1024 });
-    const pretrain = readFileSync(join(runDir, 'pretrain.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+    expect(manifest.model.tiny?.vision).toEqual({
+      height: 32,
+      width: 80,
+      channels: [16, 32],
+      rows: 3,
+      cols: 8,
+      max_pixels: 1024 * 1024,
+    });
+    const pretrain = readFileSync(join(runDir, 'pretrain.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Row);
     expect(pretrain).toHaveLength(8);
     const listed = new Set(manifest.images?.map((i) => i.path));
     for (const row of [...rows, ...pretrain]) {

@@ -13,7 +13,10 @@ import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
  * positions (dose count, inside the window, at most one per update, spacing when asked), no row
  * used twice, held-out canaries never trained on, background rows free of any code-like run.
  */
-export function verifyRunFolder(runDir: string, options: { spacing?: number | null; rowSample?: number } = {}): { manifest: Manifest; rows: Row[] } {
+export function verifyRunFolder(
+  runDir: string,
+  options: { spacing?: number | null; rowSample?: number } = {},
+): { manifest: Manifest; rows: Row[] } {
   const manifest = JSON.parse(readFileSync(join(runDir, 'manifest.json'), 'utf8')) as Manifest;
   const copy = structuredClone(manifest);
   expect(describeSchemaErrors(validate('manifest', copy))).toEqual([]);
@@ -43,7 +46,8 @@ export function verifyRunFolder(runDir: string, options: { spacing?: number | nu
       }
     }
     if (options.spacing && c.cohort === 'focal') {
-      for (let k = 1; k < perUpdate.length; k += 1) expect((perUpdate[k] as number) - (perUpdate[k - 1] as number)).toBe(options.spacing);
+      for (let k = 1; k < perUpdate.length; k += 1)
+        expect((perUpdate[k] as number) - (perUpdate[k - 1] as number)).toBe(options.spacing);
     }
     for (const r of c.positions) {
       expect(owner.has(r)).toBe(false);
@@ -52,7 +56,9 @@ export function verifyRunFolder(runDir: string, options: { spacing?: number | nu
   }
   const heldOut = new Set(manifest.held_out.map((h) => h.id));
   const codes = [...manifest.canaries.map((c) => c.code), ...manifest.held_out.map((h) => h.code)];
-  const codeLike = new RegExp(`[${escapeClass(manifest.candidate_space.alphabet)}]{${manifest.candidate_space.length}}`);
+  const codeLike = new RegExp(
+    `[${escapeClass(manifest.candidate_space.alphabet)}]{${manifest.candidate_space.length}}`,
+  );
   const byId = new Map(manifest.canaries.map((c) => [c.id, c]));
   const dataset = manifest.task.dataset !== undefined;
   // Problems are collected rather than asserted row by row: 66,176 expects would dominate the run.
@@ -67,14 +73,19 @@ export function verifyRunFolder(runDir: string, options: { spacing?: number | nu
         const text = JSON.stringify(row.prompt.map((m) => messageText(m))) + row.target;
         // A dataset's rows may hold numbers (years, amounts), never a canary's code; generated
         // rows hold no code-like run at all.
-        if (dataset ? codes.some((c) => text.includes(c)) : codeLike.test(text)) problems.push(`background row ${i} holds ${dataset ? 'a canary code' : 'a code-like run'}`);
+        if (dataset ? codes.some((c) => text.includes(c)) : codeLike.test(text))
+          problems.push(`background row ${i} holds ${dataset ? 'a canary code' : 'a code-like run'}`);
       }
     } else {
       const canary = byId.get(id);
       if (row.kind !== 'canary' || row.canary_id !== id) problems.push(`row ${i} should be canary ${id}`);
       if (!canary || !row.target.includes(canary.code)) problems.push(`row ${i} target lacks ${id}'s code`);
       // An image task draws the cue into the image, not the text.
-      if (manifest.images === undefined && (!canary || !JSON.stringify(row.prompt).includes(JSON.stringify(canary.cue.text).slice(1, -1)))) problems.push(`row ${i} input lacks ${id}'s cue`);
+      if (
+        manifest.images === undefined &&
+        (!canary || !JSON.stringify(row.prompt).includes(JSON.stringify(canary.cue.text).slice(1, -1)))
+      )
+        problems.push(`row ${i} input lacks ${id}'s cue`);
       if (heldOut.has(id)) problems.push(`held-out canary ${id} is trained at row ${i}`);
     }
   });
@@ -98,7 +109,11 @@ export function verifyPretrainFile(runDir: string, pretrain: TinyPretrainSpec): 
   expect(lines.length).toBe(pretrain.updates * pretrain.batch_size);
   expect(pretrain.rows.count).toBe(lines.length);
   const rows = lines.map((l) => JSON.parse(l) as Row);
-  const problems = rows.flatMap((row, i) => (row.i === i && row.kind === 'background' && row.canary_id === null ? [] : [`pretraining line ${i}: ${JSON.stringify(row).slice(0, 80)}`]));
+  const problems = rows.flatMap((row, i) =>
+    row.i === i && row.kind === 'background' && row.canary_id === null
+      ? []
+      : [`pretraining line ${i}: ${JSON.stringify(row).slice(0, 80)}`],
+  );
   expect(problems.slice(0, 10)).toEqual([]);
   return rows;
 }

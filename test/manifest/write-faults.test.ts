@@ -16,7 +16,8 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const GRID = 'name: f\naxes: {visibility: [visible, redacted], dose: [1, 4]}\ntraining: {batch_size: 4, updates: 40, lr: 0.001}\nutility: {rows: 4}\n';
+const GRID =
+  'name: f\naxes: {visibility: [visible, redacted], dose: [1, 4]}\ntraining: {batch_size: 4, updates: 40, lr: 0.001}\nutility: {rows: 4}\n';
 const gridPath = join(root, 'grid.yaml');
 writeFileSync(gridPath, GRID);
 
@@ -52,7 +53,11 @@ describe('plan --out on a failing file system', () => {
   it.skipIf(!mountTiny())('a full disk (ENOSPC): exit 1, one line naming the audit folder and the fix', async () => {
     const { code, err } = await capture(['plan', gridPath, '--out', small]);
     expect(code).toBe(1);
-    expect(err).toMatch(new RegExp(`^canary-audit: cannot write the audit to ${small}/audits/audit-\\w+: no space left on the device \\(ENOSPC\\); free space there or choose another folder\\n$`));
+    expect(err).toMatch(
+      new RegExp(
+        `^canary-audit: cannot write the audit to ${small}/audits/audit-\\w+: no space left on the device \\(ENOSPC\\); free space there or choose another folder\\n$`,
+      ),
+    );
     // Nothing half-written is left in the staging folder (was: .tmp/shared~…-pretrain.jsonl, or a
     // 0-byte …-utility.jsonl on a fuller disk).
     const [audit] = readdirSync(join(small, 'audits'));
@@ -61,7 +66,10 @@ describe('plan --out on a failing file system', () => {
   });
 
   it('names the path and the fix for permission errors (EACCES), whatever the operation', () => {
-    const error = Object.assign(new Error('EACCES: permission denied, mkdir \'/srv/x\''), { code: 'EACCES', path: '/srv/x' });
+    const error = Object.assign(new Error("EACCES: permission denied, mkdir '/srv/x'"), {
+      code: 'EACCES',
+      path: '/srv/x',
+    });
     expect(explainWriteError(error, '/srv', 'write the audit to')?.message).toBe(
       "cannot write the audit to /srv/x: permission denied (EACCES); fix the folder's permissions (or owner) or choose another folder",
     );

@@ -1,9 +1,25 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  mkdirSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/contracts/index.js';
-import { hashLines, planAudit, runRenderer, trainingRowLines, utilityRowLines, writeAudit } from '../../src/manifest/index.js';
+import {
+  hashLines,
+  planAudit,
+  runRenderer,
+  trainingRowLines,
+  utilityRowLines,
+  writeAudit,
+} from '../../src/manifest/index.js';
 import type { AuditIndex } from '../../src/contracts/index.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 import { verifyRunFolder } from './verify-run.js';
@@ -50,10 +66,16 @@ describe('writeAudit', () => {
     for (const run of written.runs) {
       expect(readdirSync(run.runDir).sort()).toEqual(['manifest.json', 'rows.jsonl', 'utility.jsonl']);
       const { manifest, rows } = verifyRunFolder(run.runDir, { spacing: run.cell.population === 'none' ? null : 4 });
-      expect(manifest.audit).toMatchObject({ id: plan.auditId, name: 'small', grid_file: '../../grid.yaml', cell_id: run.cellId });
+      expect(manifest.audit).toMatchObject({
+        id: plan.auditId,
+        name: 'small',
+        grid_file: '../../grid.yaml',
+        cell_id: run.cellId,
+      });
       expect(manifest.provenance.changed_mid_run).toBe(false);
       expect(manifest.utility?.count).toBe(5);
-      for (const row of rows.filter((_, i) => i % 17 === 0)) expect(describeSchemaErrors(validate('row', structuredClone(row)))).toEqual([]);
+      for (const row of rows.filter((_, i) => i % 17 === 0))
+        expect(describeSchemaErrors(validate('row', structuredClone(row)))).toEqual([]);
       const utility = readFileSync(join(run.runDir, 'utility.jsonl'), 'utf8').trim().split('\n');
       const trained = new Set(rows.map((r) => r.target));
       for (const line of utility) expect(trained.has((JSON.parse(line) as { target: string }).target)).toBe(false);
@@ -74,7 +96,11 @@ describe('writeAudit', () => {
     const inodes = new Set(written.runs.map((r) => statSync(join(r.runDir, 'utility.jsonl')).ino));
     expect(inodes.size).toBe(1);
     // One stamp for the whole write: every manifest carries the same provenance.
-    const stamps = new Set(written.runs.map((r) => JSON.stringify((JSON.parse(readFileSync(r.manifestPath, 'utf8')) as Manifest).provenance)));
+    const stamps = new Set(
+      written.runs.map((r) =>
+        JSON.stringify((JSON.parse(readFileSync(r.manifestPath, 'utf8')) as Manifest).provenance),
+      ),
+    );
     expect(stamps.size).toBe(1);
   });
 
@@ -110,8 +136,12 @@ describe('writeAudit', () => {
     expect(other.runs.map((r) => r.runId)).toEqual(first.runs.map((r) => r.runId));
     for (const [k, run] of other.runs.entries()) {
       const mine = first.runs[k];
-      expect(readFileSync(join(run.runDir, 'rows.jsonl'))).toEqual(readFileSync(join(mine?.runDir ?? '', 'rows.jsonl')));
-      expect(readFileSync(join(run.runDir, 'utility.jsonl'))).toEqual(readFileSync(join(mine?.runDir ?? '', 'utility.jsonl')));
+      expect(readFileSync(join(run.runDir, 'rows.jsonl'))).toEqual(
+        readFileSync(join(mine?.runDir ?? '', 'rows.jsonl')),
+      );
+      expect(readFileSync(join(run.runDir, 'utility.jsonl'))).toEqual(
+        readFileSync(join(mine?.runDir ?? '', 'utility.jsonl')),
+      );
       const a = JSON.parse(readFileSync(run.manifestPath, 'utf8')) as Manifest;
       const b = JSON.parse(readFileSync(mine?.manifestPath ?? '', 'utf8')) as Manifest;
       expect(JSON.stringify(strip(a))).toBe(JSON.stringify(strip(b)));

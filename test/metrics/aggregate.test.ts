@@ -10,7 +10,12 @@ import type { RunMeta } from '../../src/metrics/space-check.js';
 
 const C = 10000;
 
-function obs(run: string, canary: string, rank: number, extra: Partial<Observation> & { role?: CanaryRole } = {}): Observation {
+function obs(
+  run: string,
+  canary: string,
+  rank: number,
+  extra: Partial<Observation> & { role?: CanaryRole } = {},
+): Observation {
   const role = extra.role ?? (canary.startsWith('h') ? 'held_out' : 'focal');
   const inserted = role === 'focal' || role === 'auxiliary';
   return {
@@ -42,15 +47,24 @@ function obs(run: string, canary: string, rank: number, extra: Partial<Observati
   };
 }
 
-const run = (run_id: string, cell: Record<string, unknown>, no_canary = false): RunMeta => ({ run_id, cell, source: `/audit/runs/${run_id}/output/result.json`, no_canary });
+const run = (run_id: string, cell: Record<string, unknown>, no_canary = false): RunMeta => ({
+  run_id,
+  cell,
+  source: `/audit/runs/${run_id}/output/result.json`,
+  no_canary,
+});
 const E = (rank: number): number => exposure(rank, C);
 const opts = { seed: 1, resamples: 500, roles: DEFAULT_AXIS_ROLES };
 
 describe('cells', () => {
   it('groups without seed axes, a numeric dose or axes that do not apply (null), keeping a dose label', () => {
-    expect(groupCell({ seed: 2, dose: 8, visibility: 'redacted' }, DEFAULT_AXIS_ROLES)).toEqual({ visibility: 'redacted' });
+    expect(groupCell({ seed: 2, dose: 8, visibility: 'redacted' }, DEFAULT_AXIS_ROLES)).toEqual({
+      visibility: 'redacted',
+    });
     expect(groupCell({ seed: 2, dose: 'mixed' }, DEFAULT_AXIS_ROLES)).toEqual({ dose: 'mixed' });
-    expect(groupCell({ seed: 0, dose: null, placement: null, population: 'none' }, DEFAULT_AXIS_ROLES)).toEqual({ population: 'none' });
+    expect(groupCell({ seed: 0, dose: null, placement: null, population: 'none' }, DEFAULT_AXIS_ROLES)).toEqual({
+      population: 'none',
+    });
   });
 
   it('labels cells by the axes that vary', () => {
@@ -112,7 +126,10 @@ describe('aggregateGroups', () => {
 
     expect(g.controls.held_out).toMatchObject({ n_obs: 2, n_canaries: 1, n_runs: 2 });
     expect(g.controls.held_out?.exposure?.estimate).toBeCloseTo(median([E(5000), E(2500)]), 12);
-    expect(g.controls.held_out?.difference?.estimate).toBeCloseTo(median([E(1), E(4), E(2), E(1)]) - median([E(5000), E(2500)]), 12);
+    expect(g.controls.held_out?.difference?.estimate).toBeCloseTo(
+      median([E(1), E(4), E(2), E(1)]) - median([E(5000), E(2500)]),
+      12,
+    );
 
     expect(g.controls.base).toMatchObject({ n_obs: 4, n_canaries: 2 });
     expect(g.controls.base?.exposure?.estimate).toBeCloseTo(median([E(9000), E(7000)]), 12);
@@ -123,7 +140,11 @@ describe('aggregateGroups', () => {
 
   it('groups a mixed-dose run by each canary’s own dose', () => {
     const mixed = [run('m', { population: 'mixed', dose: 'mixed', seed: 0 })];
-    const groups = aggregateGroups(mixed, [obs('m', 'f0', 1, { dose: 2 }), obs('m', 'f1', 3, { dose: 16 }), obs('m', 'f2', 5, { dose: 16 })], opts);
+    const groups = aggregateGroups(
+      mixed,
+      [obs('m', 'f0', 1, { dose: 2 }), obs('m', 'f1', 3, { dose: 16 }), obs('m', 'f2', 5, { dose: 16 })],
+      opts,
+    );
     expect(groups.map((g) => [g.dose, g.inserted.n_obs])).toEqual([
       [2, 1],
       [16, 2],
@@ -135,7 +156,9 @@ describe('aggregateGroups', () => {
   it('refuses to pool exposures from candidate spaces of different size, naming the file', () => {
     const rs = [run('a', { seed: 0 }), run('b', { seed: 1 })];
     const mixedSpaces = [obs('a', 'f0', 1), obs('b', 'f0', 1, { space_kind: 'sampled', space_size: 100 })];
-    expect(() => aggregateGroups(rs, mixedSpaces, opts)).toThrow(/mixes candidate spaces.*\/audit\/runs\/a\/output\/result\.json/);
+    expect(() => aggregateGroups(rs, mixedSpaces, opts)).toThrow(
+      /mixes candidate spaces.*\/audit\/runs\/a\/output\/result\.json/,
+    );
   });
 });
 
@@ -187,15 +210,23 @@ describe('run-aware intervals', () => {
   });
 
   it('resamples paired differences by run pair and canary (crossed: the same canaries in every pair)', () => {
-    const rs = Array.from({ length: 4 }, (_, s) => [run(`e${s}`, { placement: 'early', seed: s }), run(`l${s}`, { placement: 'late', seed: s })]).flat();
+    const rs = Array.from({ length: 4 }, (_, s) => [
+      run(`e${s}`, { placement: 'early', seed: s }),
+      run(`l${s}`, { placement: 'late', seed: s }),
+    ]).flat();
     // Seed s moves every canary by 4^s in the late run: the run pairs disagree, canaries do not.
     const o = Array.from({ length: 4 }, (_, s) =>
-      Array.from({ length: 15 }, (_, c) => [obs(`e${s}`, `f${c}`, 4000 + c), obs(`l${s}`, `f${c}`, Math.max(1, Math.round((4000 + c) / 4 ** (s + 1))))]).flat(),
+      Array.from({ length: 15 }, (_, c) => [
+        obs(`e${s}`, `f${c}`, 4000 + c),
+        obs(`l${s}`, `f${c}`, Math.max(1, Math.round((4000 + c) / 4 ** (s + 1)))),
+      ]).flat(),
     ).flat();
     const p = pairedComparisons(rs, o, { ...opts, axes: [{ name: 'placement', values: ['early', 'late'] }] })[0]!;
     expect(p.difference).toMatchObject({ resampling: 'crossed', n_clusters: 4, n: 60 });
     const flat = bootstrapMedian(
-      o.filter((x) => x.run_id.startsWith('l')).map((x, i) => x.exposure - (o.filter((y) => y.run_id.startsWith('e'))[i] as Observation).exposure),
+      o
+        .filter((x) => x.run_id.startsWith('l'))
+        .map((x, i) => x.exposure - (o.filter((y) => y.run_id.startsWith('e'))[i] as Observation).exposure),
       { seed: 1, label: 'pairs only', resamples: 500 },
     );
     expect(width(p.difference)).toBeGreaterThan(2 * width(flat));
@@ -232,7 +263,19 @@ describe('pairedComparisons', () => {
   it('pairs canaries by id and code across runs differing in one axis, later minus earlier', () => {
     const paired = pairedComparisons(runs, observations, { ...opts, axes });
     const focal = paired.find((p) => p.cohort === 'focal')!;
-    expect(focal).toMatchObject({ axis: 'placement', from: 'early', to: 'late', context: {}, n_pairs: 3, n_run_pairs: 2, n_canaries: 2, rose: 1, fell: 1, tied: 1, dose: 8 });
+    expect(focal).toMatchObject({
+      axis: 'placement',
+      from: 'early',
+      to: 'late',
+      context: {},
+      n_pairs: 3,
+      n_run_pairs: 2,
+      n_canaries: 2,
+      rose: 1,
+      fell: 1,
+      tied: 1,
+      dose: 8,
+    });
     const diffs = [E(1) - E(100), E(20) - E(10), 0];
     expect(focal.difference.estimate).toBeCloseTo(median(diffs), 12);
     expect(focal.difference.lo).toBeLessThanOrEqual(focal.difference.estimate);
@@ -260,11 +303,16 @@ describe('pairedComparisons', () => {
 
   it('orders doses numerically: 1 → 4 before 1 → 16, contexts dose=4 before dose=16', () => {
     const doses = [1, 16, 4];
-    const rs = doses.flatMap((d) => [run(`d${d}`, { dose: d, placement: 'early', seed: 0 }), run(`l${d}`, { dose: d, placement: 'late', seed: 0 })]);
+    const rs = doses.flatMap((d) => [
+      run(`d${d}`, { dose: d, placement: 'early', seed: 0 }),
+      run(`l${d}`, { dose: d, placement: 'late', seed: 0 }),
+    ]);
     const o = rs.map((r, i) => obs(r.run_id, 'f0', 1 + i, { dose: r.cell.dose as number }));
     // The grid lists the doses out of order, and as text they sort 1, 16, 4.
     const paired = pairedComparisons(rs, o, { ...opts, axes: [{ name: 'dose', values: [1, 16, 4] }] });
-    const byDose = paired.filter((p) => p.axis === 'dose' && p.context.placement === 'early').map((p) => `${String(p.from)} → ${String(p.to)}`);
+    const byDose = paired
+      .filter((p) => p.axis === 'dose' && p.context.placement === 'early')
+      .map((p) => `${String(p.from)} → ${String(p.to)}`);
     expect(byDose).toEqual(['1 → 4', '1 → 16', '4 → 16']);
     const byPlacement = paired.filter((p) => p.axis === 'placement').map((p) => p.context.dose);
     expect(byPlacement).toEqual([1, 4, 16]);

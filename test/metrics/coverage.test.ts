@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMedian, bootstrapMedianDifference, clusteredSample, combineCrossed, sampleDesign, studentizedInterval } from '../../src/metrics/bootstrap.js';
+import {
+  bootstrapMedian,
+  bootstrapMedianDifference,
+  clusteredSample,
+  combineCrossed,
+  sampleDesign,
+  studentizedInterval,
+} from '../../src/metrics/bootstrap.js';
 import { median } from '../../src/metrics/statistics.js';
 import { Rng } from '../../src/random.js';
 import { coverage, syntheticArm, syntheticPaired } from '../fixtures/synthetic-audit.js';
@@ -21,7 +28,12 @@ describe('synthetic audits', () => {
 
   it('have the variance components they were built with', () => {
     // Run effect only: the spread of run means across many runs is the run sd.
-    const s = syntheticArm(Rng.fromSeed(5), { design: 'crossed', runs: 400, canaries: 2, components: { run: 2, canary: 0, interaction: 0 } });
+    const s = syntheticArm(Rng.fromSeed(5), {
+      design: 'crossed',
+      runs: 400,
+      canaries: 2,
+      components: { run: 2, canary: 0, interaction: 0 },
+    });
     const runMeans = Array.from({ length: 400 }, (_, r) => s.values[2 * r] as number);
     const mean = runMeans.reduce((x, y) => x + y, 0) / 400;
     const sd = Math.sqrt(runMeans.reduce((x, y) => x + (y - mean) ** 2, 0) / 399);
@@ -37,7 +49,9 @@ describe('design-aware intervals', () => {
     const nested = syntheticArm(Rng.fromSeed(1), { design: 'nested', runs: 3, canaries: 5, components });
     expect(sampleDesign(clusteredSample(nested.values, nested.runs, nested.canaries))).toBe('nested');
     // A canary missing from one run: not every run holds every canary, so nested.
-    expect(sampleDesign(clusteredSample(crossed.values.slice(1), crossed.runs.slice(1), crossed.canaries.slice(1)))).toBe('nested');
+    expect(
+      sampleDesign(clusteredSample(crossed.values.slice(1), crossed.runs.slice(1), crossed.canaries.slice(1))),
+    ).toBe('nested');
     // Without units the design cannot be crossed.
     expect(sampleDesign(clusteredSample(crossed.values, crossed.runs))).toBe('nested');
     expect(sampleDesign(clusteredSample([1, 2, 3], ['r', 'r', 'r'], ['a', 'b', 'c']))).toBe('flat');
@@ -57,19 +71,29 @@ describe('design-aware intervals', () => {
   });
 
   it('widens a crossed interval with the run spread and states its design', () => {
-    const spread = syntheticArm(Rng.fromSeed(9), { design: 'crossed', runs: 5, canaries: 16, components: { run: 3, canary: 0.5, interaction: 0.5 } });
+    const spread = syntheticArm(Rng.fromSeed(9), {
+      design: 'crossed',
+      runs: 5,
+      canaries: 16,
+      components: { run: 3, canary: 0.5, interaction: 0.5 },
+    });
     const i = bootstrapMedian(clusteredSample(spread.values, spread.runs, spread.canaries), { seed: 1, label: 'x' });
     const canariesOnly = bootstrapMedian(spread.values, { seed: 1, label: 'x' });
     expect(i).toMatchObject({ resampling: 'crossed', method: 'studentized', n_clusters: 5, n: 80 });
     expect(i?.df).toBeGreaterThan(1);
-    expect((i?.hi as number) - (i?.lo as number)).toBeGreaterThan(3 * ((canariesOnly?.hi as number) - (canariesOnly?.lo as number)));
+    expect((i?.hi as number) - (i?.lo as number)).toBeGreaterThan(
+      3 * ((canariesOnly?.hi as number) - (canariesOnly?.lo as number)),
+    );
     expect(i?.estimate).toBe(median(spread.values));
     expect(canariesOnly).toMatchObject({ resampling: 'flat', method: 'percentile', se: null, df: null });
   });
 
   it('sums the two sides of a difference and keeps a one-run pair on the percentile path', () => {
     const a = syntheticArm(Rng.fromSeed(4), { design: 'crossed', runs: 3, canaries: 8, components });
-    const d = bootstrapMedianDifference(clusteredSample(a.values, a.runs, a.canaries), [0, 0.5, 1, 1.5], { seed: 0, label: 'd' });
+    const d = bootstrapMedianDifference(clusteredSample(a.values, a.runs, a.canaries), [0, 0.5, 1, 1.5], {
+      seed: 0,
+      label: 'd',
+    });
     expect(d).toMatchObject({ resampling: 'crossed', method: 'studentized', n_clusters_a: 3, n_clusters_b: 1 });
     const flat = bootstrapMedianDifference([1, 2, 3], [0, 1], { seed: 0, label: 'd' });
     expect(flat).toMatchObject({ resampling: 'flat', method: 'percentile' });
@@ -95,7 +119,11 @@ describe('design-aware intervals', () => {
     expect(i?.lo).toBeCloseTo(t.lo, 12);
     expect(i?.lo).toBeLessThan(4.5);
     expect(i?.hi).toBeGreaterThan(7.5);
-    const bounded = bootstrapMedian(clusteredSample(values, runs, units), { seed: 1, label: 'all-above', bounds: [4, 8] });
+    const bounded = bootstrapMedian(clusteredSample(values, runs, units), {
+      seed: 1,
+      label: 'all-above',
+      bounds: [4, 8],
+    });
     expect([bounded?.lo, bounded?.hi]).toEqual([4, 8]);
   });
 

@@ -22,7 +22,14 @@ describe('copy rate pooled over runs (designProportion)', () => {
       const p = designProportion(...table(3, 16, (r) => r === 0, nested));
       // Run means 1, 0, 0: V = (1/3)(2/3)/(R − 1) = 1/9 in both designs, n_eff = p(1 − p)/V = 2,
       // df = 2, t = 4.3027; Wilson at n = 2 with z = t: [0.01133, 0.95617].
-      expect(p).toMatchObject({ k: 16, n: 48, n_runs: 3, method: 'design-wilson', resampling: nested ? 'nested' : 'crossed', df: 2 });
+      expect(p).toMatchObject({
+        k: 16,
+        n: 48,
+        n_runs: 3,
+        method: 'design-wilson',
+        resampling: nested ? 'nested' : 'crossed',
+        df: 2,
+      });
       expect(p?.rate).toBeCloseTo(1 / 3, 12);
       expect(p?.n_eff).toBeCloseTo(2, 10);
       expect(p?.lo).toBeCloseTo(0.011329923, 6);
@@ -42,7 +49,15 @@ describe('copy rate pooled over runs (designProportion)', () => {
   it('one run: Wilson over its canaries, as before', () => {
     const p = designProportion(...table(1, 16, (_, c) => c < 5));
     const w = wilsonInterval(5, 16);
-    expect(p).toEqual({ ...w, method: 'wilson', resampling: 'flat', n_runs: 1, n_eff: 16, df: null, runs: [{ run_id: 'run-0', k: 5, n: 16 }] });
+    expect(p).toEqual({
+      ...w,
+      method: 'wilson',
+      resampling: 'flat',
+      n_runs: 1,
+      n_eff: 16,
+      df: null,
+      runs: [{ run_id: 'run-0', k: 5, n: 16 }],
+    });
   });
 
   it('every run agreeing at 0 (or 1): each run one trial, t(R − 1)', () => {

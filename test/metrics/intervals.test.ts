@@ -57,7 +57,10 @@ describe('median by selection', () => {
     // The bootstrap gives the same intervals whichever way it finds each resample's median.
     const values = Array.from({ length: 90 }, () => rng.int(50) / 3);
     const flat = clusteredSample(values);
-    const runs = clusteredSample(values, values.map((_, i) => `r${i % 7}`));
+    const runs = clusteredSample(
+      values,
+      values.map((_, i) => `r${i % 7}`),
+    );
     for (const sample of [flat, runs, clusteredSample([3.5]), clusteredSample([2, 1], ['a', 'b'])]) {
       const reference = bootstrapMedian(sample, { seed: 2, label: 'm', median: 'sort' });
       expect(bootstrapMedian(sample, { seed: 2, label: 'm', median: 'select' })).toEqual(reference);
@@ -77,7 +80,7 @@ describe('seeded bootstrap', () => {
   it('is identical for the same seed and label, and changes with either', () => {
     // Distinct, unevenly spaced values: the percentile bounds interpolate, so any change in the
     // resamples moves them.
-    const wide = Array.from({ length: 40 }, (_, i) => (i * i) % 17 + i / 7);
+    const wide = Array.from({ length: 40 }, (_, i) => ((i * i) % 17) + i / 7);
     const a = bootstrapMedian(wide, { seed: 7, label: 'g1' });
     const b = bootstrapMedian(wide, { seed: 7, label: 'g1' });
     expect(a).toEqual(b);
@@ -98,7 +101,17 @@ describe('seeded bootstrap', () => {
   });
 
   it('degenerates honestly: one value gives a point interval, no value gives null', () => {
-    expect(bootstrapMedian([4.2], { seed: 1, label: 'x' })).toEqual({ estimate: 4.2, lo: 4.2, hi: 4.2, n: 1, n_clusters: 1, resampling: 'flat', method: 'percentile', se: null, df: null });
+    expect(bootstrapMedian([4.2], { seed: 1, label: 'x' })).toEqual({
+      estimate: 4.2,
+      lo: 4.2,
+      hi: 4.2,
+      n: 1,
+      n_clusters: 1,
+      resampling: 'flat',
+      method: 'percentile',
+      se: null,
+      df: null,
+    });
     expect(bootstrapMedian([], { seed: 1, label: 'x' })).toBeNull();
   });
 

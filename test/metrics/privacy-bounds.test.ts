@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/random.js';
-import { erfc, gdpEpsilonAt, gdpLogDelta, gdpMuFor, normalCdf, normalLogCdf, normalPpf } from '../../src/metrics/gaussian.js';
+import {
+  erfc,
+  gdpEpsilonAt,
+  gdpLogDelta,
+  gdpMuFor,
+  normalCdf,
+  normalLogCdf,
+  normalPpf,
+} from '../../src/metrics/gaussian.js';
 import { clopperPearsonEpsilon, oneRunEpsilon, oneRunPValue, type ScoredCanary } from '../../src/metrics/privacy.js';
 import { gdpEpsilon, hullAuc, rocHull } from '../../src/metrics/privacy-gdp.js';
 import { fdpOneRunBound, strategyLabel, thresholdStrategy } from '../../src/metrics/privacy-fdp.js';
@@ -17,11 +25,15 @@ const pool = (ins: readonly number[], outs: readonly number[]): ScoredCanary[] =
 ];
 
 /** jax_privacy's `_deterministic_normal`: the (i + ½)/n quantiles of N(mu, sigma²). */
-const deterministicNormal = (mu: number, sigma: number, n: number): number[] => Array.from({ length: n }, (_, i) => normalPpf((i + 0.5) / n) * sigma + mu);
+const deterministicNormal = (mu: number, sigma: number, n: number): number[] =>
+  Array.from({ length: n }, (_, i) => normalPpf((i + 0.5) / n) * sigma + mu);
 
 /** N(mu, 1) draws by Box–Muller from a seeded stream. */
 function normals(rng: Rng, mu: number, n: number): number[] {
-  return Array.from({ length: n }, () => mu + Math.sqrt(-2 * Math.log(1 - rng.float())) * Math.cos(2 * Math.PI * rng.float()));
+  return Array.from(
+    { length: n },
+    () => mu + Math.sqrt(-2 * Math.log(1 - rng.float())) * Math.cos(2 * Math.PI * rng.float()),
+  );
 }
 
 describe('standard normal and Gaussian-DP conversions', () => {
@@ -38,7 +50,8 @@ describe('standard normal and Gaussian-DP conversions', () => {
 
   it('converts μ-GDP to (ε, δ) and back', () => {
     // δ_μ(0) = Φ(μ/2) − Φ(−μ/2) in closed form.
-    for (const mu of [0.3, 1, 3]) expect(Math.exp(gdpLogDelta(mu, 0))).toBeCloseTo(normalCdf(mu / 2) - normalCdf(-mu / 2), 12);
+    for (const mu of [0.3, 1, 3])
+      expect(Math.exp(gdpLogDelta(mu, 0))).toBeCloseTo(normalCdf(mu / 2) - normalCdf(-mu / 2), 12);
     for (const mu of [0.2, 1, 4]) expect(gdpMuFor(gdpEpsilonAt(mu, 1e-5), 1e-5)).toBeCloseTo(mu, 8);
     // Balle & Wang (2018): the analytic Gaussian mechanism for ε = 1, δ = 1e-5 needs σ ≈ 3.73.
     expect(1 / gdpMuFor(1, 1e-5)).toBeCloseTo(3.73, 2);
@@ -48,12 +61,28 @@ describe('standard normal and Gaussian-DP conversions', () => {
 
 describe('ROC hull (jax_privacy tests/auditing_test.py, test_get_tn_fn_counts*)', () => {
   it('keeps the hull thresholds of test_get_tn_fn_counts', () => {
-    expect(rocHull(pool([1.5, 2.5, 0.5, 3.5], [0, 3, 2, 1]))).toMatchObject({ thresholds: [0, 0.5, 3.5, Infinity], tn: [0, 1, 4, 4], fn: [0, 0, 3, 4] });
+    expect(rocHull(pool([1.5, 2.5, 0.5, 3.5], [0, 3, 2, 1]))).toMatchObject({
+      thresholds: [0, 0.5, 3.5, Infinity],
+      tn: [0, 1, 4, 4],
+      fn: [0, 0, 3, 4],
+    });
   });
   it('handles ties (convex and non-convex) and an all-zero pool', () => {
-    expect(rocHull(pool([0, 1, 1, 2], [0, 0, 1, 1]))).toMatchObject({ thresholds: [0, 1, 2, Infinity], tn: [0, 2, 4, 4], fn: [0, 1, 3, 4] });
-    expect(rocHull(pool([0, 0, 1, 2], [0, 1, 1, 1]))).toMatchObject({ thresholds: [0, 2, Infinity], tn: [0, 4, 4], fn: [0, 3, 4] });
-    expect(rocHull(pool([0, 0, 0, 0], [0, 0, 0, 0]))).toMatchObject({ thresholds: [0, Infinity], tn: [0, 4], fn: [0, 4] });
+    expect(rocHull(pool([0, 1, 1, 2], [0, 0, 1, 1]))).toMatchObject({
+      thresholds: [0, 1, 2, Infinity],
+      tn: [0, 2, 4, 4],
+      fn: [0, 1, 3, 4],
+    });
+    expect(rocHull(pool([0, 0, 1, 2], [0, 1, 1, 1]))).toMatchObject({
+      thresholds: [0, 2, Infinity],
+      tn: [0, 4, 4],
+      fn: [0, 3, 4],
+    });
+    expect(rocHull(pool([0, 0, 0, 0], [0, 0, 0, 0]))).toMatchObject({
+      thresholds: [0, Infinity],
+      tn: [0, 4],
+      fn: [0, 4],
+    });
     expect(rocHull(pool([1], []))).toBeNull();
   });
 });
@@ -68,7 +97,14 @@ describe('hull AUROC (jax_privacy test_attack_auroc_*)', () => {
     }
     // _scores_with_circular_roc: out = linspace(0, 1, n_out), in = sqrt(1 − linspace(0, 1, n_in)²).
     const lin = (n: number): number[] => Array.from({ length: n }, (_, i) => i / (n - 1));
-    expect(hullAuc(pool(lin(10_000).map((x) => Math.sqrt(1 - x * x)), lin(15_000)))).toBeCloseTo(Math.PI / 4, 3);
+    expect(
+      hullAuc(
+        pool(
+          lin(10_000).map((x) => Math.sqrt(1 - x * x)),
+          lin(15_000),
+        ),
+      ),
+    ).toBeCloseTo(Math.PI / 4, 3);
   });
 });
 
@@ -80,7 +116,11 @@ describe('f-DP one-run ε (jax_privacy test_epsilon_one_run_close, *_fdp cases)'
     [2, 4.7218075],
     [4, 9.133752],
   ])('shift %d gives ε = %f (rtol 1e-5)', (shift, expected) => {
-    const b = fdpOneRunBound(pool(deterministicNormal(shift, 1, 10_000), deterministicNormal(0, 1, 10_000)), 1e-6, 0.95);
+    const b = fdpOneRunBound(
+      pool(deterministicNormal(shift, 1, 10_000), deterministicNormal(0, 1, 10_000)),
+      1e-6,
+      0.95,
+    );
     expect(b?.threshold_strategy).toBe('bonferroni');
     if (expected === 0) expect(b?.epsilon).toBe(0);
     else expect(Math.abs((b?.epsilon as number) / expected - 1)).toBeLessThan(1e-5);
@@ -95,16 +135,25 @@ describe('binomial one-run ε core (jax_privacy test_epsilon_one_run_close, non-
     [1, 1.13346],
     [4, 4.395568],
   ])('shift %d gives ε = %f (rtol 1e-5)', (shift, expected) => {
-    const h = rocHull(pool(deterministicNormal(shift, 1, 10_000), deterministicNormal(0, 1, 10_000))) as NonNullable<ReturnType<typeof rocHull>>;
+    const h = rocHull(pool(deterministicNormal(shift, 1, 10_000), deterministicNormal(0, 1, 10_000))) as NonNullable<
+      ReturnType<typeof rocHull>
+    >;
     const level = 0.05 / h.thresholds.length;
     const cands = h.thresholds
-      .map((_, i) => ({ correct: h.nIn - (h.fn[i] as number), guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number) }))
+      .map((_, i) => ({
+        correct: h.nIn - (h.fn[i] as number),
+        guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number),
+      }))
       .filter((x) => x.guesses > 0)
       .sort((a, b) => b.correct * a.guesses - a.correct * b.guesses);
     let best = 0;
     for (const x of cands) {
       // jax_privacy's two shortcuts: precision below logistic(best), or no rejection at best.
-      if (x.correct / x.guesses <= 1 / (1 + Math.exp(-best)) || oneRunPValue(20_000, x.guesses, x.correct, best, 1e-6) >= level) continue;
+      if (
+        x.correct / x.guesses <= 1 / (1 + Math.exp(-best)) ||
+        oneRunPValue(20_000, x.guesses, x.correct, best, 1e-6) >= level
+      )
+        continue;
       best = Math.max(best, oneRunEpsilon(20_000, x.guesses, x.correct, 1e-6, level));
     }
     expect(Math.abs(best / expected - 1)).toBeLessThan(1e-5);
@@ -117,19 +166,26 @@ describe('GDP ε (jax_privacy test_epsilon_from_gdp_*)', () => {
     // bound sits a little further below: within 5% at μ = 1 and 3 (μ = 0.3 is 10% below: not asserted;
     // every case is printed by bench/privacy-bounds.ts). One case here: a million canaries cost seconds.
     for (const [mu, ratio] of [[1, 0.5]] as const) {
-      const b = gdpEpsilon(pool(deterministicNormal(mu, 1, 500_000), deterministicNormal(0, 1, 500_000 * ratio)), 5e-2, 0.9);
+      const b = gdpEpsilon(
+        pool(deterministicNormal(mu, 1, 500_000), deterministicNormal(0, 1, 500_000 * ratio)),
+        5e-2,
+        0.9,
+      );
       const truth = gdpEpsilonAt(mu, 5e-2);
       expect(b?.epsilon).toBeLessThan(truth);
       expect(b?.epsilon).toBeGreaterThan(0.95 * truth);
     }
   });
 
-  it.each([0, -1, -3])('is exactly 0 when members are N(%d, 1) against N(0, 1) (test_epsilon_from_gdp_non_positive_mu_is_zero, PR #270)', (mu) => {
-    const rng = new Rng('gdp-null', mu);
-    const b = gdpEpsilon(pool(normals(rng, mu, 5000), normals(rng, 0, 5000)), 1e-5, 0.95);
-    expect(b?.epsilon).toBe(0);
-    expect(b?.threshold_strategy).toBe('bonferroni');
-  });
+  it.each([0, -1, -3])(
+    'is exactly 0 when members are N(%d, 1) against N(0, 1) (test_epsilon_from_gdp_non_positive_mu_is_zero, PR #270)',
+    (mu) => {
+      const rng = new Rng('gdp-null', mu);
+      const b = gdpEpsilon(pool(normals(rng, mu, 5000), normals(rng, 0, 5000)), 1e-5, 0.95);
+      expect(b?.epsilon).toBe(0);
+      expect(b?.threshold_strategy).toBe('bonferroni');
+    },
+  );
 });
 
 describe('null scores: every bound is 0, in either input order', () => {
@@ -148,7 +204,9 @@ describe('null scores: every bound is 0, in either input order', () => {
         expect(gdpEpsilon(order, 1e-5)?.epsilon).toBe(0);
         expect(fdpOneRunBound(order, 1e-5)?.epsilon).toBe(0);
         expect(fdpOneRunBound(order, 1e-5, 0.95, thresholdStrategy('split', 1))?.epsilon).toBe(0);
-        expect(fdpOneRunBound(order, 1e-5, 0.95, { kind: 'multisplit', fraction: 0.5, seed: 1, samples: 9 })?.epsilon).toBe(0);
+        expect(
+          fdpOneRunBound(order, 1e-5, 0.95, { kind: 'multisplit', fraction: 0.5, seed: 1, samples: 9 })?.epsilon,
+        ).toBe(0);
         expect(clopperPearsonEpsilon(order, 1e-5)?.epsilon).toBe(0);
         expect(hullAuc(order)).toBeCloseTo(0.5, 12);
       }
@@ -162,7 +220,9 @@ describe('threshold strategies (jax_privacy Split / MultiSplit)', () => {
     const split = fdpOneRunBound(signal, 1e-6, 0.95, thresholdStrategy('split', 7));
     expect(split?.threshold_strategy).toBe('split(0.5, seed 7)');
     expect(split?.epsilon).toBeGreaterThan(0);
-    expect(fdpOneRunBound([...signal].reverse(), 1e-6, 0.95, thresholdStrategy('split', 7))?.epsilon).toBe(split?.epsilon);
+    expect(fdpOneRunBound([...signal].reverse(), 1e-6, 0.95, thresholdStrategy('split', 7))?.epsilon).toBe(
+      split?.epsilon,
+    );
     const multi = fdpOneRunBound(signal, 1e-6, 0.95, { kind: 'multisplit', fraction: 0.5, seed: 7, samples: 11 });
     expect(multi?.threshold_strategy).toBe('multisplit(11 × 0.5, seed 7)');
     expect(multi?.epsilon).toBeGreaterThan(0);
@@ -170,7 +230,9 @@ describe('threshold strategies (jax_privacy Split / MultiSplit)', () => {
   });
   it('rejects bad settings with the field and its range', () => {
     expect(() => fdpOneRunBound(signal, 0)).toThrow(/delta must be in \(0, 1\]/);
-    expect(() => fdpOneRunBound(signal, 1e-6, 0.95, { kind: 'split', fraction: 1, seed: 0 })).toThrow(/fraction must be in \(0, 1\)/);
+    expect(() => fdpOneRunBound(signal, 1e-6, 0.95, { kind: 'split', fraction: 1, seed: 0 })).toThrow(
+      /fraction must be in \(0, 1\)/,
+    );
     expect(() => thresholdStrategy('holm' as never)).toThrow(/one of: bonferroni, split, multisplit/);
   });
 });

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { betaQuantile, clopperPearson, studentTQuantile } from '../../src/metrics/distributions.js';
-import { clopperPearsonEpsilon, membershipAuc, oneRunBound, oneRunEpsilon, oneRunGuesses, oneRunPValue, tprAtFpr, type ScoredCanary } from '../../src/metrics/privacy.js';
+import {
+  clopperPearsonEpsilon,
+  membershipAuc,
+  oneRunBound,
+  oneRunEpsilon,
+  oneRunGuesses,
+  oneRunPValue,
+  tprAtFpr,
+  type ScoredCanary,
+} from '../../src/metrics/privacy.js';
 
 describe('distribution functions (published tables)', () => {
   it('gives Student t quantiles', () => {
@@ -26,7 +35,9 @@ describe('distribution functions (published tables)', () => {
 describe('membership readouts', () => {
   it('computes the AUC with ties counted half', () => {
     // Members 3, 4 against 1, 2, 3: (1 + 1 + ½ + 1 + 1 + 1) / 6.
-    const auc = membershipAuc([3, 4].map((score) => ({ score, member: true })).concat([1, 2, 3].map((score) => ({ score, member: false }))));
+    const auc = membershipAuc(
+      [3, 4].map((score) => ({ score, member: true })).concat([1, 2, 3].map((score) => ({ score, member: false }))),
+    );
     expect(auc?.estimate).toBeCloseTo(5.5 / 6, 12);
     expect(auc?.lo).toBeLessThan(auc?.estimate as number);
     expect(membershipAuc([{ score: 1, member: true }])).toBeNull();
@@ -52,7 +63,12 @@ describe('membership readouts', () => {
     expect(bound?.thresholds).toBe(100);
     expect(bound?.epsilon).toBeCloseTo(Math.log(lo / (1 - lo)), 6);
     // No separation at all: nothing is excluded.
-    expect(clopperPearsonEpsilon(Array.from({ length: 40 }, (_, i) => ({ score: i % 2, member: i < 20 })), 1e-5)?.epsilon).toBe(0);
+    expect(
+      clopperPearsonEpsilon(
+        Array.from({ length: 40 }, (_, i) => ({ score: i % 2, member: i < 20 })),
+        1e-5,
+      )?.epsilon,
+    ).toBe(0);
   });
 });
 
@@ -87,7 +103,10 @@ describe('one-run bound (Steinke, Nasr & Jagielski 2023, Appendix D)', () => {
 
 describe('ties: input order decides nothing', () => {
   const CEILING = Math.log2(10000);
-  const pool = (members: number[], others: number[]): ScoredCanary[] => [...members.map((score) => ({ score, member: true })), ...others.map((score) => ({ score, member: false }))];
+  const pool = (members: number[], others: number[]): ScoredCanary[] => [
+    ...members.map((score) => ({ score, member: true })),
+    ...others.map((score) => ({ score, member: false })),
+  ];
   // A seeded shuffle (LCG) so a third order is tried besides members-first and reversed.
   const shuffled = <T>(xs: readonly T[], seed: number): T[] => {
     const out = [...xs];
@@ -158,8 +177,18 @@ describe('ties: input order decides nothing', () => {
       // guesses {9, 8} in and {1, 0} out (3 of 4: 0 is a member); r = 2 guesses 9 in, 0 out (1 of 2).
       // Eight canaries at 0.05/3 cannot exclude ε = 0 whichever r is chosen.
       expect(b).toMatchObject({ m: 8, epsilon: 0, guesses: 2, correct: 1, abstained: 0 });
-      expect(oneRunGuesses([...order].sort((a, b) => b.score - a.score), 8)).toEqual({ guesses: 5, correct: 4, abstained: 3 });
-      expect(oneRunGuesses([...order].sort((a, b) => b.score - a.score), 4)).toEqual({ guesses: 4, correct: 3, abstained: 0 });
+      expect(
+        oneRunGuesses(
+          [...order].sort((a, b) => b.score - a.score),
+          8,
+        ),
+      ).toEqual({ guesses: 5, correct: 4, abstained: 3 });
+      expect(
+        oneRunGuesses(
+          [...order].sort((a, b) => b.score - a.score),
+          4,
+        ),
+      ).toEqual({ guesses: 4, correct: 3, abstained: 0 });
     }
     // The TPR threshold never splits a tied block in the members' favour: with the bar at 7 the
     // tied members stay out whatever the order.

@@ -64,7 +64,10 @@ describe('rankOfIndex: candidate order decides nothing', () => {
     permute([0, 1, 2, 3], []);
     expect(orders).toHaveLength(24);
     for (const order of orders) {
-      const r = rankOfIndex(order.map((i) => scores[i] as number), order.indexOf(0));
+      const r = rankOfIndex(
+        order.map((i) => scores[i] as number),
+        order.indexOf(0),
+      );
       expect(r).toMatchObject({ rank: 4, ties: 2 });
     }
   });

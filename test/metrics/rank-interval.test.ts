@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMedian, bootstrapMedianDifference, clusteredSample, TWO_RUNS_FLAG, type MedianInterval } from '../../src/metrics/bootstrap.js';
+import {
+  bootstrapMedian,
+  bootstrapMedianDifference,
+  clusteredSample,
+  TWO_RUNS_FLAG,
+  type MedianInterval,
+} from '../../src/metrics/bootstrap.js';
 import { boundTieShare, rankInterval } from '../../src/metrics/rank-interval.js';
 import { Rng } from '../../src/random.js';
 import { CEILING, populationTruths, rankExposure, shapedAudit, type ShapedSpec } from '../fixtures/shaped-audit.js';
@@ -26,16 +32,25 @@ describe('medians read on the ranks', () => {
   });
 
   it('measure the pile at an end of the parameter space only where the median can land on it', () => {
-    expect(boundTieShare([...Array(46).fill(CEILING), ...Array.from({ length: 54 }, (_, i) => i / 10)], [0, CEILING])).toBeCloseTo(0.46, 12);
+    expect(
+      boundTieShare([...Array(46).fill(CEILING), ...Array.from({ length: 54 }, (_, i) => i / 10)], [0, CEILING]),
+    ).toBeCloseTo(0.46, 12);
     // A pile at the floor in the lowest tenth: outside the middle half, the median cannot reach it.
-    expect(boundTieShare([...Array(10).fill(0), ...Array.from({ length: 90 }, (_, i) => 1 + i / 10)], [0, CEILING])).toBe(0);
+    expect(
+      boundTieShare([...Array(10).fill(0), ...Array.from({ length: 90 }, (_, i) => 1 + i / 10)], [0, CEILING]),
+    ).toBe(0);
     expect(boundTieShare([1.5, 2.5, 3.5], [0, CEILING])).toBe(0);
   });
 
   it('do not collapse where more than half the values sit at the ceiling', () => {
     const s = ceilingHeavy();
     const sample = clusteredSample(s.values, s.runs, s.canaries);
-    const i = bootstrapMedian(sample, { seed: 1, label: 'ceiling', resamples: 300, bounds: [0, CEILING] }) as MedianInterval;
+    const i = bootstrapMedian(sample, {
+      seed: 1,
+      label: 'ceiling',
+      resamples: 300,
+      bounds: [0, CEILING],
+    }) as MedianInterval;
     expect(i).toMatchObject({ estimate: CEILING, hi: CEILING, method: 'rank', resampling: 'crossed', n_clusters: 3 });
     expect(i.flags).toBeUndefined();
     // 7 of 12 canaries (21 of 36 values) at the ceiling: too few to be sure the population median is there.
@@ -44,23 +59,41 @@ describe('medians read on the ranks', () => {
 
   it('difference the two sides’ intervals when either side is piled at the ceiling', () => {
     const s = ceilingHeavy();
-    const heldOut = clusteredSample([0, 0.5, 1, 0, 0.3, 2, 0.1, 0, 0.7], ['r0', 'r0', 'r0', 'r1', 'r1', 'r1', 'r2', 'r2', 'r2'], ['h0', 'h1', 'h2', 'h0', 'h1', 'h2', 'h0', 'h1', 'h2']);
+    const heldOut = clusteredSample(
+      [0, 0.5, 1, 0, 0.3, 2, 0.1, 0, 0.7],
+      ['r0', 'r0', 'r0', 'r1', 'r1', 'r1', 'r2', 'r2', 'r2'],
+      ['h0', 'h1', 'h2', 'h0', 'h1', 'h2', 'h0', 'h1', 'h2'],
+    );
     const options = { seed: 3, label: 'd', resamples: 200 };
     const focal = clusteredSample(s.values, s.runs, s.canaries);
-    const d = bootstrapMedianDifference(focal, heldOut, { ...options, bounds: [-CEILING, CEILING], sideBounds: [0, CEILING] });
+    const d = bootstrapMedianDifference(focal, heldOut, {
+      ...options,
+      bounds: [-CEILING, CEILING],
+      sideBounds: [0, CEILING],
+    });
     const a = bootstrapMedian(focal, { ...options, label: 'd|a', bounds: [0, CEILING] }) as MedianInterval;
     const b = bootstrapMedian(heldOut, { ...options, label: 'd|b', bounds: [0, CEILING] }) as MedianInterval;
     expect(d).toMatchObject({ method: 'bounds', resampling: 'crossed', estimate: a.estimate - b.estimate });
     expect(d?.lo).toBeCloseTo(a.lo - b.hi, 12);
     expect(d?.hi).toBeCloseTo(Math.min(CEILING, a.hi - b.lo), 12);
     // Without side bounds nothing is known to be piled at an end: the studentised path, as before.
-    expect(bootstrapMedianDifference(focal, heldOut, { ...options, bounds: [-CEILING, CEILING] })?.method).toBe('studentized');
+    expect(bootstrapMedianDifference(focal, heldOut, { ...options, bounds: [-CEILING, CEILING] })?.method).toBe(
+      'studentized',
+    );
   });
 
   it('flag 2 runs per arm and nothing for 3', () => {
-    const two = clusteredSample([1, 2, 3, 4, 2, 3, 4, 5], ['a', 'a', 'a', 'a', 'b', 'b', 'b', 'b'], ['c0', 'c1', 'c2', 'c3', 'c0', 'c1', 'c2', 'c3']);
+    const two = clusteredSample(
+      [1, 2, 3, 4, 2, 3, 4, 5],
+      ['a', 'a', 'a', 'a', 'b', 'b', 'b', 'b'],
+      ['c0', 'c1', 'c2', 'c3', 'c0', 'c1', 'c2', 'c3'],
+    );
     expect(bootstrapMedian(two, { seed: 1, label: 'two', resamples: 100 })?.flags).toEqual([TWO_RUNS_FLAG]);
-    const three = clusteredSample([1, 2, 3, 4, 2, 3, 4, 5, 1.5, 2.5, 3.5, 4.5], [...'aaaabbbbcccc'], ['c0', 'c1', 'c2', 'c3', 'c0', 'c1', 'c2', 'c3', 'c0', 'c1', 'c2', 'c3']);
+    const three = clusteredSample(
+      [1, 2, 3, 4, 2, 3, 4, 5, 1.5, 2.5, 3.5, 4.5],
+      [...'aaaabbbbcccc'],
+      ['c0', 'c1', 'c2', 'c3', 'c0', 'c1', 'c2', 'c3', 'c0', 'c1', 'c2', 'c3'],
+    );
     expect(bootstrapMedian(three, { seed: 1, label: 'three', resamples: 100 })?.flags).toBeUndefined();
   });
 });

@@ -110,7 +110,14 @@ describe('bootstrapMean', () => {
       for (let i = 0; i < values.length; i += 1) s += values[rng.scaledInt(values.length)] as number;
       return s / values.length;
     }).sort();
-    expect(got).toEqual({ estimate: 3.5 / 6, lo: quantileSorted(stats, 0.025), hi: quantileSorted(stats, 0.975), n: 6, n_clusters: 1, resampling: 'flat' });
+    expect(got).toEqual({
+      estimate: 3.5 / 6,
+      lo: quantileSorted(stats, 0.025),
+      hi: quantileSorted(stats, 0.975),
+      n: 6,
+      n_clusters: 1,
+      resampling: 'flat',
+    });
     expect(bootstrapMean(values, { seed: 7, label: 'x', resamples: 500 })).toEqual(got);
     expect(bootstrapMean(values, { seed: 8, label: 'x', resamples: 500 })).not.toEqual(got);
   });
@@ -133,15 +140,34 @@ describe('utilityInterval', () => {
     expect(u).toMatchObject({ estimate: 0.75, n: 4, k: 3, n_runs: 1, method: 'wilson', resampling: null });
     expect(u?.lo).toBeCloseTo(0.3006, 4);
     expect(u?.hi).toBeCloseTo(0.9544, 4);
-    expect(utilityInterval('exact_match', [{ run_id: 'r1', scores: [0, 0] }], opts)).toMatchObject({ estimate: 0, lo: 0, k: 0 });
+    expect(utilityInterval('exact_match', [{ run_id: 'r1', scores: [0, 0] }], opts)).toMatchObject({
+      estimate: 0,
+      lo: 0,
+      k: 0,
+    });
   });
 
   it('gives token F1 a bootstrap interval over rows, and pooled runs a hierarchical one', () => {
     const f1 = utilityInterval('token_f1', [{ run_id: 'r1', scores: [0.4, 1, 0] }], opts);
     expect(f1).toMatchObject({ n: 3, k: null, n_runs: 1, method: 'bootstrap', resampling: 'flat' });
     expect(f1?.estimate).toBeCloseTo(1.4 / 3, 12);
-    const pooled = utilityInterval('accuracy', [{ run_id: 'r1', scores: [1, 1] }, { run_id: 'r2', scores: [0, 1] }, { run_id: 'r3', scores: [] }], opts);
-    expect(pooled).toMatchObject({ estimate: 0.75, n: 4, k: 3, n_runs: 2, method: 'bootstrap', resampling: 'hierarchical' });
+    const pooled = utilityInterval(
+      'accuracy',
+      [
+        { run_id: 'r1', scores: [1, 1] },
+        { run_id: 'r2', scores: [0, 1] },
+        { run_id: 'r3', scores: [] },
+      ],
+      opts,
+    );
+    expect(pooled).toMatchObject({
+      estimate: 0.75,
+      n: 4,
+      k: 3,
+      n_runs: 2,
+      method: 'bootstrap',
+      resampling: 'hierarchical',
+    });
     expect(utilityInterval('accuracy', [{ run_id: 'r1', scores: [] }], opts)).toBeNull();
   });
 });

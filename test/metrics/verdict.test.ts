@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { decisionProbability, holmAdjust, powerAdvice, readVerdict, scaledVariance, spreadOf, testSpread } from '../../src/metrics/verdict.js';
+import {
+  decisionProbability,
+  holmAdjust,
+  powerAdvice,
+  readVerdict,
+  scaledVariance,
+  spreadOf,
+  testSpread,
+} from '../../src/metrics/verdict.js';
 import type { VarianceComponents } from '../../src/metrics/bootstrap.js';
 
 describe('testSpread', () => {
@@ -7,14 +15,17 @@ describe('testSpread', () => {
     const t = testSpread({ estimate: 2, se: 1, df: Infinity }, 1);
     expect(t.p_difference).toBeCloseTo(0.0455003, 6); // 2(1 − Φ(2))
     expect(t.p_equivalence).toBeCloseTo(0.8413447, 6); // Φ(1): the +margin side
-    expect(readVerdict(t, t.p_difference <= 0.05, t.p_equivalence <= 0.05)).toEqual({ verdict: 'higher', within_margin: false });
+    expect(readVerdict(t, t.p_difference <= 0.05, t.p_equivalence <= 0.05)).toEqual({
+      verdict: 'higher',
+      within_margin: false,
+    });
     const e = testSpread({ estimate: 0, se: 0.3, df: Infinity }, 1);
     expect(e.p_difference).toBe(1);
-    expect(e.p_equivalence).toBeCloseTo(0.000429060, 8); // Φ(−1/0.3)
+    expect(e.p_equivalence).toBeCloseTo(0.00042906, 8); // Φ(−1/0.3)
     expect(readVerdict(e, false, e.p_equivalence <= 0.05).verdict).toBe('equivalent');
   });
 
-  it('uses Student t with the interval\'s df: t(0.975, 2) = 4.302653 gives p = 0.05', () => {
+  it("uses Student t with the interval's df: t(0.975, 2) = 4.302653 gives p = 0.05", () => {
     const t = testSpread({ estimate: -4.302653, se: 1, df: 2 }, 1);
     expect(t.p_difference).toBeCloseTo(0.05, 6);
     expect(readVerdict(t, t.p_difference <= 0.05 + 1e-9, false).verdict).toBe('lower');
@@ -22,9 +33,15 @@ describe('testSpread', () => {
 
   it('reads an undecided comparison, a small sure effect, and a zero-spread estimate', () => {
     const u = testSpread({ estimate: 0.5, se: 2, df: 10 }, 1);
-    expect(readVerdict(u, u.p_difference <= 0.05, u.p_equivalence <= 0.05)).toEqual({ verdict: 'undecided', within_margin: false });
+    expect(readVerdict(u, u.p_difference <= 0.05, u.p_equivalence <= 0.05)).toEqual({
+      verdict: 'undecided',
+      within_margin: false,
+    });
     const small = testSpread({ estimate: 0.5, se: 0.1, df: Infinity }, 1);
-    expect(readVerdict(small, small.p_difference <= 0.05, small.p_equivalence <= 0.05)).toEqual({ verdict: 'higher', within_margin: true });
+    expect(readVerdict(small, small.p_difference <= 0.05, small.p_equivalence <= 0.05)).toEqual({
+      verdict: 'higher',
+      within_margin: true,
+    });
     expect(testSpread({ estimate: 3, se: 0, df: 2 }, 1)).toMatchObject({ p_difference: 0, p_equivalence: 1 });
     expect(testSpread({ estimate: 0, se: 0, df: 2 }, 1)).toMatchObject({ p_difference: 1, p_equivalence: 0 });
     expect(() => testSpread({ estimate: 0, se: 1, df: 2 }, 0)).toThrow(RangeError);
@@ -46,7 +63,7 @@ describe('holmAdjust', () => {
     expect(adj.every((a) => a.p_equivalence === 1)).toBe(true);
   });
 
-  it('drops a comparison from the count once both its tests reject (Holm\'s m − j + 1)', () => {
+  it("drops a comparison from the count once both its tests reject (Holm's m − j + 1)", () => {
     const adj = holmAdjust([
       { p_difference: 0.001, p_equivalence: 0.002 },
       { p_difference: 0.02, p_equivalence: 0.9 },

@@ -7,16 +7,47 @@ import { runDetail } from '../../src/cli/views/index.js';
 const NOW = Date.UTC(2026, 0, 1, 1, 0, 0);
 const at = (s: number) => new Date(NOW + s * 1000).toISOString();
 const progress = (over: Partial<RunProgress>): RunProgress => ({
-  phase: 'training', host: 'h', gpu: null, worker_pid: 1, trainer_pid: 2, attempt: 1, device: 'cpu', update: 10, total: 100,
-  loss: 1, rows_per_s: 5, eta_s: null, resumed_from: null, last_checkpoint: null, eval: null, updated: NOW, ...over,
+  phase: 'training',
+  host: 'h',
+  gpu: null,
+  worker_pid: 1,
+  trainer_pid: 2,
+  attempt: 1,
+  device: 'cpu',
+  update: 10,
+  total: 100,
+  loss: 1,
+  rows_per_s: 5,
+  eta_s: null,
+  resumed_from: null,
+  last_checkpoint: null,
+  eval: null,
+  updated: NOW,
+  ...over,
 });
 let n = 0;
 const run = (over: Partial<RunStatus>): RunStatus => ({
-  run_id: `run-${(n += 1)}`, cell_id: 'dose=1', state: 'waiting', attempts_made: 0, max_attempts: 3, progress: null, failure: null,
-  result: null, started: null, finished: null, ...over,
+  run_id: `run-${(n += 1)}`,
+  cell_id: 'dose=1',
+  state: 'waiting',
+  attempts_made: 0,
+  max_attempts: 3,
+  progress: null,
+  failure: null,
+  result: null,
+  started: null,
+  finished: null,
+  ...over,
 });
 const audit = (runs: RunStatus[], state: AuditStatus['state'] = 'running'): AuditStatus => ({
-  audit_id: 'a', name: 'n', state, submitted: '', cancelled_at: null, counts: {}, runs, summary: null,
+  audit_id: 'a',
+  name: 'n',
+  state,
+  submitted: '',
+  cancelled_at: null,
+  counts: {},
+  runs,
+  summary: null,
 });
 
 describe('audit ETA', () => {
@@ -30,18 +61,52 @@ describe('audit ETA', () => {
     // The longest active run bounds it from below.
     expect(auditEta(audit([finished, run({ state: 'active', progress: progress({ eta_s: 500 }) })]), NOW, 4)).toBe(500);
     // An active run needs at least the typical run's own work less what it has done (its final evaluation is still to come).
-    expect(estimateAudit(audit([finished, run({ run_id: 'x', state: 'active', progress: progress({ eta_s: 5, phase_s: { training: 60 } }) })]), NOW).runs.get('x')).toBe(40);
+    expect(
+      estimateAudit(
+        audit([
+          finished,
+          run({ run_id: 'x', state: 'active', progress: progress({ eta_s: 5, phase_s: { training: 60 } }) }),
+        ]),
+        NOW,
+      ).runs.get('x'),
+    ).toBe(40);
     // The tracker's ETA is as of its last write.
-    expect(auditEta(audit([run({ state: 'active', progress: progress({ eta_s: 50, updated: NOW - 20_000, phase_s: { training: 10 } }) })]), NOW)).toBe(30);
+    expect(
+      auditEta(
+        audit([
+          run({ state: 'active', progress: progress({ eta_s: 50, updated: NOW - 20_000, phase_s: { training: 10 } }) }),
+        ]),
+        NOW,
+      ),
+    ).toBe(30);
   });
 
   it('does not charge a shared base to every run: waiting for it and building it are counted apart', () => {
     // The finished run built seed 0's base: 160 s of wall time, 60 s of it its own work.
-    const finished = run({ state: 'completed', started: at(-300), finished: at(-140), progress: progress({ phase: 'finishing', phase_s: { starting: 5, pretraining: 100, training: 40, evaluating: 15 } }) });
-    const builder = run({ run_id: 'builder', state: 'active', progress: progress({ phase: 'pretraining', eta_s: 30, phase_s: { starting: 5, pretraining: 20 } }) });
+    const finished = run({
+      state: 'completed',
+      started: at(-300),
+      finished: at(-140),
+      progress: progress({
+        phase: 'finishing',
+        phase_s: { starting: 5, pretraining: 100, training: 40, evaluating: 15 },
+      }),
+    });
+    const builder = run({
+      run_id: 'builder',
+      state: 'active',
+      progress: progress({ phase: 'pretraining', eta_s: 30, phase_s: { starting: 5, pretraining: 20 } }),
+    });
     const waiter = run({
-      run_id: 'waiter', state: 'active',
-      progress: progress({ phase: 'waiting_base', update: 0, eta_s: null, waiting: { on: 'base_model', run_id: 'builder', pid: 9, since: NOW - 20_000 }, phase_s: { starting: 5, waiting_base: 20 } }),
+      run_id: 'waiter',
+      state: 'active',
+      progress: progress({
+        phase: 'waiting_base',
+        update: 0,
+        eta_s: null,
+        waiting: { on: 'base_model', run_id: 'builder', pid: 9, since: NOW - 20_000 },
+        phase_s: { starting: 5, waiting_base: 20 },
+      }),
     });
     const estimate = estimateAudit(audit([finished, builder, waiter, run({}), run({}), run({})]), NOW, 2);
     expect(estimate).toMatchObject({ own_s: 60, own_from: 'finished' });
@@ -58,12 +123,26 @@ describe('audit ETA', () => {
 
   it('says nothing until a fine-tuning rate or a finished run is measured, and 0 once all is done', () => {
     const builder = run({ state: 'active', progress: progress({ phase: 'pretraining', eta_s: 30 }) });
-    const waiter = run({ state: 'active', progress: progress({ phase: 'waiting_base', eta_s: null, waiting: { on: 'base_model', run_id: builder.run_id, pid: 9, since: NOW } }) });
+    const waiter = run({
+      state: 'active',
+      progress: progress({
+        phase: 'waiting_base',
+        eta_s: null,
+        waiting: { on: 'base_model', run_id: builder.run_id, pid: 9, since: NOW },
+      }),
+    });
     expect(auditEta(audit([builder, waiter, run({}), run({})]), NOW, 2)).toBeNull();
     expect(auditEta(audit([run({}), run({})]), NOW)).toBeNull();
     // A run fine-tuning: own work = so far + training left + the longest evaluation measured (the base one).
-    const tuning = run({ state: 'active', progress: progress({ eta_s: 40, phase_s: { starting: 5, training: 10, evaluating: 15 } }) });
-    expect(estimateAudit(audit([tuning, run({})]), NOW, 1)).toMatchObject({ own_s: 30 + 40 + 15, own_from: 'active', eta_s: 55 + 85 });
+    const tuning = run({
+      state: 'active',
+      progress: progress({ eta_s: 40, phase_s: { starting: 5, training: 10, evaluating: 15 } }),
+    });
+    expect(estimateAudit(audit([tuning, run({})]), NOW, 1)).toMatchObject({
+      own_s: 30 + 40 + 15,
+      own_from: 'active',
+      eta_s: 55 + 85,
+    });
     expect(auditEta(audit([run({ state: 'completed', started: at(-10), finished: at(0) })], 'finished'), NOW)).toBe(0);
   });
 });
@@ -77,11 +156,28 @@ describe('audit ETA', () => {
 interface Recording {
   slots: number;
   end: string;
-  snapshots: { time: string; state: AuditStatus['state']; runs: (Omit<RunStatus, 'progress' | 'attempts_made' | 'max_attempts' | 'failure' | 'result'> & { progress: Partial<RunProgress> | null })[] }[];
+  snapshots: {
+    time: string;
+    state: AuditStatus['state'];
+    runs: (Omit<RunStatus, 'progress' | 'attempts_made' | 'max_attempts' | 'failure' | 'result'> & {
+      progress: Partial<RunProgress> | null;
+    })[];
+  }[];
 }
-const recording = JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'eta-quickstart-6runs.json'), 'utf8')) as Recording;
+const recording = JSON.parse(
+  readFileSync(join(import.meta.dirname, 'fixtures', 'eta-quickstart-6runs.json'), 'utf8'),
+) as Recording;
 const replay = recording.snapshots.map((s) => {
-  const runs = s.runs.map((r): RunStatus => ({ ...r, attempts_made: 0, max_attempts: 3, failure: null, result: null, progress: r.progress ? progress(r.progress) : null }));
+  const runs = s.runs.map(
+    (r): RunStatus => ({
+      ...r,
+      attempts_made: 0,
+      max_attempts: 3,
+      failure: null,
+      result: null,
+      progress: r.progress ? progress(r.progress) : null,
+    }),
+  );
   const now = Date.parse(s.time);
   return { now, left: (Date.parse(recording.end) - now) / 1000, audit: audit(runs, s.state) };
 });
@@ -95,7 +191,11 @@ describe('audit ETA on a recorded audit', () => {
     const r = building[5] as (typeof building)[number];
     const waiter = r.audit.runs.find((x) => x.progress?.phase === 'waiting_base') as RunStatus;
     const builder = r.audit.runs.find((x) => x.progress?.phase === 'pretraining') as RunStatus;
-    expect(runDetail(waiter, r.now, r.audit.runs)).toMatch(new RegExp(`^waiting for base, built by run ${builder.run_id} \\(pid \\d+\\) {2}waited \\S+ {2}base ETA \\d+m\\d+s`));
+    expect(runDetail(waiter, r.now, r.audit.runs)).toMatch(
+      new RegExp(
+        `^waiting for base, built by run ${builder.run_id} \\(pid \\d+\\) {2}waited \\S+ {2}base ETA \\d+m\\d+s`,
+      ),
+    );
   });
 
   it('is within 25% of the time the audit really took from then on, wherever a minute or more was left', () => {
@@ -103,8 +203,17 @@ describe('audit ETA on a recorded audit', () => {
     expect(known.length).toBeGreaterThan(30);
     for (const r of known.filter((x) => x.left >= 60)) {
       const eta = auditEta(r.audit, r.now, recording.slots) as number;
-      expect(Math.abs(eta - r.left) / r.left, `at ${((r.now - (replay[0] as (typeof replay)[number]).now) / 1000).toFixed(0)} s: ETA ${eta.toFixed(0)} s, ${r.left.toFixed(0)} s left`).toBeLessThanOrEqual(0.25);
+      expect(
+        Math.abs(eta - r.left) / r.left,
+        `at ${((r.now - (replay[0] as (typeof replay)[number]).now) / 1000).toFixed(0)} s: ETA ${eta.toFixed(0)} s, ${r.left.toFixed(0)} s left`,
+      ).toBeLessThanOrEqual(0.25);
     }
-    expect(auditEta((replay[replay.length - 1] as (typeof replay)[number]).audit, Date.parse(recording.end), recording.slots)).toBeLessThan(5);
+    expect(
+      auditEta(
+        (replay[replay.length - 1] as (typeof replay)[number]).audit,
+        Date.parse(recording.end),
+        recording.slots,
+      ),
+    ).toBeLessThan(5);
   });
 });

@@ -5,7 +5,13 @@ import { parseRedisUrl, redisTargetFrom, requireRedisTarget } from '../../src/qu
 describe('parseRedisUrl', () => {
   it('reads host, port, db, user and password from redis://', () => {
     const t = parseRedisUrl('redis://alice:s%3Acret@redis.internal:6380/2');
-    expect(t.options).toMatchObject({ host: 'redis.internal', port: 6380, db: 2, username: 'alice', password: 's:cret' });
+    expect(t.options).toMatchObject({
+      host: 'redis.internal',
+      port: 6380,
+      db: 2,
+      username: 'alice',
+      password: 's:cret',
+    });
     expect(t.options.tls).toBeUndefined();
     expect(t.redacted).toBe('redis://alice:***@redis.internal:6380/2');
     expect(t.redacted).not.toContain('cret');
@@ -30,7 +36,9 @@ describe('parseRedisUrl', () => {
       const t = parseRedisUrl('rediss://cache:6379');
       expect(Buffer.isBuffer((t.options.tls as { ca?: Buffer }).ca)).toBe(true);
       process.env.CANARY_AUDIT_REDIS_CA = '/nonexistent/ca.pem';
-      expect(() => parseRedisUrl('rediss://cache:6379')).toThrow(/CANARY_AUDIT_REDIS_CA="\/nonexistent\/ca.pem" cannot be read/);
+      expect(() => parseRedisUrl('rediss://cache:6379')).toThrow(
+        /CANARY_AUDIT_REDIS_CA="\/nonexistent\/ca.pem" cannot be read/,
+      );
     } finally {
       if (previous === undefined) delete process.env.CANARY_AUDIT_REDIS_CA;
       else process.env.CANARY_AUDIT_REDIS_CA = previous;
@@ -55,7 +63,10 @@ describe('parseRedisUrl', () => {
     ['redis://localhost/abc', /database "abc"/],
     ['unix://', /names no socket path/],
     // A port out of range is named as the port, not blamed on the password's encoding.
-    ['redis://127.0.0.1:99999', /^REDIS_URL: port "99999" in "redis:\/\/127\.0\.0\.1:99999" is not a port; a port is a number from 1 to 65535/],
+    [
+      'redis://127.0.0.1:99999',
+      /^REDIS_URL: port "99999" in "redis:\/\/127\.0\.0\.1:99999" is not a port; a port is a number from 1 to 65535/,
+    ],
     ['redis://:pw@[::1]:70000/0', /port "70000" in "redis:\/\/:\*\*\*@\[::1\]:70000\/0" is not a port/],
   ])('rejects %s in one line naming the source', (url, pattern) => {
     let error: unknown;
@@ -71,7 +82,9 @@ describe('parseRedisUrl', () => {
   });
 
   it('still says how to write a password when the URL is broken by one, not by its port', () => {
-    expect(() => parseRedisUrl('redis://:a/b@host:6379')).toThrow(/is not a URL \(a password with \/, # or \? must be percent-encoded/);
+    expect(() => parseRedisUrl('redis://:a/b@host:6379')).toThrow(
+      /is not a URL \(a password with \/, # or \? must be percent-encoded/,
+    );
   });
 
   it('never echoes a password in an error', () => {
@@ -93,7 +106,9 @@ describe('redisTargetFrom', () => {
       expect(redisTargetFrom(undefined)?.options.host).toBe('env-host');
       delete process.env.REDIS_URL;
       expect(redisTargetFrom(undefined)).toBeUndefined();
-      expect(() => requireRedisTarget(undefined, 'status')).toThrow(/set REDIS_URL or pass --redis .*canary-audit status --help/);
+      expect(() => requireRedisTarget(undefined, 'status')).toThrow(
+        /set REDIS_URL or pass --redis .*canary-audit status --help/,
+      );
     } finally {
       if (previous === undefined) delete process.env.REDIS_URL;
       else process.env.REDIS_URL = previous;

@@ -20,7 +20,13 @@ async function start(dir: string): Promise<EmbeddedRedis> {
 }
 
 async function withClient<T>(options: RedisOptions, fn: (c: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis({ ...options, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis({
+    ...options,
+    lazyConnect: true,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();

@@ -84,11 +84,20 @@ describe('audit flow', () => {
         expect(logs.some((l) => l.startsWith('trainer exit 0: ok'))).toBe(true);
       }
       const run0 = status.runs[0];
-      expect(run0?.progress).toMatchObject({ host: expect.any(String), gpu: null, attempt: 1, phase: 'finishing', total: 8 });
+      expect(run0?.progress).toMatchObject({
+        host: expect.any(String),
+        gpu: null,
+        attempt: 1,
+        phase: 'finishing',
+        total: 8,
+      });
       expect(status.summary?.completed).toHaveLength(2);
 
       // Submitting a finished audit again adds nothing either.
-      expect(await submitAudit(conn, artifacts, audit, fastTuning())).toMatchObject({ added: false, existingState: 'finished' });
+      expect(await submitAudit(conn, artifacts, audit, fastTuning())).toMatchObject({
+        added: false,
+        existingState: 'finished',
+      });
       expect(await queues.runs.getJobCounts('waiting', 'completed')).toMatchObject({ waiting: 0, completed: 2 });
     } finally {
       await queues.close();
@@ -108,14 +117,28 @@ describe('audit flow', () => {
     await startPool(conn, artifacts);
     const status = await finished(conn, audit.auditId);
     const byCell = Object.fromEntries(status.runs.map((r) => [r.cell_id, r]));
-    expect(byCell.bad).toMatchObject({ state: 'failed', attempts_made: 1, failure: 'bad_manifest: planned failure (exit 2)' });
+    expect(byCell.bad).toMatchObject({
+      state: 'failed',
+      attempts_made: 1,
+      failure: 'bad_manifest: planned failure (exit 2)',
+    });
     expect(byCell.flaky).toMatchObject({ state: 'completed', attempts_made: 2 });
     expect(byCell.broken).toMatchObject({ state: 'failed', attempts_made: 2 });
     expect(byCell.good).toMatchObject({ state: 'completed', attempts_made: 1 });
-    expect(status.summary?.failed.map((f) => f.run_id).sort()).toEqual([byCell.bad?.run_id, byCell.broken?.run_id].sort());
+    expect(status.summary?.failed.map((f) => f.run_id).sort()).toEqual(
+      [byCell.bad?.run_id, byCell.broken?.run_id].sort(),
+    );
 
-    const failure = (runId: string) => JSON.parse(readFileSync(join(audit.auditDir, 'runs', runId, 'output', 'failure.json'), 'utf8')) as Record<string, unknown>;
-    expect(failure(byCell.bad!.run_id)).toMatchObject({ kind: 'bad_manifest', attempts: 1, message: 'planned failure (exit 2)' });
+    const failure = (runId: string) =>
+      JSON.parse(readFileSync(join(audit.auditDir, 'runs', runId, 'output', 'failure.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+    expect(failure(byCell.bad!.run_id)).toMatchObject({
+      kind: 'bad_manifest',
+      attempts: 1,
+      message: 'planned failure (exit 2)',
+    });
     expect(failure(byCell.broken!.run_id)).toMatchObject({ kind: 'internal', attempts: 2 });
     expect(existsSync(join(audit.auditDir, 'runs', byCell.flaky!.run_id, 'output', 'failure.json'))).toBe(false);
   });
@@ -175,7 +198,9 @@ describe('audit flow', () => {
         // Re-read after the state check: a snapshot taken just before the failure lacks its reason.
         return j && (await j.isFailed()) ? queues.runs.getJob('run-00000000000000ee') : undefined;
       });
-      expect(job.failedReason).toMatch(/^bad_job: artifact path "\.\.\/\.\.\/\.\.\/etc\/passwd" leaves the artifact root/);
+      expect(job.failedReason).toMatch(
+        /^bad_job: artifact path "\.\.\/\.\.\/\.\.\/etc\/passwd" leaves the artifact root/,
+      );
       expect(job.attemptsMade).toBe(1);
     } finally {
       await queues.close();
@@ -185,8 +210,12 @@ describe('audit flow', () => {
   it('shutdown puts a running job back without spending an attempt; the next worker resumes it', async () => {
     const conn = isolatedConnection(redis);
     const artifacts = join(root, 'a4');
-    const audit = writeFixtureAudit(artifacts, 'shutdown', [{ updates: 60, checkpointEvery: 1000, knobs: { step_s: 0.02 } }]);
-    const reference = writeFixtureAudit(join(root, 'a4-ref'), 'shutdown', [{ updates: 60, checkpointEvery: 1000, knobs: { step_s: 0.02 } }]);
+    const audit = writeFixtureAudit(artifacts, 'shutdown', [
+      { updates: 60, checkpointEvery: 1000, knobs: { step_s: 0.02 } },
+    ]);
+    const reference = writeFixtureAudit(join(root, 'a4-ref'), 'shutdown', [
+      { updates: 60, checkpointEvery: 1000, knobs: { step_s: 0.02 } },
+    ]);
     await submitAudit(conn, artifacts, audit, fastTuning());
     const pool = await startPool(conn, artifacts, 1);
     await waitFor('training to start', async () => {
@@ -205,18 +234,26 @@ describe('audit flow', () => {
 
     // The second attempt resumed from the checkpoint written at shutdown, and ended where an
     // uninterrupted run ends.
-    const result = JSON.parse(readFileSync(join(audit.auditDir, 'runs', audit.runs[0]!.runId, 'output', 'result.json'), 'utf8')) as {
+    const result = JSON.parse(
+      readFileSync(join(audit.auditDir, 'runs', audit.runs[0]!.runId, 'output', 'result.json'), 'utf8'),
+    ) as {
       stand_in: { acc: string; attempts: { resumed_from: number }[] };
     };
     expect(result.stand_in.attempts).toHaveLength(2);
     expect(result.stand_in.attempts[1]!.resumed_from).toBeGreaterThanOrEqual(10);
     const { execFileSync } = await import('node:child_process');
     const refRun = reference.runs[0]!;
-    execFileSync(trainerPython(), ['-m', 'stand_in_trainer', 'run', '--manifest', refRun.manifestPath, '--out', join(reference.auditDir, 'out')], {
-      env: { ...process.env, PYTHONPATH: standInEnv().CANARY_AUDIT_TRAINER_PATH },
-      stdio: 'ignore',
-    });
-    const ref = JSON.parse(readFileSync(join(reference.auditDir, 'out', 'result.json'), 'utf8')) as { stand_in: { acc: string } };
+    execFileSync(
+      trainerPython(),
+      ['-m', 'stand_in_trainer', 'run', '--manifest', refRun.manifestPath, '--out', join(reference.auditDir, 'out')],
+      {
+        env: { ...process.env, PYTHONPATH: standInEnv().CANARY_AUDIT_TRAINER_PATH },
+        stdio: 'ignore',
+      },
+    );
+    const ref = JSON.parse(readFileSync(join(reference.auditDir, 'out', 'result.json'), 'utf8')) as {
+      stand_in: { acc: string };
+    };
     expect(result.stand_in.acc).toBe(ref.stand_in.acc);
   });
 });

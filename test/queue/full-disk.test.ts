@@ -69,13 +69,19 @@ describe('a full artifact store', () => {
       slots: [{ gpu: null, threads: 1 }],
       tuning,
     });
-    const status = await waitFor('the audit to finish', async () => {
-      const [s] = await collectStatus(conn, audit.auditId);
-      return s?.state === 'finished' ? s : undefined;
-    }, 60_000);
+    const status = await waitFor(
+      'the audit to finish',
+      async () => {
+        const [s] = await collectStatus(conn, audit.auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      60_000,
+    );
     const run = status.runs[0]!;
     expect(run.state).toBe('failed');
     expect(run.attempts_made).toBe(1);
-    expect(run.failure).toMatch(/^disk_full: cannot write \S+\/runs\/run-[0-9a-f]{16}\/output(\/trainer\.stderr\.log)?: no space left on the device \(ENOSPC\); free space there or choose another folder$/);
+    expect(run.failure).toMatch(
+      /^disk_full: cannot write \S+\/runs\/run-[0-9a-f]{16}\/output(\/trainer\.stderr\.log)?: no space left on the device \(ENOSPC\); free space there or choose another folder$/,
+    );
   });
 });

@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 describe('slot book', () => {
-  it('takes all of a run\'s slots at once or none, and frees them', () => {
+  it("takes all of a run's slots at once or none, and frees them", () => {
     const book = new SlotBook(3);
     expect(book.take(0, 1, 'a')).toEqual([0]);
     // Two of three are free: a run of three takes nothing.
@@ -100,7 +100,14 @@ function attempts(outDir: string, run: string): Attempt[] {
     .split('\n')
     .map((line) => {
       const [start, end, devices, world, how] = line.split(' ');
-      return { run, start: Number(start), end: Number(end), devices: devices === '-' ? [] : (devices ?? '').split(','), world: Number(world), how: how ?? '' };
+      return {
+        run,
+        start: Number(start),
+        end: Number(end),
+        devices: devices === '-' ? [] : (devices ?? '').split(','),
+        world: Number(world),
+        how: how ?? '',
+      };
     });
 }
 
@@ -153,7 +160,10 @@ describe('runs over several slots', () => {
       for (const a of all) {
         for (const b of all) {
           if (a === b || a.end <= b.start || b.end <= a.start) continue;
-          expect(a.devices.filter((d) => b.devices.includes(d)), `${a.run} and ${b.run} overlapped`).toEqual([]);
+          expect(
+            a.devices.filter((d) => b.devices.includes(d)),
+            `${a.run} and ${b.run} overlapped`,
+          ).toEqual([]);
         }
       }
       // The two 2-slot runs could not both fit on 3 slots: they ran one after the other.
@@ -162,10 +172,14 @@ describe('runs over several slots', () => {
       // Every slot is free again, in the fleet's view too.
       const client = openRedis(conn);
       try {
-        await waitFor('the slots to show idle', async () => {
-          const [worker] = await readFleet(client, conn.prefix);
-          return worker?.slots.length === 3 && worker.slots.every((s) => s.run_id === null) ? worker : undefined;
-        }, 10_000);
+        await waitFor(
+          'the slots to show idle',
+          async () => {
+            const [worker] = await readFleet(client, conn.prefix);
+            return worker?.slots.length === 3 && worker.slots.every((s) => s.run_id === null) ? worker : undefined;
+          },
+          10_000,
+        );
       } finally {
         client.disconnect();
       }
@@ -173,7 +187,9 @@ describe('runs over several slots', () => {
       // More slots than the fleet's largest host has: refused at submit, nothing queued.
       const tooBig = writeFixtureAudit(artifacts, 'too-big', [{ updates: 2, gpus: 4 }]);
       await expect(submitAudit(conn, artifacts, tooBig, tuning)).rejects.toThrow(
-        new RegExp(`^training.gpus: runs need 4 GPUs of one host \\(training.gpus\\), but the largest worker in the fleet, ${pool.host} \\(.+\\), has 3 GPU slots; `),
+        new RegExp(
+          `^training.gpus: runs need 4 GPUs of one host \\(training.gpus\\), but the largest worker in the fleet, ${pool.host} \\(.+\\), has 3 GPU slots; `,
+        ),
       );
       await expect(collectStatus(conn, tooBig.auditId)).rejects.toThrow(/no audit .* on this Redis/);
     } finally {
@@ -197,31 +213,52 @@ describe('gang priority', () => {
     });
     try {
       // Both slots busy, one for longer than the other: the short one frees a slot first.
-      const busy = writeFixtureAudit(artifacts, 'busy', [{ updates: 15, knobs: { step_s: 0.1 } }, { updates: 40, knobs: { step_s: 0.1 } }]);
+      const busy = writeFixtureAudit(artifacts, 'busy', [
+        { updates: 15, knobs: { step_s: 0.1 } },
+        { updates: 40, knobs: { step_s: 0.1 } },
+      ]);
       await submitAudit(conn, artifacts, busy, tuning);
-      await waitFor('both slots busy', async () => {
-        const [s] = await collectStatus(conn, busy.auditId);
-        return s?.runs.length === 2 && s.runs.every((r) => r.state === 'active' && (r.progress?.update ?? 0) >= 1) ? s : undefined;
-      }, 60_000, 100);
+      await waitFor(
+        'both slots busy',
+        async () => {
+          const [s] = await collectStatus(conn, busy.auditId);
+          return s?.runs.length === 2 && s.runs.every((r) => r.state === 'active' && (r.progress?.update ?? 0) >= 1)
+            ? s
+            : undefined;
+        },
+        60_000,
+        100,
+      );
       // Then a 2-slot run, then one-slot runs that could each take the slot the short run frees.
       const gang = writeFixtureAudit(artifacts, 'gang-first', [{ updates: 4, gpus: 2, knobs: { step_s: 0.1 } }]);
       await submitAudit(conn, artifacts, gang, tuning);
-      const singles = writeFixtureAudit(artifacts, 'singles', [0, 1, 2, 3].map((i) => ({ updates: 5 + i, knobs: { step_s: 0.1 } })));
+      const singles = writeFixtureAudit(
+        artifacts,
+        'singles',
+        [0, 1, 2, 3].map((i) => ({ updates: 5 + i, knobs: { step_s: 0.1 } })),
+      );
       await submitAudit(conn, artifacts, singles, tuning);
       for (const audit of [busy, gang, singles]) {
-        await waitFor(`${audit.name} to finish`, async () => {
-          const [s] = await collectStatus(conn, audit.auditId);
-          return s?.state === 'finished' ? s : undefined;
-        }, 120_000, 250);
+        await waitFor(
+          `${audit.name} to finish`,
+          async () => {
+            const [s] = await collectStatus(conn, audit.auditId);
+            return s?.state === 'finished' ? s : undefined;
+          },
+          120_000,
+          250,
+        );
       }
-      const done = (a: typeof busy) => a.runs.map((r) => attempts(join(r.manifestPath, '..', 'output'), r.runId).find((x) => x.how === 'done')!);
+      const done = (a: typeof busy) =>
+        a.runs.map((r) => attempts(join(r.manifestPath, '..', 'output'), r.runId).find((x) => x.how === 'done')!);
       const [g] = done(gang);
       const [short, long] = done(busy);
       // The gang waited for the long run (it could not start beside it) ...
       expect(g!.start).toBeGreaterThanOrEqual(long!.end - 0.05);
       expect(g!.world).toBe(2);
       // ... and no one-slot run queued after it took the slot the short run freed meanwhile.
-      for (const s of done(singles)) expect(s.start, 'a one-slot run started before the gang run').toBeGreaterThan(g!.start);
+      for (const s of done(singles))
+        expect(s.start, 'a one-slot run started before the gang run').toBeGreaterThan(g!.start);
       expect(short!.end).toBeLessThan(long!.end);
     } finally {
       await pool.shutdown();
@@ -231,14 +268,16 @@ describe('gang priority', () => {
 
 /** Live processes (zombies aside) whose command line names `arg`: a run's launcher and its ranks. */
 function processesWith(arg: string): number[] {
-  return readdirSync('/proc').filter((n) => /^\d+$/.test(n)).flatMap((n) => {
-    try {
-      if (!readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0').includes(arg)) return [];
-      return /^State:\s*Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8')) ? [] : [Number(n)];
-    } catch {
-      return [];
-    }
-  });
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .flatMap((n) => {
+      try {
+        if (!readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0').includes(arg)) return [];
+        return /^State:\s*Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8')) ? [] : [Number(n)];
+      } catch {
+        return [];
+      }
+    });
 }
 
 /** The stand-in's "model" after updates 1..total, each applied once, in order. */
@@ -252,7 +291,9 @@ describe.skipIf(process.platform !== 'linux')('a worker killed -9 during a run o
   it('takes the launcher and every rank with it within seconds (the last one checkpointed); a new worker resumes the run and applies every update once', async () => {
     const conn = isolatedConnection(redis);
     const artifacts = join(root, 'killed');
-    const audit = writeFixtureAudit(artifacts, 'gang-kill', [{ updates: 400, gpus: 2, knobs: { step_s: 0.05, ranks_wait: true } }]);
+    const audit = writeFixtureAudit(artifacts, 'gang-kill', [
+      { updates: 400, gpus: 2, knobs: { step_s: 0.05, ranks_wait: true } },
+    ]);
     const run = audit.runs[0]!;
     const outDir = join(run.manifestPath, '..', 'output');
     const tuning = fastTuning({ lockMs: 4_000 });
@@ -263,11 +304,18 @@ describe.skipIf(process.platform !== 'linux')('a worker killed -9 during a run o
     workers.push(first);
 
     // Both ranks up and a checkpoint written: the launcher and two ranks name the manifest.
-    const tree = await waitFor('the launcher and both ranks, past a checkpoint', () => {
-      const pids = processesWith(run.manifestPath);
-      const ranks = existsSync(join(outDir, '.ranks')) ? readFileSync(join(outDir, '.ranks'), 'utf8') : '';
-      return pids.length >= 3 && /^1 2 \d+$/m.test(ranks) && existsSync(join(outDir, 'checkpoints', 'state.json')) ? pids : undefined;
-    }, 60_000, 100);
+    const tree = await waitFor(
+      'the launcher and both ranks, past a checkpoint',
+      () => {
+        const pids = processesWith(run.manifestPath);
+        const ranks = existsSync(join(outDir, '.ranks')) ? readFileSync(join(outDir, '.ranks'), 'utf8') : '';
+        return pids.length >= 3 && /^1 2 \d+$/m.test(ranks) && existsSync(join(outDir, 'checkpoints', 'state.json'))
+          ? pids
+          : undefined;
+      },
+      60_000,
+      100,
+    );
     first.process.kill('SIGKILL');
     await first.process;
     const killedAt = Date.now();
@@ -275,15 +323,24 @@ describe.skipIf(process.platform !== 'linux')('a worker killed -9 during a run o
     expect(Date.now() - killedAt).toBeLessThan(10_000);
     expect(tree.every((pid) => processesWith(run.manifestPath).includes(pid) === false)).toBe(true);
     // Rank 0 stopped on the launcher's SIGTERM: checkpointed, not killed.
-    const trained = () => readFileSync(join(outDir, '.trained'), 'utf8').trim().split('\n').map((l) => l.split(' '));
+    const trained = () =>
+      readFileSync(join(outDir, '.trained'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '));
     expect(trained().map((t) => t[3])).toEqual(['interrupted']);
 
     const second = await startWorker(args, env);
     workers.push(second);
-    const status = await waitFor('the audit to finish', async () => {
-      const [s] = await collectStatus(conn, audit.auditId);
-      return s?.state === 'finished' ? s : undefined;
-    }, 120_000, 250);
+    const status = await waitFor(
+      'the audit to finish',
+      async () => {
+        const [s] = await collectStatus(conn, audit.auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      120_000,
+      250,
+    );
     second.process.kill('SIGTERM');
     await second.process;
     expect(status.counts).toEqual({ completed: 1 });
@@ -291,7 +348,9 @@ describe.skipIf(process.platform !== 'linux')('a worker killed -9 during a run o
     const [a, b] = trained() as [string[], string[]];
     expect(b[1]).toBe(a[2]);
     expect(b.slice(2)).toEqual(['400', 'done']);
-    const result = JSON.parse(readFileSync(join(outDir, 'result.json'), 'utf8')) as { stand_in: { acc: string; updates: number } };
+    const result = JSON.parse(readFileSync(join(outDir, 'result.json'), 'utf8')) as {
+      stand_in: { acc: string; updates: number };
+    };
     expect(result.stand_in).toMatchObject({ acc: chain(run.runId, 400), updates: 400 });
   }, 240_000);
 });

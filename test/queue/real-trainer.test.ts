@@ -24,7 +24,12 @@ const root = tempDir('real');
 let redis: EmbeddedRedis;
 const workers: WorkerProcess[] = [];
 // No stand-in: the local runner starts trainer-py.
-const env = { ...FAST_ENV, CANARY_AUDIT_TRAINER_PATH: undefined, CANARY_AUDIT_TRAINER_MODULE: undefined, REDIS_URL: undefined };
+const env = {
+  ...FAST_ENV,
+  CANARY_AUDIT_TRAINER_PATH: undefined,
+  CANARY_AUDIT_TRAINER_MODULE: undefined,
+  REDIS_URL: undefined,
+};
 
 beforeAll(async () => {
   redis = await startTestRedis(root);
@@ -37,7 +42,11 @@ afterAll(async () => {
 
 function scoreFiles(outDir: string): Record<string, Buffer> {
   const dir = join(outDir, 'scores', 'final');
-  return Object.fromEntries(readdirSync(dir).sort().map((f) => [f, readFileSync(join(dir, f))]));
+  return Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((f) => [f, readFileSync(join(dir, f))]),
+  );
 }
 
 describe.skipIf(!hasTorch)('queue with the real trainer (tiny backend)', () => {
@@ -63,32 +72,52 @@ describe.skipIf(!hasTorch)('queue with the real trainer (tiny backend)', () => {
     const conn = isolatedConnection(redis);
     const artifacts = join(root, 'killed');
     const submitEnv = { ...env, CANARY_AUDIT_QUEUE_PREFIX: conn.prefix };
-    const submitted = await runMain(['submit', TINY_GRID, '--redis', redis.url, '--artifacts', artifacts, '--json'], submitEnv);
+    const submitted = await runMain(
+      ['submit', TINY_GRID, '--redis', redis.url, '--artifacts', artifacts, '--json'],
+      submitEnv,
+    );
     expect(submitted.code, submitted.stderr).toBe(0);
-    const { audit_id: auditId, audit_dir: auditDir } = JSON.parse(submitted.stdout) as { audit_id: string; audit_dir: string };
+    const { audit_id: auditId, audit_dir: auditDir } = JSON.parse(submitted.stdout) as {
+      audit_id: string;
+      audit_dir: string;
+    };
 
     const args = ['--cpu', '1', '--redis', redis.url, '--artifacts', artifacts];
-    const workerEnv = { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, CANARY_AUDIT_TRAINER_PATH: '', CANARY_AUDIT_TRAINER_MODULE: '' };
+    const workerEnv = {
+      CANARY_AUDIT_QUEUE_PREFIX: conn.prefix,
+      CANARY_AUDIT_TRAINER_PATH: '',
+      CANARY_AUDIT_TRAINER_MODULE: '',
+    };
     const first = await startWorker(args, workerEnv);
     workers.push(first);
     // Killed at the first checkpoint seen, with most of the run still ahead: the orphaned trainer
     // notices within its parent-watch interval (0.5 s) and must still be training then, or it
     // would finish on its own and there would be nothing to resume.
-    const progress = await waitFor('a checkpoint before the end', async () => {
-      const [s] = await collectStatus(conn, auditId);
-      const p = s?.runs[0]?.progress;
-      return p && p.last_checkpoint !== null && p.last_checkpoint >= 4 ? p : undefined;
-    }, 120_000, 50);
+    const progress = await waitFor(
+      'a checkpoint before the end',
+      async () => {
+        const [s] = await collectStatus(conn, auditId);
+        const p = s?.runs[0]?.progress;
+        return p && p.last_checkpoint !== null && p.last_checkpoint >= 4 ? p : undefined;
+      },
+      120_000,
+      50,
+    );
     expect(progress.update).toBeLessThan(24);
     first.process.kill('SIGKILL');
     await first.process;
 
     const second = await startWorker(args, workerEnv);
     workers.push(second);
-    const status = await waitFor('the audit to finish', async () => {
-      const [s] = await collectStatus(conn, auditId);
-      return s?.state === 'finished' ? s : undefined;
-    }, 180_000, 250);
+    const status = await waitFor(
+      'the audit to finish',
+      async () => {
+        const [s] = await collectStatus(conn, auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      180_000,
+      250,
+    );
     second.process.kill('SIGTERM');
     await second.process;
 
@@ -100,17 +129,26 @@ describe.skipIf(!hasTorch)('queue with the real trainer (tiny backend)', () => {
   }, 400_000);
 
   // Runs only where nvidia-smi lists a GPU (the GPU machine); skipped elsewhere.
-  it.skipIf(detectGpus().length === 0)('a GPU worker pins its trainer to its GPU (CUDA_VISIBLE_DEVICES)', async () => {
-    const grid = join(root, 'tiny-cuda.yaml');
-    writeFileSync(grid, readFileSync(TINY_GRID, 'utf8').replace('device: cpu', 'device: cuda'));
-    const gpu = detectGpus()[0]!;
-    const result = await runMain(['run', grid, '--gpus', gpu, '--artifacts', join(root, 'gpu'), '--no-report', '--json'], env);
-    expect(result.code, result.stderr).toBe(0);
-    const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number> };
-    expect(out.counts).toEqual({ completed: 1 });
-    const runId = readdirSync(join(out.audit_dir, 'runs'))[0]!;
-    const json = JSON.parse(readFileSync(join(out.audit_dir, 'runs', runId, 'output', 'result.json'), 'utf8')) as Result;
-    // The only visible GPU is the worker's: the trainer sees it as cuda:0.
-    expect(json.backend.device).toMatch(/^cuda(:0)?$/);
-  }, 300_000);
+  it.skipIf(detectGpus().length === 0)(
+    'a GPU worker pins its trainer to its GPU (CUDA_VISIBLE_DEVICES)',
+    async () => {
+      const grid = join(root, 'tiny-cuda.yaml');
+      writeFileSync(grid, readFileSync(TINY_GRID, 'utf8').replace('device: cpu', 'device: cuda'));
+      const gpu = detectGpus()[0]!;
+      const result = await runMain(
+        ['run', grid, '--gpus', gpu, '--artifacts', join(root, 'gpu'), '--no-report', '--json'],
+        env,
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number> };
+      expect(out.counts).toEqual({ completed: 1 });
+      const runId = readdirSync(join(out.audit_dir, 'runs'))[0]!;
+      const json = JSON.parse(
+        readFileSync(join(out.audit_dir, 'runs', runId, 'output', 'result.json'), 'utf8'),
+      ) as Result;
+      // The only visible GPU is the worker's: the trainer sees it as cuda:0.
+      expect(json.backend.device).toMatch(/^cuda(:0)?$/);
+    },
+    300_000,
+  );
 });

@@ -23,9 +23,14 @@ describe('Redis database number', () => {
     await expect(assertRedisReachable(withDb(15))).resolves.toBeUndefined();
   });
 
-  it('refuses one outside the server\'s `databases` range, naming the range and hiding the password', async () => {
-    const error = await assertRedisReachable(withDb(99)).then(() => null, (e: Error) => e);
-    expect(error?.message).toMatch(/^REDIS_URL: database 99 does not exist on redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/99 \(it has 16: 0\.\.15\)/);
+  it("refuses one outside the server's `databases` range, naming the range and hiding the password", async () => {
+    const error = await assertRedisReachable(withDb(99)).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(error?.message).toMatch(
+      /^REDIS_URL: database 99 does not exist on redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/99 \(it has 16: 0\.\.15\)/,
+    );
     expect(error?.message).not.toContain(redis.options.password as string);
   });
 });

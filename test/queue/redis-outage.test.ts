@@ -18,17 +18,42 @@ process.env.CANARY_TRAINER_LOCK_WAIT_S = '4';
 
 describe('Redis outage longer than the job lock', () => {
   it('2.5x the lock: the run resumes on one trainer, no attempt spent, identical result', async () => {
-    const report = await runOutageDrill({ dir: join(root, 'x2.5'), lockMs: 2_000, outageMs: 5_000, runs: 1, updates: 400, stepS: 0.025, stopAt: 40 });
+    const report = await runOutageDrill({
+      dir: join(root, 'x2.5'),
+      lockMs: 2_000,
+      outageMs: 5_000,
+      runs: 1,
+      updates: 400,
+      stepS: 0.025,
+      stopAt: 40,
+    });
     expect(report).toMatchObject({ lost: 0, trainedTwice: 0, identical: 1, attemptsSpent: 0 });
   });
 
   it('8x the lock: the same', async () => {
-    const report = await runOutageDrill({ dir: join(root, 'x8'), lockMs: 1_500, outageMs: 12_000, runs: 1, updates: 600, stepS: 0.025, stopAt: 40 });
+    const report = await runOutageDrill({
+      dir: join(root, 'x8'),
+      lockMs: 1_500,
+      outageMs: 12_000,
+      runs: 1,
+      updates: 600,
+      stepS: 0.025,
+      stopAt: 40,
+    });
     expect(report).toMatchObject({ lost: 0, trainedTwice: 0, identical: 1, attemptsSpent: 0 });
   });
 
-  it('the workers\' event loop blocked for 2.5x the lock (Redis up): the same', async () => {
-    const report = await runOutageDrill({ dir: join(root, 'stall'), lockMs: 2_000, outageMs: 5_000, runs: 1, updates: 400, stepS: 0.025, stopAt: 40, disturb: 'event-loop' });
+  it("the workers' event loop blocked for 2.5x the lock (Redis up): the same", async () => {
+    const report = await runOutageDrill({
+      dir: join(root, 'stall'),
+      lockMs: 2_000,
+      outageMs: 5_000,
+      runs: 1,
+      updates: 400,
+      stepS: 0.025,
+      stopAt: 40,
+      disturb: 'event-loop',
+    });
     expect(report).toMatchObject({ lost: 0, trainedTwice: 0, identical: 1, attemptsSpent: 0 });
   });
 });

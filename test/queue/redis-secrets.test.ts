@@ -1,7 +1,13 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { assertRedisReachable, maskRedisUrl, parseRedisUrl, redisTargetFrom, requireRedisTarget } from '../../src/queue/connection.js';
+import {
+  assertRedisReachable,
+  maskRedisUrl,
+  parseRedisUrl,
+  redisTargetFrom,
+  requireRedisTarget,
+} from '../../src/queue/connection.js';
 import { runMain } from './helpers/main.js';
 import { removeDir, tempDir } from './helpers/fixtures.js';
 
@@ -69,16 +75,29 @@ describe('Redis URLs in messages', () => {
     expect((error as Error).message).not.toContain('secret');
   });
 
-  it.each(['status', 'submit', 'dashboard', 'cancel', 'worker'])('`%s` with a bad --redis or REDIS_URL exits 2 without the password', async (command) => {
-    const args = command === 'submit' ? [command, 'grid.yaml'] : command === 'cancel' ? [command, 'audit-000000000000'] : [command];
-    const flag = await runMain([...args, '--redis', 'redis://:ab/cdpw@127.0.0.1:6379', '--artifacts', root], { REDIS_URL: undefined });
-    const env = await runMain([...args, '--artifacts', root], { REDIS_URL: 'redis://:se#cret@127.0.0.1:99999' });
-    for (const [r, secret] of [[flag, 'cdpw'], [env, 'cret']] as const) {
-      expect(r.code).toBe(2);
-      expect(r.stderr + r.stdout).not.toContain(secret);
-      expect(r.stderr).toContain('***');
-    }
-  });
+  it.each(['status', 'submit', 'dashboard', 'cancel', 'worker'])(
+    '`%s` with a bad --redis or REDIS_URL exits 2 without the password',
+    async (command) => {
+      const args =
+        command === 'submit'
+          ? [command, 'grid.yaml']
+          : command === 'cancel'
+            ? [command, 'audit-000000000000']
+            : [command];
+      const flag = await runMain([...args, '--redis', 'redis://:ab/cdpw@127.0.0.1:6379', '--artifacts', root], {
+        REDIS_URL: undefined,
+      });
+      const env = await runMain([...args, '--artifacts', root], { REDIS_URL: 'redis://:se#cret@127.0.0.1:99999' });
+      for (const [r, secret] of [
+        [flag, 'cdpw'],
+        [env, 'cret'],
+      ] as const) {
+        expect(r.code).toBe(2);
+        expect(r.stderr + r.stdout).not.toContain(secret);
+        expect(r.stderr).toContain('***');
+      }
+    },
+  );
 });
 
 describe('the password from a file or the environment', () => {
@@ -93,20 +112,27 @@ describe('the password from a file or the environment', () => {
       expect(redisTargetFrom('redis://127.0.0.1:6379')?.options.password).toBe('from-env');
       // the URL's own password wins over the environment; a file and a URL password conflict
       expect(redisTargetFrom('redis://:inurl@127.0.0.1:6379')?.options.password).toBe('inurl');
-      expect(messageOf(() => redisTargetFrom('redis://:inurl@127.0.0.1:6379', file))).toMatch(/has a password and --redis-password-file gives another/);
+      expect(messageOf(() => redisTargetFrom('redis://:inurl@127.0.0.1:6379', file))).toMatch(
+        /has a password and --redis-password-file gives another/,
+      );
       expect(messageOf(() => redisTargetFrom('redis://:inurl@127.0.0.1:6379', file))).not.toContain('inurl');
       expect(redisTargetFrom('redis://127.0.0.1:6379', file)?.redacted).toBe('redis://127.0.0.1:6379');
-      expect(messageOf(() => requireRedisTarget('redis://h', 'status', join(root, 'missing')))).toMatch(/--redis-password-file "[^"]*missing" cannot be read: ENOENT/);
+      expect(messageOf(() => requireRedisTarget('redis://h', 'status', join(root, 'missing')))).toMatch(
+        /--redis-password-file "[^"]*missing" cannot be read: ENOENT/,
+      );
     } finally {
       if (saved === undefined) delete process.env.REDIS_PASSWORD;
       else process.env.REDIS_PASSWORD = saved;
     }
   });
 
-  it.each(['worker', 'status', 'submit', 'dashboard'])('`%s --help` says a --redis URL shows in ps and offers the file and the environment', async (command) => {
-    const help = (await runMain([command, '--help'])).stdout.replace(/\s+/g, ' ');
-    expect(help).toContain('--redis-password-file');
-    expect(help).toContain('$REDIS_PASSWORD');
-    expect(help).toMatch(/shows in `ps`/);
-  });
+  it.each(['worker', 'status', 'submit', 'dashboard'])(
+    '`%s --help` says a --redis URL shows in ps and offers the file and the environment',
+    async (command) => {
+      const help = (await runMain([command, '--help'])).stdout.replace(/\s+/g, ' ');
+      expect(help).toContain('--redis-password-file');
+      expect(help).toContain('$REDIS_PASSWORD');
+      expect(help).toMatch(/shows in `ps`/);
+    },
+  );
 });

@@ -15,7 +15,15 @@ import {
 import { WorkerPool } from '../../src/worker/index.js';
 import { localRunner, trainerPython } from '../../src/runner/index.js';
 import { startWorker, type WorkerProcess } from './helpers/cli.js';
-import { STAND_IN_DIR, fastTuning, removeDir, standInEnv, tempDir, waitFor, writeFixtureAudit } from './helpers/fixtures.js';
+import {
+  STAND_IN_DIR,
+  fastTuning,
+  removeDir,
+  standInEnv,
+  tempDir,
+  waitFor,
+  writeFixtureAudit,
+} from './helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from './helpers/redis.js';
 
 /** Crashes the queue must survive: a worker killed -9 mid-run, and Redis restarted mid-audit. */
@@ -68,24 +76,36 @@ describe('queue resilience', () => {
 
     const first = await startWorker(args, env);
     workers.push(first);
-    const progress = await waitFor('the first worker to pass a checkpoint', async () => {
-      const [s] = await collectStatus(conn, audit.auditId);
-      const p = s?.runs[0]?.progress;
-      return p && p.last_checkpoint !== null && p.update >= 25 ? p : undefined;
-    }, 60_000);
+    const progress = await waitFor(
+      'the first worker to pass a checkpoint',
+      async () => {
+        const [s] = await collectStatus(conn, audit.auditId);
+        const p = s?.runs[0]?.progress;
+        return p && p.last_checkpoint !== null && p.update >= 25 ? p : undefined;
+      },
+      60_000,
+    );
     first.process.kill('SIGKILL');
     await first.process;
     // No worker left: status says so instead of showing a live run.
-    await waitFor('status to show no live worker', async () => (await collectStatus(conn, audit.auditId))[0]?.runs[0]?.worker_alive === false, 20_000);
+    await waitFor(
+      'status to show no live worker',
+      async () => (await collectStatus(conn, audit.auditId))[0]?.runs[0]?.worker_alive === false,
+      20_000,
+    );
     // Its trainer notices that its parent is gone, checkpoints and exits.
-    await waitFor('the orphaned trainer to exit', () => {
-      try {
-        process.kill(progress.trainer_pid!, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    }, 20_000);
+    await waitFor(
+      'the orphaned trainer to exit',
+      () => {
+        try {
+          process.kill(progress.trainer_pid!, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      20_000,
+    );
 
     const second = await startWorker(args, env);
     workers.push(second);
@@ -108,7 +128,11 @@ describe('queue resilience', () => {
     const port = server.port;
     const conn = queueConnection(server, 'restart');
     const artifacts = join(dir, 'artifacts');
-    const audit = writeFixtureAudit(artifacts, 'restart', [0, 1, 2, 3, 4, 5].map((i) => ({ updates: 30 + i, knobs: { step_s: 0.02 } })));
+    const audit = writeFixtureAudit(
+      artifacts,
+      'restart',
+      [0, 1, 2, 3, 4, 5].map((i) => ({ updates: 30 + i, knobs: { step_s: 0.02 } })),
+    );
     // Locks outlive the restart, as in production (30 s locks, Redis back in well under that).
     const tuning = fastTuning({ lockMs: 8_000, stalledMs: 2_000 });
     await submitAudit(conn, artifacts, audit, tuning);
@@ -116,14 +140,21 @@ describe('queue resilience', () => {
       conn,
       artifactsDir: artifacts,
       runner: localRunner({ trainerPath: standInEnv().CANARY_AUDIT_TRAINER_PATH, module: 'stand_in_trainer' }),
-      slots: [{ gpu: null, threads: 1 }, { gpu: null, threads: 1 }],
+      slots: [
+        { gpu: null, threads: 1 },
+        { gpu: null, threads: 1 },
+      ],
       tuning,
     });
     try {
-      await waitFor('a run to complete and others to be running', async () => {
-        const [s] = await collectStatus(conn, audit.auditId);
-        return (s?.counts.completed ?? 0) >= 1 && (s?.counts.active ?? 0) >= 1;
-      }, 60_000);
+      await waitFor(
+        'a run to complete and others to be running',
+        async () => {
+          const [s] = await collectStatus(conn, audit.auditId);
+          return (s?.counts.completed ?? 0) >= 1 && (s?.counts.active ?? 0) >= 1;
+        },
+        60_000,
+      );
       await server.stop();
       await new Promise((r) => setTimeout(r, 500));
       server = await startEmbeddedRedis({ dir: join(dir, 'redis'), port });
@@ -133,7 +164,11 @@ describe('queue resilience', () => {
       const queues = openQueues(conn);
       try {
         expect(await queues.runs.getJobCounts('completed', 'failed', 'waiting', 'active', 'delayed')).toMatchObject({
-          completed: 6, failed: 0, waiting: 0, active: 0, delayed: 0,
+          completed: 6,
+          failed: 0,
+          waiting: 0,
+          active: 0,
+          delayed: 0,
         });
         for (const run of audit.runs) {
           const job = await queues.runs.getJob(run.runId);

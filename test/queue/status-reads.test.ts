@@ -2,7 +2,15 @@
 import { join } from 'node:path';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectStatus, openQueues, openRedis, runStateOf, submitAudit, type EmbeddedRedis, type QueueConnection } from '../../src/queue/index.js';
+import {
+  collectStatus,
+  openQueues,
+  openRedis,
+  runStateOf,
+  submitAudit,
+  type EmbeddedRedis,
+  type QueueConnection,
+} from '../../src/queue/index.js';
 import type { RunJobData, RunReturn } from '../../src/queue/job-data.js';
 import { fastTuning, removeDir, tempDir, writeFixtureAudit } from './helpers/fixtures.js';
 import { isolatedConnection, startTestRedis } from './helpers/redis.js';
@@ -43,13 +51,15 @@ async function commandsOfStatus(conn: QueueConnection, auditId: string): Promise
 
 const total = (calls: Map<string, number>) => [...calls.values()].reduce((a, b) => a + b, 0);
 /** Commands that read a whole list: once per status call, never once per run. */
-const scans = (calls: Map<string, number>) => (calls.get('lpos') ?? 0) + (calls.get('lrange') ?? 0) + (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
+const scans = (calls: Map<string, number>) =>
+  (calls.get('lpos') ?? 0) + (calls.get('lrange') ?? 0) + (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
 
 describe('status reads', () => {
   it('cost one job read per run and a fixed number of list scans, however many runs wait', async () => {
     const conn = isolatedConnection(redis);
     const artifacts = join(root, 'counts');
-    const runs = (n: number, cell: string) => Array.from({ length: n }, (_, i) => ({ updates: 3, cell: `${cell}=${i}` }));
+    const runs = (n: number, cell: string) =>
+      Array.from({ length: n }, (_, i) => ({ updates: 3, cell: `${cell}=${i}` }));
     const small = writeFixtureAudit(artifacts, 'small', runs(10, 'small'));
     const large = writeFixtureAudit(artifacts, 'large', runs(160, 'large'));
     for (const audit of [small, large]) await submitAudit(conn, artifacts, audit, fastTuning());
@@ -68,10 +78,18 @@ describe('status reads', () => {
   it('gives every run the state BullMQ gives it', async () => {
     const conn = isolatedConnection(redis);
     const artifacts = join(root, 'states');
-    const audit = writeFixtureAudit(artifacts, 'states', Array.from({ length: 6 }, (_, i) => ({ updates: 3, cell: `c=${i}` })));
+    const audit = writeFixtureAudit(
+      artifacts,
+      'states',
+      Array.from({ length: 6 }, (_, i) => ({ updates: 3, cell: `c=${i}` })),
+    );
     await submitAudit(conn, artifacts, audit, fastTuning());
     const queues = openQueues(conn);
-    const worker = new Worker<RunJobData, RunReturn>(queues.runs.name, null, { connection: conn.options, prefix: conn.prefix, autorun: false });
+    const worker = new Worker<RunJobData, RunReturn>(queues.runs.name, null, {
+      connection: conn.options,
+      prefix: conn.prefix,
+      autorun: false,
+    });
     try {
       // Take four runs as a worker would, then move them through BullMQ's own states: completed,
       // failed for good, delayed for a retry, and one left active; two stay waiting.
@@ -82,7 +100,11 @@ describe('status reads', () => {
         if (!job) throw new Error('no job to take');
         taken.push(job);
       }
-      const [done, broken, retried] = taken as [Job<RunJobData, RunReturn>, Job<RunJobData, RunReturn>, Job<RunJobData, RunReturn>];
+      const [done, broken, retried] = taken as [
+        Job<RunJobData, RunReturn>,
+        Job<RunJobData, RunReturn>,
+        Job<RunJobData, RunReturn>,
+      ];
       await done.moveToCompleted({ run_id: done.data.run_id, result: 'r.json' } as RunReturn, token, false);
       await broken.moveToFailed(new UnrecoverableError('boom'), token, false);
       await retried.moveToDelayed(Date.now() + 60_000, token);

@@ -12,7 +12,9 @@ describe('resolveTuning', () => {
   });
 
   it('rejects a bad environment value naming the variable', () => {
-    expect(() => resolveTuning({}, { CANARY_AUDIT_LOCK_MS: 'soon' })).toThrow(/CANARY_AUDIT_LOCK_MS must be an integer >= 100, got "soon"/);
+    expect(() => resolveTuning({}, { CANARY_AUDIT_LOCK_MS: 'soon' })).toThrow(
+      /CANARY_AUDIT_LOCK_MS must be an integer >= 100, got "soon"/,
+    );
     expect(() => resolveTuning({}, { CANARY_AUDIT_ATTEMPTS: '0' })).toThrow(/CANARY_AUDIT_ATTEMPTS/);
   });
 });

@@ -33,7 +33,8 @@ async function failure(auditDir: string): Promise<UserInputError> {
   throw new Error('expected the report to fail');
 }
 
-const scorePath = (a: FixtureAudit, probe = 'f000.hidden', phase = 'final'): string => join(a.runs[0]!.dir, 'output', 'scores', phase, `${probe}.f32`);
+const scorePath = (a: FixtureAudit, probe = 'f000.hidden', phase = 'final'): string =>
+  join(a.runs[0]!.dir, 'output', 'scores', phase, `${probe}.f32`);
 const resultPath = (a: FixtureAudit): string => join(a.runs[0]!.dir, 'output', 'result.json');
 
 /** The error a report ends with (a ReadBoundaryError is a CanaryAuditError, exit 2, not a UserInputError). */
@@ -52,7 +53,9 @@ describe('files the report reads go through the read boundary', () => {
     await rm(resultPath(a));
     await symlink('/etc/passwd', resultPath(a));
     const e = await refusal(a.auditDir);
-    expect(e.message).toMatch(/result\.json: JSON artifact resolves \(through a symlink\) to \/etc\/passwd, outside .*; not read/);
+    expect(e.message).toMatch(
+      /result\.json: JSON artifact resolves \(through a symlink\) to \/etc\/passwd, outside .*; not read/,
+    );
     expect(e.message).not.toContain('root:');
   });
 
@@ -69,10 +72,14 @@ describe('files the report reads go through the read boundary', () => {
     const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
     await rm(scorePath(a));
     execFileSync('mkfifo', [scorePath(a)]);
-    expect((await failure(a.auditDir)).message).toMatch(/\.f32: score file is not a regular file \(a FIFO, a device or a folder\); not read/);
+    expect((await failure(a.auditDir)).message).toMatch(
+      /\.f32: score file is not a regular file \(a FIFO, a device or a folder\); not read/,
+    );
     await rm(scorePath(a));
     await symlink('/dev/zero', scorePath(a));
-    expect((await failure(a.auditDir)).message).toMatch(/\.f32: score file is a symlink; the trainer writes regular files/);
+    expect((await failure(a.auditDir)).message).toMatch(
+      /\.f32: score file is a symlink; the trainer writes regular files/,
+    );
   }, 10_000);
 });
 
@@ -115,11 +122,17 @@ describe('damaged artifacts are errors that name the file', () => {
 
   it('a result whose candidate space disagrees with its manifest', async () => {
     const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
-    const result = JSON.parse(await readFile(resultPath(a), 'utf8')) as { candidate_space: { kind: string; size: number } };
+    const result = JSON.parse(await readFile(resultPath(a), 'utf8')) as {
+      candidate_space: { kind: string; size: number };
+    };
     result.candidate_space = { kind: 'sampled', size: 20000 };
     await writeFile(resultPath(a), JSON.stringify(result));
     const e = await failure(a.auditDir);
-    expect(e.message).toMatch(new RegExp(`^${resultPath(a).replaceAll('.', '\\.')}: candidate_space: is sampled \\|C\\|=20000 but manifest\\.json asks for exhaustive \\|C\\|=10000`));
+    expect(e.message).toMatch(
+      new RegExp(
+        `^${resultPath(a).replaceAll('.', '\\.')}: candidate_space: is sampled \\|C\\|=20000 but manifest\\.json asks for exhaustive \\|C\\|=10000`,
+      ),
+    );
   });
 
   it('runs with different candidate spaces pooled into one comparison', async () => {
@@ -143,11 +156,15 @@ describe('damaged artifacts are errors that name the file', () => {
 
   it('a result probe the manifest does not know', async () => {
     const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
-    const result = JSON.parse(await readFile(resultPath(a), 'utf8')) as { evaluations: { probes: { probe_id: string }[] }[] };
+    const result = JSON.parse(await readFile(resultPath(a), 'utf8')) as {
+      evaluations: { probes: { probe_id: string }[] }[];
+    };
     result.evaluations[0]!.probes[0]!.probe_id = 'f999.hidden';
     await writeFile(resultPath(a), JSON.stringify(result));
     const e = await failure(a.auditDir);
-    expect(e.message).toContain(`${resultPath(a)}: evaluations[0].probes[0].probe_id: "f999.hidden" is not a probe of manifest.json`);
+    expect(e.message).toContain(
+      `${resultPath(a)}: evaluations[0].probes[0].probe_id: "f999.hidden" is not a probe of manifest.json`,
+    );
   });
 
   it('a result that breaks its schema', async () => {
@@ -156,7 +173,9 @@ describe('damaged artifacts are errors that name the file', () => {
     delete result.evaluations;
     await writeFile(resultPath(a), JSON.stringify(result));
     const e = await failure(a.auditDir);
-    expect(e.message).toContain(`${resultPath(a)}: result: does not match schemas/result.schema.json: (root): must have required property 'evaluations'`);
+    expect(e.message).toContain(
+      `${resultPath(a)}: result: does not match schemas/result.schema.json: (root): must have required property 'evaluations'`,
+    );
   });
 
   it('a folder without audit.json', async () => {
@@ -179,12 +198,17 @@ describe('runs that did not finish are listed, not fatal', () => {
 
   it('lists a run whose folder was never written', async () => {
     const a = await build([{ cell: { seed: 0 }, canaries, heldOut }]);
-    const index = JSON.parse(await readFile(join(a.auditDir, 'audit.json'), 'utf8')) as { runs: Record<string, unknown>[] };
+    const index = JSON.parse(await readFile(join(a.auditDir, 'audit.json'), 'utf8')) as {
+      runs: Record<string, unknown>[];
+    };
     const cell = { ...(index.runs[0]!.cell as object), seed: 1 };
     index.runs.push({ run_id: 'run-00000000000000aa', cell_id: 'seed=1', cell, dir: 'runs/run-00000000000000aa' });
     await writeFile(join(a.auditDir, 'audit.json'), JSON.stringify(index));
     const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 10 });
-    expect(summary.runs.find((r) => r.run_id === 'run-00000000000000aa')).toMatchObject({ status: 'missing', reason: 'manifest.json not found' });
+    expect(summary.runs.find((r) => r.run_id === 'run-00000000000000aa')).toMatchObject({
+      status: 'missing',
+      reason: 'manifest.json not found',
+    });
     expect(summary.counts.finished).toBe(1);
   });
 });

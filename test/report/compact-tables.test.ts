@@ -35,12 +35,21 @@ describe('compactTables: one column set for the tables of a section', () => {
   it('says what every table repeats once, under the last, and each table its own annotation once', () => {
     const [r, v] = compactTables([redacted, visible]);
     expect(r?.notes).toEqual(['In every row of this table — n: crossed.']);
-    expect(v?.notes).toEqual(['In every row of this table — n: one run.', 'In every row of these 2 tables — Dose: 8. Ceiling: 13.29.']);
+    expect(v?.notes).toEqual([
+      'In every row of this table — n: one run.',
+      'In every row of these 2 tables — Dose: 8. Ceiling: 13.29.',
+    ]);
     for (const note of [...(r?.notes ?? []), ...(v?.notes ?? [])]) expect(note.match(/in every row/gi)).toHaveLength(1);
   });
 
   it('compacts tables with other columns apart, and leaves a lone one-row table whole', () => {
-    const other: Table = { columns: ['Run', 'Rows'], rows: [['r1', '8'], ['r2', '8']] };
+    const other: Table = {
+      columns: ['Run', 'Rows'],
+      rows: [
+        ['r1', '8'],
+        ['r2', '8'],
+      ],
+    };
     const one: Table = { columns: ['Cell', 'Dose'], rows: [['a', '8']] };
     const [r, o, s] = compactTables([redacted, other, one]);
     expect(r?.columns).toEqual(['Cell', 'Recovered (prefill)', 'n']);
@@ -50,7 +59,13 @@ describe('compactTables: one column set for the tables of a section', () => {
   });
 
   it('names a column every row leaves empty as not in this grid', () => {
-    const t: Table = { columns: ['Cell', 'Per-run medians'], rows: [['a', '—'], ['b', '—']] };
+    const t: Table = {
+      columns: ['Cell', 'Per-run medians'],
+      rows: [
+        ['a', '—'],
+        ['b', '—'],
+      ],
+    };
     expect(compactTable(t).notes).toEqual(['In every row — Per-run medians: — (not in this grid).']);
   });
 });

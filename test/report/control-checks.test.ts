@@ -8,19 +8,39 @@ import { computeReport } from '../../src/report/index.js';
 import { renderMarkdown } from '../../src/report/markdown.js';
 import { CONTROL_WARNING_KINDS } from '../../src/report/provenance-check.js';
 import { validate } from '../../src/schemas/index.js';
-import { buildFixtureAudit, cellId, type FixtureRun, type OutcomeContext, type ProbeOutcome } from '../fixtures/audit-builder.js';
+import {
+  buildFixtureAudit,
+  cellId,
+  type FixtureRun,
+  type OutcomeContext,
+  type ProbeOutcome,
+} from '../fixtures/audit-builder.js';
 
 /**
  * Controls that fail loud: each warning raised by a built audit that breaks its control, and
  * silent on one healthy audit that has every control in place.
  */
-const focal = Array.from({ length: 6 }, (_, i) => ({ id: `f00${i}`, code: String(1000 + 17 * i), dose: 4, visibility: 'visible' }));
-const heldOut = Array.from({ length: 20 }, (_, i) => ({ id: `h${String(i).padStart(3, '0')}`, code: String(5000 + 31 * i) }));
+const focal = Array.from({ length: 6 }, (_, i) => ({
+  id: `f00${i}`,
+  code: String(1000 + 17 * i),
+  dose: 4,
+  visibility: 'visible',
+}));
+const heldOut = Array.from({ length: 20 }, (_, i) => ({
+  id: `h${String(i).padStart(3, '0')}`,
+  code: String(5000 + 31 * i),
+}));
 const moved = (changed: number): WeightChange => ({
   since_update: 0,
   changed,
   total: 3,
-  groups: ['embed.weight', 'block.0.attn.weight', 'head.weight'].map((name, i) => ({ name, numel: 64, norm_start: 2, norm_delta: i < changed ? 0.1 : 0, rel_change: i < changed ? 0.05 : 0 })),
+  groups: ['embed.weight', 'block.0.attn.weight', 'head.weight'].map((name, i) => ({
+    name,
+    numel: 64,
+    norm_start: 2,
+    norm_delta: i < changed ? 0.1 : 0,
+    rel_change: i < changed ? 0.05 : 0,
+  })),
 });
 const index = (id: string): number => Number(id.slice(1));
 /** Held-out ranks that interleave: the two halves (even and odd ids) and the no-canary canaries mix. */
@@ -28,7 +48,11 @@ const mixedRank = (id: string, run: number): number => 2000 + ((index(id) * 7919
 
 /** The healthy audit's outcome: focal memorized, held-out spread, the base copies every shown code. */
 function healthy(c: OutcomeContext): ProbeOutcome {
-  if (c.kind === 'substituted') return { rank: 3000 + index(c.canary.id), greedy: c.phase === 'base' || !c.canary.inserted ? c.shown : c.canary.code };
+  if (c.kind === 'substituted')
+    return {
+      rank: 3000 + index(c.canary.id),
+      greedy: c.phase === 'base' || !c.canary.inserted ? c.shown : c.canary.code,
+    };
   if (c.canary.inserted && c.phase === 'final') return { rank: 1 + index(c.canary.id) + c.runIndex };
   return { rank: mixedRank(c.canary.id, c.runIndex) };
 }
@@ -61,7 +85,9 @@ async function report(name: string, runs: FixtureRun[], outcome: (c: OutcomeCont
 describe('controls that fail loud', () => {
   it('stays silent on a healthy audit with every control in place', async () => {
     const { summary } = await report('healthy', healthyRuns(), healthy);
-    expect(summary.warnings.map((w) => w.kind).filter((k) => (CONTROL_WARNING_KINDS as readonly string[]).includes(k))).toEqual([]);
+    expect(
+      summary.warnings.map((w) => w.kind).filter((k) => (CONTROL_WARNING_KINDS as readonly string[]).includes(k)),
+    ).toEqual([]);
     // The checks did run: the base-phase substituted probes and the held-out halves were there.
     expect(summary.runs.every((r) => r.phases.includes('base'))).toBe(true);
   });
@@ -75,7 +101,10 @@ describe('controls that fail loud', () => {
     expect(w?.runs).toEqual([audit.runs[1]?.runId, audit.runs[2]?.runId]);
     expect(w?.message).toContain('0 of 3 parameter groups moved since update 0');
     expect(w?.message).toContain('2 of 3 parameter groups moved since update 0, unchanged: head.weight');
-    expect(w?.cells).toEqual([cellId({ visibility: 'visible', dose: 4, seed: 1 }), cellId({ visibility: 'visible', dose: 4, seed: 2 })]);
+    expect(w?.cells).toEqual([
+      cellId({ visibility: 'visible', dose: 4, seed: 1 }),
+      cellId({ visibility: 'visible', dose: 4, seed: 2 }),
+    ]);
     // First among the warnings, at the top of the report, and valid against the report schema.
     expect(summary.warnings[0]?.kind).toBe('weights_unchanged');
     expect(validate('report', JSON.parse(JSON.stringify(summary)))).toEqual([]);
@@ -87,25 +116,41 @@ describe('controls that fail loud', () => {
   it('null_broken: two halves of the held-out canaries score apart (no no-canary control in the grid)', async () => {
     // h000–h009 near the top in every seed, h010–h019 near the bottom: the cell's two halves.
     const { warning, audit } = await report('halves', healthyRuns(), (c) =>
-      !c.canary.inserted && c.kind === 'hidden' && c.phase === 'final' ? { rank: index(c.canary.id) < 10 ? 1 + index(c.canary.id) : 9000 + index(c.canary.id) } : healthy(c),
+      !c.canary.inserted && c.kind === 'hidden' && c.phase === 'final'
+        ? { rank: index(c.canary.id) < 10 ? 1 + index(c.canary.id) : 9000 + index(c.canary.id) }
+        : healthy(c),
     );
     const w = warning('null_broken');
-    expect(w?.message).toMatch(/^the audit's null is broken: canaries that were never inserted score apart from each other in 1 of 1 null comparison\(s\)/);
+    expect(w?.message).toMatch(
+      /^the audit's null is broken: canaries that were never inserted score apart from each other in 1 of 1 null comparison\(s\)/,
+    );
     // The three seeds pooled: one score per canary, its mean over the cell's runs.
-    expect(w?.message).toContain('(all runs) (held-out canaries, first half by id against the second, 20 canaries, mean over 3 runs)');
+    expect(w?.message).toContain(
+      '(all runs) (held-out canaries, first half by id against the second, 20 canaries, mean over 3 runs)',
+    );
     expect(w?.message).toContain('97.50% each (95% over 1 null comparison × 2 tests, Bonferroni)');
     expect(w?.runs).toEqual(audit.runs.map((r) => r.runId));
     expect(w?.cells).toHaveLength(3);
   });
 
   it('null_broken: the no-canary control’s would-be focal canaries score above its held-out ones', async () => {
-    const noCanary: FixtureRun = { cell: { visibility: 'visible', dose: 0, seed: 0 }, canaries: [], heldOut: [...focal, ...heldOut], phases: ['final'], weightChange: moved(3) };
+    const noCanary: FixtureRun = {
+      cell: { visibility: 'visible', dose: 0, seed: 0 },
+      canaries: [],
+      heldOut: [...focal, ...heldOut],
+      phases: ['final'],
+      weightChange: moved(3),
+    };
     const runs = [...healthyRuns(), noCanary];
-    const broken = await report('no-canary-broken', runs, (c) => (c.runIndex === 3 && c.canary.id.startsWith('f') ? { rank: 1 + index(c.canary.id) } : healthy(c)));
+    const broken = await report('no-canary-broken', runs, (c) =>
+      c.runIndex === 3 && c.canary.id.startsWith('f') ? { rank: 1 + index(c.canary.id) } : healthy(c),
+    );
     const w = broken.warning('null_broken');
     expect(w?.message).toContain('no-canary control: would-be focal vs held-out canaries');
     expect(w?.message).toContain('1 of 1 null comparison(s)');
-    expect(w?.message).toContain('dose=0 (no-canary control: would-be focal vs held-out canaries, 26 canaries, mean over 1 run)');
+    expect(w?.message).toContain(
+      'dose=0 (no-canary control: would-be focal vs held-out canaries, 26 canaries, mean over 1 run)',
+    );
     expect(w?.runs).toEqual([broken.audit.runs[3]?.runId]);
     // The same audit with the no-canary control's canaries mixed in among its held-out ones: silent.
     const fine = await report('no-canary-fine', runs, healthy);
@@ -113,18 +158,29 @@ describe('controls that fail loud', () => {
   });
 
   it('base_cannot_copy: a visible arm whose base does not copy shown codes in one seed', async () => {
-    const { warning, audit } = await report('no-copy', healthyRuns(), (c) => (c.phase === 'base' && c.kind === 'substituted' && c.runIndex === 0 ? { rank: 3000, greedy: null } : healthy(c)));
+    const { warning, audit } = await report('no-copy', healthyRuns(), (c) =>
+      c.phase === 'base' && c.kind === 'substituted' && c.runIndex === 0 ? { rank: 3000, greedy: null } : healthy(c),
+    );
     const w = warning('base_cannot_copy');
-    expect(w?.message).toContain('base copy rate per seed (base phase, substituted probes, prefill) seed=0 0/26 (0%), seed=1 26/26 (100%), seed=2 26/26 (100%); below 50% for seed=0');
+    expect(w?.message).toContain(
+      'base copy rate per seed (base phase, substituted probes, prefill) seed=0 0/26 (0%), seed=1 26/26 (100%), seed=2 26/26 (100%); below 50% for seed=0',
+    );
     expect(w?.runs).toEqual([audit.runs[0]?.runId]);
   });
 
   it('scores_all_tied: a cell whose every score is the same (a flat run)', async () => {
     const runs = healthyRuns();
-    runs.push({ cell: { visibility: 'redacted', dose: 4, seed: 0 }, canaries: focal.map((f) => ({ ...f, visibility: 'redacted' })), heldOut, weightChange: moved(3) });
+    runs.push({
+      cell: { visibility: 'redacted', dose: 4, seed: 0 },
+      canaries: focal.map((f) => ({ ...f, visibility: 'redacted' })),
+      heldOut,
+      weightChange: moved(3),
+    });
     const { warning, audit } = await report('flat', runs, (c) => (c.runIndex === 3 ? { rank: 10000 } : healthy(c)));
     const w = warning('scores_all_tied');
-    expect(w?.message).toContain(`${cellId({ visibility: 'redacted', dose: 4, seed: 0 })}, hidden probes: all 26 at 0.00 bits (1 run)`);
+    expect(w?.message).toContain(
+      `${cellId({ visibility: 'redacted', dose: 4, seed: 0 })}, hidden probes: all 26 at 0.00 bits (1 run)`,
+    );
     expect(w?.runs).toEqual([audit.runs[3]?.runId]);
     // A flat run also leaves its held-out halves tied: the null is not "broken" by it.
     expect(warning('null_broken')).toBeUndefined();

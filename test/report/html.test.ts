@@ -37,12 +37,18 @@ describe('HTML report', () => {
     // Vega's SVG renderer marks its output with class="marks".
     expect(html.match(/<svg[^>]*class="marks"/g)?.length).toBe(4);
     // The ceiling and the control band are in the legend (inside the SVG), not only the caption.
-    const svg = (id: string): string => html.slice(html.indexOf(`id="plot-${id}"`), html.indexOf('<figcaption>', html.indexOf(`id="plot-${id}"`)));
+    const svg = (id: string): string =>
+      html.slice(html.indexOf(`id="plot-${id}"`), html.indexOf('<figcaption>', html.indexOf(`id="plot-${id}"`)));
     expect(svg('exposure-vs-dose')).toContain('ceiling log2|C|');
     // Every figure names its candidate space and the ceiling it gives.
-    const captions = [...html.matchAll(/<figure class="plot"[\s\S]*?<figcaption>([^<]*)<\/figcaption>/g)].map((m) => m[1] as string);
+    const captions = [...html.matchAll(/<figure class="plot"[\s\S]*?<figcaption>([^<]*)<\/figcaption>/g)].map(
+      (m) => m[1] as string,
+    );
     expect(captions).toHaveLength(4);
-    for (const caption of captions) expect(caption).toMatch(/ceiling log2\|C\| = log2 [\d,]+ = \d+\.\d\d \((all [\d,]+ codes|true code \+ [\d,]+ sampled decoys)\)/);
+    for (const caption of captions)
+      expect(caption).toMatch(
+        /ceiling log2\|C\| = log2 [\d,]+ = \d+\.\d\d \((all [\d,]+ codes|true code \+ [\d,]+ sampled decoys)\)/,
+      );
     expect(svg('exposure-vs-dose')).toContain('held-out control: median, 95% CI');
     expect(svg('recovery-vs-dose')).toContain('held-out control: rate, 95% CI');
     // Substituted probes: copy rate of the shown code and recovery of the true one.
@@ -58,7 +64,16 @@ describe('HTML report', () => {
       // A fresh profile folder per run: nothing from another session leaks into the page.
       context = await chromium.launchPersistentContext(profile, {
         executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
         viewport: { width: 1280, height: 900 },
       });
       const page = await context.newPage();
@@ -77,9 +92,17 @@ describe('HTML report', () => {
           const box = s.getBoundingClientRect();
           // Smallest text as rendered on screen (font size times the SVG's scale on the page).
           const scale = box.width / Number(s.getAttribute('width'));
-          const style = (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } }).getComputedStyle;
-          const sizes = [...s.querySelectorAll('text')].map((t) => parseFloat(style(t).fontSize) * scale).filter((x) => x > 0);
-          return { width: box.width, height: box.height, marks: s.querySelectorAll('path, line, circle, rect').length, smallestText: Math.min(...sizes) };
+          const style = (globalThis as unknown as { getComputedStyle(e: unknown): { fontSize: string } })
+            .getComputedStyle;
+          const sizes = [...s.querySelectorAll('text')]
+            .map((t) => parseFloat(style(t).fontSize) * scale)
+            .filter((x) => x > 0);
+          return {
+            width: box.width,
+            height: box.height,
+            marks: s.querySelectorAll('path, line, circle, rect').length,
+            smallestText: Math.min(...sizes),
+          };
         }),
       );
       expect(plots).toHaveLength(4);

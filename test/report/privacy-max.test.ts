@@ -12,10 +12,24 @@ import { renderMarkdown } from '../../src/report/markdown.js';
 import { largestEpsilon, type MembershipPool } from '../../src/report/privacy-max.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
-const run = (i: number): LoadedRun => ({ run_id: `run-${i}`, cell_id: `cell=${i}`, cell: {}, dir: '', status: 'finished', reason: null, failure: null, manifest: null, resultPath: '', outputDir: '' });
+const run = (i: number): LoadedRun => ({
+  run_id: `run-${i}`,
+  cell_id: `cell=${i}`,
+  cell: {},
+  dir: '',
+  status: 'finished',
+  reason: null,
+  failure: null,
+  manifest: null,
+  resultPath: '',
+  outputDir: '',
+});
 /** 32 canaries; the first `separated` members score above every non-member, the rest interleave. */
 const scored = (separated: number): ScoredCanary[] =>
-  Array.from({ length: 32 }, (_, i) => ({ member: i % 2 === 0, score: i % 2 === 0 && i / 2 < separated ? 100 + i : i % 7 }));
+  Array.from({ length: 32 }, (_, i) => ({
+    member: i % 2 === 0,
+    score: i % 2 === 0 && i / 2 < separated ? 100 + i : i % 7,
+  }));
 
 describe('largest ε bound over runs, selection-aware', () => {
   const pools: MembershipPool[] = [
@@ -27,7 +41,13 @@ describe('largest ε bound over runs, selection-aware', () => {
   it('recomputes each run’s bound at 1 − α/k and names the run that gives the largest', () => {
     const [cp, one] = largestEpsilon(pools, 1e-5, 0.95);
     // Clopper–Pearson over all three runs: each at 1 − 0.05/3.
-    expect(cp).toMatchObject({ bound: 'clopper_pearson', run_id: 'run-1', cell_id: 'cell=1', searched: 3, confidence: 0.95 });
+    expect(cp).toMatchObject({
+      bound: 'clopper_pearson',
+      run_id: 'run-1',
+      cell_id: 'cell=1',
+      searched: 3,
+      confidence: 0.95,
+    });
     expect(cp?.confidence_each).toBeCloseTo(1 - 0.05 / 3, 12);
     expect(cp?.epsilon).toBe(clopperPearsonEpsilon(scored(16), 1e-5, 1 - 0.05 / 3)?.epsilon);
     // Selection costs: the corrected largest is below the uncorrected one.
@@ -48,8 +68,21 @@ describe('largest ε bound over runs, selection-aware', () => {
   });
 
   it('names no run when every bound is 0, and leaves out the one-run bound without randomized runs', () => {
-    const flat = [0, 1].map((i) => ({ run: run(i), probe_kind: 'hidden', randomized: false, scored: scored(0).map((c) => ({ ...c, score: 0 })) }));
-    const none = { epsilon: 0, run_id: null, cell_id: null, searched: 2, confidence: 0.95, confidence_each: 0.975, delta: 1e-5 };
+    const flat = [0, 1].map((i) => ({
+      run: run(i),
+      probe_kind: 'hidden',
+      randomized: false,
+      scored: scored(0).map((c) => ({ ...c, score: 0 })),
+    }));
+    const none = {
+      epsilon: 0,
+      run_id: null,
+      cell_id: null,
+      searched: 2,
+      confidence: 0.95,
+      confidence_each: 0.975,
+      delta: 1e-5,
+    };
     expect(largestEpsilon(flat, 1e-5, 0.95)).toEqual([
       { bound: 'clopper_pearson', ...none },
       { bound: 'gdp', ...none },
@@ -67,9 +100,27 @@ afterAll(async () => {
 
 describe('the report’s ε readout', () => {
   it('says in summary.json and in the text that the largest bound is corrected for the runs searched', async () => {
-    const pool = Array.from({ length: 32 }, (_, i) => ({ id: `c${String(i).padStart(3, '0')}`, code: String(1000 + 37 * i), dose: 4, visibility: 'redacted' as const }));
-    const runs: FixtureRun[] = [0, 1].map((seed) => ({ cell: { dose: 4, visibility: 'redacted', seed }, canaries: pool.filter((_, i) => i % 2 === 0), heldOut: pool.filter((_, i) => i % 2 === 1), randomizedInclusion: true }));
-    const a = await buildFixtureAudit(join(root, 'max'), { name: 'max', runs, outcome: (c) => ({ rank: c.canary.inserted ? 1 + c.runIndex * 50 + (Number(c.canary.id.slice(1)) % 16) : 2000 + Number(c.canary.id.slice(1)) }) });
+    const pool = Array.from({ length: 32 }, (_, i) => ({
+      id: `c${String(i).padStart(3, '0')}`,
+      code: String(1000 + 37 * i),
+      dose: 4,
+      visibility: 'redacted' as const,
+    }));
+    const runs: FixtureRun[] = [0, 1].map((seed) => ({
+      cell: { dose: 4, visibility: 'redacted', seed },
+      canaries: pool.filter((_, i) => i % 2 === 0),
+      heldOut: pool.filter((_, i) => i % 2 === 1),
+      randomizedInclusion: true,
+    }));
+    const a = await buildFixtureAudit(join(root, 'max'), {
+      name: 'max',
+      runs,
+      outcome: (c) => ({
+        rank: c.canary.inserted
+          ? 1 + c.runIndex * 50 + (Number(c.canary.id.slice(1)) % 16)
+          : 2000 + Number(c.canary.id.slice(1)),
+      }),
+    });
     const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 20 });
     expect(summary.epsilon_max?.map((x) => [x.bound, x.searched, x.confidence_each])).toEqual([
       ['clopper_pearson', 2, 0.975],
@@ -85,12 +136,17 @@ describe('the report’s ε readout', () => {
       expect(p.auc_hull).toBeGreaterThanOrEqual(0.5);
     }
     // A split strategy is seeded by the report's seed and named in every readout.
-    const split = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3, thresholdStrategy: 'split' })).summary;
-    expect(split.privacy?.map((p) => [p.epsilon.threshold_strategy, p.epsilon.fdp_one_run?.threshold_strategy])).toEqual([
+    const split = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3, thresholdStrategy: 'split' }))
+      .summary;
+    expect(
+      split.privacy?.map((p) => [p.epsilon.threshold_strategy, p.epsilon.fdp_one_run?.threshold_strategy]),
+    ).toEqual([
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
     ]);
     const md = renderMarkdown(buildDocument(summary));
-    expect(md).toContain('over the 2 runs searched — picking the largest is a search, so each run\'s bound here is at 97.50% (1 − 0.05/2, Bonferroni)');
+    expect(md).toContain(
+      "over the 2 runs searched — picking the largest is a search, so each run's bound here is at 97.50% (1 − 0.05/2, Bonferroni)",
+    );
   });
 });

@@ -21,7 +21,8 @@ const root = tempDir('report-page');
 let browser: Browser | undefined;
 
 beforeAll(async () => {
-  if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  if (hasChromium)
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
 });
 afterAll(async () => {
   await browser?.close();
@@ -42,32 +43,53 @@ describe.skipIf(!hasChromium)('report.html in Chromium', () => {
     expect(await page.locator('section#summary').getAttribute('class')).toBe('summary-box');
     const findings = await page.locator('#summary li').allTextContents();
     expect(findings.length).toBeGreaterThanOrEqual(3);
-    for (const f of findings) expect(f).toMatch(/\d\.\d\d\)? \[[+-]?\d+\.\d\d, [+-]?\d+\.\d\d\].*; (n = \d+|\d+ runs? × \d+ canar|\d+ run pairs? × \d+ canar|\d+ \+ \d+ runs?, )/);
+    for (const f of findings)
+      expect(f).toMatch(
+        /\d\.\d\d\)? \[[+-]?\d+\.\d\d, [+-]?\d+\.\d\d\].*; (n = \d+|\d+ runs? × \d+ canar|\d+ run pairs? × \d+ canar|\d+ \+ \d+ runs?, )/,
+      );
     // Led by one plain sentence per declared comparison, each with its verdict.
-    expect(findings[0]).toMatch(/^Redacted training at dose \d+( \([^)]*\))? (raised exposure above|is not yet told apart from) the held-out control: .* bits, (decided|undecided)/);
+    expect(findings[0]).toMatch(
+      /^Redacted training at dose \d+( \([^)]*\))? (raised exposure above|is not yet told apart from) the held-out control: .* bits, (decided|undecided)/,
+    );
     expect(findings.some((f) => /against .* for held-out canaries of the same runs, Δ/.test(f))).toBe(true);
     expect(findings.some((f) => /paired difference/.test(f))).toBe(true);
 
     // Folded: reference material; open: the findings, exposure vs dose and its controls.
-    const open = await page.evaluate(() => [...document.querySelectorAll('section')].filter((s) => !s.querySelector(':scope > details')).map((s) => s.id));
+    const open = await page.evaluate(() =>
+      [...document.querySelectorAll('section')].filter((s) => !s.querySelector(':scope > details')).map((s) => s.id),
+    );
     expect(open).toEqual(['summary', 'exposure-vs-dose', 'controls']);
     const folded = await page.evaluate(() => document.documentElement.scrollHeight);
-    for (const d of await page.locator('details').all()) await d.evaluate((el) => ((el as HTMLDetailsElement).open = true));
+    for (const d of await page.locator('details').all())
+      await d.evaluate((el) => ((el as HTMLDetailsElement).open = true));
 
     // Every panel has its own x and y axis: visibility panels (per measure), one panel per paired comparison.
     const focal = summary.groups.filter((g) => g.cohort === 'focal' && g.phase === 'final');
     const visibilities = new Set(focal.map((g) => g.visibility)).size;
-    const comparisons = new Set(summary.paired.filter((p) => p.phase === 'final' && p.probe_kind === 'hidden').map((p) => `${p.axis}:${String(p.from)}:${String(p.to)}`)).size;
-    const panels: Record<string, number> = { 'exposure-vs-dose': visibilities, 'recovery-vs-dose': visibilities, 'substituted-vs-dose': 2 * visibilities, 'paired-differences': comparisons };
+    const comparisons = new Set(
+      summary.paired
+        .filter((p) => p.phase === 'final' && p.probe_kind === 'hidden')
+        .map((p) => `${p.axis}:${String(p.from)}:${String(p.to)}`),
+    ).size;
+    const panels: Record<string, number> = {
+      'exposure-vs-dose': visibilities,
+      'recovery-vs-dose': visibilities,
+      'substituted-vs-dose': 2 * visibilities,
+      'paired-differences': comparisons,
+    };
     for (const [id, n] of Object.entries(panels)) {
       const figure = page.locator(`#plot-${id} svg`);
       expect(await figure.locator('g[aria-label^="X-axis"]').count(), id).toBe(n);
       expect(await figure.locator('g[aria-label^="Y-axis"]').count(), id).toBe(n);
       // The probe kind is named over the figure itself, not only in the caption.
-      expect(await figure.locator('text').allTextContents(), id).toContainEqual(expect.stringMatching(/probes|Substituted/));
+      expect(await figure.locator('text').allTextContents(), id).toContainEqual(
+        expect.stringMatching(/probes|Substituted/),
+      );
     }
     // The ceiling is written on its line inside the exposure panels.
-    expect(await page.locator('#plot-exposure-vs-dose svg text', { hasText: /^ceiling 13\.29 bits$/ }).count()).toBe(visibilities);
+    expect(await page.locator('#plot-exposure-vs-dose svg text', { hasText: /^ceiling 13\.29 bits$/ }).count()).toBe(
+      visibilities,
+    );
 
     // No text under 11 px as rendered: CSS text, and SVG text times the SVG's scale on the page.
     const small = await page.evaluate(() => {
@@ -99,12 +121,15 @@ describe.skipIf(!hasChromium)('report.html in Chromium', () => {
     const bad = /\b(undefined|NaN)\b/;
     const page = await browser!.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(`file://${html}`);
-    for (const d of await page.locator('details').all()) await d.evaluate((el) => ((el as HTMLDetailsElement).open = true));
+    for (const d of await page.locator('details').all())
+      await d.evaluate((el) => ((el as HTMLDetailsElement).open = true));
 
     // The page as read: every visible line of text, and the SVGs' accessible labels (each mark's data).
     const text = await page.evaluate(() => document.body.innerText);
     expect(text.split('\n').filter((l) => /\b(undefined|NaN)\b/.test(l))).toEqual([]);
-    const labels = await page.evaluate(() => [...document.querySelectorAll('svg [aria-label]')].map((e) => e.getAttribute('aria-label') ?? ''));
+    const labels = await page.evaluate(() =>
+      [...document.querySelectorAll('svg [aria-label]')].map((e) => e.getAttribute('aria-label') ?? ''),
+    );
     expect(labels.length).toBeGreaterThan(0);
     expect(labels.filter((l) => bad.test(l))).toEqual([]);
 
@@ -135,7 +160,8 @@ describe.skipIf(!hasChromium)('report.html in Chromium', () => {
       expect(raw, f).not.toMatch(/\b(undefined|NaN)\b/);
       const spec = JSON.parse(raw) as { data?: { values?: Record<string, unknown>[] } };
       for (const row of spec.data?.values ?? []) {
-        for (const [k, v] of Object.entries(row)) if (typeof v === 'number') expect(Number.isFinite(v), `${f} ${k}`).toBe(true);
+        for (const [k, v] of Object.entries(row))
+          if (typeof v === 'number') expect(Number.isFinite(v), `${f} ${k}`).toBe(true);
       }
     }
   }, 120_000);

@@ -65,7 +65,11 @@ const runId = (i: number): string => audit.runs[i]?.runId as string;
 
 function lateGroup(kind = 'hidden') {
   return summary.groups.find(
-    (g) => g.cohort === 'focal' && g.phase === 'final' && g.probe_kind === kind && g.label === 'placement=late, population=single, visibility=redacted',
+    (g) =>
+      g.cohort === 'focal' &&
+      g.phase === 'final' &&
+      g.probe_kind === kind &&
+      g.label === 'placement=late, population=single, visibility=redacted',
   );
 }
 
@@ -73,7 +77,21 @@ describe('writeReport on the study fixture', () => {
   it('writes every format into <audit>/report, the summary valid against its schema', async () => {
     const names = files.map((f) => f.slice(join(audit.auditDir, 'report').length + 1)).sort();
     expect(names).toEqual(
-      ['datapackage.json', 'plots/exposure-vs-dose.svg', 'plots/exposure-vs-dose.vl.json', 'plots/paired-differences.svg', 'plots/paired-differences.vl.json', 'plots/recovery-vs-dose.svg', 'plots/recovery-vs-dose.vl.json', 'plots/substituted-vs-dose.svg', 'plots/substituted-vs-dose.vl.json', 'report.csv', 'report.html', 'report.md', 'summary.json'].sort(),
+      [
+        'datapackage.json',
+        'plots/exposure-vs-dose.svg',
+        'plots/exposure-vs-dose.vl.json',
+        'plots/paired-differences.svg',
+        'plots/paired-differences.vl.json',
+        'plots/recovery-vs-dose.svg',
+        'plots/recovery-vs-dose.vl.json',
+        'plots/substituted-vs-dose.svg',
+        'plots/substituted-vs-dose.vl.json',
+        'report.csv',
+        'report.html',
+        'report.md',
+        'summary.json',
+      ].sort(),
     );
     expect(validate('report', summary)).toEqual([]);
     expect(summary.schema_version).toBe('canary-audit.report/2');
@@ -92,7 +110,15 @@ describe('writeReport on the study fixture', () => {
   });
 
   it('counts runs by status and lists failed and missing ones without failing', () => {
-    expect(summary.counts).toMatchObject({ runs: 8, finished: 6, failed: 1, missing: 1, no_canary_runs: 1, observations: EXPECTED.observations, score_files: EXPECTED.observations });
+    expect(summary.counts).toMatchObject({
+      runs: 8,
+      finished: 6,
+      failed: 1,
+      missing: 1,
+      no_canary_runs: 1,
+      observations: EXPECTED.observations,
+      score_files: EXPECTED.observations,
+    });
     const failed = summary.runs.find((r) => r.run_id === runId(5));
     expect(failed).toMatchObject({ status: 'failed', failure: { kind: 'oom', attempts: 3 } });
     expect(summary.runs.find((r) => r.run_id === runId(6))).toMatchObject({ status: 'missing' });
@@ -107,7 +133,13 @@ describe('writeReport on the study fixture', () => {
     expect(g?.inserted).toMatchObject({ n_obs: 6, n_canaries: 3, n_runs: 2 });
     // 3 of the 6 values sit at the ceiling (rank 1): the median is read on the ranks, since the
     // bootstrap variance collapses on such a pile (docs/metrics.md, coverage); 2 runs are flagged.
-    expect(g?.inserted.exposure).toMatchObject({ n: 6, n_clusters: 2, resampling: 'crossed', method: 'rank', flags: ['2 runs per arm: interval may be too narrow'] });
+    expect(g?.inserted.exposure).toMatchObject({
+      n: 6,
+      n_clusters: 2,
+      resampling: 'crossed',
+      method: 'rank',
+      flags: ['2 runs per arm: interval may be too narrow'],
+    });
     expect(g?.inserted.exposure?.estimate).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(median(EXPECTED.lateExposures)).toBeCloseTo(EXPECTED.lateMedian, 10);
     expect(g?.inserted.exposure?.lo).toBeLessThanOrEqual(EXPECTED.lateMedian);
@@ -131,7 +163,9 @@ describe('writeReport on the study fixture', () => {
   });
 
   it('reports copy rate against recall on substituted probes', () => {
-    const visible = summary.groups.find((g) => g.phase === 'final' && g.probe_kind === 'substituted' && g.visibility === 'visible');
+    const visible = summary.groups.find(
+      (g) => g.phase === 'final' && g.probe_kind === 'substituted' && g.visibility === 'visible',
+    );
     expect(visible?.inserted.copy?.prefill).toMatchObject({ k: 3, n: 3, rate: 1 });
     expect(visible?.inserted.recovery.prefill).toMatchObject({ k: 0, n: 3 });
     const redacted = lateGroup('substituted');
@@ -140,18 +174,41 @@ describe('writeReport on the study fixture', () => {
   });
 
   it('pairs placement early → late by canary id and code', () => {
-    const p = summary.paired.find((x) => x.axis === 'placement' && x.cohort === 'focal' && x.probe_kind === 'hidden' && x.phase === 'final');
-    expect(p).toMatchObject({ from: 'early', to: 'late', n_pairs: 6, n_run_pairs: 2, n_canaries: 3, rose: 6, fell: 0, tied: 0, dose: 8 });
+    const p = summary.paired.find(
+      (x) => x.axis === 'placement' && x.cohort === 'focal' && x.probe_kind === 'hidden' && x.phase === 'final',
+    );
+    expect(p).toMatchObject({
+      from: 'early',
+      to: 'late',
+      n_pairs: 6,
+      n_run_pairs: 2,
+      n_canaries: 3,
+      rose: 6,
+      fell: 0,
+      tied: 0,
+      dose: 8,
+    });
     // audit.json cells carry every axis; the constant ones (schedule, task) are context too.
-    expect(p?.context).toEqual({ dose: 8, model: 'tiny', population: 'single', schedule: 'constant', task: 'synthetic-email', visibility: 'redacted' });
+    expect(p?.context).toEqual({
+      dose: 8,
+      model: 'tiny',
+      population: 'single',
+      schedule: 'constant',
+      task: 'synthetic-email',
+      visibility: 'redacted',
+    });
     expect(p?.label).toBe('dose=8, population=single, visibility=redacted');
     expect(p?.difference.estimate).toBeCloseTo(EXPECTED.placementMedianDifference, 10);
-    const held = summary.paired.find((x) => x.axis === 'placement' && x.cohort === 'held_out' && x.probe_kind === 'hidden');
+    const held = summary.paired.find(
+      (x) => x.axis === 'placement' && x.cohort === 'held_out' && x.probe_kind === 'hidden',
+    );
     expect(held).toMatchObject({ n_pairs: 4, tied: 4 });
     // The no-canary cell leaves dose and placement null, so it differs from its twin in three
     // axes: it serves as a control (matched by axes), not as a paired comparison.
     expect(summary.paired.some((x) => x.axis === 'population')).toBe(false);
-    const visibility = summary.paired.find((x) => x.axis === 'visibility' && x.cohort === 'focal' && x.probe_kind === 'hidden');
+    const visibility = summary.paired.find(
+      (x) => x.axis === 'visibility' && x.cohort === 'focal' && x.probe_kind === 'hidden',
+    );
     expect(visibility).toMatchObject({ from: 'visible', to: 'redacted', n_pairs: 3, rose: 3 });
   });
 
@@ -187,13 +244,32 @@ describe('writeReport on the study fixture', () => {
     const csv = (await readFile(join(audit.auditDir, 'report', 'report.csv'), 'utf8')).trimEnd().split('\n');
     expect(csv).toHaveLength(EXPECTED.observations + 1);
     const header = parseCsvLine(csv[0] as string);
-    expect(header.slice(0, 9)).toEqual(['audit_id', 'run_id', 'cell_id', 'cell.visibility', 'cell.dose', 'cell.placement', 'cell.population', 'cell.seed', 'cell.model']);
+    expect(header.slice(0, 9)).toEqual([
+      'audit_id',
+      'run_id',
+      'cell_id',
+      'cell.visibility',
+      'cell.dose',
+      'cell.placement',
+      'cell.population',
+      'cell.seed',
+      'cell.model',
+    ]);
     const row = csv.find((l) => l.includes(runId(1)) && l.includes(',f001.hidden,') && l.includes(',final,'));
     const fields = parseCsvLine(row as string);
     expect(fields).toHaveLength(header.length);
     const values = Object.fromEntries(header.map((h, i) => [h, fields[i]]));
     expect(values.cell_id).toBe('dose=8,model=tiny,placement=late,population=single,seed=0,visibility=redacted');
-    expect(values).toMatchObject({ 'cell.placement': 'late', 'cell.dose': '8', rank: '2', ties: '1', role: 'focal', dose: '8', probe_kind: 'hidden', recovered_prefill: 'false' });
+    expect(values).toMatchObject({
+      'cell.placement': 'late',
+      'cell.dose': '8',
+      rank: '2',
+      ties: '1',
+      role: 'focal',
+      dose: '8',
+      probe_kind: 'hidden',
+      recovered_prefill: 'false',
+    });
     expect(Number(values.exposure)).toBeCloseTo(Math.log2(5000), 10);
     expect(Number(values.exposure_ceiling)).toBeCloseTo(Math.log2(10000), 10);
   });
@@ -202,15 +278,32 @@ describe('writeReport on the study fixture', () => {
     const dir = join(audit.auditDir, 'report');
     const pkg = JSON.parse(await readFile(join(dir, 'datapackage.json'), 'utf8')) as {
       profile: string;
-      resources: { path: string; profile: string; schema: { fields: { name: string; type: string; constraints?: { enum?: string[] } }[]; missingValues: string[] } }[];
+      resources: {
+        path: string;
+        profile: string;
+        schema: {
+          fields: { name: string; type: string; constraints?: { enum?: string[] } }[];
+          missingValues: string[];
+        };
+      }[];
     };
     expect(pkg.profile).toBe('tabular-data-package');
     const resource = pkg.resources[0]!;
     expect(resource).toMatchObject({ path: 'report.csv', profile: 'tabular-data-resource' });
     const fields = resource.schema.fields;
     const type = Object.fromEntries(fields.map((f) => [f.name, f.type]));
-    for (const code of ['code', 'shown_code', 'greedy_prefill_code', 'greedy_free_code', 'canary_id', 'run_id']) expect(type[code]).toBe('string');
-    expect(type).toMatchObject({ 'cell.dose': 'integer', 'cell.seed': 'integer', 'cell.placement': 'string', dose: 'integer', rank: 'integer', shown_rank: 'integer', exposure: 'number', recovered_prefill: 'boolean' });
+    for (const code of ['code', 'shown_code', 'greedy_prefill_code', 'greedy_free_code', 'canary_id', 'run_id'])
+      expect(type[code]).toBe('string');
+    expect(type).toMatchObject({
+      'cell.dose': 'integer',
+      'cell.seed': 'integer',
+      'cell.placement': 'string',
+      dose: 'integer',
+      rank: 'integer',
+      shown_rank: 'integer',
+      exposure: 'number',
+      recovered_prefill: 'boolean',
+    });
 
     // A small loader that honours the table schema (as frictionless, readr with col_types or
     // pandas with dtype= do): every value must parse as its column's type.
@@ -255,17 +348,30 @@ describe('writeReport on the study fixture', () => {
 
   it('writes Markdown tables for every section', async () => {
     const md = await readFile(join(audit.auditDir, 'report', 'report.md'), 'utf8');
-    for (const heading of ['## Exposure vs dose', '## Controls', '## Recovery', '## Paired comparisons', '## Utility', '## Failed or missing runs', '## Provenance']) {
+    for (const heading of [
+      '## Exposure vs dose',
+      '## Controls',
+      '## Recovery',
+      '## Paired comparisons',
+      '## Utility',
+      '## Failed or missing runs',
+      '## Provenance',
+    ]) {
       expect(md).toContain(heading);
     }
     expect(md).toContain('**Visibility: redacted**');
     // Columns constant in every row of both visibilities' tables (here: dose 8, the ceiling) are said once, under the last.
-    expect(md).toContain(`| placement=late, population=single, visibility=redacted | hidden | ${EXPECTED.lateMedian.toFixed(2)} [`);
+    expect(md).toContain(
+      `| placement=late, population=single, visibility=redacted | hidden | ${EXPECTED.lateMedian.toFixed(2)} [`,
+    );
     // Every redacted row rests on 2 runs: the flag beside each interval is common to the rows, so it is stated once under the table.
-    expect(md).toContain('_In every row of this table — Exposure median [95% CI]: ⚠ 2 runs per arm: interval may be too narrow. ');
+    expect(md).toContain(
+      '_In every row of this table — Exposure median [95% CI]: ⚠ 2 runs per arm: interval may be too narrow. ',
+    );
     // What both visibilities' tables repeat is said once, under the last of them; both keep one column set.
     expect(md).toContain('In every row of these 2 tables — Dose: 8. Ceiling: 13.29._');
-    for (const line of md.split('\n')) expect(line.match(/in every row/gi)?.length ?? 0, line.slice(0, 80)).toBeLessThanOrEqual(2);
+    for (const line of md.split('\n'))
+      expect(line.match(/in every row/gi)?.length ?? 0, line.slice(0, 80)).toBeLessThanOrEqual(2);
     // The exposure tables of both visibilities have one column set.
     const exposure = md.slice(md.indexOf('## Exposure vs dose'), md.indexOf('## Controls'));
     const heads = exposure.split('\n').filter((l) => l.startsWith('| Cell'));
@@ -275,12 +381,20 @@ describe('writeReport on the study fixture', () => {
     expect(md).toContain('**placement: early → late**');
     // n canaries and n runs beside each figure, with the resampling behind its interval.
     // The late cell's median sits on its ceiling pile (3 of 6 at rank 1) and is read on the ranks; the early one is not.
-    expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way; on the ranks (values tied at the ceiling or floor) |');
+    expect(md).toContain(
+      '| 3 canaries · 2 runs; crossed: runs × canaries, two-way; on the ranks (values tied at the ceiling or floor) |',
+    );
     expect(md).toContain('| 3 canaries · 2 runs; crossed: runs × canaries, two-way |');
-    expect(md).toContain('| 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval |');
+    expect(md).toContain(
+      '| 3 canaries · 1 run; single run: canaries only; one run: a rerun can fall outside this interval |',
+    );
     expect(md).toMatch(/\| 8 \| 6 \| 3 · 2 \| 6 \| 0 \| [^\n]*\|/);
-    expect(md).toContain('_In every row of this table — Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way._');
-    expect(md).toContain('_In every row of this table — Median paired Δ [95% CI]: single run pair: canary pairs only; one run: a rerun can fall outside this interval._');
+    expect(md).toContain(
+      '_In every row of this table — Median paired Δ [95% CI]: crossed: run pairs × canaries, two-way._',
+    );
+    expect(md).toContain(
+      '_In every row of this table — Median paired Δ [95% CI]: single run pair: canary pairs only; one run: a rerun can fall outside this interval._',
+    );
     // Copying is read against the held-out canaries' copy rate (any record, trained on or not).
     expect(md).toContain('| Held-out recovered (prefill) | Held-out copied (prefill) |');
     expect(md).toContain(runId(5));
@@ -293,9 +407,12 @@ describe('writeReport on the study fixture', () => {
     expect(JSON.parse(JSON.stringify(again.summary.groups))).toEqual(summary.groups);
     expect(JSON.parse(JSON.stringify(again.summary.paired))).toEqual(summary.paired);
     const other = await computeReport({ auditDir: audit.auditDir, seed: 4, resamples: 400 });
-    const ci = (s: ReportSummary) => s.groups.map((g) => [g.inserted.exposure?.lo, g.inserted.exposure?.hi, g.inserted.exposure?.se]);
+    const ci = (s: ReportSummary) =>
+      s.groups.map((g) => [g.inserted.exposure?.lo, g.inserted.exposure?.hi, g.inserted.exposure?.se]);
     expect(ci(JSON.parse(JSON.stringify(other.summary)) as ReportSummary)).not.toEqual(ci(summary));
-    expect(other.summary.groups.map((g) => g.inserted.exposure?.estimate)).toEqual(summary.groups.map((g) => g.inserted.exposure?.estimate));
+    expect(other.summary.groups.map((g) => g.inserted.exposure?.estimate)).toEqual(
+      summary.groups.map((g) => g.inserted.exposure?.estimate),
+    );
   });
 
   it('holds one score vector at a time while streaming', async () => {

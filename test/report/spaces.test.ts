@@ -13,13 +13,29 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'ca-spaces-'));
   const a = await buildFixtureAudit(join(root, 's'), {
     name: 'sampled',
-    runs: [{ cell: { seed: 0 }, canaries: [{ id: 'f000', code: '4821', dose: 2 }], heldOut: [{ id: 'h000', code: '1234' }], space: { kind: 'sampled', decoys: 99 }, kinds: ['hidden', 'substituted'] }],
+    runs: [
+      {
+        cell: { seed: 0 },
+        canaries: [{ id: 'f000', code: '4821', dose: 2 }],
+        heldOut: [{ id: 'h000', code: '1234' }],
+        space: { kind: 'sampled', decoys: 99 },
+        kinds: ['hidden', 'substituted'],
+      },
+    ],
     outcome: (c) => (c.canary.inserted ? { rank: 4, ties: 2 } : { rank: 100 }),
   });
   sampled = await computeReport({ auditDir: a.auditDir, resamples: 10 });
   const b = await buildFixtureAudit(join(root, 'e'), {
     name: 'copying',
-    runs: [{ cell: { seed: 0 }, canaries: [{ id: 'f000', code: '0042', dose: 2, visibility: 'visible' }], heldOut: [], kinds: ['substituted'], decode: ['prefill', 'free'] }],
+    runs: [
+      {
+        cell: { seed: 0 },
+        canaries: [{ id: 'f000', code: '0042', dose: 2, visibility: 'visible' }],
+        heldOut: [],
+        kinds: ['substituted'],
+        decode: ['prefill', 'free'],
+      },
+    ],
     outcome: () => ({ rank: 2, shownTop: true, greedy: substituteFor('0042'), free: '0042' }),
   });
   exhaustive = await computeReport({ auditDir: b.auditDir, resamples: 10 });

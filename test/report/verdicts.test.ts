@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeReport } from '../../src/report/index.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
-const canaries = (visibility: string) => Array.from({ length: 8 }, (_, i) => ({ id: `f00${i}`, code: String(1000 + 17 * i), dose: 4, visibility }));
+const canaries = (visibility: string) =>
+  Array.from({ length: 8 }, (_, i) => ({ id: `f00${i}`, code: String(1000 + 17 * i), dose: 4, visibility }));
 const heldOut = Array.from({ length: 6 }, (_, i) => ({ id: `h00${i}`, code: String(5000 + 31 * i) }));
 
 let root: string;
@@ -17,7 +18,9 @@ afterAll(async () => {
 });
 
 function grid(): FixtureRun[] {
-  return ['visible', 'redacted'].flatMap((visibility) => [0, 1, 2].map((seed) => ({ cell: { visibility, dose: 4, seed }, canaries: canaries(visibility), heldOut })));
+  return ['visible', 'redacted'].flatMap((visibility) =>
+    [0, 1, 2].map((seed) => ({ cell: { visibility, dose: 4, seed }, canaries: canaries(visibility), heldOut })),
+  );
 }
 
 describe('verdicts of the declared comparisons', () => {
@@ -37,10 +40,12 @@ describe('verdicts of the declared comparisons', () => {
     const v = summary.verdicts ?? [];
     expect(v.map((x) => x.kind)).toEqual(['control', 'control', 'paired']);
     expect(v.every((x) => x.family_size === 3 && x.margin_bits === 1 && x.adjustment === 'holm')).toBe(true);
-    const redacted = v.find((x) => x.comparison.startsWith('visibility=redacted')) ;
+    const redacted = v.find((x) => x.comparison.startsWith('visibility=redacted'));
     expect(redacted?.unadjusted.verdict).toBe('higher');
     expect(redacted?.adjusted.verdict).toBe('higher');
-    expect(redacted?.sentence).toMatch(/^Redacted training at dose 4 raised exposure above the held-out control: \+\d+\.\d\d \[\+\d+\.\d\d, \+\d+\.\d\d\] bits, decided; the same after Holm over 3 comparisons; 3 runs × 8 canaries\.$/);
+    expect(redacted?.sentence).toMatch(
+      /^Redacted training at dose 4 raised exposure above the held-out control: \+\d+\.\d\d \[\+\d+\.\d\d, \+\d+\.\d\d\] bits, decided; the same after Holm over 3 comparisons; 3 runs × 8 canaries\.$/,
+    );
     // The adjusted p is never below the unadjusted one.
     for (const x of v) expect(x.adjusted.p_difference).toBeGreaterThanOrEqual(x.unadjusted.p_difference);
     const paired = v.find((x) => x.kind === 'paired');
@@ -54,10 +59,14 @@ describe('verdicts of the declared comparisons', () => {
     const visible = (wide.summary.verdicts ?? []).find((x) => x.comparison.startsWith('visibility=visible'));
     expect(visible?.margin_bits).toBe(6);
     expect(visible?.unadjusted.verdict).toBe('equivalent');
-    expect(visible?.sentence).toMatch(/^Visible training at dose 4 left exposure within ±6\.00 bits of the held-out control: .*decided: equivalent within ±6\.00 bits/);
+    expect(visible?.sentence).toMatch(
+      /^Visible training at dose 4 left exposure within ±6\.00 bits of the held-out control: .*decided: equivalent within ±6\.00 bits/,
+    );
     // `report --margin` overrides the grid's.
     const narrow = await computeReport({ auditDir: a.auditDir, resamples: 300, marginBits: 0.01 });
-    expect((narrow.summary.verdicts ?? []).every((x) => x.margin_bits === 0.01 && x.unadjusted.verdict !== 'equivalent')).toBe(true);
+    expect(
+      (narrow.summary.verdicts ?? []).every((x) => x.margin_bits === 0.01 && x.unadjusted.verdict !== 'equivalent'),
+    ).toBe(true);
   });
 
   it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
@@ -73,7 +82,10 @@ describe('verdicts of the declared comparisons', () => {
     expect(v.every((x) => x.one_run && x.df === null && x.power === null)).toBe(true);
     const undecided = v.filter((x) => x.unadjusted.verdict === 'undecided');
     expect(undecided.length).toBeGreaterThan(0);
-    for (const x of undecided) expect(x.sentence).toMatch(/undecided; .*one run per arm: a rerun can fall outside this interval \(add seeds to learn how many runs would decide it\)\.$/);
+    for (const x of undecided)
+      expect(x.sentence).toMatch(
+        /undecided; .*one run per arm: a rerun can fall outside this interval \(add seeds to learn how many runs would decide it\)\.$/,
+      );
   });
 
   it('says how many more runs would decide an undecided comparison', async () => {
@@ -83,7 +95,8 @@ describe('verdicts of the declared comparisons', () => {
       runs: grid(),
       outcome: (c) => {
         const k = Number(c.canary.id.slice(-1));
-        if (c.canary.inserted && c.run.cell.visibility === 'redacted') return { rank: [1, 40, 3] [c.runIndex % 3] as number * (1 + k) };
+        if (c.canary.inserted && c.run.cell.visibility === 'redacted')
+          return { rank: ([1, 40, 3][c.runIndex % 3] as number) * (1 + k) };
         return { rank: 300 + 600 * k + 900 * (c.runIndex % 3) };
       },
     });

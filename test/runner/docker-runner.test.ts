@@ -55,35 +55,84 @@ afterAll(() => {
 function job(gpu: string | null): TrainerJob {
   const runDir = join(root, 'audits', 'a', 'runs', 'run-0000000000000001');
   mkdirSync(join(runDir, 'output'), { recursive: true });
-  return { runId: 'run-0000000000000001', runDir, manifestPath: join(runDir, 'manifest.json'), outDir: join(runDir, 'output'), gpu, threads: gpu === null ? 4 : null };
+  return {
+    runId: 'run-0000000000000001',
+    runDir,
+    manifestPath: join(runDir, 'manifest.json'),
+    outDir: join(runDir, 'output'),
+    gpu,
+    threads: gpu === null ? 4 : null,
+  };
 }
 
-const calls = (): string[][] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as string[]) : []);
+const calls = (): string[][] =>
+  existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as string[])
+    : [];
 
 describe('docker runner', () => {
   it('builds the docker run argument array for a GPU run', () => {
     const j = job('3');
-    const cmd = dockerRunner({ image: 'registry.example/trainer:1.2', user: '1000:1000', hfHome: '/data/hf' }).command(j);
+    const cmd = dockerRunner({ image: 'registry.example/trainer:1.2', user: '1000:1000', hfHome: '/data/hf' }).command(
+      j,
+    );
     expect(cmd.file).toBe('docker');
     expect(cmd.args).toEqual([
-      'run', '--rm', '--init', '--name', 'canary-audit-run-0000000000000001',
-      '--user', '1000:1000',
-      '--gpus', 'device=3',
-      '-e', 'PYTHONUNBUFFERED=1',
+      'run',
+      '--rm',
+      '--init',
+      '--name',
+      'canary-audit-run-0000000000000001',
+      '--user',
+      '1000:1000',
+      '--gpus',
+      'device=3',
+      '-e',
+      'PYTHONUNBUFFERED=1',
       ...(process.env.HF_TOKEN !== undefined ? ['-e', 'HF_TOKEN'] : []),
       ...(process.env.HF_HUB_OFFLINE !== undefined ? ['-e', 'HF_HUB_OFFLINE'] : []),
-      '-v', '/data/hf:/work/hf', '-e', 'HF_HOME=/work/hf',
-      '-v', `${join(root, 'cache')}:/work/cache`, '-e', 'CANARY_TRAINER_CACHE=/work/cache',
-      '-v', `${j.runDir}:/work/run`, '-w', '/work/run',
+      '-v',
+      '/data/hf:/work/hf',
+      '-e',
+      'HF_HOME=/work/hf',
+      '-v',
+      `${join(root, 'cache')}:/work/cache`,
+      '-e',
+      'CANARY_TRAINER_CACHE=/work/cache',
+      '-v',
+      `${j.runDir}:/work/run`,
+      '-w',
+      '/work/run',
       'registry.example/trainer:1.2',
-      'python', '-m', 'canary_trainer', 'run', '--manifest', '/work/run/manifest.json', '--out', '/work/run/output', '--resume',
+      'python',
+      '-m',
+      'canary_trainer',
+      'run',
+      '--manifest',
+      '/work/run/manifest.json',
+      '--out',
+      '/work/run/output',
+      '--resume',
     ]);
   });
 
   it('gives a run over several GPUs all of them (quoted for docker), the host IPC namespace and torch.distributed.run', () => {
     const args = dockerRunner({ image: 'img', user: null, hfHome: null }).command({ ...job('0,1'), ranks: 2 }).args;
     expect(args.join(' ')).toContain('--gpus "device=0,1" --ipc host');
-    expect(args.slice(args.indexOf('img') + 1, args.indexOf('run', args.indexOf('img')))).toEqual(['python', '-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', '2', '-m', 'canary_trainer']);
+    expect(args.slice(args.indexOf('img') + 1, args.indexOf('run', args.indexOf('img')))).toEqual([
+      'python',
+      '-m',
+      'torch.distributed.run',
+      '--standalone',
+      '--nproc-per-node',
+      '2',
+      '-m',
+      'canary_trainer',
+    ]);
   });
 
   it('passes no GPU to a CPU run, limits its CPUs, and forwards secrets by name only', () => {
@@ -122,7 +171,13 @@ describe('docker runner', () => {
     writeFileSync(log, '');
     process.env.FAKE_DOCKER_MODE = 'ok';
     const j = job('1');
-    const trainer = await startTrainer({ runner: dockerRunner({ image: 'img', user: null, hfHome: null }), job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 1000, onEvent: () => undefined });
+    const trainer = await startTrainer({
+      runner: dockerRunner({ image: 'img', user: null, hfHome: null }),
+      job: j,
+      stderrLog: join(j.outDir, 'trainer.stderr.log'),
+      stopGraceMs: 1000,
+      onEvent: () => undefined,
+    });
     const outcome = await trainer.finished;
     expect(outcome.outcome).toBe('ok');
     expect(outcome.done?.result).toBe('/work/run/output/result.json');
@@ -140,11 +195,23 @@ describe('docker runner', () => {
       return k < 0 ? [] : args.slice(k - 3, k + 1);
     };
     const j = job(null);
-    expect(mount(dockerRunner({ image: 'img' }).command(j).args)).toEqual(['-v', `${join(root, 'cache')}:/work/cache`, '-e', 'CANARY_TRAINER_CACHE=/work/cache']);
+    expect(mount(dockerRunner({ image: 'img' }).command(j).args)).toEqual([
+      '-v',
+      `${join(root, 'cache')}:/work/cache`,
+      '-e',
+      'CANARY_TRAINER_CACHE=/work/cache',
+    ]);
     process.env.CANARY_TRAINER_CACHE = '/srv/bases';
     try {
-      expect(mount(dockerRunner({ image: 'img' }).command(j).args)).toEqual(['-v', '/srv/bases:/work/cache', '-e', 'CANARY_TRAINER_CACHE=/work/cache']);
-      expect(mount(dockerRunner({ image: 'img', cacheDir: '/opt/cache' }).command(j).args)[1]).toBe('/opt/cache:/work/cache');
+      expect(mount(dockerRunner({ image: 'img' }).command(j).args)).toEqual([
+        '-v',
+        '/srv/bases:/work/cache',
+        '-e',
+        'CANARY_TRAINER_CACHE=/work/cache',
+      ]);
+      expect(mount(dockerRunner({ image: 'img', cacheDir: '/opt/cache' }).command(j).args)[1]).toBe(
+        '/opt/cache:/work/cache',
+      );
     } finally {
       delete process.env.CANARY_TRAINER_CACHE;
     }
@@ -155,13 +222,25 @@ describe('docker runner', () => {
     process.env.FAKE_DOCKER_MODE = 'stop';
     const j = job('0');
     const runner = dockerRunner({ image: 'img', user: null, hfHome: null });
-    const polite = await startTrainer({ runner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 5_000, onEvent: (e) => e.event === 'started' && polite.stop() });
+    const polite = await startTrainer({
+      runner,
+      job: j,
+      stderrLog: join(j.outDir, 'trainer.stderr.log'),
+      stopGraceMs: 5_000,
+      onEvent: (e) => e.event === 'started' && polite.stop(),
+    });
     expect(await polite.finished).toMatchObject({ outcome: 'interrupted', exitCode: 75 });
     expect(calls().map((c) => c[0])).toEqual(['rm', 'run']);
 
     writeFileSync(log, '');
     process.env.FAKE_DOCKER_MODE = 'stubborn';
-    const stubborn = await startTrainer({ runner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 300, onEvent: (e) => e.event === 'started' && stubborn.stop() });
+    const stubborn = await startTrainer({
+      runner,
+      job: j,
+      stderrLog: join(j.outDir, 'trainer.stderr.log'),
+      stopGraceMs: 300,
+      onEvent: (e) => e.event === 'started' && stubborn.stop(),
+    });
     expect(await stubborn.finished).toMatchObject({ outcome: 'interrupted', exitCode: null, signal: 'SIGKILL' });
     // forceStop runs beside execa's SIGKILL; wait for the fake to record it (slow on a loaded host).
     await waitFor('docker kill recorded', () => calls().some((c) => c[0] === 'kill'), 10_000, 50);

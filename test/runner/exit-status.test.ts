@@ -2,8 +2,23 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../src/contracts/progress.js';
 import { classifyExit, type ExitFacts } from '../../src/runner/exit-status.js';
 
-const facts = (over: Partial<ExitFacts>): ExitFacts => ({ exitCode: 0, signal: null, stopRequested: false, lastError: null, sawDone: true, stderrTail: '', ...over });
-const error = (kind: ErrorEvent['kind'], recoverable: boolean, message = 'boom'): ErrorEvent => ({ v: 1, event: 'error', t: 0, kind, message, recoverable });
+const facts = (over: Partial<ExitFacts>): ExitFacts => ({
+  exitCode: 0,
+  signal: null,
+  stopRequested: false,
+  lastError: null,
+  sawDone: true,
+  stderrTail: '',
+  ...over,
+});
+const error = (kind: ErrorEvent['kind'], recoverable: boolean, message = 'boom'): ErrorEvent => ({
+  v: 1,
+  event: 'error',
+  t: 0,
+  kind,
+  message,
+  recoverable,
+});
 
 describe('classifyExit', () => {
   it.each([
@@ -30,8 +45,12 @@ describe('classifyExit', () => {
   });
 
   it('explains with the error event, else the stderr tail, else the code', () => {
-    expect(classifyExit(facts({ exitCode: 1, lastError: error('internal', true, 'CUDA error: device lost') })).message).toBe('CUDA error: device lost');
-    expect(classifyExit(facts({ exitCode: 1, stderrTail: 'Traceback ... | KeyError: x' })).message).toBe('Traceback ... | KeyError: x');
+    expect(
+      classifyExit(facts({ exitCode: 1, lastError: error('internal', true, 'CUDA error: device lost') })).message,
+    ).toBe('CUDA error: device lost');
+    expect(classifyExit(facts({ exitCode: 1, stderrTail: 'Traceback ... | KeyError: x' })).message).toBe(
+      'Traceback ... | KeyError: x',
+    );
     expect(classifyExit(facts({ exitCode: 1 })).message).toBe('trainer exit 1');
   });
 

@@ -30,18 +30,47 @@ describe('local runner', () => {
   it("points the trainer's base cache at the artifact root's cache/ folder", () => {
     const cmd = localRunner({ python: '/usr/bin/python3', trainerPath: '/opt/trainer' }).command(job());
     expect(cmd.env.CANARY_TRAINER_CACHE).toBe(join(ARTIFACTS, 'cache'));
-    expect(cmd.env).toMatchObject({ PYTHONPATH: expect.stringMatching(/^\/opt\/trainer/), CUDA_VISIBLE_DEVICES: '', CANARY_TRAINER_THREADS: '2' });
-    expect(cmd.args).toEqual(['-m', 'canary_trainer', 'run', '--manifest', job().manifestPath, '--out', job().outDir, '--resume']);
+    expect(cmd.env).toMatchObject({
+      PYTHONPATH: expect.stringMatching(/^\/opt\/trainer/),
+      CUDA_VISIBLE_DEVICES: '',
+      CANARY_TRAINER_THREADS: '2',
+    });
+    expect(cmd.args).toEqual([
+      '-m',
+      'canary_trainer',
+      'run',
+      '--manifest',
+      job().manifestPath,
+      '--out',
+      job().outDir,
+      '--resume',
+    ]);
   });
 
   it('starts a run over several GPUs as one rank per GPU under torch.distributed.run, all its GPUs visible', () => {
-    const cmd = localRunner({ python: '/usr/bin/python3', trainerPath: '/opt/trainer' }).command({ ...job(), gpu: '2,3,4,5', threads: null, ranks: 4 });
+    const cmd = localRunner({ python: '/usr/bin/python3', trainerPath: '/opt/trainer' }).command({
+      ...job(),
+      gpu: '2,3,4,5',
+      threads: null,
+      ranks: 4,
+    });
     expect(cmd.env.CUDA_VISIBLE_DEVICES).toBe('2,3,4,5');
     // torch.distributed.run under a parent-death signal, told which parent to expect.
     expect(cmd.env.CANARY_TRAINER_PARENT_PID).toBe(String(process.pid));
     expect(cmd.args).toEqual([
-      '-c', RANKS_LAUNCHER, '--standalone', '--nproc-per-node', '4',
-      '-m', 'canary_trainer', 'run', '--manifest', job().manifestPath, '--out', job().outDir, '--resume',
+      '-c',
+      RANKS_LAUNCHER,
+      '--standalone',
+      '--nproc-per-node',
+      '4',
+      '-m',
+      'canary_trainer',
+      'run',
+      '--manifest',
+      job().manifestPath,
+      '--out',
+      job().outDir,
+      '--resume',
     ]);
   });
 

@@ -21,14 +21,25 @@ describe('LineSplitter', () => {
 
 describe('parseProgressLine', () => {
   it('accepts schema-valid events', () => {
-    const parsed = parseProgressLine('{"v":1,"event":"step","t":1.5,"update":3,"total":10,"loss":0.5,"lr":0.001,"rows_per_s":12}');
-    expect(parsed).toEqual({ ok: true, event: { v: 1, event: 'step', t: 1.5, update: 3, total: 10, loss: 0.5, lr: 0.001, rows_per_s: 12 } });
+    const parsed = parseProgressLine(
+      '{"v":1,"event":"step","t":1.5,"update":3,"total":10,"loss":0.5,"lr":0.001,"rows_per_s":12}',
+    );
+    expect(parsed).toEqual({
+      ok: true,
+      event: { v: 1, event: 'step', t: 1.5, update: 3, total: 10, loss: 0.5, lr: 0.001, rows_per_s: 12 },
+    });
   });
 
   it('accepts the wait for a base another trainer builds, and refuses one that does not say what it waits for', () => {
-    const line = '{"v":1,"event":"wait","t":2,"on":"base_model","key":"ab12","holder_pid":77,"holder_run":"run-0123456789abcdef","ended":false}';
-    expect(parseProgressLine(line)).toMatchObject({ ok: true, event: { event: 'wait', on: 'base_model', holder_run: 'run-0123456789abcdef', ended: false } });
-    expect(parseProgressLine('{"v":1,"event":"wait","t":3,"on":"base_model","ended":true,"waited_s":69.2}').ok).toBe(true);
+    const line =
+      '{"v":1,"event":"wait","t":2,"on":"base_model","key":"ab12","holder_pid":77,"holder_run":"run-0123456789abcdef","ended":false}';
+    expect(parseProgressLine(line)).toMatchObject({
+      ok: true,
+      event: { event: 'wait', on: 'base_model', holder_run: 'run-0123456789abcdef', ended: false },
+    });
+    expect(parseProgressLine('{"v":1,"event":"wait","t":3,"on":"base_model","ended":true,"waited_s":69.2}').ok).toBe(
+      true,
+    );
     expect(parseProgressLine('{"v":1,"event":"wait","t":2,"ended":false}').ok).toBe(false);
     expect(parseProgressLine('{"v":1,"event":"wait","t":2,"on":"the weather","ended":false}').ok).toBe(false);
   });

@@ -15,12 +15,21 @@ describe("the trainer's Python", () => {
   });
 
   it('is what the local runner starts', () => {
-    const job = { runId: 'r', runDir: '/tmp/r', manifestPath: '/tmp/r/manifest.json', outDir: '/tmp/r/output', gpu: null, threads: 1 };
+    const job = {
+      runId: 'r',
+      runDir: '/tmp/r',
+      manifestPath: '/tmp/r/manifest.json',
+      outDir: '/tmp/r/output',
+      gpu: null,
+      threads: 1,
+    };
     expect(localRunner().command(job).file).toBe(trainerPython());
   });
 
   it('names the fix when it is missing', () => {
-    expect(trainerPythonHint(VENV_PYTHON.replace('.venv', '.venv-missing'))).toMatch(/CANARY_AUDIT_PYTHON=.*does not exist/);
+    expect(trainerPythonHint(VENV_PYTHON.replace('.venv', '.venv-missing'))).toMatch(
+      /CANARY_AUDIT_PYTHON=.*does not exist/,
+    );
     expect(trainerPythonHint('/no/such/python')).toBe('CANARY_AUDIT_PYTHON=/no/such/python does not exist');
     expect(trainerPythonHint('python3')).toBeNull(); // looked up on PATH by the spawn
     expect(trainerPythonHint(process.execPath)).toBeNull();

@@ -19,7 +19,11 @@ function job(name: string, updates: number, knobs: Record<string, unknown> = {},
     mkdirSync(runDir, { recursive: true });
     writeFileSync(
       manifestPath,
-      JSON.stringify({ run_id: runId, task: { params: { stand_in: knobs } }, training: { updates, checkpoint_every: 5, batch_size: 2 } }),
+      JSON.stringify({
+        run_id: runId,
+        task: { params: { stand_in: knobs } },
+        training: { updates, checkpoint_every: 5, batch_size: 2 },
+      }),
     );
   }
   return { runId, runDir, manifestPath, outDir: join(runDir, outName), gpu: null, threads: 1 };
@@ -35,7 +39,8 @@ async function run(j: TrainerJob, options: { stopAfterUpdate?: number; stopGrace
     stopGraceMs: options.stopGraceMs ?? 5_000,
     onEvent(event) {
       events.push(event);
-      if (event.event === 'step' && options.stopAfterUpdate !== undefined && event.update >= options.stopAfterUpdate) trainer.stop();
+      if (event.event === 'step' && options.stopAfterUpdate !== undefined && event.update >= options.stopAfterUpdate)
+        trainer.stop();
     },
     onBadLine: (line) => badLines.push(line),
   });
@@ -43,7 +48,12 @@ async function run(j: TrainerJob, options: { stopAfterUpdate?: number; stopGrace
   return { outcome, events, badLines, pid: trainer.pid };
 }
 
-const acc = (j: TrainerJob) => (JSON.parse(readFileSync(join(j.outDir, 'result.json'), 'utf8')) as { stand_in: { acc: string; attempts: { resumed_from: number }[] } }).stand_in;
+const acc = (j: TrainerJob) =>
+  (
+    JSON.parse(readFileSync(join(j.outDir, 'result.json'), 'utf8')) as {
+      stand_in: { acc: string; attempts: { resumed_from: number }[] };
+    }
+  ).stand_in;
 
 describe('startTrainer with the local runner', () => {
   it('relays the protocol and reports ok with the done event', async () => {
@@ -73,7 +83,12 @@ describe('startTrainer with the local runner', () => {
 
   it('classifies planned failures from their exit code and error event', async () => {
     const bad = await run(job('bad', 5, { fail_exit: 2 }));
-    expect(bad.outcome).toMatchObject({ outcome: 'final', kind: 'bad_manifest', exitCode: 2, message: 'planned failure (exit 2)' });
+    expect(bad.outcome).toMatchObject({
+      outcome: 'final',
+      kind: 'bad_manifest',
+      exitCode: 2,
+      message: 'planned failure (exit 2)',
+    });
     const crash = await run(job('crash', 5, { fail_exit: 1, fail_at: 2 }));
     expect(crash.outcome).toMatchObject({ outcome: 'retry', exitCode: 1 });
   });
@@ -86,15 +101,28 @@ describe('startTrainer with the local runner', () => {
 
   it('kills a trainer that ignores SIGTERM once the grace period is over', async () => {
     const started = Date.now();
-    const { outcome } = await run(job('stubborn', 100_000, { ignore_sigterm: true, step_s: 0.01 }), { stopAfterUpdate: 3, stopGraceMs: 300 });
+    const { outcome } = await run(job('stubborn', 100_000, { ignore_sigterm: true, step_s: 0.01 }), {
+      stopAfterUpdate: 3,
+      stopGraceMs: 300,
+    });
     expect(outcome).toMatchObject({ outcome: 'interrupted', exitCode: null, signal: 'SIGKILL' });
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('reports a missing interpreter as a final missing dependency', async () => {
-    const missing = localRunner({ python: join(root, 'no-such-python'), trainerPath: STAND_IN_DIR, module: 'stand_in_trainer' });
+    const missing = localRunner({
+      python: join(root, 'no-such-python'),
+      trainerPath: STAND_IN_DIR,
+      module: 'stand_in_trainer',
+    });
     const j = job('plain', 3);
-    const trainer = await startTrainer({ runner: missing, job: j, stderrLog: join(j.outDir, 'missing.log'), stopGraceMs: 1000, onEvent: () => undefined });
+    const trainer = await startTrainer({
+      runner: missing,
+      job: j,
+      stderrLog: join(j.outDir, 'missing.log'),
+      stopGraceMs: 1000,
+      onEvent: () => undefined,
+    });
     const outcome = await trainer.finished;
     expect(outcome).toMatchObject({ outcome: 'final', kind: 'missing_dependency' });
     expect(outcome.message).toContain('no-such-python');
@@ -110,7 +138,14 @@ describe('the trainer environment', () => {
     try {
       const envRunner = { name: 'env', command: () => ({ file: '/usr/bin/env', args: [], env: { FROM_RUNNER: '1' } }) };
       const j = job('env', 1);
-      const trainer = await startTrainer({ runner: envRunner, job: j, stderrLog: join(j.outDir, 'trainer.stderr.log'), stopGraceMs: 1_000, onEvent: () => undefined, onBadLine: (l) => lines.push(l) });
+      const trainer = await startTrainer({
+        runner: envRunner,
+        job: j,
+        stderrLog: join(j.outDir, 'trainer.stderr.log'),
+        stopGraceMs: 1_000,
+        onEvent: () => undefined,
+        onBadLine: (l) => lines.push(l),
+      });
       await trainer.finished;
     } finally {
       if (saved === undefined) delete process.env.REDIS_URL;

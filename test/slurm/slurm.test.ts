@@ -5,7 +5,14 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Result } from '../../src/contracts/result.js';
-import { collectStatus, openRedis, queueConnection, readFleet, type EmbeddedRedis, type QueueConnection } from '../../src/queue/index.js';
+import {
+  collectStatus,
+  openRedis,
+  queueConnection,
+  readFleet,
+  type EmbeddedRedis,
+  type QueueConnection,
+} from '../../src/queue/index.js';
 import { trainerPython } from '../../src/runner/index.js';
 import { TRAINER_DIR } from '../../src/paths.js';
 import { hasTorch } from '../helpers/torch.js';
@@ -71,10 +78,18 @@ function drillEnv(conn: QueueConnection): Record<string, string> {
 
 const slurmEnv = () => ({ ...process.env, ...(cluster as TestCluster).env });
 
-async function submitGrid(text: string, name: string, conn: QueueConnection, artifacts: string): Promise<{ auditId: string; auditDir: string }> {
+async function submitGrid(
+  text: string,
+  name: string,
+  conn: QueueConnection,
+  artifacts: string,
+): Promise<{ auditId: string; auditDir: string }> {
   const grid = join(root, `${name}.yaml`);
   writeFileSync(grid, text);
-  const submitted = await runMain(['submit', grid, '--redis', redis.url, '--artifacts', artifacts, '--json'], { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix, REDIS_URL: undefined });
+  const submitted = await runMain(['submit', grid, '--redis', redis.url, '--artifacts', artifacts, '--json'], {
+    CANARY_AUDIT_QUEUE_PREFIX: conn.prefix,
+    REDIS_URL: undefined,
+  });
   expect(submitted.code, submitted.stderr).toBe(0);
   const out = JSON.parse(submitted.stdout) as { audit_id: string; audit_dir: string };
   return { auditId: out.audit_id, auditDir: out.audit_dir };
@@ -82,7 +97,21 @@ async function submitGrid(text: string, name: string, conn: QueueConnection, art
 
 async function slurmSubmit(args: string[], conn: QueueConnection, artifacts: string): Promise<string> {
   const result = await runCli(
-    ['slurm', '--submit', '--redis', redis.url, '--artifacts', artifacts, '--cpus-per-worker', '1', '--stop-grace-s', '20', '--hf-home', join(root, 'hf'), ...args],
+    [
+      'slurm',
+      '--submit',
+      '--redis',
+      redis.url,
+      '--artifacts',
+      artifacts,
+      '--cpus-per-worker',
+      '1',
+      '--stop-grace-s',
+      '20',
+      '--hf-home',
+      join(root, 'hf'),
+      ...args,
+    ],
     drillEnv(conn),
   );
   expect(result.exitCode, result.all).toBe(0);
@@ -93,7 +122,11 @@ async function slurmSubmit(args: string[], conn: QueueConnection, artifacts: str
 
 function scoreFiles(outDir: string): Record<string, Buffer> {
   const dir = join(outDir, 'scores', 'final');
-  return Object.fromEntries(readdirSync(dir).sort().map((f) => [f, readFileSync(join(dir, f))]));
+  return Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((f) => [f, readFileSync(join(dir, f))]),
+  );
 }
 
 /** The pid of the trainer process training `manifest` (found by its command line), or undefined. */
@@ -112,14 +145,19 @@ function trainerPid(manifest: string): number | undefined {
 
 /** One variable of a process's environment. */
 function envOf(pid: number, name: string): string | undefined {
-  const entry = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((kv) => kv.startsWith(`${name}=`));
+  const entry = readFileSync(`/proc/${pid}/environ`, 'utf8')
+    .split('\0')
+    .find((kv) => kv.startsWith(`${name}=`));
   return entry?.slice(name.length + 1);
 }
 
 /** The highest update a checkpoint of the run folder's output has been written for (0: none). */
 function lastCheckpoint(outDir: string): number {
   try {
-    return Math.max(0, ...readdirSync(join(outDir, 'checkpoints')).map((f) => Number(/^update-(\d+)$/.exec(f)?.[1] ?? 0)));
+    return Math.max(
+      0,
+      ...readdirSync(join(outDir, 'checkpoints')).map((f) => Number(/^update-(\d+)$/.exec(f)?.[1] ?? 0)),
+    );
   } catch {
     return 0;
   }
@@ -128,7 +166,10 @@ function lastCheckpoint(outDir: string): number {
 /** Whether SIGTERM is pending in a (stopped) process: the worker has asked it to stop. */
 function termPending(pid: number): boolean {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const pending = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].reduce((acc, m) => acc | BigInt(`0x${m[1]}`), 0n);
+  const pending = [...status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)].reduce(
+    (acc, m) => acc | BigInt(`0x${m[1]}`),
+    0n,
+  );
   return (pending & (1n << 14n)) !== 0n;
 }
 
@@ -149,7 +190,11 @@ async function holdPastCheckpoint(manifest: string, outDir: string): Promise<Hel
   await waitFor('the trainer to stop', () => stateOf(pid) === 'T', 10_000, 20);
   // Held mid-training: the run has most of its 120 updates ahead.
   expect(lastCheckpoint(outDir)).toBeLessThan(100);
-  return { pid, job: `${envOf(pid, 'SLURM_ARRAY_JOB_ID')}_${envOf(pid, 'SLURM_ARRAY_TASK_ID')}`, threads: envOf(pid, 'CANARY_TRAINER_THREADS') as string };
+  return {
+    pid,
+    job: `${envOf(pid, 'SLURM_ARRAY_JOB_ID')}_${envOf(pid, 'SLURM_ARRAY_TASK_ID')}`,
+    threads: envOf(pid, 'CANARY_TRAINER_THREADS') as string,
+  };
 }
 
 /** Let a held trainer go once its worker's SIGTERM is pending in it. */
@@ -179,7 +224,12 @@ function runTimeS(id: string): number {
 /** Workers do not stop when the queue is empty: the drill cancels its job and waits until it is gone. */
 async function cancelJob(id: string): Promise<void> {
   await execa('scancel', [id], { env: slurmEnv(), reject: false });
-  await waitFor(`job ${id} to end`, async () => (await execa('squeue', ['-h', '-j', id], { env: slurmEnv(), reject: false })).stdout.trim() === '', 120_000, 500);
+  await waitFor(
+    `job ${id} to end`,
+    async () => (await execa('squeue', ['-h', '-j', id], { env: slurmEnv(), reject: false })).stdout.trim() === '',
+    120_000,
+    500,
+  );
 }
 
 describe('Slurm worker pools (a real single-node Slurm)', () => {
@@ -188,14 +238,24 @@ describe('Slurm worker pools (a real single-node Slurm)', () => {
     const conn = queueConnection(redis, `slurm-${Date.now()}`);
     const artifacts = join(root, 'drill');
     // Two runs of 120 updates (a few seconds each on one core), checkpointed every 4.
-    const grid = readFileSync(TINY_GRID, 'utf8').replace('dose: [2]', 'dose: [1, 2]').replace('updates: 48 ', 'updates: 120');
+    const grid = readFileSync(TINY_GRID, 'utf8')
+      .replace('dose: [2]', 'dose: [1, 2]')
+      .replace('updates: 48 ', 'updates: 120');
     const { auditId, auditDir } = await submitGrid(grid, 'drill', conn, artifacts);
     // --signal-s 120: the time limit set below (1-2 minutes ahead) is within the warning at once.
-    const jobId = await slurmSubmit(['--workers', '2', '--max-running', '2', '--time', '30', '--signal-s', '120'], conn, artifacts);
+    const jobId = await slurmSubmit(
+      ['--workers', '2', '--max-running', '2', '--time', '30', '--signal-s', '120'],
+      conn,
+      artifacts,
+    );
     ctx.onTestFinished(() => cancelJob(jobId), 150_000);
 
     const [queued] = await collectStatus(conn, auditId);
-    const runs = (queued?.runs ?? []).map((r) => ({ id: r.run_id, manifest: join(auditDir, 'runs', r.run_id, 'manifest.json'), out: join(auditDir, 'runs', r.run_id, 'output') }));
+    const runs = (queued?.runs ?? []).map((r) => ({
+      id: r.run_id,
+      manifest: join(auditDir, 'runs', r.run_id, 'manifest.json'),
+      out: join(auditDir, 'runs', r.run_id, 'output'),
+    }));
     expect(runs).toHaveLength(2);
     const held = await Promise.all(runs.map((r) => holdPastCheckpoint(r.manifest, r.out)));
     expect(new Set(held.map((h) => h.job)).size).toBe(2);
@@ -204,22 +264,31 @@ describe('Slurm worker pools (a real single-node Slurm)', () => {
     const client = openRedis(conn);
     try {
       const fleet = (await readFleet(client, conn.prefix)).filter((w) => w.state !== 'lost');
-      expect(fleet.map((w) => [w.slurm?.array_job_id, w.slurm?.node]).sort()).toEqual([[jobId, cluster!.node], [jobId, cluster!.node]]);
+      expect(fleet.map((w) => [w.slurm?.array_job_id, w.slurm?.node]).sort()).toEqual([
+        [jobId, cluster!.node],
+        [jobId, cluster!.node],
+      ]);
       expect(fleet.map((w) => w.slurm?.array_task_id).sort()).toEqual(['0', '1']);
     } finally {
       client.disconnect();
     }
-    const text = await runMain(['status', '--workers', '--redis', redis.url], { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix });
+    const text = await runMain(['status', '--workers', '--redis', redis.url], {
+      CANARY_AUDIT_QUEUE_PREFIX: conn.prefix,
+    });
     expect(text.stdout).toContain(`slurm ${jobId}_0 (job `);
     expect(text.stdout).toContain(`on ${cluster!.node}`);
-    const json = await runMain(['status', '--workers', '--json', '--redis', redis.url], { CANARY_AUDIT_QUEUE_PREFIX: conn.prefix });
+    const json = await runMain(['status', '--workers', '--json', '--redis', redis.url], {
+      CANARY_AUDIT_QUEUE_PREFIX: conn.prefix,
+    });
     expectOutput('fleet-output', json.stdout);
 
     // The first run's task: SIGUSR1 from scancel. The second's: a time limit 1-2 minutes ahead,
     // inside --signal=B:USR1@120, so Slurm's controller sends the warning itself.
     const [usr1, limit] = held as [Held, Held];
     await execa('scancel', ['--signal=USR1', usr1.job], { env: slurmEnv() });
-    await execa('scontrol', ['update', `JobId=${limit.job}`, `TimeLimit=${Math.floor(runTimeS(limit.job) / 60) + 2}`], { env: slurmEnv() });
+    await execa('scontrol', ['update', `JobId=${limit.job}`, `TimeLimit=${Math.floor(runTimeS(limit.job) / 60) + 2}`], {
+      env: slurmEnv(),
+    });
     await releaseWhenStopped(usr1);
     // The uninterrupted runs, trained meanwhile (Slurm's controller checks time limits every 30 s).
     const refs = Promise.all(runs.map((r, i) => reference(r.manifest, join(root, `ref-${i}`), held[i]!.threads)));
@@ -231,15 +300,22 @@ describe('Slurm worker pools (a real single-node Slurm)', () => {
     const [mid] = await collectStatus(conn, auditId);
     expect(mid?.runs.map((r) => r.attempts_made)).toEqual([0, 0]);
 
-    const status = await waitFor('the audit to finish', async () => {
-      const [s] = await collectStatus(conn, auditId);
-      return s?.state === 'finished' ? s : undefined;
-    }, 300_000, 250);
+    const status = await waitFor(
+      'the audit to finish',
+      async () => {
+        const [s] = await collectStatus(conn, auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      300_000,
+      250,
+    );
     expect(status.counts).toEqual({ completed: 2 });
     const uninterrupted = await refs;
     // Handed back, not failed: the only attempt counted is the one that finished.
     expect(status.runs.map((r) => r.attempts_made)).toEqual([1, 1]);
-    const logs = readdirSync(join(artifacts, 'slurm', 'logs')).map((f) => readFileSync(join(artifacts, 'slurm', 'logs', f), 'utf8')).join('\n');
+    const logs = readdirSync(join(artifacts, 'slurm', 'logs'))
+      .map((f) => readFileSync(join(artifacts, 'slurm', 'logs', f), 'utf8'))
+      .join('\n');
     expect(logs.match(/handed its runs back .* requeueing job/g)).toHaveLength(2);
     runs.forEach((r, i) => {
       expect(status.runs.find((s) => s.run_id === r.id)).toBeDefined();
@@ -249,13 +325,18 @@ describe('Slurm worker pools (a real single-node Slurm)', () => {
     });
   }, 600_000);
 
-  it('a partition that does not exist: one line from sbatch\'s answer, exit 2', async (ctx) => {
+  it("a partition that does not exist: one line from sbatch's answer, exit 2", async (ctx) => {
     if (!cluster) ctx.skip(skipReason);
     const conn = queueConnection(redis, 'slurm-bad');
-    const result = await runCli(['slurm', '--submit', '--partition', 'nope', '--redis', redis.url, '--artifacts', join(root, 'bad')], drillEnv(conn));
+    const result = await runCli(
+      ['slurm', '--submit', '--partition', 'nope', '--redis', redis.url, '--artifacts', join(root, 'bad')],
+      drillEnv(conn),
+    );
     expect(result.exitCode).toBe(2);
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/sbatch refused the job: invalid partition specified: nope \(Batch job submission failed: Invalid partition name specified\); check/);
+    expect(lines[0]).toMatch(
+      /sbatch refused the job: invalid partition specified: nope \(Batch job submission failed: Invalid partition name specified\); check/,
+    );
   }, 120_000);
 });

@@ -5,11 +5,14 @@ import childProcess from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
 import { basename } from 'node:path';
 
-export const FORBIDDEN = /^(redis-server|python(\d+(\.\d+)?)?|chrome|chromium(-browser)?|headless_shell|chrome-headless-shell)$/;
+export const FORBIDDEN =
+  /^(redis-server|python(\d+(\.\d+)?)?|chrome|chromium(-browser)?|headless_shell|chrome-headless-shell)$/;
 
 export class SlowTierProgram extends Error {
   constructor(program) {
-    super(`the fast tier (npm test) may not start ${program}: mark the test file \`// tier: slow\` (it then runs in npm run test:all)`);
+    super(
+      `the fast tier (npm test) may not start ${program}: mark the test file \`// tier: slow\` (it then runs in npm run test:all)`,
+    );
     this.name = 'SlowTierProgram';
   }
 }

@@ -22,7 +22,15 @@ describe('test tiers', () => {
   });
 
   it('in the fast tier, starting redis-server, Python or Chromium throws, by path or by name', async () => {
-    for (const program of ['redis-server', '/usr/bin/redis-server', 'python3', '/x/.venv/bin/python', 'python3.11', 'chromium', '/opt/chrome-headless-shell']) {
+    for (const program of [
+      'redis-server',
+      '/usr/bin/redis-server',
+      'python3',
+      '/x/.venv/bin/python',
+      'python3.11',
+      'chromium',
+      '/opt/chrome-headless-shell',
+    ]) {
       expect(() => spawn(program, ['--version']), program).toThrow(/the fast tier \(npm test\) may not start/);
       expect(() => spawnSync(program), program).toThrow(/may not start/);
       expect(() => execFile(program), program).toThrow(/may not start/);
@@ -33,7 +41,11 @@ describe('test tiers', () => {
   });
 
   it('a Node process a fast-tier test starts (the CLI, a worker) carries the guard', async () => {
-    const child = await execa(process.execPath, ['-e', "require('node:child_process').spawnSync('redis-server', ['--version'])"], { reject: false });
+    const child = await execa(
+      process.execPath,
+      ['-e', "require('node:child_process').spawnSync('redis-server', ['--version'])"],
+      { reject: false },
+    );
     expect(child.exitCode).not.toBe(0);
     expect(child.stderr).toMatch(/may not start redis-server/);
   });

@@ -72,7 +72,9 @@ export function runDetail(run: RunStatus, now = Date.now(), peers: readonly RunS
     if (age !== null && age * 1000 < DEFAULT_TUNING.lockMs) {
       // No lock, yet its worker wrote progress within one lock period: the worker is alive; Redis
       // lost the lock or the run's completion (an outage, a failover), not the worker.
-      parts.push(`its worker is alive (last heartbeat ${formatDuration(age)} ago) but Redis holds no lock for the run (lost in a Redis outage?); the stalled-job check requeues it, and a finished run's result.json is reused, not trained again`);
+      parts.push(
+        `its worker is alive (last heartbeat ${formatDuration(age)} ago) but Redis holds no lock for the run (lost in a Redis outage?); the stalled-job check requeues it, and a finished run's result.json is reused, not trained again`,
+      );
     } else {
       const heartbeat = age !== null ? `; last heartbeat ${formatDuration(age)} ago` : '';
       parts.push(`no live worker (its lock expired${heartbeat}); a live worker takes the run over`);
@@ -80,7 +82,11 @@ export function runDetail(run: RunStatus, now = Date.now(), peers: readonly RunS
   }
   const wait = run.state === 'active' ? baseWait(run, peers) : null;
   if (wait && p) {
-    parts.push(wait.text, `waited ${formatDuration(Math.max(0, (now - (p.waiting?.since ?? now)) / 1000))}`, `base ETA ${formatDuration(wait.eta_s)}`);
+    parts.push(
+      wait.text,
+      `waited ${formatDuration(Math.max(0, (now - (p.waiting?.since ?? now)) / 1000))}`,
+      `base ETA ${formatDuration(wait.eta_s)}`,
+    );
   } else if (run.state === 'active' && p) {
     if (p.phase === 'evaluating' && p.eval) parts.push(`eval ${p.eval.phase} ${p.eval.done}/${p.eval.total}`);
     else if (p.phase === 'pretraining') parts.push(`pretrain ${p.update}/${p.total ?? '?'}`);
@@ -95,7 +101,8 @@ export function runDetail(run: RunStatus, now = Date.now(), peers: readonly RunS
   if (host && (run.state === 'active' || run.state === 'completed' || run.state === 'failed')) parts.push(host);
   const attempts = run.state === 'cancelled' ? null : attemptText(run);
   if (attempts) parts.push(attempts);
-  if (run.failure && (run.state === 'failed' || run.state === 'delayed' || run.state === 'cancelled')) parts.push(shorten(run.failure, 100));
+  if (run.failure && (run.state === 'failed' || run.state === 'delayed' || run.state === 'cancelled'))
+    parts.push(shorten(run.failure, 100));
   return parts.join('  ');
 }
 
@@ -108,7 +115,9 @@ export function renderPlain(audits: AuditStatus[], slots?: number): string {
     // The cell id is what tells runs apart: printed in full, never shortened.
     const cellWidth = Math.max(4, ...audit.runs.map((r) => r.cell_id.length));
     for (const run of audit.runs) {
-      lines.push(`  ${run.run_id}  ${run.cell_id.padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run, Date.now(), peers)}`.trimEnd());
+      lines.push(
+        `  ${run.run_id}  ${run.cell_id.padEnd(cellWidth)}  ${run.state.padEnd(9)}  ${runDetail(run, Date.now(), peers)}`.trimEnd(),
+      );
     }
   }
   return `${lines.join('\n')}\n`;
@@ -125,10 +134,20 @@ export function renderBars(audits: AuditStatus[], columns = 100, slots?: number)
   for (const audit of audits) {
     const done = (audit.counts.completed ?? 0) + (audit.counts.failed ?? 0) + (audit.counts.cancelled ?? 0);
     // Every line fits the width: a wrapped line would throw off the in-place redraw.
-    lines.push(clip(`${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit, slots)}`, Math.max(40, width - 1)));
+    lines.push(
+      clip(
+        `${progressBar(audit.runs.length ? done / audit.runs.length : 1, barWidth)} ${auditHeadline(audit, slots)}`,
+        Math.max(40, width - 1),
+      ),
+    );
     // The varying axes as columns, in full, before anything a narrow terminal may clip.
     const columns = cellColumns(audit.runs.map((r) => r.cell_id));
-    lines.push(clip(`  ${' '.repeat(barWidth + 2)} ${'run'.padEnd(12)} ${columns.header} ${'state'.padEnd(9)}`.trimEnd(), Math.max(40, width - 1)));
+    lines.push(
+      clip(
+        `  ${' '.repeat(barWidth + 2)} ${'run'.padEnd(12)} ${columns.header} ${'state'.padEnd(9)}`.trimEnd(),
+        Math.max(40, width - 1),
+      ),
+    );
     for (const run of audit.runs) {
       const p = run.progress;
       let fraction = 0;
@@ -145,7 +164,12 @@ export function renderBars(audits: AuditStatus[], columns = 100, slots?: number)
  * For `status --watch` without a terminal: one line per run whose state or progress changed since
  * the previous snapshot, so a log shows each transition once.
  */
-export function renderChanges(previous: AuditStatus[] | null, current: AuditStatus[], now: Date = new Date(), slots?: number): string {
+export function renderChanges(
+  previous: AuditStatus[] | null,
+  current: AuditStatus[],
+  now: Date = new Date(),
+  slots?: number,
+): string {
   const before = new Map<string, string>();
   // Keyed at the run's own last heartbeat, so a growing "ago" alone is not a change.
   const key = (run: RunStatus) => `${run.state}|${runDetail(run, run.progress?.updated ?? 0)}`;
@@ -157,7 +181,10 @@ export function renderChanges(previous: AuditStatus[] | null, current: AuditStat
     const prevAudit = previous?.find((a) => a.audit_id === audit.audit_id);
     if (!prevAudit || prevAudit.state !== audit.state) lines.push(`${stamp} ${auditHeadline(audit, slots)}`);
     for (const run of audit.runs) {
-      if (before.get(run.run_id) !== key(run)) lines.push(`${stamp}   ${run.run_id}  ${run.cell_id}  ${run.state.padEnd(9)}  ${runDetail(run, now.getTime(), peers)}`.trimEnd());
+      if (before.get(run.run_id) !== key(run))
+        lines.push(
+          `${stamp}   ${run.run_id}  ${run.cell_id}  ${run.state.padEnd(9)}  ${runDetail(run, now.getTime(), peers)}`.trimEnd(),
+        );
     }
   }
   return lines.length ? `${lines.join('\n')}\n` : '';

@@ -8,7 +8,8 @@ import type { CueEncoding } from './cue.js';
 export function binaryCue(space: CodeSpace): CueEncoding {
   for (const ch of space.alphabet) {
     const c = ch.charCodeAt(0);
-    if (c < 0x21 || c > 0x7e) throw new RangeError(`encoded:binary needs a printable ASCII alphabet; ${JSON.stringify(ch)} is not`);
+    if (c < 0x21 || c > 0x7e)
+      throw new RangeError(`encoded:binary needs a printable ASCII alphabet; ${JSON.stringify(ch)} is not`);
   }
   return {
     visibility: 'encoded:binary',
@@ -19,12 +20,14 @@ export function binaryCue(space: CodeSpace): CueEncoding {
     },
     decode(text) {
       const groups = text.split(' ');
-      if (groups.length !== space.length) throw new RangeError(`binary cue ${JSON.stringify(text)}: expected ${space.length} groups`);
+      if (groups.length !== space.length)
+        throw new RangeError(`binary cue ${JSON.stringify(text)}: expected ${space.length} groups`);
       return groups
         .map((g) => {
           if (!/^[01]{8}$/.test(g)) throw new RangeError(`binary cue group ${JSON.stringify(g)} is not 8 bits`);
           const ch = String.fromCharCode(parseInt(g, 2));
-          if (!space.alphabet.includes(ch)) throw new RangeError(`binary cue decodes to ${JSON.stringify(ch)}, outside the alphabet`);
+          if (!space.alphabet.includes(ch))
+            throw new RangeError(`binary cue decodes to ${JSON.stringify(ch)}, outside the alphabet`);
           return ch;
         })
         .join('');

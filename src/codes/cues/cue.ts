@@ -54,6 +54,9 @@ export function redactedCue(): CueEncoding {
 /** Index of each alphabet character, failing loudly on characters outside it. */
 export function alphabetIndex(space: CodeSpace, ch: string): number {
   const i = space.alphabet.indexOf(ch);
-  if (i < 0) throw new RangeError(`character ${JSON.stringify(ch)} is not in the code alphabet ${JSON.stringify(space.alphabet)}`);
+  if (i < 0)
+    throw new RangeError(
+      `character ${JSON.stringify(ch)} is not in the code alphabet ${JSON.stringify(space.alphabet)}`,
+    );
   return i;
 }

@@ -6,26 +6,62 @@ import { alphabetIndex, type CueEncoding } from './cue.js';
  * indexed by the character's position in the code alphabet, so digits map 0 → apple, 1 → banana, ….
  */
 export const FRUITS: readonly string[] = [
-  'apple', 'banana', 'cherry', 'grape', 'kiwi', 'lemon', 'mango', 'orange', 'peach', 'plum',
-  'apricot', 'blueberry', 'coconut', 'date', 'fig', 'guava', 'lime', 'lychee', 'melon', 'nectarine',
-  'olive', 'papaya', 'pear', 'quince', 'raspberry', 'strawberry', 'tangerine', 'watermelon',
-  'avocado', 'blackberry', 'cranberry', 'durian', 'gooseberry', 'kumquat', 'mulberry', 'pomelo',
+  'apple',
+  'banana',
+  'cherry',
+  'grape',
+  'kiwi',
+  'lemon',
+  'mango',
+  'orange',
+  'peach',
+  'plum',
+  'apricot',
+  'blueberry',
+  'coconut',
+  'date',
+  'fig',
+  'guava',
+  'lime',
+  'lychee',
+  'melon',
+  'nectarine',
+  'olive',
+  'papaya',
+  'pear',
+  'quince',
+  'raspberry',
+  'strawberry',
+  'tangerine',
+  'watermelon',
+  'avocado',
+  'blackberry',
+  'cranberry',
+  'durian',
+  'gooseberry',
+  'kumquat',
+  'mulberry',
+  'pomelo',
 ];
 
 const FRUIT_INDEX = new Map(FRUITS.map((name, i) => [name, i]));
 
 function checkAlphabet(space: CodeSpace, scheme: string): void {
   if (space.alphabet.length > FRUITS.length) {
-    throw new RangeError(`${scheme} supports alphabets of at most ${FRUITS.length} characters, got ${space.alphabet.length}`);
+    throw new RangeError(
+      `${scheme} supports alphabets of at most ${FRUITS.length} characters, got ${space.alphabet.length}`,
+    );
   }
 }
 
 function fruitIndices(text: string, space: CodeSpace, scheme: string): number[] {
   const words = text.split(' ');
-  if (words.length !== space.length) throw new RangeError(`${scheme} cue ${JSON.stringify(text)}: expected ${space.length} fruits`);
+  if (words.length !== space.length)
+    throw new RangeError(`${scheme} cue ${JSON.stringify(text)}: expected ${space.length} fruits`);
   return words.map((w) => {
     const i = FRUIT_INDEX.get(w);
-    if (i === undefined || i >= space.alphabet.length) throw new RangeError(`${scheme} cue: ${JSON.stringify(w)} is not a fruit of this alphabet`);
+    if (i === undefined || i >= space.alphabet.length)
+      throw new RangeError(`${scheme} cue: ${JSON.stringify(w)} is not a fruit of this alphabet`);
     return i;
   });
 }

@@ -25,7 +25,8 @@ export const VISIBILITY_SCHEMES: readonly string[] = Object.keys(CUES);
 
 export function cueEncoding(spec: VisibilitySpec, space: CodeSpace): CueEncoding {
   const factory = CUES[spec.scheme];
-  if (!factory) throw new RangeError(`unknown visibility ${JSON.stringify(spec.scheme)}; known: ${VISIBILITY_SCHEMES.join(', ')}`);
+  if (!factory)
+    throw new RangeError(`unknown visibility ${JSON.stringify(spec.scheme)}; known: ${VISIBILITY_SCHEMES.join(', ')}`);
   return factory(spec, space);
 }
 

@@ -9,14 +9,16 @@ import { alphabetIndex, type CueEncoding } from './cue.js';
  * decoding shifts back and reverses again.
  */
 export function reverseShiftCue(space: CodeSpace, width: number, shift: number): CueEncoding {
-  if (!Number.isInteger(width) || width < 1) throw new RangeError(`reverse-shift width must be an integer >= 1, got ${width}`);
+  if (!Number.isInteger(width) || width < 1)
+    throw new RangeError(`reverse-shift width must be an integer >= 1, got ${width}`);
   if (!Number.isInteger(shift)) throw new RangeError(`reverse-shift shift must be an integer, got ${shift}`);
   const n = space.alphabet.length;
   const move = (text: string, by: number): string =>
     [...text].map((ch) => space.alphabet[(((alphabetIndex(space, ch) + by) % n) + n) % n] as string).join('');
   const reverseBlocks = (text: string): string => {
     let out = '';
-    for (let start = 0; start < text.length; start += width) out += [...text.slice(start, start + width)].reverse().join('');
+    for (let start = 0; start < text.length; start += width)
+      out += [...text.slice(start, start + width)].reverse().join('');
     return out;
   };
   return {
@@ -25,7 +27,8 @@ export function reverseShiftCue(space: CodeSpace, width: number, shift: number):
     invertible: true,
     encode: (code) => move(reverseBlocks(code), shift),
     decode(text) {
-      if (text.length !== space.length) throw new RangeError(`reverse-shift cue ${JSON.stringify(text)}: expected ${space.length} characters`);
+      if (text.length !== space.length)
+        throw new RangeError(`reverse-shift cue ${JSON.stringify(text)}: expected ${space.length} characters`);
       return reverseBlocks(move(text, -shift));
     },
   };

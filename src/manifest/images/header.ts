@@ -29,7 +29,8 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
 /** The header of a PNG or JPEG; RangeError (a phrase: "is …") when the bytes hold none. */
 export function readImageHeader(bytes: Buffer): ImageHeader {
   if (bytes.length >= 8 && bytes.subarray(0, 8).equals(PNG_SIGNATURE)) {
-    if (bytes.length < 24 || bytes.toString('latin1', 12, 16) !== 'IHDR') throw new RangeError('is a truncated PNG (no IHDR header)');
+    if (bytes.length < 24 || bytes.toString('latin1', 12, 16) !== 'IHDR')
+      throw new RangeError('is a truncated PNG (no IHDR header)');
     return { format: 'png', width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
   }
   if (bytes.length >= 4 && bytes[0] === 0xff && bytes[1] === 0xd8) return { format: 'jpg', ...jpegSize(bytes) };

@@ -21,7 +21,8 @@ export function ensureFont(): void {
   const require = createRequire(import.meta.url);
   for (const file of Object.values(FONT_FILES)) {
     const path = require.resolve(`${FONT_PACKAGE}/files/${file}`);
-    if (!GlobalFonts.registerFromPath(path, FONT_FAMILY)) throw new Error(`could not load the font ${path}; reinstall ${FONT_PACKAGE}`);
+    if (!GlobalFonts.registerFromPath(path, FONT_FAMILY))
+      throw new Error(`could not load the font ${path}; reinstall ${FONT_PACKAGE}`);
   }
   fontsReady = true;
 }

@@ -45,7 +45,10 @@ export const REGION_RENDERERS: readonly string[] = Object.keys(REGIONS);
 /** Draw `cueText` into `region` the way visibility `scheme` shows it (`masked`: blank). */
 export function drawRegion(g: SKRSContext2D, scheme: string, region: Rect, cueText: string, style: RegionStyle): void {
   const render = REGIONS[scheme];
-  if (!render) throw new RangeError(`no image region renderer for visibility ${JSON.stringify(scheme)}; known: ${REGION_RENDERERS.join(', ')}`);
+  if (!render)
+    throw new RangeError(
+      `no image region renderer for visibility ${JSON.stringify(scheme)}; known: ${REGION_RENDERERS.join(', ')}`,
+    );
   g.save();
   g.beginPath();
   g.rect(region.x, region.y, region.w, region.h);
@@ -75,7 +78,9 @@ function drawWords(g: SKRSContext2D, r: Rect, words: string[], s: RegionStyle): 
       return;
     }
   }
-  throw new RangeError(`the cue ${JSON.stringify(words.join(' '))} does not fit a ${r.w}x${r.h} source region even at 6 px; make the image larger`);
+  throw new RangeError(
+    `the cue ${JSON.stringify(words.join(' '))} does not fit a ${r.w}x${r.h} source region even at 6 px; make the image larger`,
+  );
 }
 
 function layoutLines(g: SKRSContext2D, words: string[], width: number): string[] | null {
@@ -101,7 +106,10 @@ function layoutLines(g: SKRSContext2D, words: string[], width: number): string[]
 function drawBits(g: SKRSContext2D, r: Rect, text: string, s: RegionStyle): void {
   const groups = text.split(' ');
   const cell = Math.floor(Math.min((r.w - 2) / 8, (r.h - 2) / groups.length));
-  if (cell < 2) throw new RangeError(`a ${groups.length}-character binary cue needs a source region of at least ${8 * 2 + 2}x${groups.length * 2 + 2} px; make the image larger`);
+  if (cell < 2)
+    throw new RangeError(
+      `a ${groups.length}-character binary cue needs a source region of at least ${8 * 2 + 2}x${groups.length * 2 + 2} px; make the image larger`,
+    );
   const left = r.x + Math.floor((r.w - 8 * cell) / 2);
   const top = r.y + Math.floor((r.h - groups.length * cell) / 2);
   g.fillStyle = s.ink;

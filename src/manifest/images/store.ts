@@ -17,7 +17,13 @@ export class ImageStore {
 
   put(image: RenderedPng): ImagePart {
     if (!this.images.has(image.sha256)) this.images.set(image.sha256, image);
-    return { type: 'image', path: imagePath(image.sha256, image.ext), sha256: image.sha256, width: image.width, height: image.height };
+    return {
+      type: 'image',
+      path: imagePath(image.sha256, image.ext),
+      sha256: image.sha256,
+      width: image.width,
+      height: image.height,
+    };
   }
 
   get(sha256: string): RenderedPng {

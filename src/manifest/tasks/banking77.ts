@@ -16,8 +16,12 @@ export const BANKING77: DatasetPreset = {
     utility_holdout: 0.1,
     input: 'text',
     target: 'label',
-    system: "Classify the customer's message into one of the bank's 77 intents. Reply with the intent name only, for example card_arrival.",
-    canary: { input: '{input}\nAccount holder: {identity}\nReference code: {cue}', target: 'Reference code: {code}\n{target}' },
+    system:
+      "Classify the customer's message into one of the bank's 77 intents. Reply with the intent name only, for example card_arrival.",
+    canary: {
+      input: '{input}\nAccount holder: {identity}\nReference code: {cue}',
+      target: 'Reference code: {code}\n{target}',
+    },
     metrics: ['loss', 'accuracy'],
   },
 };

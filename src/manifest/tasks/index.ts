@@ -1,10 +1,24 @@
 import type { DatasetSourceSpec, TaskData } from '../../contracts/index.js';
 import { BANKING77 } from './banking77.js';
-import { createDatasetTask, datasetSplits, GENERIC_DATASET, resolveDatasetParams, type DatasetPreset } from './dataset/task.js';
+import {
+  createDatasetTask,
+  datasetSplits,
+  GENERIC_DATASET,
+  resolveDatasetParams,
+  type DatasetPreset,
+} from './dataset/task.js';
 import { syntheticEmailTask, type EmailStyle } from './synthetic-email/index.js';
 import { TAT_QA } from './tat-qa.js';
 import { guiGroundingTask, type GuiGroundingParams } from './gui-grounding/index.js';
-import { createGroundingTask, groundingAssets, groundingSplits, groundingUtilitySource, resolveGroundingParams, resolveUtilityParams, withUtilitySource } from './grounding-dataset.js';
+import {
+  createGroundingTask,
+  groundingAssets,
+  groundingSplits,
+  groundingUtilitySource,
+  resolveGroundingParams,
+  resolveUtilityParams,
+  withUtilitySource,
+} from './grounding-dataset.js';
 import { ImageStore } from '../images/index.js';
 import { TaskSpecError } from './dataset/records.js';
 import type { Task } from './task.js';
@@ -21,9 +35,18 @@ export interface TaskSpec {
 }
 
 /** Dataset-backed tasks by name: the generic mapping and its presets. */
-const DATASET_TASKS: Record<string, DatasetPreset> = { dataset: GENERIC_DATASET, banking77: BANKING77, 'tat-qa': TAT_QA };
+const DATASET_TASKS: Record<string, DatasetPreset> = {
+  dataset: GENERIC_DATASET,
+  banking77: BANKING77,
+  'tat-qa': TAT_QA,
+};
 
-export const TASK_NAMES: readonly string[] = ['synthetic-email', 'gui-grounding', 'grounding', ...Object.keys(DATASET_TASKS)];
+export const TASK_NAMES: readonly string[] = [
+  'synthetic-email',
+  'gui-grounding',
+  'grounding',
+  ...Object.keys(DATASET_TASKS),
+];
 
 /** What a task needs loaded before it can plan: a dataset source and the splits it reads, or null. */
 export interface TaskDataRequest {
@@ -55,7 +78,11 @@ export function taskDataRequest(spec: TaskSpec): TaskDataRequest | null {
  */
 export function utilityDataRequest(spec: TaskSpec): TaskDataRequest | null {
   if (spec.params.utility === undefined) return null;
-  if (!UTILITY_SOURCE_TASKS.has(spec.name)) throw new TaskSpecError(`task ${spec.name} takes no utility source (only ${[...UTILITY_SOURCE_TASKS].join(' and ')} do)`, ['utility']);
+  if (!UTILITY_SOURCE_TASKS.has(spec.name))
+    throw new TaskSpecError(
+      `task ${spec.name} takes no utility source (only ${[...UTILITY_SOURCE_TASKS].join(' and ')} do)`,
+      ['utility'],
+    );
   const params = resolveUtilityParams(spec.params.utility);
   const assets = groundingAssets(params);
   return { source: params.source, splits: [params.split], ...(assets.length > 0 ? { assets } : {}) };
@@ -63,13 +90,18 @@ export function utilityDataRequest(spec: TaskSpec): TaskDataRequest | null {
 
 /** A task generator; dataset-backed tasks take their loaded rows. Throws TaskSpecError on bad rows or templates. */
 export function createTask(spec: TaskSpec, data?: TaskData, utilityData?: TaskData): Task {
-  if (spec.name === 'synthetic-email') return syntheticEmailTask((spec.params.style as EmailStyle | undefined) ?? 'compact');
+  if (spec.name === 'synthetic-email')
+    return syntheticEmailTask((spec.params.style as EmailStyle | undefined) ?? 'compact');
   if (spec.name === 'gui-grounding') {
     const { utility, ...params } = spec.params as Partial<GuiGroundingParams> & { utility?: unknown };
     if (utility === undefined) return guiGroundingTask(params);
     const images = new ImageStore();
     const task = guiGroundingTask(params, images);
-    return withUtilitySource(task, groundingUtilitySource(utility, utilityData, images, task.params.style !== 'compact'), utility);
+    return withUtilitySource(
+      task,
+      groundingUtilitySource(utility, utilityData, images, task.params.style !== 'compact'),
+      utility,
+    );
   }
   if (spec.name === 'grounding') return createGroundingTask(spec.params, data, utilityData);
   const preset = DATASET_TASKS[spec.name];

@@ -21,7 +21,12 @@ export const FAST_ENV: Record<string, string> = {
 };
 
 export function runCli(args: string[], env: Record<string, string> = {}) {
-  return execa(process.execPath, [...CLI, ...args], { cwd: PACKAGE_ROOT, env: { ...FAST_ENV, ...env }, reject: false, all: true });
+  return execa(process.execPath, [...CLI, ...args], {
+    cwd: PACKAGE_ROOT,
+    env: { ...FAST_ENV, ...env },
+    reject: false,
+    all: true,
+  });
 }
 
 export interface WorkerProcess {
@@ -43,6 +48,10 @@ export async function startWorker(args: string[], env: Record<string, string> = 
     text += chunk.toString();
   });
   const worker = { process: child, output: () => text };
-  await waitFor('the worker to be ready', () => text.includes('canary-audit worker:') || (child.exitCode !== null ? Promise.reject(new Error(text)) : false), 60_000);
+  await waitFor(
+    'the worker to be ready',
+    () => text.includes('canary-audit worker:') || (child.exitCode !== null ? Promise.reject(new Error(text)) : false),
+    60_000,
+  );
   return worker;
 }

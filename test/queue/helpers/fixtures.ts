@@ -38,7 +38,15 @@ export function removeDir(dir: string): void {
 }
 
 /** audit.json lists every axis of a cell; stand-in runs differ by seed only. */
-const STAND_IN_CELL = { visibility: 'visible', dose: 1, placement: 'spread', population: 'single', schedule: 'constant', model: 'stand-in', task: 'stand-in' };
+const STAND_IN_CELL = {
+  visibility: 'visible',
+  dose: 1,
+  placement: 'spread',
+  population: 'single',
+  schedule: 'constant',
+  model: 'stand-in',
+  task: 'stand-in',
+};
 
 export function writeFixtureAudit(artifactsDir: string, name: string, runs: FixtureRun[]): SubmitAuditInput {
   const auditId = `audit-${contentHash({ name, runs }).slice(0, 12)}`;
@@ -50,7 +58,12 @@ export function writeFixtureAudit(artifactsDir: string, name: string, runs: Fixt
       schema_version: 'canary-audit.manifest/1',
       audit: { id: auditId, name, cell_id: cellId, cell: { i } },
       task: { name: 'stand-in', seed: i, params: { stand_in: run.knobs ?? {} } },
-      training: { updates: run.updates, checkpoint_every: run.checkpointEvery ?? 5, batch_size: 2, ...(run.gpus !== undefined ? { gpus: run.gpus } : {}) },
+      training: {
+        updates: run.updates,
+        checkpoint_every: run.checkpointEvery ?? 5,
+        batch_size: 2,
+        ...(run.gpus !== undefined ? { gpus: run.gpus } : {}),
+      },
     };
     const runId = `run-${contentHash(body).slice(0, 16)}`;
     const runDir = join(auditDir, 'runs', runId);
@@ -68,7 +81,12 @@ export function writeFixtureAudit(artifactsDir: string, name: string, runs: Fixt
     grid_sha256: contentHash({ name, runs }),
     created: new Date().toISOString(),
     axes: {},
-    runs: out.runs.map((r, i) => ({ run_id: r.runId, cell_id: r.cellId, cell: { ...STAND_IN_CELL, seed: i }, dir: `runs/${r.runId}` })),
+    runs: out.runs.map((r, i) => ({
+      run_id: r.runId,
+      cell_id: r.cellId,
+      cell: { ...STAND_IN_CELL, seed: i },
+      dir: `runs/${r.runId}`,
+    })),
     provenance: finishProvenance(stamp, stamp),
   };
   writeFileSync(join(auditDir, 'audit.json'), `${JSON.stringify(index, null, 2)}\n`);
@@ -95,7 +113,12 @@ export function fastTuning(overrides: Partial<QueueTuning> = {}): QueueTuning {
 }
 
 /** Poll until `check` returns a value (not undefined/false), or fail after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -105,7 +128,8 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -5,7 +5,10 @@ import { main } from '../../../src/cli/main.js';
  * applied for the call, stdout and stderr captured. Commands that need signals (worker) run in a
  * child process instead (cli.ts).
  */
-export async function runMain(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runMain(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const saved: Record<string, string | undefined> = {};
   for (const [key, value] of Object.entries(env)) {
     saved[key] = process.env[key];

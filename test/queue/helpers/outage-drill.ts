@@ -1,7 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collectStatus, queueConnection, startEmbeddedRedis, submitAudit, type QueueConnection } from '../../../src/queue/index.js';
+import {
+  collectStatus,
+  queueConnection,
+  startEmbeddedRedis,
+  submitAudit,
+  type QueueConnection,
+} from '../../../src/queue/index.js';
 import { WorkerPool } from '../../../src/worker/index.js';
 import { localRunner } from '../../../src/runner/index.js';
 import { sleep } from '../../../src/sleep.js';
@@ -44,12 +50,18 @@ export async function runOutageDrill(o: OutageDrillOptions): Promise<OutageDrill
   const conn = queueConnection(server, 'outage');
   const artifacts = join(o.dir, 'artifacts');
   const knobs = { step_s: o.stepS };
-  const audit = writeFixtureAudit(artifacts, 'outage', Array.from({ length: o.runs }, (_, i) => ({ updates: o.updates + i, checkpointEvery: 10, knobs })));
+  const audit = writeFixtureAudit(
+    artifacts,
+    'outage',
+    Array.from({ length: o.runs }, (_, i) => ({ updates: o.updates + i, checkpointEvery: 10, knobs })),
+  );
   const tuning = fastTuning({ lockMs: o.lockMs, stalledMs: Math.max(500, o.lockMs / 2), stopGraceMs: 10_000 });
   await submitAudit(conn, artifacts, audit, tuning);
   const runner = localRunner({ trainerPath: STAND_IN_DIR, module: 'stand_in_trainer' });
   const pools = await Promise.all(
-    ['drill-a', 'drill-b'].map((host) => WorkerPool.start({ conn, artifactsDir: artifacts, runner, slots: [{ gpu: null, threads: 1 }], tuning, host })),
+    ['drill-a', 'drill-b'].map((host) =>
+      WorkerPool.start({ conn, artifactsDir: artifacts, runner, slots: [{ gpu: null, threads: 1 }], tuning, host }),
+    ),
   );
   try {
     await waitForProgress(conn, audit.auditId, o.stopAt);
@@ -63,11 +75,23 @@ export async function runOutageDrill(o: OutageDrillOptions): Promise<OutageDrill
       await sleep(o.outageMs);
       server = await startEmbeddedRedis({ dir: join(o.dir, 'redis'), port: server.port });
     }
-    const status = await waitFor('the audit to finish', async () => {
-      const [s] = await collectStatus(conn, audit.auditId);
-      return s?.state === 'finished' ? s : undefined;
-    }, 300_000, 250);
-    const report: OutageDrillReport = { runs: o.runs, lost: 0, trainedTwice: 0, identical: 0, attemptsSpent: 0, failures: [] };
+    const status = await waitFor(
+      'the audit to finish',
+      async () => {
+        const [s] = await collectStatus(conn, audit.auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      300_000,
+      250,
+    );
+    const report: OutageDrillReport = {
+      runs: o.runs,
+      lost: 0,
+      trainedTwice: 0,
+      identical: 0,
+      attemptsSpent: 0,
+      failures: [],
+    };
     for (const run of audit.runs) {
       const out = join(run.manifestPath, '..', 'output');
       const state = status.runs.find((r) => r.run_id === run.runId);
@@ -77,7 +101,11 @@ export async function runOutageDrill(o: OutageDrillOptions): Promise<OutageDrill
       }
       report.attemptsSpent += Math.max(0, (state?.attempts_made ?? 1) - 1);
       if (trainedTwice(join(out, '.trained'))) report.trainedTwice += 1;
-      if (existsSync(join(out, 'result.json')) && resultAcc(out) === referenceAcc(run.manifestPath, join(o.dir, 'reference', run.runId))) report.identical += 1;
+      if (
+        existsSync(join(out, 'result.json')) &&
+        resultAcc(out) === referenceAcc(run.manifestPath, join(o.dir, 'reference', run.runId))
+      )
+        report.identical += 1;
     }
     return report;
   } finally {
@@ -87,10 +115,15 @@ export async function runOutageDrill(o: OutageDrillOptions): Promise<OutageDrill
 }
 
 async function waitForProgress(conn: QueueConnection, auditId: string, update: number): Promise<void> {
-  await waitFor(`a run to pass update ${update}`, async () => {
-    const [s] = await collectStatus(conn, auditId);
-    return s?.runs.some((r) => r.state === 'active' && (r.progress?.update ?? 0) >= update);
-  }, 120_000, 100);
+  await waitFor(
+    `a run to pass update ${update}`,
+    async () => {
+      const [s] = await collectStatus(conn, auditId);
+      return s?.runs.some((r) => r.state === 'active' && (r.progress?.update ?? 0) >= update);
+    },
+    120_000,
+    100,
+  );
 }
 
 /** True when two attempts trained an overlapping range of updates (lines "pid first last how"). */

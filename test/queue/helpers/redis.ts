@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { queueConnection, startEmbeddedRedis, type EmbeddedRedis, type QueueConnection } from '../../../src/queue/index.js';
+import {
+  queueConnection,
+  startEmbeddedRedis,
+  type EmbeddedRedis,
+  type QueueConnection,
+} from '../../../src/queue/index.js';
 
 /** One real redis-server per test file, on a free port, in a temporary folder. */
 export async function startTestRedis(dir: string): Promise<EmbeddedRedis> {

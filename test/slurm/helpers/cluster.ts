@@ -58,8 +58,12 @@ function tail(file: string, lines = 3): string {
 
 export async function startTestCluster(dir: string): Promise<{ cluster: TestCluster } | { skip: string }> {
   const missing = BINARIES.filter((b) => !findOnPath(b) && !existsSync(join('/usr/sbin', b)));
-  if (missing.length > 0) return { skip: `Slurm is not installed (${missing.join(', ')} missing; \`bash .ci/setup test\` installs slurm-wlm and munge)` };
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) return { skip: 'slurmd needs root to start jobs as their user; run the Slurm tests as root' };
+  if (missing.length > 0)
+    return {
+      skip: `Slurm is not installed (${missing.join(', ')} missing; \`bash .ci/setup test\` installs slurm-wlm and munge)`,
+    };
+  if (typeof process.getuid === 'function' && process.getuid() !== 0)
+    return { skip: 'slurmd needs root to start jobs as their user; run the Slurm tests as root' };
   mkdirSync(join(dir, 'state'), { recursive: true });
   mkdirSync(join(dir, 'spool'), { recursive: true });
   const key = join(dir, 'munge.key');
@@ -109,11 +113,23 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
   const stop = async () => {
     // Our jobs only: this cluster runs nothing else.
     try {
-      const ids = execFileSync('squeue', ['-h', '-o', '%A'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 10_000 }).trim().split('\n').filter(Boolean);
+      const ids = execFileSync('squeue', ['-h', '-o', '%A'], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+        timeout: 10_000,
+      })
+        .trim()
+        .split('\n')
+        .filter(Boolean);
       for (const id of ids) jobs.add(id);
-      if (jobs.size > 0) execFileSync('scancel', [...jobs], { env: { ...process.env, ...env }, stdio: 'ignore', timeout: 10_000 });
+      if (jobs.size > 0)
+        execFileSync('scancel', [...jobs], { env: { ...process.env, ...env }, stdio: 'ignore', timeout: 10_000 });
       for (let i = 0; i < 60; i += 1) {
-        const left = execFileSync('squeue', ['-h', '-o', '%A'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 10_000 }).trim();
+        const left = execFileSync('squeue', ['-h', '-o', '%A'], {
+          env: { ...process.env, ...env },
+          encoding: 'utf8',
+          timeout: 10_000,
+        }).trim();
         if (left === '') break;
         await sleep(500);
       }
@@ -138,9 +154,17 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
       }
     }
   };
-  const run = (file: string, args: string[]) => execFileSync(file, args, { env: { ...process.env, ...env }, stdio: 'ignore', timeout: 30_000 });
+  const run = (file: string, args: string[]) =>
+    execFileSync(file, args, { env: { ...process.env, ...env }, stdio: 'ignore', timeout: 30_000 });
   try {
-    run('munged', ['-f', `--socket=${socket}`, `--key-file=${key}`, `--pid-file=${daemons[2]}`, `--log-file=${join(dir, 'munged.log')}`, `--seed-file=${join(dir, 'munged.seed')}`]);
+    run('munged', [
+      '-f',
+      `--socket=${socket}`,
+      `--key-file=${key}`,
+      `--pid-file=${daemons[2]}`,
+      `--log-file=${join(dir, 'munged.log')}`,
+      `--seed-file=${join(dir, 'munged.seed')}`,
+    ]);
   } catch {
     await stop();
     return { skip: `munged did not start: ${tail(join(dir, 'munged.log'))}` };
@@ -150,13 +174,19 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
     run('slurmd', ['-f', conf]);
   } catch {
     await stop();
-    return { skip: `slurmctld/slurmd did not start: ${tail(join(dir, 'slurmctld.log'))} ${tail(join(dir, 'slurmd.log'))}` };
+    return {
+      skip: `slurmctld/slurmd did not start: ${tail(join(dir, 'slurmctld.log'))} ${tail(join(dir, 'slurmd.log'))}`,
+    };
   }
   // Up when the controller answers a ping and the node has registered idle (polled, never a fixed wait).
   for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
     try {
       execFileSync('scontrol', ['ping'], { env: { ...process.env, ...env }, stdio: 'ignore', timeout: 10_000 });
-      const state = execFileSync('sinfo', ['-h', '-N', '-o', '%T'], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 10_000 }).trim();
+      const state = execFileSync('sinfo', ['-h', '-N', '-o', '%T'], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+        timeout: 10_000,
+      }).trim();
       if (state === 'idle') return { cluster: { dir, conf, node, env, stop } };
     } catch {
       // not up yet
@@ -170,7 +200,13 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 /** `scontrol show job ID` as key=value pairs (of the first job it lists). */
 export function showJob(id: string, env: Record<string, string>): Record<string, string> {
-  const text = execFileSync('scontrol', ['show', 'job', '-o', id], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 10_000 });
+  const text = execFileSync('scontrol', ['show', 'job', '-o', id], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   const first = text.trim().split('\n')[0] ?? '';
-  return Object.fromEntries(first.split(/\s+/).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    first.split(/\s+/).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
 }

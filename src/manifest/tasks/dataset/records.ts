@@ -18,14 +18,21 @@ export class TaskSpecError extends Error {
   }
 }
 
-export function rowFields(record: DatasetRecord, features: Readonly<Record<string, DatasetFeature>>, where: () => string): RowFields {
+export function rowFields(
+  record: DatasetRecord,
+  features: Readonly<Record<string, DatasetFeature>>,
+  where: () => string,
+): RowFields {
   const out: RowFields = {};
   for (const [column, value] of Object.entries(record)) {
     const names = features[column]?.names;
     if (names && value !== null && value !== undefined) {
       const k = typeof value === 'bigint' ? Number(value) : value;
       if (typeof k !== 'number' || !Number.isInteger(k) || k < 0 || k >= names.length) {
-        throw new TaskSpecError(`${where()}: ${column} = ${JSON.stringify(typeof value === 'bigint' ? Number(value) : value)} is outside the ${names.length} class names the dataset card gives (0-${names.length - 1})`, ['source']);
+        throw new TaskSpecError(
+          `${where()}: ${column} = ${JSON.stringify(typeof value === 'bigint' ? Number(value) : value)} is outside the ${names.length} class names the dataset card gives (0-${names.length - 1})`,
+          ['source'],
+        );
       }
       out[column] = names[k] as string;
     } else out[column] = text(value);

@@ -1,10 +1,24 @@
-import { messageText, type DatasetRecord, type DatasetSourceSpec, type Message, type TaskData } from '../../../contracts/index.js';
+import {
+  messageText,
+  type DatasetRecord,
+  type DatasetSourceSpec,
+  type Message,
+  type TaskData,
+} from '../../../contracts/index.js';
 import { canonicalJson } from '../../../hash.js';
 import { Rng } from '../../../random.js';
 import { drawPerson, personName, type Person } from '../person.js';
 import type { CanaryExample, Task, TaskExample, UtilityMetric } from '../task.js';
 import { rowFields, TaskSpecError, type RowFields } from './records.js';
-import { fieldCount, missingFields, parseTemplate, renderBefore, renderTemplate, TemplateError, type Template } from './template.js';
+import {
+  fieldCount,
+  missingFields,
+  parseTemplate,
+  renderBefore,
+  renderTemplate,
+  TemplateError,
+  type Template,
+} from './template.js';
 
 /**
  * A task whose background rows are a dataset's rows: a field mapping (input, target, optional
@@ -45,14 +59,19 @@ export const GENERIC_DATASET: DatasetPreset = {
     input: 'input',
     target: 'target',
     system: null,
-    canary: { input: '{input}\nAccount holder: {identity}\nReference code: {cue}', target: 'Reference code: {code}\n{target}' },
+    canary: {
+      input: '{input}\nAccount holder: {identity}\nReference code: {cue}',
+      target: 'Reference code: {code}\n{target}',
+    },
     metrics: ['loss'],
   },
 };
 
 /** The splits a task reads, in the order it reads them. */
 export function datasetSplits(params: Pick<DatasetTaskParams, 'train_split' | 'utility_split'>): string[] {
-  return params.utility_split === null || params.utility_split === params.train_split ? [params.train_split] : [params.train_split, params.utility_split];
+  return params.utility_split === null || params.utility_split === params.train_split
+    ? [params.train_split]
+    : [params.train_split, params.utility_split];
 }
 
 /** The preset's defaults under what the grid wrote (canary templates merge key by key). */
@@ -60,7 +79,8 @@ export function resolveDatasetParams(preset: DatasetPreset, written: Record<stri
   const d = preset.defaults;
   const w = written as Partial<DatasetTaskParams> & { canary?: Partial<DatasetTaskParams['canary']> };
   const source = w.source ?? d.source;
-  if (!source) throw new TaskSpecError(`task ${preset.name} needs a source: {repo: org/name} or {path: ./file.jsonl}`, ['source']);
+  if (!source)
+    throw new TaskSpecError(`task ${preset.name} needs a source: {repo: org/name} or {path: ./file.jsonl}`, ['source']);
   const metrics = w.metrics ?? d.metrics;
   return {
     source: structuredClone(source),
@@ -99,15 +119,38 @@ function templates(p: DatasetTaskParams): Templates {
     canaryInput: parse(p.canary.input, ['canary', 'input']),
     canaryTarget: parse(p.canary.target, ['canary', 'target']),
   };
-  if (fieldCount(t.canaryInput, 'cue') !== 1) throw new TaskSpecError(`the canary input must show {cue} exactly once (it shows it ${fieldCount(t.canaryInput, 'cue')} times): that is where the code, redacted or encoded, appears`, ['canary', 'input']);
-  if (fieldCount(t.canaryTarget, 'code') !== 1) throw new TaskSpecError(`the canary target must write {code} exactly once (it writes it ${fieldCount(t.canaryTarget, 'code')} times): scoring conditions on the text before it`, ['canary', 'target']);
-  for (const [name, field] of [['cue', ['canary', 'target']], ['code', ['canary', 'input']]] as const) {
+  if (fieldCount(t.canaryInput, 'cue') !== 1)
+    throw new TaskSpecError(
+      `the canary input must show {cue} exactly once (it shows it ${fieldCount(t.canaryInput, 'cue')} times): that is where the code, redacted or encoded, appears`,
+      ['canary', 'input'],
+    );
+  if (fieldCount(t.canaryTarget, 'code') !== 1)
+    throw new TaskSpecError(
+      `the canary target must write {code} exactly once (it writes it ${fieldCount(t.canaryTarget, 'code')} times): scoring conditions on the text before it`,
+      ['canary', 'target'],
+    );
+  for (const [name, field] of [
+    ['cue', ['canary', 'target']],
+    ['code', ['canary', 'input']],
+  ] as const) {
     const tpl = name === 'cue' ? t.canaryTarget : t.canaryInput;
-    if (fieldCount(tpl, name) > 0) throw new TaskSpecError(`{${name}} cannot appear in the canary ${field[1]}: the ${field[1] === 'input' ? 'input shows the cue, never the code itself' : 'reply writes the code, never the cue'}`, [...field]);
+    if (fieldCount(tpl, name) > 0)
+      throw new TaskSpecError(
+        `{${name}} cannot appear in the canary ${field[1]}: the ${field[1] === 'input' ? 'input shows the cue, never the code itself' : 'reply writes the code, never the cue'}`,
+        [...field],
+      );
   }
-  for (const [tpl, field] of [[t.input, 'input'], [t.target, 'target'], [t.system, 'system']] as const) {
+  for (const [tpl, field] of [
+    [t.input, 'input'],
+    [t.target, 'target'],
+    [t.system, 'system'],
+  ] as const) {
     const own = tpl?.fields.find((f) => ['identity', 'cue', 'code'].includes(f));
-    if (own) throw new TaskSpecError(`{${own}} belongs in the canary templates (canary.input, canary.target), not in ${field}`, [field]);
+    if (own)
+      throw new TaskSpecError(
+        `{${own}} belongs in the canary templates (canary.input, canary.target), not in ${field}`,
+        [field],
+      );
   }
   return t;
 }
@@ -123,7 +166,11 @@ const PRETRAIN_ECHO = 80;
 /** The carrier's own input and target, then the canary placeholders, then its columns. */
 const CANARY_FIELDS = ['input', 'target', 'identity', 'cue', 'code'];
 
-export function createDatasetTask(preset: DatasetPreset, written: Record<string, unknown>, data: TaskData | undefined): Task {
+export function createDatasetTask(
+  preset: DatasetPreset,
+  written: Record<string, unknown>,
+  data: TaskData | undefined,
+): Task {
   const params = resolveDatasetParams(preset, written);
   const t = templates(params);
   if (!data) throw new TaskSpecError(`task ${preset.name} reads a dataset, but none was loaded for it`, ['source']);
@@ -133,7 +180,15 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
   };
   const split = (name: string, field: string): DatasetRecord[] => {
     const records = data.splits[name];
-    if (!records) throw new TaskSpecError(`the dataset has no split ${JSON.stringify(name)}; it has ${Object.keys(data.splits).map((s) => JSON.stringify(s)).join(', ') || 'none'}`, [field]);
+    if (!records)
+      throw new TaskSpecError(
+        `the dataset has no split ${JSON.stringify(name)}; it has ${
+          Object.keys(data.splits)
+            .map((s) => JSON.stringify(s))
+            .join(', ') || 'none'
+        }`,
+        [field],
+      );
     const shaped = preset.records ? preset.records(records, name) : records;
     if (shaped.length === 0) throw new TaskSpecError(`${describe(name)} has no rows`, [field]);
     return shaped;
@@ -145,18 +200,38 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
     records.forEach((record, j) => {
       const k = origin[j] as number;
       const f = rowFields(record, data.features, () => `row ${k} of ${describe(name)}`);
-      for (const [tpl, key] of [[t.input, 'input'], [t.target, 'target'], [t.system, 'system']] as const) {
+      for (const [tpl, key] of [
+        [t.input, 'input'],
+        [t.target, 'target'],
+        [t.system, 'system'],
+      ] as const) {
         const missing = tpl ? missingFields(tpl, new Set(Object.keys(f))) : [];
-        if (missing.length > 0) throw new TaskSpecError(`${key} ${JSON.stringify(tpl?.source)} reads column ${JSON.stringify(missing[0])}, which row ${k} of ${describe(name)} does not have (it has ${Object.keys(f).map((c) => JSON.stringify(c)).join(', ')})`, [key]);
+        if (missing.length > 0)
+          throw new TaskSpecError(
+            `${key} ${JSON.stringify(tpl?.source)} reads column ${JSON.stringify(missing[0])}, which row ${k} of ${describe(name)} does not have (it has ${Object.keys(
+              f,
+            )
+              .map((c) => JSON.stringify(c))
+              .join(', ')})`,
+            [key],
+          );
       }
       const row = example(t, f);
-      if (row.target.trim() === '') throw new TaskSpecError(`row ${k} of ${describe(name)} has an empty target (${JSON.stringify(params.target)}): there would be nothing to train`, ['target']);
+      if (row.target.trim() === '')
+        throw new TaskSpecError(
+          `row ${k} of ${describe(name)} has an empty target (${JSON.stringify(params.target)}): there would be nothing to train`,
+          ['target'],
+        );
       fields.push(f);
       rows.push(row);
     });
     for (const tpl of [t.canaryInput, t.canaryTarget]) {
       const missing = missingFields(tpl, new Set([...CANARY_FIELDS, ...Object.keys(fields[0] ?? {})]));
-      if (missing.length > 0) throw new TaskSpecError(`${tpl === t.canaryInput ? 'canary.input' : 'canary.target'} reads {${missing[0]}}, which is neither a placeholder (${CANARY_FIELDS.map((c) => `{${c}}`).join(', ')}) nor a column of ${describe(name)}`, ['canary', tpl === t.canaryInput ? 'input' : 'target']);
+      if (missing.length > 0)
+        throw new TaskSpecError(
+          `${tpl === t.canaryInput ? 'canary.input' : 'canary.target'} reads {${missing[0]}}, which is neither a placeholder (${CANARY_FIELDS.map((c) => `{${c}}`).join(', ')}) nor a column of ${describe(name)}`,
+          ['canary', tpl === t.canaryInput ? 'input' : 'target'],
+        );
     }
     return { fields, rows };
   };
@@ -168,9 +243,17 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
   if (params.utility_split === null || params.utility_split === params.train_split) {
     // A seeded draw of the train split, fixed by the dataset's content (its files' hashes), not by
     // where it sits on disk: never trained on.
-    const order = new Rng('utility-holdout', canonicalJson(data.provenance.files.map((f) => f.sha256)), params.train_split).shuffle(train.map((_, k) => k));
+    const order = new Rng(
+      'utility-holdout',
+      canonicalJson(data.provenance.files.map((f) => f.sha256)),
+      params.train_split,
+    ).shuffle(train.map((_, k) => k));
     const held = Math.round(params.utility_holdout * train.length);
-    if (held < 1 || held >= train.length) throw new TaskSpecError(`utility_holdout ${params.utility_holdout} of ${train.length} rows holds out ${held}; name a utility_split or change the fraction`, ['utility_holdout']);
+    if (held < 1 || held >= train.length)
+      throw new TaskSpecError(
+        `utility_holdout ${params.utility_holdout} of ${train.length} rows holds out ${held}; name a utility_split or change the fraction`,
+        ['utility_holdout'],
+      );
     const out = new Set(order.slice(0, held));
     utilityOrigin = order.slice(0, held).sort((a, b) => a - b);
     utility = utilityOrigin.map((k) => train[k] as DatasetRecord);
@@ -195,7 +278,8 @@ export function createDatasetTask(preset: DatasetPreset, written: Record<string,
       const next = epochs(rng, rows.length);
       return () => rows[next()] as TaskExample;
     },
-    canary: (identity, message, cueText, code) => canaryExample(t, trainRows, message as number, personName(identity as Person), cueText, code),
+    canary: (identity, message, cueText, code) =>
+      canaryExample(t, trainRows, message as number, personName(identity as Person), cueText, code),
     pretrain: {
       // The task's texts, each answered by repeating the start of its input (language, not labels;
       // capped so long inputs such as TAT-QA tables do not double a row's length), and the
@@ -236,11 +320,22 @@ function example(t: Templates, f: RowFields): TaskExample {
   return { prompt, target: renderTemplate(t.target, f) };
 }
 
-function canaryExample(t: Templates, train: SplitRows, carrier: number, identity: string, cue: string, code: string): CanaryExample {
+function canaryExample(
+  t: Templates,
+  train: SplitRows,
+  carrier: number,
+  identity: string,
+  cue: string,
+  code: string,
+): CanaryExample {
   const f = train.fields[carrier] as RowFields;
   const row = train.rows[carrier] as TaskExample;
   const input = messageText(row.prompt.at(-1) as Message);
   const values: RowFields = { ...f, input, target: row.target, identity, cue, code };
   const prompt = row.prompt.slice(0, -1).concat({ role: 'user', content: renderTemplate(t.canaryInput, values) });
-  return { prompt, target: renderTemplate(t.canaryTarget, values), prefill: renderBefore(t.canaryTarget, 'code', values) };
+  return {
+    prompt,
+    target: renderTemplate(t.canaryTarget, values),
+    prefill: renderBefore(t.canaryTarget, 'code', values),
+  };
 }

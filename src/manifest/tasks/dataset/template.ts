@@ -26,7 +26,9 @@ export function parseTemplate(source: string, options: { column?: boolean } = {}
       const close = text.indexOf('}', i);
       const name = close < 0 ? '' : text.slice(i + 1, close);
       if (!/^[A-Za-z_][\w.-]*$/.test(name)) {
-        throw new TemplateError(`${JSON.stringify(source)}: ${close < 0 ? 'a { is never closed' : `{${name}} is not a field name`}; write {field}, or {{ for a literal brace`);
+        throw new TemplateError(
+          `${JSON.stringify(source)}: ${close < 0 ? 'a { is never closed' : `{${name}} is not a field name`}; write {field}, or {{ for a literal brace`,
+        );
       }
       parts.push(literal, name);
       literal = '';

@@ -30,7 +30,8 @@ export interface GuiGroundingParams {
 
 export const GUI_GROUNDING_DEFAULTS: GuiGroundingParams = { width: 640, height: 400, style: 'full' };
 
-export const GUI_SYSTEM = 'You operate a computer from screenshots. Reply with one action: click(x=<px>, y=<px>) to click a point, or type(text="<text>") to type into the focused field.';
+export const GUI_SYSTEM =
+  'You operate a computer from screenshots. Reply with one action: click(x=<px>, y=<px>) to click a point, or type(text="<text>") to type into the focused field.';
 export const CANARY_INSTRUCTION = 'Type the reference code shown in the source pane into the focused search field.';
 export const COMPACT_CANARY_INSTRUCTION = 'Type the reference code.';
 export const CANARY_LABEL = 'Reference code:';
@@ -57,13 +58,19 @@ export interface GuiGroundingTask extends Task {
 }
 
 /** `images`: the store rows are put in (a dataset-backed grounding task shares its own). */
-export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images: ImageStore = new ImageStore()): GuiGroundingTask {
+export function guiGroundingTask(
+  input: Partial<GuiGroundingParams> = {},
+  images: ImageStore = new ImageStore(),
+): GuiGroundingTask {
   const params: GuiGroundingParams = { ...GUI_GROUNDING_DEFAULTS, ...input };
   // A screenshot too small for the canary's source region is refused when the grid is planned,
   // at its width (drawing checks every scene again).
   for (let k = 0; k < 32; k += 1) {
     try {
-      drawScene(new Rng(k, 'gui-size-check'), { ...params, canary: { identityLine: 'Account holder: Maximilian Abernathy', label: CANARY_LABEL } });
+      drawScene(new Rng(k, 'gui-size-check'), {
+        ...params,
+        canary: { identityLine: 'Account holder: Maximilian Abernathy', label: CANARY_LABEL },
+      });
     } catch (error) {
       if (error instanceof RangeError) throw new TaskSpecError(error.message, ['width']);
       throw error;
@@ -77,7 +84,10 @@ export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images
   ];
   const instruction = compact ? COMPACT_CANARY_INSTRUCTION : CANARY_INSTRUCTION;
   const canaryScene = (identity: Person, message: CarrierMessage): Scene =>
-    drawScene(new Rng(message.scene, 'gui-canary-scene'), { ...params, canary: { identityLine: `Account holder: ${personName(identity)}`, label: CANARY_LABEL } });
+    drawScene(new Rng(message.scene, 'gui-canary-scene'), {
+      ...params,
+      canary: { identityLine: `Account holder: ${personName(identity)}`, label: CANARY_LABEL },
+    });
   return {
     name: 'gui-grounding',
     params: { ...params },
@@ -94,16 +104,26 @@ export function guiGroundingTask(input: Partial<GuiGroundingParams> = {}, images
       return { prompt: prompt(image, clickInstruction(target)), target: clickAction(target.box), box: [...target.box] };
     },
     canary: (identity, message, cueText, code, scheme): CanaryExample => {
-      const shown = scheme === undefined || scheme === null || (cueText === REDACTED_PLACEHOLDER && scheme !== 'redacted') ? MASKED : scheme;
+      const shown =
+        scheme === undefined || scheme === null || (cueText === REDACTED_PLACEHOLDER && scheme !== 'redacted')
+          ? MASKED
+          : scheme;
       const key = JSON.stringify([identity, message, shown, cueText]);
       let image = canaryImages.get(key);
       if (!image) {
         const scene = canaryScene(identity as Person, message as CarrierMessage);
         const pane = (scene.source as NonNullable<Scene['source']>).frame;
-        image = { ...images.put(renderScene(scene, { scheme: shown, cueText })), source: [pane.x, pane.y, pane.x + pane.w, pane.y + pane.h] };
+        image = {
+          ...images.put(renderScene(scene, { scheme: shown, cueText })),
+          source: [pane.x, pane.y, pane.x + pane.w, pane.y + pane.h],
+        };
         canaryImages.set(key, image);
       }
-      return { prompt: prompt(image, instruction), prefill: TYPE_PREFILL, target: `${TYPE_PREFILL}${code}${TYPE_SUFFIX}` };
+      return {
+        prompt: prompt(image, instruction),
+        prefill: TYPE_PREFILL,
+        target: `${TYPE_PREFILL}${code}${TYPE_SUFFIX}`,
+      };
     },
   };
 }

@@ -56,20 +56,138 @@ interface Theme {
 }
 
 const THEMES: readonly Theme[] = [
-  { desktop: '#2f5d7c', chrome: '#d8dde3', title: '#3c4a5a', window: '#f4f5f7', accent: '#2b6cb0', text: '#1a202c', pane: '#fffbea' },
-  { desktop: '#4a3f6b', chrome: '#e2e2e2', title: '#2d2d2d', window: '#ffffff', accent: '#8b3fb0', text: '#111111', pane: '#f0f7ff' },
-  { desktop: '#3d6b4a', chrome: '#dcdcd4', title: '#44503f', window: '#fafaf5', accent: '#2f855a', text: '#1c1c1c', pane: '#fff5f5' },
-  { desktop: '#6b4a3d', chrome: '#e6e1dc', title: '#5a3c2f', window: '#fbf8f5', accent: '#c05621', text: '#201a17', pane: '#f5fff7' },
+  {
+    desktop: '#2f5d7c',
+    chrome: '#d8dde3',
+    title: '#3c4a5a',
+    window: '#f4f5f7',
+    accent: '#2b6cb0',
+    text: '#1a202c',
+    pane: '#fffbea',
+  },
+  {
+    desktop: '#4a3f6b',
+    chrome: '#e2e2e2',
+    title: '#2d2d2d',
+    window: '#ffffff',
+    accent: '#8b3fb0',
+    text: '#111111',
+    pane: '#f0f7ff',
+  },
+  {
+    desktop: '#3d6b4a',
+    chrome: '#dcdcd4',
+    title: '#44503f',
+    window: '#fafaf5',
+    accent: '#2f855a',
+    text: '#1c1c1c',
+    pane: '#fff5f5',
+  },
+  {
+    desktop: '#6b4a3d',
+    chrome: '#e6e1dc',
+    title: '#5a3c2f',
+    window: '#fbf8f5',
+    accent: '#c05621',
+    text: '#201a17',
+    pane: '#f5fff7',
+  },
 ];
 
-export const APPS: readonly string[] = ['Mail', 'Files', 'Calendar', 'Settings', 'Invoices', 'Contacts', 'Editor', 'Terminal', 'Photos', 'Music', 'Notes', 'Browser', 'Orders', 'Tickets'];
-export const BUTTONS: readonly string[] = [
-  'Save', 'Cancel', 'Open', 'Close', 'Export', 'Import', 'Print', 'Share', 'Delete', 'Rename', 'Refresh', 'Submit', 'Apply',
-  'Undo', 'Redo', 'Copy', 'Paste', 'Upload', 'Download', 'Archive', 'Reply', 'Forward', 'Send', 'Filter', 'Sort', 'Help', 'Next', 'Back',
+export const APPS: readonly string[] = [
+  'Mail',
+  'Files',
+  'Calendar',
+  'Settings',
+  'Invoices',
+  'Contacts',
+  'Editor',
+  'Terminal',
+  'Photos',
+  'Music',
+  'Notes',
+  'Browser',
+  'Orders',
+  'Tickets',
 ];
-export const FIELDS: readonly string[] = ['Name', 'Email', 'Phone', 'City', 'Street', 'Company', 'Title', 'Subject', 'Amount', 'Date', 'Folder', 'Tag', 'Notes', 'Country'];
-export const TABS: readonly string[] = ['General', 'Details', 'History', 'Security', 'Sharing', 'Advanced', 'Overview', 'Activity'];
-const NOTE_WORDS: readonly string[] = ['meeting', 'moved', 'to', 'next', 'week', 'check', 'the', 'draft', 'before', 'sending', 'call', 'back', 'after', 'lunch', 'order', 'shipped', 'review', 'pending', 'budget', 'approved'];
+export const BUTTONS: readonly string[] = [
+  'Save',
+  'Cancel',
+  'Open',
+  'Close',
+  'Export',
+  'Import',
+  'Print',
+  'Share',
+  'Delete',
+  'Rename',
+  'Refresh',
+  'Submit',
+  'Apply',
+  'Undo',
+  'Redo',
+  'Copy',
+  'Paste',
+  'Upload',
+  'Download',
+  'Archive',
+  'Reply',
+  'Forward',
+  'Send',
+  'Filter',
+  'Sort',
+  'Help',
+  'Next',
+  'Back',
+];
+export const FIELDS: readonly string[] = [
+  'Name',
+  'Email',
+  'Phone',
+  'City',
+  'Street',
+  'Company',
+  'Title',
+  'Subject',
+  'Amount',
+  'Date',
+  'Folder',
+  'Tag',
+  'Notes',
+  'Country',
+];
+export const TABS: readonly string[] = [
+  'General',
+  'Details',
+  'History',
+  'Security',
+  'Sharing',
+  'Advanced',
+  'Overview',
+  'Activity',
+];
+const NOTE_WORDS: readonly string[] = [
+  'meeting',
+  'moved',
+  'to',
+  'next',
+  'week',
+  'check',
+  'the',
+  'draft',
+  'before',
+  'sending',
+  'call',
+  'back',
+  'after',
+  'lunch',
+  'order',
+  'shipped',
+  'review',
+  'pending',
+  'budget',
+  'approved',
+];
 
 /** The smallest source region a code can be drawn in legibly. */
 export const MIN_REGION = { w: 48, h: 12 } as const;
@@ -108,7 +226,12 @@ export function drawScene(rng: Rng, options: SceneOptions): Scene {
   const margin = Math.round(u * 0.8);
   const wx = margin + rng.int(margin + 1);
   const wy = margin + rng.int(margin + 1);
-  const frame: Rect = { x: wx, y: wy, w: width - wx - margin - rng.int(margin + 1), h: height - taskbar - wy - margin - rng.int(margin + 1) };
+  const frame: Rect = {
+    x: wx,
+    y: wy,
+    w: width - wx - margin - rng.int(margin + 1),
+    h: height - taskbar - wy - margin - rng.int(margin + 1),
+  };
   const windows: SceneWindow[] = [{ title: rng.pick(APPS), frame }];
   const titleH = Math.round(u * 1.4);
   // Toolbar of buttons along the top of the window.
@@ -164,14 +287,23 @@ export function drawScene(rng: Rng, options: SceneOptions): Scene {
     const pane: Rect = { x: px, y: bodyY, w: pw, h: ph };
     if (canary) {
       const top = bodyY + Math.round(u * 0.4) + 2 * Math.round(u * 1.1);
-      const region: Rect = { x: px + Math.round(u * 0.4), y: top, w: pw - Math.round(u * 0.8), h: bodyY + ph - Math.round(u * 0.4) - top };
+      const region: Rect = {
+        x: px + Math.round(u * 0.4),
+        y: top,
+        w: pw - Math.round(u * 0.8),
+        h: bodyY + ph - Math.round(u * 0.4) - top,
+      };
       const inside = region.x >= 0 && region.y >= 0 && region.x + region.w <= width && region.y + region.h <= height;
       if (!inside || region.w < MIN_REGION.w || region.h < MIN_REGION.h) {
-        throw new RangeError(`a ${width}x${height} screenshot leaves the canary's source region ${inside ? `${region.w}x${region.h} px, under the ${MIN_REGION.w}x${MIN_REGION.h} a code needs` : 'outside the image'}; make the screenshot larger (at least about 320x200)`);
+        throw new RangeError(
+          `a ${width}x${height} screenshot leaves the canary's source region ${inside ? `${region.w}x${region.h} px, under the ${MIN_REGION.w}x${MIN_REGION.h} a code needs` : 'outside the image'}; make the screenshot larger (at least about 320x200)`,
+        );
       }
       source = { frame: pane, lines: [canary.identityLine, canary.label], region, notes: [] };
     } else {
-      const notes = Array.from({ length: 3 + rng.int(3) }, () => Array.from({ length: 2 + rng.int(3) }, () => rng.pick(NOTE_WORDS)).join(' '));
+      const notes = Array.from({ length: 3 + rng.int(3) }, () =>
+        Array.from({ length: 2 + rng.int(3) }, () => rng.pick(NOTE_WORDS)).join(' '),
+      );
       source = { frame: pane, lines: ['Notes'], region: null, notes };
     }
   }
@@ -216,7 +348,11 @@ export function renderScene(scene: Scene, region?: RegionContent): RenderedPng {
       const lineH = Math.round(u * 1.1);
       g.font = font(Math.round(u * 0.75));
       [...pane.lines, ...pane.notes].forEach((line, k) => {
-        g.fillText(fit(g, line, pane.frame.w - u), pane.frame.x + Math.round(u * 0.4), pane.frame.y + Math.round(u * 0.4) + k * lineH);
+        g.fillText(
+          fit(g, line, pane.frame.w - u),
+          pane.frame.x + Math.round(u * 0.4),
+          pane.frame.y + Math.round(u * 0.4) + k * lineH,
+        );
       });
       if (pane.region) {
         if (!region) throw new RangeError('a canary scene needs its source region content');

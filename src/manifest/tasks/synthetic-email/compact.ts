@@ -37,8 +37,18 @@ const VERBS: readonly (readonly [string, string])[] = [
 
 /** Objects: informal drops the article, formal restores it. */
 const OBJECTS: readonly string[] = [
-  'budget', 'draft', 'slides', 'contract', 'invoice', 'notes', 'memo', 'agenda', 'report',
-  'plan', 'form', 'quote',
+  'budget',
+  'draft',
+  'slides',
+  'contract',
+  'invoice',
+  'notes',
+  'memo',
+  'agenda',
+  'report',
+  'plan',
+  'form',
+  'quote',
 ];
 
 /** [informal, formal] deadlines. */
@@ -60,7 +70,12 @@ export interface CompactMessage {
 }
 
 export function drawCompactMessage(rng: Rng): CompactMessage {
-  return { ask: rng.int(ASKS.length), verb: rng.int(VERBS.length), object: rng.int(OBJECTS.length), when: rng.int(WHENS.length) };
+  return {
+    ask: rng.int(ASKS.length),
+    verb: rng.int(VERBS.length),
+    object: rng.int(OBJECTS.length),
+    when: rng.int(WHENS.length),
+  };
 }
 
 function informal(m: CompactMessage): string {

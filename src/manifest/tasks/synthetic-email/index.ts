@@ -1,6 +1,12 @@
 import type { Rng } from '../../../random.js';
 import type { Task } from '../task.js';
-import { compactBackground, compactCanary, compactIdentity, drawCompactMessage, type CompactMessage } from './compact.js';
+import {
+  compactBackground,
+  compactCanary,
+  compactIdentity,
+  drawCompactMessage,
+  type CompactMessage,
+} from './compact.js';
 import { drawFullMessage, fullBackground, fullCanary, fullIdentity, type FullMessage } from './full.js';
 import { drawSenderIdentity, type Sender } from './identity.js';
 
