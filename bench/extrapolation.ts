@@ -129,19 +129,22 @@ async function main(): Promise<void> {
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   console.log(`audit ${audit.id}: ${runs} finished runs, ${rows.length} probes${args.phase ? ` (phase ${args.phase})` : ''}, |C| = ${space} (exact ceiling ${exposureCeiling(space).toFixed(2)} bits), ${args.decoys} decoys per probe (rank ceiling ${Math.log2(args.decoys + 1).toFixed(2)} bits), seed ${args.seed}; ${seconds} s`);
   console.log('');
-  console.log('| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | reported only: median [IQR] | sampled rank − exact: median [IQR] | flagged | withheld | unfit |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  const ceiling = exposureCeiling(space);
   const bands: [string, (x: number) => boolean][] = [
     ['< 4 bits', (x) => x < 4],
     ['4–10 bits', (x) => x >= 4 && x < 10],
     ['≥ 10 bits', (x) => x >= 10],
+    ['≥ 10 bits, rank > 1', (x) => x >= 10 && x < ceiling],
+    ['rank 1 (exact is only a floor)', (x) => x === ceiling],
     ['all', () => true],
   ];
   for (const [label, inBand] of bands) {
     const b = rows.filter((r) => inBand(r.exact));
     const count = (s: ExtrapolationStatus): string => (b.length === 0 ? '–' : `${b.filter((r) => r.status === s).length} (${((100 * b.filter((r) => r.status === s).length) / b.length).toFixed(0)}%)`);
     console.log(
-      `| ${label} | ${b.length} | ${medIqr(b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact))} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
+      `| ${label} | ${b.length} | ${medIqr(b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact))} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${b.filter((r) => r.reported !== null && r.reported > Math.log2(args.decoys + 1)).length} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
     );
   }
 }
