@@ -16,3 +16,4 @@ export * from './paired.js';
 export * from './utility.js';
 export * from './privacy.js';
 export * from './distributions.js';
+export * from './exposure-extrapolation.js';
