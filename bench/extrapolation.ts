@@ -35,7 +35,13 @@ interface Row {
   status: ExtrapolationStatus;
 }
 
-function parseArgs(argv: string[]): { audit: string; decoys: number; seed: number; phase: string | null; runs: number } {
+function parseArgs(argv: string[]): {
+  audit: string;
+  decoys: number;
+  seed: number;
+  phase: string | null;
+  runs: number;
+} {
   if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
     console.log(HELP);
     process.exit(argv.length === 0 ? 2 : 0);
@@ -51,7 +57,8 @@ function parseArgs(argv: string[]): { audit: string; decoys: number; seed: numbe
     };
     const int = (name: string, v: string): number => {
       const n = Number(v);
-      if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+      if (!Number.isInteger(n) || n < 1)
+        throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
       return n;
     };
     if (a === '--decoys') out.decoys = int(a, value());
@@ -101,12 +108,14 @@ async function main(): Promise<void> {
         return v;
       },
     });
-    if (vectors.length !== outcome.observations.length) throw new Error(`${run.run_id}: ${vectors.length} score files for ${outcome.observations.length} observations`);
+    if (vectors.length !== outcome.observations.length)
+      throw new Error(`${run.run_id}: ${vectors.length} score files for ${outcome.observations.length} observations`);
     for (const [i, o] of outcome.observations.entries()) {
       if (args.phase !== null && o.phase !== args.phase) continue;
       const scores = vectors[i] as Float32Array;
       space = o.space_size;
-      if (args.decoys >= scores.length) throw new Error(`--decoys ${args.decoys} must be below the space size ${scores.length}`);
+      if (args.decoys >= scores.length)
+        throw new Error(`--decoys ${args.decoys} must be below the space size ${scores.length}`);
       // Leave out one candidate scoring exactly the true score (the true code or a tie: the same
       // multiset either way).
       const left = scores.indexOf(o.true_score);
@@ -127,9 +136,13 @@ async function main(): Promise<void> {
     }
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
-  console.log(`audit ${audit.id}: ${runs} finished runs, ${rows.length} probes${args.phase ? ` (phase ${args.phase})` : ''}, |C| = ${space} (exact ceiling ${exposureCeiling(space).toFixed(2)} bits), ${args.decoys} decoys per probe (rank ceiling ${Math.log2(args.decoys + 1).toFixed(2)} bits), seed ${args.seed}; ${seconds} s`);
+  console.log(
+    `audit ${audit.id}: ${runs} finished runs, ${rows.length} probes${args.phase ? ` (phase ${args.phase})` : ''}, |C| = ${space} (exact ceiling ${exposureCeiling(space).toFixed(2)} bits), ${args.decoys} decoys per probe (rank ceiling ${Math.log2(args.decoys + 1).toFixed(2)} bits), seed ${args.seed}; ${seconds} s`,
+  );
   console.log('');
-  console.log('| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |');
+  console.log(
+    '| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
   const ceiling = exposureCeiling(space);
   const bands: [string, (x: number) => boolean][] = [
@@ -142,7 +155,10 @@ async function main(): Promise<void> {
   ];
   for (const [label, inBand] of bands) {
     const b = rows.filter((r) => inBand(r.exact));
-    const count = (s: ExtrapolationStatus): string => (b.length === 0 ? '–' : `${b.filter((r) => r.status === s).length} (${((100 * b.filter((r) => r.status === s).length) / b.length).toFixed(0)}%)`);
+    const count = (s: ExtrapolationStatus): string =>
+      b.length === 0
+        ? '–'
+        : `${b.filter((r) => r.status === s).length} (${((100 * b.filter((r) => r.status === s).length) / b.length).toFixed(0)}%)`;
     console.log(
       `| ${label} | ${b.length} | ${medIqr(b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact))} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${b.filter((r) => r.reported !== null && r.reported > Math.log2(args.decoys + 1)).length} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
     );

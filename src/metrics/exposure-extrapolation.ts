@@ -143,9 +143,17 @@ export function skewNormalLogLikelihood(xs: ArrayLike<number>, d: SkewNormal): n
 }
 
 /** Nelder–Mead minimization (standard coefficients), for the three-parameter likelihood. */
-function nelderMead(f: (p: number[]) => number, start: number[], steps: number[], maxEvaluations = 2000): { point: number[]; value: number } {
+function nelderMead(
+  f: (p: number[]) => number,
+  start: number[],
+  steps: number[],
+  maxEvaluations = 2000,
+): { point: number[]; value: number } {
   const dim = start.length;
-  let simplex = [start, ...steps.map((s, i) => start.map((v, j) => (j === i ? v + s : v)))].map((p) => ({ point: p, value: f(p) }));
+  let simplex = [start, ...steps.map((s, i) => start.map((v, j) => (j === i ? v + s : v)))].map((p) => ({
+    point: p,
+    value: f(p),
+  }));
   let evaluations = dim + 1;
   const combine = (a: number[], b: number[], t: number): number[] => a.map((v, i) => v + t * ((b[i] as number) - v));
   while (evaluations < maxEvaluations) {
@@ -154,7 +162,9 @@ function nelderMead(f: (p: number[]) => number, start: number[], steps: number[]
     const worst = simplex[dim] as { point: number[]; value: number };
     if (Math.abs(worst.value - best.value) < 1e-10 * (1 + Math.abs(best.value))) break;
     const centroid = new Array<number>(dim).fill(0);
-    for (let k = 0; k < dim; k += 1) for (let i = 0; i < dim; i += 1) centroid[i] = (centroid[i] as number) + ((simplex[k] as { point: number[] }).point[i] as number) / dim;
+    for (let k = 0; k < dim; k += 1)
+      for (let i = 0; i < dim; i += 1)
+        centroid[i] = (centroid[i] as number) + ((simplex[k] as { point: number[] }).point[i] as number) / dim;
     const reflected = combine(centroid, worst.point, -1);
     const fr = f(reflected);
     evaluations += 1;
@@ -187,7 +197,8 @@ function nelderMead(f: (p: number[]) => number, start: number[], steps: number[]
 export function fitSkewNormal(scores: ArrayLike<number>): SkewNormalFit {
   const n = scores.length;
   if (n < 3) throw new RangeError(`a skew-normal fit needs at least 3 scores, got ${n}`);
-  for (let i = 0; i < n; i += 1) if (!Number.isFinite(scores[i] as number)) throw new RangeError(`score ${i} is not finite (${scores[i]})`);
+  for (let i = 0; i < n; i += 1)
+    if (!Number.isFinite(scores[i] as number)) throw new RangeError(`score ${i} is not finite (${scores[i]})`);
   const m = mean(scores);
   let v = 0;
   for (let i = 0; i < n; i += 1) v += ((scores[i] as number) - m) ** 2;
@@ -202,7 +213,10 @@ export function fitSkewNormal(scores: ArrayLike<number>): SkewNormalFit {
     return Number.isFinite(ll) ? -ll : Infinity;
   };
   const mom = skewNormalMoments(ys);
-  const starts = [[mom.location, Math.log(mom.scale), mom.shape], [0, 0, 0]];
+  const starts = [
+    [mom.location, Math.log(mom.scale), mom.shape],
+    [0, 0, 0],
+  ];
   let best = { point: starts[0] as number[], value: negLl(starts[0] as number[]) };
   const momValue = best.value;
   for (const s of starts) {
@@ -213,7 +227,11 @@ export function fitSkewNormal(scores: ArrayLike<number>): SkewNormalFit {
   }
   const [loc, logScale, shape] = best.point as [number, number, number];
   const distribution = { location: m + sd * loc, scale: sd * Math.exp(logScale), shape };
-  return { distribution, method: best.value < momValue ? 'mle' : 'moments', logLikelihood: skewNormalLogLikelihood(scores, distribution) };
+  return {
+    distribution,
+    method: best.value < momValue ? 'mle' : 'moments',
+    logLikelihood: skewNormalLogLikelihood(scores, distribution),
+  };
 }
 
 /** Kolmogorov–Smirnov distance between the sample's empirical CDF and `d`'s. */
@@ -259,7 +277,11 @@ export interface ExtrapolationOptions {
  * The true code's extrapolated exposure from its score and the sampled decoys' scores (natural-log
  * probabilities, higher = more likely; the true code is not among the decoys).
  */
-export function extrapolatedExposure(trueScore: number, decoys: ArrayLike<number>, options: ExtrapolationOptions = {}): ExtrapolatedExposure {
+export function extrapolatedExposure(
+  trueScore: number,
+  decoys: ArrayLike<number>,
+  options: ExtrapolationOptions = {},
+): ExtrapolatedExposure {
   const n = decoys.length;
   const rankCeiling = Math.log2(n + 1);
   const ksThreshold = (options.ksCoefficient ?? 1.36) / Math.sqrt(Math.max(n, 1));
@@ -270,7 +292,16 @@ export function extrapolatedExposure(trueScore: number, decoys: ArrayLike<number
   try {
     fit = fitSkewNormal(decoys);
   } catch (error) {
-    return { ...base, exposure: null, fitted_exposure: null, status: 'unfit', reasons: [(error as Error).message], fit: null, ks: null, tail_error_bits: null };
+    return {
+      ...base,
+      exposure: null,
+      fitted_exposure: null,
+      status: 'unfit',
+      reasons: [(error as Error).message],
+      fit: null,
+      ks: null,
+      tail_error_bits: null,
+    };
   }
   const d = fit.distribution;
   const fitted = -skewNormalLogSf(trueScore, d) / LOG2;
@@ -278,17 +309,22 @@ export function extrapolatedExposure(trueScore: number, decoys: ArrayLike<number
   const sorted = Float64Array.from(decoys).sort();
   const k = Math.min(n, Math.max(5, Math.ceil(n / 100)));
   const sk = sorted[n - k] as number;
-  const tailError = (skewNormalLogSf(sk, d) / LOG2) - Math.log2(k / n);
+  const tailError = skewNormalLogSf(sk, d) / LOG2 - Math.log2(k / n);
   const reasons: string[] = [];
   if (ks > ksThreshold) reasons.push(`KS distance ${ks.toFixed(4)} > ${ksThreshold.toFixed(4)}`);
-  if (Math.abs(tailError) > tailThreshold) reasons.push(`fitted tail off by ${tailError.toFixed(2)} bits at the top ${k} of ${n} decoys (limit ±${tailThreshold})`);
+  if (Math.abs(tailError) > tailThreshold)
+    reasons.push(
+      `fitted tail off by ${tailError.toFixed(2)} bits at the top ${k} of ${n} decoys (limit ±${tailThreshold})`,
+    );
   let status: ExtrapolationStatus = 'ok';
   let reported: number | null = fitted;
   if (reasons.length > 0) {
     if (fitted > rankCeiling) {
       status = 'withheld';
       reported = null;
-      reasons.push(`extrapolated ${fitted.toFixed(2)} bits lies above the rank ceiling ${rankCeiling.toFixed(2)} on a poor fit`);
+      reasons.push(
+        `extrapolated ${fitted.toFixed(2)} bits lies above the rank ceiling ${rankCeiling.toFixed(2)} on a poor fit`,
+      );
     } else {
       status = 'flagged';
     }

@@ -18,7 +18,10 @@ function skewNormalSample(n: number, location: number, scale: number, shape: num
   const rng = Rng.fromSeed(seed);
   const gauss = (): number => Math.sqrt(-2 * Math.log(1 - rng.float())) * Math.cos(2 * Math.PI * rng.float());
   const delta = shape / Math.sqrt(1 + shape * shape);
-  return Array.from({ length: n }, () => location + scale * (delta * Math.abs(gauss()) + Math.sqrt(1 - delta * delta) * gauss()));
+  return Array.from(
+    { length: n },
+    () => location + scale * (delta * Math.abs(gauss()) + Math.sqrt(1 - delta * delta) * gauss()),
+  );
 }
 
 describe('skew-normal tail', () => {
@@ -74,7 +77,11 @@ describe('extrapolatedExposure', () => {
     const refs = skewNormalSample(2000, 0, 1, 4, 3);
     const secrets = [-1.2, 0.1];
     const fit = fitSkewNormal(refs);
-    const mirrored = { location: -fit.distribution.location, scale: fit.distribution.scale, shape: -fit.distribution.shape };
+    const mirrored = {
+      location: -fit.distribution.location,
+      scale: fit.distribution.scale,
+      shape: -fit.distribution.shape,
+    };
     const scores = refs.map((p) => -p);
     for (const p of secrets) {
       const tfStyle = -Math.log2(skewNormalCdf(p, fit.distribution));
