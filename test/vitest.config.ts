@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { tiers } from './tiers/tiers.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-// Two tiers (test/tiers/tiers.ts): `fast` has no redis-server, no Python, no browser (`npm test`);
+// Three tiers (test/tiers/tiers.ts): `fast` has no redis-server, no Python, no browser (`npm test`);
 // `slow` is every file marked `// tier: slow`. `npm run test:all` runs both.
-const { fast, slow } = tiers(root);
+const { fast, slow, full } = tiers(root);
 
 export default defineConfig({
   root,
@@ -25,6 +25,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'fast', include: fast, setupFiles: ['test/tiers/fast-setup.ts'] } },
       { extends: true, test: { name: 'slow', include: slow } },
+      // Multi-minute studies (`// tier: full`): `npm run test:full` only, not test:all or CI.
+      { extends: true, test: { name: 'full', include: full } },
     ],
   },
 });

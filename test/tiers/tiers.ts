@@ -8,6 +8,11 @@ import { join, relative } from 'node:path';
  * file is in the fast tier (`npm test`), whose guard (`guard.mjs`) makes such a start throw.
  */
 export const SLOW_MARK = /^\/\/ tier: slow\b/m;
+/**
+ * A multi-minute study that `npm run test:all` (and so CI) leaves out: `// tier: full` before the
+ * first import. It runs in `npm run test:full`, with the trainer's tests marked `full`.
+ */
+export const FULL_MARK = /^\/\/ tier: full\b/m;
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -21,12 +26,14 @@ function testFiles(dir: string): string[] {
 const header = (text: string): string => text.slice(0, Math.max(0, text.search(/^import /m)));
 
 /** Test files (relative to `root`, POSIX separators) of each tier. */
-export function tiers(root: string): { fast: string[]; slow: string[] } {
+export function tiers(root: string): { fast: string[]; slow: string[]; full: string[] } {
   const fast: string[] = [];
   const slow: string[] = [];
+  const full: string[] = [];
   for (const file of testFiles(join(root, 'test')).sort()) {
     const rel = relative(root, file).split('\\').join('/');
-    (SLOW_MARK.test(header(readFileSync(file, 'utf8'))) ? slow : fast).push(rel);
+    const head = header(readFileSync(file, 'utf8'));
+    (FULL_MARK.test(head) ? full : SLOW_MARK.test(head) ? slow : fast).push(rel);
   }
-  return { fast, slow };
+  return { fast, slow, full };
 }

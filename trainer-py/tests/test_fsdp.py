@@ -92,7 +92,8 @@ def straight(hub_env, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("family", ["qwen3", "llama3"])
+# Llama 3 repeats the Qwen3 check on a second architecture: a multi-minute study of the full tier.
+@pytest.mark.parametrize("family", ["qwen3", pytest.param("llama3", marks=pytest.mark.full)])
 def test_two_ranks_equal_one_process(straight, tmp_path, family):
     sharded, single, out2, events = straight(family)
     # Progress from rank 0 only: one started, one step per update, one done.
@@ -128,6 +129,7 @@ def _children(pid: int) -> list[int]:
     return [int(x) for x in text.split()]
 
 
+@pytest.mark.full
 def test_kill_9_of_one_rank_resumes_to_the_uninterrupted_sharded_run(straight, tmp_path):
     sharded, _, uninterrupted, _ = straight("qwen3")
     broken = tmp_path / "broken"
