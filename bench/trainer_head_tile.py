@@ -21,29 +21,15 @@ from _common import each_family, setup_hf, summary, threads, timed
 
 from canary_trainer.backends import hf_tree  # noqa: E402
 from canary_trainer.memory import HEAD_ROWS, VOCAB_TILE  # noqa: E402
+from tests.head_ref import untiled_head_logprobs  # noqa: E402
 
 
 def untiled(model, config, hidden, rows, cols):
-    """The head before tiling: (HEAD_ROWS, V) float32 logits per block."""
-    head = model.get_output_embeddings()
+    """The head before tiling (tests/head_ref.py): (HEAD_ROWS, V) float32 logits per block."""
     cap = getattr(config, "final_logit_softcapping", None)
-    order = torch.argsort(rows, stable=True)
-    rows_s, cols_s = rows[order], cols[order]
-    out = torch.empty(len(rows), dtype=torch.float32, device=hidden.device)
-    for s in range(0, hidden.shape[0], HEAD_ROWS):
-        lo, hi = torch.searchsorted(rows_s, torch.tensor([s, s + HEAD_ROWS], device=rows.device)).tolist()
-        if lo == hi:
-            continue
-        logits = head(hidden[s: s + HEAD_ROWS]).float()
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        lse = torch.logsumexp(logits, dim=-1)
-        r = rows_s[lo:hi] - s
-        out[order[lo:hi]] = logits[r, cols_s[lo:hi]] - lse[r]
-    return out
+    return untiled_head_logprobs(hidden, model.get_output_embeddings(), cap, rows, cols)
 
 
-@torch.no_grad()
 def bench(family: str, args) -> dict:
     from tests.test_hf_backend import backend
 

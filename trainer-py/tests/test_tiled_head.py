@@ -10,23 +10,7 @@ import torch
 from canary_trainer.backends import hf_tree
 from canary_trainer.memory import HEAD_ROWS, VOCAB_TILE
 
-
-def _untiled(hidden, head, cap, rows, cols):
-    """The head as it was: (R, V) logits per block of HEAD_ROWS rows."""
-    order = torch.argsort(rows, stable=True)
-    rows_s, cols_s = rows[order], cols[order]
-    out = torch.empty(len(rows), dtype=torch.float32)
-    for s in range(0, hidden.shape[0], HEAD_ROWS):
-        lo, hi = torch.searchsorted(rows_s, torch.tensor([s, s + HEAD_ROWS])).tolist()
-        if lo == hi:
-            continue
-        logits = head(hidden[s: s + HEAD_ROWS]).float()
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        lse = torch.logsumexp(logits, dim=-1)
-        r = rows_s[lo:hi] - s
-        out[order[lo:hi]] = logits[r, cols_s[lo:hi]] - lse[r]
-    return out
+from .head_ref import untiled_head_logprobs
 
 
 class _Model:
@@ -66,7 +50,7 @@ def test_tiled_head_equals_the_untiled_projection(vocab, scale, cap, bias):
     cols = torch.randint(0, vocab, (2000,), generator=g)
     cols[:4] = torch.tensor([0, vocab - 1, min(VOCAB_TILE, vocab - 1), min(VOCAB_TILE - 1, vocab - 1)])
     with torch.no_grad():
-        want = _untiled(hidden, head, cap, rows, cols)
+        want = untiled_head_logprobs(hidden, head, cap, rows, cols)
         got = hf_tree._head_logprobs(_Model(head), _Config(cap), hidden, rows, cols)
     assert got.dtype == torch.float32 and got.shape == want.shape
     assert torch.isfinite(got).all()
