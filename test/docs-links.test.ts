@@ -115,14 +115,38 @@ function brokenLinks(file: string, repoRoot: string): string[] {
   return problems;
 }
 
-/** README.md, CHANGELOG.md and every docs/*.md that exist. */
+/** Every Markdown page under docs/ (any depth), relative to docs/, sorted. */
+function docPages(): string[] {
+  return (readdirSync(join(root, 'docs'), { recursive: true }) as string[])
+    .filter((n) => n.endsWith('.md'))
+    .map((n) => n.split(sep).join('/'))
+    .sort();
+}
+
+/** README.md, CHANGELOG.md and every Markdown page under docs/. */
 function pages(): string[] {
   const top = ['README.md', 'CHANGELOG.md'].map((p) => join(root, p)).filter((p) => existsSync(p));
-  const docs = readdirSync(join(root, 'docs'))
-    .filter((n) => n.endsWith('.md'))
-    .sort()
-    .map((n) => join(root, 'docs', n));
-  return [...top, ...docs];
+  return [...top, ...docPages().map((n) => join(root, 'docs', n))];
+}
+
+/** The four groups of docs/README.md (tutorial, how-to, reference, explanation) and the pages each links. */
+function docGroups(): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  let current: string | undefined;
+  for (const line of readFileSync(join(root, 'docs', 'README.md'), 'utf8').split('\n')) {
+    const heading = /^##\s+(.*)$/.exec(line)?.[1];
+    if (heading !== undefined) {
+      current = heading.trim().toLowerCase();
+      groups.set(current, []);
+      continue;
+    }
+    if (current === undefined) continue;
+    for (const m of line.matchAll(/\]\(([^)#\s]+\.md)(?:#[^)]*)?\)/g)) {
+      const page = m[1] as string;
+      if (!page.startsWith('../')) groups.get(current)?.push(page); // pages outside docs/ are not filed
+    }
+  }
+  return groups;
 }
 
 describe('documentation links', () => {
@@ -180,5 +204,13 @@ describe('documentation links', () => {
     const all = pages();
     expect(all.map((p) => relative(root, p))).toContain('README.md');
     expect(all.flatMap((p) => brokenLinks(p, root))).toEqual([]);
+  });
+
+  it('docs/README.md files every page under one of the four groups, once', () => {
+    const groups = docGroups();
+    expect([...groups.keys()]).toEqual(['tutorial', 'how-to guides', 'reference', 'explanation']);
+    const filed = [...groups.values()].flat();
+    const pagesOnDisk = docPages().filter((n) => n !== 'README.md');
+    expect([...filed].sort(), 'a page filed twice or a page missing from docs/README.md').toEqual(pagesOnDisk);
   });
 });

@@ -12,7 +12,7 @@ import { commandHelp, parseCommandArgs, type Command } from './command.js';
  * only when called, so `plan` does not pay for BullMQ and `report` does not pay for Redis.
  * Exit codes: 0 ok, 1 failure, 2 bad input.
  */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+export const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
   plan: {
     summary: 'Expand an audit grid into run manifests (prints them; --out writes them).',
     load: async () => (await import('./plan.js')).command,
@@ -59,7 +59,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   },
 };
 
-function mainHelp(): string {
+export function mainHelp(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length)) + 2;
   const lines = [
     'Usage: canary-audit <command> [options]',
