@@ -17,7 +17,7 @@ async function check(relative: string, generate: () => Promise<string>): Promise
 }
 
 describe('generated docs', () => {
-  it('docs/cli.md is every command\'s --help', async () => {
+  it("docs/cli.md is every command's --help", async () => {
     await check('docs/cli.md', cliReference);
   });
 });

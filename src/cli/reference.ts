@@ -10,7 +10,7 @@ export async function cliReference(): Promise<string> {
   const lines = [
     '# CLI reference',
     '',
-    '<!-- Generated from the commands\' option tables by `npm run docs:update`; do not edit by hand. -->',
+    "<!-- Generated from the commands' option tables by `npm run docs:update`; do not edit by hand. -->",
     '',
     'Reference. Every command of `canary-audit` with its `--help`, as the command prints it. Run any of',
     'them from a clone with `npx canary-audit <command> --help` (after `npm run build`), or',
