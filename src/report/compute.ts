@@ -15,7 +15,7 @@ import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { controlWarnings } from './control-checks.js';
 import { headline } from './findings.js';
-import { largestEpsilon, membershipPools } from './privacy-max.js';
+import { cellAucs, largestEpsilon, membershipPools } from './privacy-max.js';
 import { thresholdStrategy, type THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
 import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
@@ -151,6 +151,15 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
           settings.confidence,
           thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed),
         )
+      : [],
+    privacyAuc: audit.runs.some((r) => r.manifest?.inclusion === 'randomized')
+      ? cellAucs(membershipPools(audit, observations), {
+          confidence: settings.confidence,
+          seed: settings.seed,
+          resamples: settings.resamples,
+          seedAxes: settings.seed_axes,
+          labelAxes,
+        })
       : [],
     controlWarnings: controlWarnings({
       audit,
