@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -145,6 +145,17 @@ describe('the report’s ε readout', () => {
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
     ]);
+    // The grid's analysis.threshold_strategy is the default the flag overrides.
+    await writeFile(join(a.auditDir, 'grid.yaml'), 'analysis:\n  threshold_strategy: split\n');
+    const fromGrid = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3 })).summary;
+    expect(fromGrid.privacy?.map((p) => p.epsilon.threshold_strategy)).toEqual([
+      'split(0.5, seed 3)',
+      'split(0.5, seed 3)',
+    ]);
+    const overridden = (
+      await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3, thresholdStrategy: 'bonferroni' })
+    ).summary;
+    expect(overridden.privacy?.[0]?.epsilon.threshold_strategy).toBe('bonferroni');
     // The two seeds share their canaries: one cell, its AUC over both runs with the crossed interval.
     expect(summary.privacy_auc?.map((x) => [x.probe_kind, x.runs, x.n_in, x.n_out, x.design, x.method])).toEqual([
       ['hidden', 2, 16, 16, 'crossed', 'studentized'],
