@@ -22,7 +22,7 @@ import { normalQuantile } from './wilson.js';
  *   degrees of freedom, floored at the mean DeLong variance over R (the canary part alone);
  * - `flat` (one run): DeLong's interval (`membershipAuc`), canary sampling only: a rerun can fall
  *   outside it.
- * Its coverage is measured by `bench/privacy-bounds.ts --auc-coverage` (docs/metrics.md).
+ * Its coverage is measured by `bench/auc-coverage.ts` (docs/metrics.md, Privacy readouts).
  */
 
 export interface AucCanary {
