@@ -61,9 +61,7 @@ export interface WriteReportResult {
 }
 
 /** The report settings the audit's grid declares under `analysis` (validated when it was planned); empty when none. */
-async function gridAnalysis(
-  auditDir: string,
-): Promise<{
+async function gridAnalysis(auditDir: string): Promise<{
   margin_bits?: number;
   threshold_strategy?: (typeof THRESHOLD_STRATEGIES)[number];
   extrapolate?: boolean;
