@@ -57,8 +57,16 @@ export interface GridDocument {
    * else `training`; src/grid/design.ts).
    */
   replicates?: { vary?: 'training' | 'joint' | 'base' };
-  /** How the report decides the declared comparisons: `margin_bits` (default 1), the equivalence margin in bits. Not part of the audit id. */
-  analysis?: { margin_bits?: number };
+  /**
+   * How the report reads the runs: `margin_bits` (default 1), the verdicts' equivalence margin in
+   * bits; `threshold_strategy` (default bonferroni) of the f-DP one-run ε bound; `extrapolate`
+   * (default false), extrapolated exposure for sampled spaces. Not part of the audit id.
+   */
+  analysis?: {
+    margin_bits?: number;
+    threshold_strategy?: 'bonferroni' | 'split' | 'multisplit';
+    extrapolate?: boolean;
+  };
   models?: Record<string, Record<string, unknown>>;
 }
 

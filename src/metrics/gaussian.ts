@@ -141,3 +141,54 @@ export function gdpMuFor(eps: number, delta: number): number {
   }
   return Math.exp(0.5 * (lo + hi));
 }
+
+/**
+ * log Φ(x) by cubic Hermite interpolation on a table of the exact value and its slope φ/Φ at
+ * steps of 1/64 over [−38, 8.5], 0 above it (Φ(−x) < 1e-17) and the asymptotic series of Mills'
+ * ratio below: many times faster than `normalLogCdf`, absolute error below 1e-9 (tested against
+ * it from −60 to 60), for the skew-normal likelihood
+ * that a fit evaluates at every decoy hundreds of times. The table (3,000 points) is built on
+ * first use.
+ */
+export function normalLogCdfFast(x: number): number {
+  const t = (x - FAST_LO) * FAST_STEPS;
+  if (!(t >= 0 && t < FAST_N - 1)) {
+    if (Number.isNaN(x)) return NaN;
+    // Above 8.5: log Φ(x) = log1p(−Φ(−x)) and Φ(−x) < 1e-17.
+    if (x > 0) return 0;
+    if (x === -Infinity) return -Infinity;
+    // Below −38: the asymptotic series of Mills' ratio; its first omitted term, 945/x¹⁰, is < 1e-12.
+    const r = 1 / (x * x);
+    return -0.5 * x * x - Math.log(-x) - LOG_SQRT_2PI + Math.log1p(r * (-1 + r * (3 + r * (-15 + r * 105))));
+  }
+  const table = fastTable ?? buildFastTable();
+  const i = Math.floor(t);
+  const u = t - i;
+  const f0 = table[2 * i] as number;
+  const d0 = table[2 * i + 1] as number;
+  const f1 = table[2 * i + 2] as number;
+  const d1 = table[2 * i + 3] as number;
+  const u2 = u * u;
+  const u3 = u2 * u;
+  const h = 1 / FAST_STEPS;
+  return (2 * u3 - 3 * u2 + 1) * f0 + (u3 - 2 * u2 + u) * h * d0 + (-2 * u3 + 3 * u2) * f1 + (u3 - u2) * h * d1;
+}
+
+const FAST_LO = -38;
+const FAST_STEPS = 64;
+const FAST_N = Math.round((8.5 - FAST_LO) * FAST_STEPS) + 1;
+let fastTable: Float64Array | null = null;
+const LOG_SQRT_2PI = 0.5 * Math.log(2 * Math.PI);
+
+function buildFastTable(): Float64Array {
+  const table = new Float64Array(2 * FAST_N);
+  for (let i = 0; i < FAST_N; i += 1) {
+    const x = FAST_LO + i / FAST_STEPS;
+    const f = normalLogCdf(x);
+    table[2 * i] = f;
+    // d/dx log Φ(x) = φ(x)/Φ(x), in logs so the lower tail stays finite.
+    table[2 * i + 1] = Math.exp(-0.5 * x * x - LOG_SQRT_2PI - f);
+  }
+  fastTable = table;
+  return table;
+}

@@ -54,6 +54,17 @@ export interface Observation {
   shown_exposure: number | null;
   greedy_prefill: GreedyObservation | null;
   greedy_free: GreedyObservation | null;
+  /** Extrapolated exposure (sampled spaces, when the report asks for it; `src/metrics/exposure-extrapolation.ts`). */
+  extrapolated?: ExtrapolatedReading;
+}
+
+/** What an observation keeps of `extrapolatedExposure`. */
+export interface ExtrapolatedReading {
+  /** The value to report (null: withheld or unfit). */
+  exposure: number | null;
+  /** The fitted tail's value whatever the diagnostics (null: no fit). */
+  fitted_exposure: number | null;
+  status: 'ok' | 'flagged' | 'withheld' | 'unfit';
 }
 
 /** Identity of a canary across runs: pairs are matched on id AND identical code. */

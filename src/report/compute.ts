@@ -15,8 +15,9 @@ import { loadAudit } from './load-audit.js';
 import { observeRun, type ObserveHooks, type RunOutcome } from './observe.js';
 import { controlWarnings } from './control-checks.js';
 import { headline } from './findings.js';
-import { largestEpsilon, membershipPools } from './privacy-max.js';
-import { thresholdStrategy, type THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
+import { cellAucs, largestEpsilon, membershipPools } from './privacy-max.js';
+import { extrapolationGroups } from './extrapolation.js';
+import { THRESHOLD_STRATEGIES, thresholdStrategy } from '../metrics/privacy-fdp.js';
 import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
 import { utilityHeadlines } from './utility.js';
 
@@ -40,8 +41,10 @@ export interface WriteReportOptions {
   hooks?: ObserveHooks;
   /** Equivalence margin of the verdicts, bits. Default: the audit grid's `analysis.margin_bits`, else 1. */
   marginBits?: number;
-  /** How the f-DP one-run ε bound picks its threshold (split seeds: `seed`). Default bonferroni. */
+  /** How the f-DP one-run ε bound picks its threshold (split seeds: `seed`). Default: the grid's analysis.threshold_strategy, else bonferroni. */
   thresholdStrategy?: (typeof THRESHOLD_STRATEGIES)[number];
+  /** Extrapolated exposure for probes of sampled spaces. Default: the grid's analysis.extrapolate, else false. */
+  extrapolate?: boolean;
 }
 
 export interface WriteReportResult {
@@ -57,17 +60,29 @@ export interface WriteReportResult {
   verdicts: string[];
 }
 
-/** The margin the audit's grid declares (`analysis.margin_bits`; validated when it was planned); null when none. */
-async function gridMargin(auditDir: string): Promise<number | null> {
+/** The report settings the audit's grid declares under `analysis` (validated when it was planned); empty when none. */
+async function gridAnalysis(auditDir: string): Promise<{
+  margin_bits?: number;
+  threshold_strategy?: (typeof THRESHOLD_STRATEGIES)[number];
+  extrapolate?: boolean;
+}> {
   let text: string;
   try {
     text = await readFile(join(auditDir, GRID_FILE), 'utf8');
   } catch {
-    return null;
+    return {};
   }
-  const doc = parseYaml(text) as { analysis?: { margin_bits?: unknown } } | null;
-  const m = doc?.analysis?.margin_bits;
-  return typeof m === 'number' && m > 0 ? m : null;
+  const doc = parseYaml(text) as { analysis?: Record<string, unknown> } | null;
+  const a = doc?.analysis ?? {};
+  const m = a.margin_bits;
+  const t = a.threshold_strategy;
+  return {
+    ...(typeof m === 'number' && m > 0 ? { margin_bits: m } : {}),
+    ...(typeof t === 'string' && (THRESHOLD_STRATEGIES as readonly string[]).includes(t)
+      ? { threshold_strategy: t as (typeof THRESHOLD_STRATEGIES)[number] }
+      : {}),
+    ...(typeof a.extrapolate === 'boolean' ? { extrapolate: a.extrapolate } : {}),
+  };
 }
 
 export interface ComputedReport {
@@ -90,12 +105,15 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     default_decode: 'prefill' as const,
   };
   const audit = await loadAudit(options.auditDir);
+  const analysis = await gridAnalysis(options.auditDir);
+  const strategyName = options.thresholdStrategy ?? analysis.threshold_strategy ?? 'bonferroni';
+  const extrapolate = options.extrapolate ?? analysis.extrapolate ?? false;
   const outcomes = new Map<string, RunOutcome>();
   const observations: Observation[] = [];
   const metas: RunMeta[] = [];
   for (const run of audit.runs) {
     if (run.status !== 'finished') continue;
-    const outcome = await observeRun(run, options.hooks);
+    const outcome = await observeRun(run, { ...options.hooks, extrapolate });
     for (const o of outcome.observations) observations.push(o);
     // Keep the run's summary facts, not its observation list twice.
     outcomes.set(run.run_id, { ...outcome, observations: [] });
@@ -137,20 +155,27 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
       )
     : undefined;
   const summary = buildSummary({
-    privacy: privacyReadouts(
-      audit,
-      observations,
-      settings.confidence,
-      thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed),
-    ),
+    privacy: privacyReadouts(audit, observations, settings.confidence, thresholdStrategy(strategyName, settings.seed)),
     // Only where the privacy readouts exist (some manifest randomizes inclusion).
     epsilonMax: audit.runs.some((r) => r.manifest?.inclusion === 'randomized')
       ? largestEpsilon(
           membershipPools(audit, observations),
           PRIVACY_DELTA,
           settings.confidence,
-          thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed),
+          thresholdStrategy(strategyName, settings.seed),
         )
+      : [],
+    privacyAuc: audit.runs.some((r) => r.manifest?.inclusion === 'randomized')
+      ? cellAucs(membershipPools(audit, observations), {
+          confidence: settings.confidence,
+          seed: settings.seed,
+          resamples: settings.resamples,
+          seedAxes: settings.seed_axes,
+          labelAxes,
+        })
+      : [],
+    extrapolation: extrapolate
+      ? extrapolationGroups(audit, observations, { seedAxes: settings.seed_axes, labelAxes })
       : [],
     controlWarnings: controlWarnings({
       audit,
@@ -169,7 +194,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     settings,
     provenance: finishProvenance(atStart),
     ...(utilityHeadline ? { utilityHeadline } : {}),
-    marginBits: options.marginBits ?? (await gridMargin(options.auditDir)) ?? undefined,
+    marginBits: options.marginBits ?? analysis.margin_bits ?? undefined,
   });
   // The finding `run` prints, in summary.json too (report/findings.ts reads the summary built above).
   summary.headline = headline(summary);

@@ -1,9 +1,10 @@
 import { isAbsolute, relative, resolve } from 'node:path';
 import { artifactError, quoteValue, UserInputError } from '../errors.js';
 import { exposure, exposureCeiling } from '../metrics/exposure.js';
+import { extrapolatedExposure } from '../metrics/exposure-extrapolation.js';
 import { rankOfIndex, RankInputError } from '../metrics/rank.js';
 import { copiedShownCode, exactRecovery } from '../metrics/recovery.js';
-import type { GreedyObservation, Observation } from '../metrics/observation.js';
+import type { ExtrapolatedReading, GreedyObservation, Observation } from '../metrics/observation.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import type { Greedy, Result } from '../contracts/result.js';
 import type { Provenance } from '../provenance/index.js';
@@ -36,6 +37,16 @@ export interface RunOutcome {
 export interface ObserveHooks {
   /** Replaces the score reader (tests count how many score vectors are alive at once). */
   readScores?: typeof readScoreFile;
+  /** Extrapolated exposure for every probe of a sampled space (a skew-normal fit per probe). Default false. */
+  extrapolate?: boolean;
+}
+
+/** The true code's extrapolated exposure from the other candidates' scores (the decoys). */
+function extrapolate(scores: Float32Array, trueIndex: number, trueScore: number): ExtrapolatedReading {
+  const decoys = new Float64Array(scores.length - 1);
+  for (let i = 0, j = 0; i < scores.length; i += 1) if (i !== trueIndex) decoys[j++] = scores[i] as number;
+  const r = extrapolatedExposure(trueScore, decoys);
+  return { exposure: r.exposure, fitted_exposure: r.fitted_exposure, status: r.status };
 }
 
 function greedyObservation(g: Greedy | undefined, trueCode: string, shown: string | null): GreedyObservation | null {
@@ -161,6 +172,9 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
         shown_exposure: shownRank === null ? null : exposure(shownRank, space.size),
         greedy_prefill: greedyObservation(probe.greedy.prefill, canary.code, info.shown_code),
         greedy_free: greedyObservation(probe.greedy.free, canary.code, info.shown_code),
+        ...(hooks.extrapolate && space.kind === 'sampled'
+          ? { extrapolated: extrapolate(scores, canary.trueIndex, summary.trueScore) }
+          : {}),
       });
     }
   }

@@ -1,4 +1,6 @@
-import type { Observation } from '../metrics/observation.js';
+import { cellLabel, groupCell } from '../metrics/cells.js';
+import { canaryKey, type Observation } from '../metrics/observation.js';
+import { crossedAuc, type CrossedAuc } from '../metrics/privacy-auc.js';
 import { clopperPearsonEpsilon, oneRunBound, type ScoredCanary } from '../metrics/privacy.js';
 import { gdpEpsilon } from '../metrics/privacy-gdp.js';
 import { fdpOneRunBound, type ThresholdStrategy } from '../metrics/privacy-fdp.js';
@@ -15,6 +17,11 @@ export interface MembershipPool {
   probe_kind: string;
   randomized: boolean;
   scored: ScoredCanary[];
+  /**
+   * Each scored canary's identity across runs (id + code), parallel to `scored`. Absent: no
+   * canary is known to recur across runs (the cell's AUC interval is then nested).
+   */
+  keys?: string[];
 }
 
 /**
@@ -36,12 +43,19 @@ export function membershipPools(audit: LoadedAudit, observations: readonly Obser
     const kinds = [...new Set(final.map((x) => x.probe_kind))];
     const kind = kinds.includes('hidden') ? 'hidden' : kinds[0];
     if (kind === undefined) return [];
-    const scored = final
-      .filter((x) => x.probe_kind === kind)
-      .map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
+    const chosen = final.filter((x) => x.probe_kind === kind);
+    const scored = chosen.map((x) => ({ score: x.exposure, member: x.role === 'focal' }));
     const nIn = scored.filter((x) => x.member).length;
     if (nIn === 0 || nIn === scored.length) return [];
-    return [{ run, probe_kind: kind, randomized: run.manifest.inclusion === 'randomized', scored }];
+    return [
+      {
+        run,
+        probe_kind: kind,
+        randomized: run.manifest.inclusion === 'randomized',
+        scored,
+        keys: chosen.map((x) => canaryKey(x)),
+      },
+    ];
   });
 }
 
@@ -100,4 +114,53 @@ export function largestEpsilon(
     out.push(best);
   }
   return out;
+}
+
+/** The membership AUC of one cell over its runs (`crossedAuc`): canaries crossed with runs. */
+export interface CellAuc extends CrossedAuc {
+  /** The cell without its seed axes (`a=1, b=late`), named by the axes that vary in the audit. */
+  cell: string;
+  probe_kind: string;
+}
+
+/**
+ * Per cell (seed axes removed; every other axis, dose included, kept) and probe kind with 2+ runs:
+ * the AUC over its runs with the crossed canary × run interval; a cell of one run is left to the
+ * per-run table (DeLong). Cells in audit order.
+ */
+export function cellAucs(
+  pools: readonly MembershipPool[],
+  options: {
+    confidence: number;
+    seed: number;
+    resamples: number;
+    seedAxes: readonly string[];
+    labelAxes?: ReadonlySet<string>;
+  },
+): CellAuc[] {
+  const byCell = new Map<string, { label: string; pools: MembershipPool[] }>();
+  for (const p of pools) {
+    // An empty dose-axis name: no axis is dropped as the dose, so runs of different doses stay apart.
+    const cell = groupCell(p.run.cell, { seedAxes: [...options.seedAxes], doseAxis: '' });
+    const label = cellLabel(cell, options.labelAxes);
+    const key = `${JSON.stringify(Object.entries(cell))}\u0000${p.probe_kind}`;
+    const entry = byCell.get(key);
+    if (entry) entry.pools.push(p);
+    else byCell.set(key, { label, pools: [p] });
+  }
+  return [...byCell.values()].flatMap(({ label, pools: list }) => {
+    if (list.length < 2) return [];
+    const auc = crossedAuc(
+      list.map((p) => ({
+        run_id: p.run.run_id,
+        canaries: p.scored.map((c, i) => ({
+          key: p.keys?.[i] ?? `${p.run.run_id}\u0000${i}`,
+          score: c.score,
+          member: c.member,
+        })),
+      })),
+      { confidence: options.confidence, seed: options.seed, resamples: options.resamples },
+    );
+    return auc ? [{ cell: label, probe_kind: (list[0] as MembershipPool).probe_kind, ...auc }] : [];
+  });
 }

@@ -34,7 +34,8 @@ import type { LoadedAudit, RunStatus } from './load-audit.js';
 import type { RunOutcome } from './observe.js';
 import { brief, provenanceWarnings, type ReportWarning, type StampBrief } from './provenance-check.js';
 import { metricSummaries, type UtilityHeadline, type UtilityMetricSummary } from './utility.js';
-import { membershipPools, type EpsilonMax } from './privacy-max.js';
+import { membershipPools, type CellAuc, type EpsilonMax } from './privacy-max.js';
+import type { ExtrapolationGroup } from './extrapolation.js';
 import { gdpEpsilon, hullAuc, type GdpBound } from '../metrics/privacy-gdp.js';
 import { fdpOneRunBound, strategyLabel, type FdpOneRunBound, type ThresholdStrategy } from '../metrics/privacy-fdp.js';
 import { reportDesign, type ReportDesign } from './design.js';
@@ -130,6 +131,10 @@ export interface ReportSummary {
   privacy?: PrivacyReadout[];
   /** With `privacy`: the largest ε lower bound over the runs, each run's bound at 1 − α/k (k runs searched). */
   epsilon_max?: EpsilonMax[];
+  /** With `privacy`: per cell of 2+ runs, the AUC over its runs with the crossed canary × run interval. */
+  privacy_auc?: CellAuc[];
+  /** Only when the report extrapolated (sampled spaces): extrapolated beside rank exposure per cell, role and probe kind. */
+  extrapolation?: ExtrapolationGroup[];
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
   /** The replication design read from the manifests: what an interval over a cell's runs generalizes over. */
@@ -154,6 +159,10 @@ export interface SummaryInput {
   privacy?: PrivacyReadout[];
   /** The selection-aware largest ε bounds (`largestEpsilon`); only with `privacy`. */
   epsilonMax?: EpsilonMax[];
+  /** Per-cell AUCs with the crossed interval (`cellAucs`); only with `privacy`. */
+  privacyAuc?: CellAuc[];
+  /** Extrapolated exposure groups (`extrapolationGroups`); absent or empty: none. */
+  extrapolation?: ExtrapolationGroup[];
   /** The overview's utility headline, one per task (computeReport: only when some run has generation metrics). */
   utilityHeadline?: UtilityHeadline[];
   /** Controls that fail loud (`controlWarnings`): listed before every other warning. */
@@ -210,6 +219,8 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(numerics.length > 0 ? { numerics } : {}),
     ...(privacy.length > 0 ? { privacy } : {}),
     ...(privacy.length > 0 && input.epsilonMax && input.epsilonMax.length > 0 ? { epsilon_max: input.epsilonMax } : {}),
+    ...(privacy.length > 0 && input.privacyAuc && input.privacyAuc.length > 0 ? { privacy_auc: input.privacyAuc } : {}),
+    ...(input.extrapolation && input.extrapolation.length > 0 ? { extrapolation: input.extrapolation } : {}),
     ...(design ? { design } : {}),
     warnings: [
       ...(input.controlWarnings ?? []),

@@ -25,3 +25,20 @@ describe("grid analysis: the verdicts' equivalence margin", () => {
     );
   });
 });
+
+describe('grid analysis: privacy readout settings', () => {
+  it('takes threshold_strategy and extrapolate, keeping the audit id', () => {
+    const plain = parseGrid(F, BASE);
+    const g = parseGrid(F, `${BASE}analysis:\n  threshold_strategy: multisplit\n  extrapolate: true\n`);
+    expect(g.doc.analysis).toMatchObject({ threshold_strategy: 'multisplit', extrapolate: true });
+    expect(g.sha256).toBe(plain.sha256);
+  });
+
+  it('refuses an unknown strategy, naming the field', () => {
+    expectOneError(
+      inputErrors(() => parseGrid(F, `${BASE}analysis:\n  threshold_strategy: holm\n`)),
+      `${F}:10:23: analysis.threshold_strategy`,
+      'holm',
+    );
+  });
+});

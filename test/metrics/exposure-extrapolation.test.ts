@@ -8,7 +8,7 @@ import {
   skewNormalLogSf,
   skewNormalMoments,
 } from '../../src/metrics/exposure-extrapolation.js';
-import { normalCdf, normalLogCdf } from '../../src/metrics/gaussian.js';
+import { normalCdf, normalLogCdf, normalLogCdfFast } from '../../src/metrics/gaussian.js';
 import { Rng } from '../../src/random.js';
 
 const std = (shape: number) => ({ location: 0, scale: 1, shape });
@@ -42,6 +42,43 @@ describe('skew-normal tail', () => {
   it('scales with location and scale', () => {
     const d = { location: -7, scale: 0.5, shape: 3 };
     expect(skewNormalLogSf(-7 + 0.5 * 2.2, d)).toBeCloseTo(skewNormalLogSf(2.2, std(3)), 10);
+  });
+});
+
+describe('the fit’s fast paths against the exact functions', () => {
+  it('tabulated log Φ stays within 1e-9 of the exact one from −60 to 60', () => {
+    let worst = 0;
+    for (let i = 0; i <= 24_000; i += 1) {
+      const x = -60 + i * 0.005 + 1e-4 * (i % 7);
+      worst = Math.max(worst, Math.abs(normalLogCdfFast(x) - normalLogCdf(x)));
+    }
+    expect(worst).toBeLessThan(1e-9);
+    expect(normalLogCdfFast(-Infinity)).toBe(-Infinity);
+  });
+
+  it('the integrated KS distance equals the per-decoy tail reading to 1e-6', () => {
+    for (const [shape, seed] of [
+      [0, 1],
+      [-4, 2],
+      [12, 3],
+    ] as const) {
+      const xs = skewNormalSample(200, 1, 2, shape, seed);
+      const d = fitSkewNormal(xs).distribution;
+      const sorted = [...xs].sort((a, b) => a - b);
+      let exact = 0;
+      for (const [i, x] of sorted.entries()) {
+        const f = skewNormalCdf(x, d);
+        exact = Math.max(exact, Math.abs(f - i / 200), Math.abs((i + 1) / 200 - f));
+      }
+      expect(Math.abs(ksDistance(xs, d) - exact)).toBeLessThan(1e-6);
+    }
+  });
+
+  it('the tabulated and exact likelihood searches give the same extrapolated exposure to 1e-3 bits', () => {
+    const decoys = skewNormalSample(1000, -3, 2, -3, 7);
+    const a = extrapolatedExposure(0, decoys);
+    const b = extrapolatedExposure(0, decoys, { likelihood: 'exact' });
+    expect(Math.abs((a.fitted_exposure as number) - (b.fitted_exposure as number))).toBeLessThan(1e-3);
   });
 });
 

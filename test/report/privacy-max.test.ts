@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { fdpOneRunBound } from '../../src/metrics/privacy-fdp.js';
 import { buildDocument } from '../../src/report/document.js';
 import { computeReport } from '../../src/report/index.js';
 import type { LoadedRun } from '../../src/report/load-audit.js';
+import { renderHtml } from '../../src/report/html.js';
 import { renderMarkdown } from '../../src/report/markdown.js';
 import { largestEpsilon, type MembershipPool } from '../../src/report/privacy-max.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
@@ -144,6 +145,39 @@ describe('the report’s ε readout', () => {
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
     ]);
+    // The grid's analysis.threshold_strategy is the default the flag overrides.
+    await writeFile(join(a.auditDir, 'grid.yaml'), 'analysis:\n  threshold_strategy: split\n');
+    const fromGrid = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3 })).summary;
+    expect(fromGrid.privacy?.map((p) => p.epsilon.threshold_strategy)).toEqual([
+      'split(0.5, seed 3)',
+      'split(0.5, seed 3)',
+    ]);
+    const overridden = (
+      await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3, thresholdStrategy: 'bonferroni' })
+    ).summary;
+    expect(overridden.privacy?.[0]?.epsilon.threshold_strategy).toBe('bonferroni');
+    // The two seeds share their canaries: one cell, its AUC over both runs with the crossed interval.
+    expect(summary.privacy_auc?.map((x) => [x.probe_kind, x.runs, x.n_in, x.n_out, x.design, x.method])).toEqual([
+      ['hidden', 2, 16, 16, 'crossed', 'studentized'],
+    ]);
+    const cellAuc = summary.privacy_auc?.[0];
+    const perRun = (summary.privacy ?? []).map((p) => p.auc?.estimate as number);
+    expect(cellAuc?.estimate).toBeCloseTo((perRun[0] as number) / 2 + (perRun[1] as number) / 2, 12);
+    expect(cellAuc?.lo).toBeLessThanOrEqual(cellAuc?.estimate as number);
+    expect(cellAuc?.hi).toBeGreaterThanOrEqual(cellAuc?.estimate as number);
+    // report.html carries every bound, its δ, confidence and threshold strategy, and the cell AUC table.
+    const html = renderHtml(buildDocument(summary), []);
+    for (const text of [
+      'ε ≥ (Clopper–Pearson)',
+      'ε ≥ (one run)',
+      'ε ≥ (GDP)',
+      'ε ≥ (f-DP one run)',
+      'AUC (hull)',
+      'all at δ = 0.00001, 95% confidence',
+      'f-DP one run — bonferroni',
+      'crossed canary × run 95% interval',
+    ])
+      expect(html).toContain(text);
     const md = renderMarkdown(buildDocument(summary));
     expect(md).toContain(
       "over the 2 runs searched — picking the largest is a search, so each run's bound here is at 97.50% (1 − 0.05/2, Bonferroni)",
