@@ -137,6 +137,17 @@ for (const name of ['ceiling-46', 'ceiling-38-run', 'mid-normal', 'skewed'] as c
     cases.push({ name, spec, estimands: [...ARM_ESTIMANDS, ...extra] });
   }
 }
+// Copy (and recovery) rates near 0, where every run of an audit can read 0 of its canaries: rare
+// copying with the default clustering (p ≈ 0.05), and copying that is close to all-or-nothing per
+// run (a seed's model copies or it does not; p ≈ 0.31).
+for (const [design, runs] of layouts) {
+  for (const [name, copy] of [
+    ['copy-rare', { mu: -3, sd: sd(1.5, 1, 0.5) }],
+    ['copy-all-or-none', { mu: -1.5, sd: sd(3, 0.3, 0.2) }],
+  ] as const) {
+    cases.push({ name, spec: { ...BASE, design, runs, mu: 6, sd: mid, copy }, estimands: ['copy'] });
+  }
+}
 // Unbounded and continuous (no ceiling, no ties), run-dominated: the 2-run degrees of freedom alone.
 for (const [design, runs] of [
   ['crossed', 2],
