@@ -11,7 +11,8 @@
  * points). A row the report flags (`interval_flags`, e.g. "46% at the ceiling") is marked.
  *
  *   npx tsx bench/coverage.ts [--sims 200] [--seeds 1,2] [--resamples 2000] [--cases NAME,...]
- *                             [--estimands median,held-out,delta,paired,recovery,copy] [--truth-draws 1000000]
+ *                             [--estimands median,held-out,delta,paired,recovery,copy] [--designs crossed,nested]
+ *                             [--truth-draws 1000000]
  *
  * Exit status 1 when an unflagged row falls outside 93–97%.
  */
@@ -46,6 +47,7 @@ usage: npx tsx bench/coverage.ts [options]
   --cases LIST        only these cases (names from the table; default: all)
   --estimands LIST    only these estimands: median, held-out, delta, paired, recovery, copy
                       (default: all)
+  --designs LIST      only these designs: crossed, nested (default: both)
   --truth-draws N     Monte-Carlo draws for each case's population truth (default 1000000)
   -h, --help          this text
 
@@ -60,6 +62,7 @@ const { values: opts } = parseArgs({
     resamples: { type: 'string', default: '2000' },
     cases: { type: 'string' },
     estimands: { type: 'string', default: 'median,held-out,delta,paired,recovery,copy' },
+    designs: { type: 'string', default: 'crossed,nested' },
     'truth-draws': { type: 'string', default: '1000000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -160,6 +163,13 @@ for (const [design, runs] of [
     estimands: ['median', 'paired'],
   });
 }
+const designs = opts.designs.split(',').map((d) => d.trim());
+for (const d of designs) {
+  if (d !== 'crossed' && d !== 'nested') {
+    console.error(`--designs: unknown design "${d}"; use crossed, nested`);
+    process.exit(2);
+  }
+}
 const chosenCases = opts.cases ? new Set(opts.cases.split(',').map((c) => c.trim())) : null;
 if (chosenCases) {
   const names = new Set(cases.map((c) => c.name));
@@ -244,6 +254,7 @@ let outside = 0;
 const started = performance.now();
 for (const c of cases) {
   if (chosenCases && !chosenCases.has(c.name)) continue;
+  if (!designs.includes(c.spec.design)) continue;
   const truths = populationTruths(c.spec, truthDraws);
   for (const estimand of estimands) {
     if (c.estimands && !c.estimands.includes(estimand)) continue;
