@@ -79,6 +79,19 @@ describe('copy rate pooled over runs (designProportion)', () => {
     expect(one?.hi ?? 1).toBeLessThan(0.4);
   });
 
+  it('nested runs that agree: the within-run floor, with the df of 3 runs (2(R − 1) = 4), not n − R', () => {
+    // Every run copies 8 of its 16: between-run variance 0, floored at the within-run binomial
+    // part (n/(n − R))·p(1 − p)/n, so n_eff = n − R = 45; df 4 (was 45), t(4) = 2.7764.
+    const p = designProportion(...table(3, 16, (_, c) => c < 8, true));
+    expect(p).toMatchObject({ k: 24, n: 48, resampling: 'nested', df: 4, method: 'design-wilson' });
+    expect(p?.n_eff).toBeCloseTo(45, 10);
+    // Wilson at p = ½ is symmetric about ½: half-width z/(1 + z²/n)·√(¼/n + z²/(4n²)).
+    const z = 2.776445105;
+    const half = (z / (1 + (z * z) / 45)) * Math.sqrt(0.25 / 45 + (z * z) / (4 * 45 * 45));
+    expect(p?.lo).toBeCloseTo(0.5 - half, 6);
+    expect(p?.hi).toBeCloseTo(0.5 + half, 6);
+  });
+
   it('crossed, the same canaries copied in every run: the canaries are the clusters', () => {
     // Canaries 0–7 copied in every run, 8–15 never: no run effect, canary effects ±1/2,
     // V = C/(C − 1)·Σβ²/C² = 1/60, df = C − 1 = 15, n_eff = (1/4)/(1/60) = 15, t(15) = 2.1314.
