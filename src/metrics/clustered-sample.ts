@@ -25,9 +25,9 @@ export const TWO_RUNS_FLAG = '2 runs per arm: interval may be too narrow';
 /**
  * Where the report's intervals were measured to cover less than 95% whatever the method
  * (docs/metrics.md, coverage), the words the report prints beside the figure: two runs (or run
- * pairs) behind it, whose run-to-run variance rests on one degree of freedom (88–93% in the
- * run-dominated, skewed, paired and copy cells of `bench/coverage.ts`; with 3 runs most reach
- * 93–97%). Empty when nothing is known to be wrong.
+ * pairs) behind it, whose run-to-run variance rests on one degree of freedom (92.4–92.6% in the
+ * run-dominated ceiling median and the copy rate of `bench/coverage.ts`, 88–93% in more rows before
+ * the df cap; with 3 runs every row reaches 93%). Empty when nothing is known to be wrong.
  */
 export function intervalFlags(...clusters: number[]): string[] {
   return clusters.includes(2) ? [TWO_RUNS_FLAG] : [];
