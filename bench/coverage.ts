@@ -14,7 +14,8 @@
  *                             [--estimands median,held-out,delta,paired,recovery,copy] [--designs crossed,nested]
  *                             [--truth-draws 1000000]
  *
- * Exit status 1 when an unflagged row falls outside 93–97%.
+ * Exit status 1 when an unflagged row falls below 93%; rows above 97% are counted as conservative
+ * (docs/metrics.md says why each is).
  */
 import { parseArgs } from 'node:util';
 import {
@@ -53,7 +54,8 @@ usage: npx tsx bench/coverage.ts [options]
 
 Prints one row per case × estimand: runs, design, % of focal values at the ceiling, coverage per
 seed, misses with the truth above / below the interval, mean width, and the flag the report
-prints beside such a figure. Exit status 1 when an unflagged row is outside 93–97%.`;
+prints beside such a figure. Exit status 1 when an unflagged row is below 93%; unflagged rows above
+97% are counted as conservative.`;
 
 const { values: opts } = parseArgs({
   options: {
@@ -250,7 +252,8 @@ console.log(
   '| case | estimand | runs | design | focal at ceiling | truth | coverage | above / below | mean width | flagged |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|');
-let outside = 0;
+let rowsBelow = 0;
+let rowsAbove = 0;
 const started = performance.now();
 for (const c of cases) {
   if (chosenCases && !chosenCases.has(c.name)) continue;
@@ -267,7 +270,8 @@ for (const c of cases) {
     let total = 0;
     let ceilingShare = 0;
     const flagTexts = new Set<string>();
-    let rowOutside = false;
+    let rowBelow = false;
+    let rowAbove = false;
     for (const seed of seeds) {
       const rng = Rng.fromSeed(seed * 1000 + c.spec.runs);
       let covered = 0;
@@ -290,17 +294,19 @@ for (const c of cases) {
       total += measured;
       const cov = covered / measured;
       perSeed.push(`${(100 * cov).toFixed(1)}%`);
-      if (cov < 0.93 || cov > 0.97) rowOutside = true;
+      if (cov < 0.93) rowBelow = true;
+      if (cov > 0.97) rowAbove = true;
     }
     const flaggedShare = flagged / total;
     // A row counts as flagged when the report marks most of its figures.
-    if (rowOutside && flaggedShare < 0.5) outside += 1;
+    if (rowBelow && flaggedShare < 0.5) rowsBelow += 1;
+    else if (rowAbove && flaggedShare < 0.5) rowsAbove += 1;
     console.log(
       `| ${c.name} | ${estimand} | ${c.spec.runs} | ${c.spec.design} | ${c.spec.transform === 'rank' ? `${((100 * ceilingShare) / (sims * seeds.length)).toFixed(0)}%` : 'unbounded'} | ${truth.toFixed(3)} | ${perSeed.join(' / ')} | ${above} / ${below} | ${(width / total).toFixed(2)} | ${flagged === 0 ? '—' : `${(100 * flaggedShare).toFixed(0)}%: ${[...flagTexts].join('; ')}`} |`,
     );
   }
 }
 console.log(
-  `${((performance.now() - started) / 1000).toFixed(0)} s; ${outside === 0 ? 'every row within 93–97% or flagged' : `${outside} unflagged row(s) outside 93–97%`}`,
+  `${((performance.now() - started) / 1000).toFixed(0)} s; ${rowsBelow === 0 ? 'no unflagged row below 93%' : `${rowsBelow} unflagged row(s) below 93%`}; ${rowsAbove} unflagged row(s) above 97% (conservative)`,
 );
-process.exitCode = outside === 0 ? 0 : 1;
+process.exitCode = rowsBelow === 0 ? 0 : 1;
