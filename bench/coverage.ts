@@ -150,7 +150,8 @@ for (const [design, runs] of layouts) {
     ['copy-rare', { mu: -3, sd: sd(1.5, 1, 0.5) }],
     ['copy-all-or-none', { mu: -1.5, sd: sd(3, 0.3, 0.2) }],
   ] as const) {
-    cases.push({ name, spec: { ...BASE, design, runs, mu: 6, sd: mid, copy }, estimands: ['copy'] });
+    // 16 canaries per run: the 0 of 48 (3 runs × 16) the report printed as [0, 0.86].
+    cases.push({ name, spec: { ...BASE, canaries: 16, design, runs, mu: 6, sd: mid, copy }, estimands: ['copy'] });
   }
 }
 // Unbounded and continuous (no ceiling, no ties), run-dominated: the 2-run degrees of freedom alone.
