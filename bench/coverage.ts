@@ -11,9 +11,11 @@
  * points). A row the report flags (`interval_flags`, e.g. "46% at the ceiling") is marked.
  *
  *   npx tsx bench/coverage.ts [--sims 200] [--seeds 1,2] [--resamples 2000] [--cases NAME,...]
- *                             [--estimands median,held-out,delta,paired,recovery,copy] [--truth-draws 1000000]
+ *                             [--estimands median,held-out,delta,paired,recovery,copy] [--designs crossed,nested]
+ *                             [--truth-draws 1000000]
  *
- * Exit status 1 when an unflagged row falls outside 93–97%.
+ * Exit status 1 when an unflagged row falls below 93%; rows above 97% are counted as conservative
+ * (docs/metrics.md says why each is).
  */
 import { parseArgs } from 'node:util';
 import {
@@ -46,12 +48,14 @@ usage: npx tsx bench/coverage.ts [options]
   --cases LIST        only these cases (names from the table; default: all)
   --estimands LIST    only these estimands: median, held-out, delta, paired, recovery, copy
                       (default: all)
+  --designs LIST      only these designs: crossed, nested (default: both)
   --truth-draws N     Monte-Carlo draws for each case's population truth (default 1000000)
   -h, --help          this text
 
 Prints one row per case × estimand: runs, design, % of focal values at the ceiling, coverage per
 seed, misses with the truth above / below the interval, mean width, and the flag the report
-prints beside such a figure. Exit status 1 when an unflagged row is outside 93–97%.`;
+prints beside such a figure. Exit status 1 when an unflagged row is below 93%; unflagged rows above
+97% are counted as conservative.`;
 
 const { values: opts } = parseArgs({
   options: {
@@ -60,6 +64,7 @@ const { values: opts } = parseArgs({
     resamples: { type: 'string', default: '2000' },
     cases: { type: 'string' },
     estimands: { type: 'string', default: 'median,held-out,delta,paired,recovery,copy' },
+    designs: { type: 'string', default: 'crossed,nested' },
     'truth-draws': { type: 'string', default: '1000000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -137,6 +142,18 @@ for (const name of ['ceiling-46', 'ceiling-38-run', 'mid-normal', 'skewed'] as c
     cases.push({ name, spec, estimands: [...ARM_ESTIMANDS, ...extra] });
   }
 }
+// Copy (and recovery) rates near 0, where every run of an audit can read 0 of its canaries: rare
+// copying with the default clustering (p ≈ 0.05), and copying that is close to all-or-nothing per
+// run (a seed's model copies or it does not; p ≈ 0.31).
+for (const [design, runs] of layouts) {
+  for (const [name, copy] of [
+    ['copy-rare', { mu: -3, sd: sd(1.5, 1, 0.5) }],
+    ['copy-all-or-none', { mu: -1.5, sd: sd(3, 0.3, 0.2) }],
+  ] as const) {
+    // 16 canaries per run: the 0 of 48 (3 runs × 16) the report printed as [0, 0.86].
+    cases.push({ name, spec: { ...BASE, canaries: 16, design, runs, mu: 6, sd: mid, copy }, estimands: ['copy'] });
+  }
+}
 // Unbounded and continuous (no ceiling, no ties), run-dominated: the 2-run degrees of freedom alone.
 for (const [design, runs] of [
   ['crossed', 2],
@@ -148,6 +165,13 @@ for (const [design, runs] of [
     spec: { ...BASE, design, runs, mu: 6, sd: runDominated, transform: 'none' },
     estimands: ['median', 'paired'],
   });
+}
+const designs = opts.designs.split(',').map((d) => d.trim());
+for (const d of designs) {
+  if (d !== 'crossed' && d !== 'nested') {
+    console.error(`--designs: unknown design "${d}"; use crossed, nested`);
+    process.exit(2);
+  }
 }
 const chosenCases = opts.cases ? new Set(opts.cases.split(',').map((c) => c.trim())) : null;
 if (chosenCases) {
@@ -229,10 +253,12 @@ console.log(
   '| case | estimand | runs | design | focal at ceiling | truth | coverage | above / below | mean width | flagged |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|');
-let outside = 0;
+let rowsBelow = 0;
+let rowsAbove = 0;
 const started = performance.now();
 for (const c of cases) {
   if (chosenCases && !chosenCases.has(c.name)) continue;
+  if (!designs.includes(c.spec.design)) continue;
   const truths = populationTruths(c.spec, truthDraws);
   for (const estimand of estimands) {
     if (c.estimands && !c.estimands.includes(estimand)) continue;
@@ -245,7 +271,8 @@ for (const c of cases) {
     let total = 0;
     let ceilingShare = 0;
     const flagTexts = new Set<string>();
-    let rowOutside = false;
+    let rowBelow = false;
+    let rowAbove = false;
     for (const seed of seeds) {
       const rng = Rng.fromSeed(seed * 1000 + c.spec.runs);
       let covered = 0;
@@ -268,17 +295,19 @@ for (const c of cases) {
       total += measured;
       const cov = covered / measured;
       perSeed.push(`${(100 * cov).toFixed(1)}%`);
-      if (cov < 0.93 || cov > 0.97) rowOutside = true;
+      if (cov < 0.93) rowBelow = true;
+      if (cov > 0.97) rowAbove = true;
     }
     const flaggedShare = flagged / total;
     // A row counts as flagged when the report marks most of its figures.
-    if (rowOutside && flaggedShare < 0.5) outside += 1;
+    if (rowBelow && flaggedShare < 0.5) rowsBelow += 1;
+    else if (rowAbove && flaggedShare < 0.5) rowsAbove += 1;
     console.log(
       `| ${c.name} | ${estimand} | ${c.spec.runs} | ${c.spec.design} | ${c.spec.transform === 'rank' ? `${((100 * ceilingShare) / (sims * seeds.length)).toFixed(0)}%` : 'unbounded'} | ${truth.toFixed(3)} | ${perSeed.join(' / ')} | ${above} / ${below} | ${(width / total).toFixed(2)} | ${flagged === 0 ? '—' : `${(100 * flaggedShare).toFixed(0)}%: ${[...flagTexts].join('; ')}`} |`,
     );
   }
 }
 console.log(
-  `${((performance.now() - started) / 1000).toFixed(0)} s; ${outside === 0 ? 'every row within 93–97% or flagged' : `${outside} unflagged row(s) outside 93–97%`}`,
+  `${((performance.now() - started) / 1000).toFixed(0)} s; ${rowsBelow === 0 ? 'no unflagged row below 93%' : `${rowsBelow} unflagged row(s) below 93%`}; ${rowsAbove} unflagged row(s) above 97% (conservative)`,
 );
-process.exitCode = outside === 0 ? 0 : 1;
+process.exitCode = rowsBelow === 0 ? 0 : 1;

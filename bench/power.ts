@@ -14,7 +14,7 @@
  *
  *   npx tsx bench/power.ts [--sims 1000] [--canaries 16] [--resamples 1000] [--seed 1] [--margin 1]
  *                          [--run 1.5] [--canary 2] [--interaction 1] [--shifts 0,1,2,3]
- *                          [--runs 3,5] [--pilot-runs 3] [--family 4]
+ *                          [--runs 3,5] [--pilot-runs 3] [--family 4] [--families N]
  */
 import { parseArgs } from 'node:util';
 import { bootstrapMedian, clusteredSample, type MedianInterval } from '../src/metrics/bootstrap.js';
@@ -45,16 +45,19 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3,5' },
     'pilot-runs': { type: 'string', default: '3' },
     family: { type: 'string', default: '4' },
+    families: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   process.stdout.write(`usage: npx tsx bench/power.ts [--sims N] [--canaries N] [--resamples N] [--seed N] [--margin BITS]
        [--run SD] [--canary SD] [--interaction SD] [--shifts LIST] [--runs LIST] [--pilot-runs N] [--family M]
+       [--families F]
 Predicted vs simulated decision rates of the report's verdicts, and their error rates (docs/metrics.md,
 "Verdicts and power"). Defaults: 1000 audits per row, 16 canaries, 1000 resamples, margin 1 bit,
 sd run 1.5 / canary 2 / canary x run 1 bits (the coverage bench's), shifts 0,1,2,3 bits, targets of
-3 and 5 run pairs predicted from 3-run-pair pilots, families of 4. Exit 1 when a power row is more than
+3 and 5 run pairs predicted from 3-run-pair pilots, families of 4 (as many as --sims audits make, or
+--families F per row). Exit 1 when a power row is more than
 5 points off.
 `);
   process.exit(0);
@@ -145,7 +148,8 @@ console.log(
   `| family of ${familySize}, all at Δ | run pairs | families with a wrong verdict, unadjusted | after Holm |`,
 );
 console.log('|---|---|---|---|');
-const families = Math.max(1, Math.floor(sims / familySize));
+// Families per row: --families, else as many as --sims audits make.
+const families = values.families ? Number(values.families) : Math.max(1, Math.floor(sims / familySize));
 for (const shift of [0, margin]) {
   for (const t of targets) {
     const rng = Rng.fromSeed((s += 1));

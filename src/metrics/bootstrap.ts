@@ -7,6 +7,7 @@ import {
   sampleDesign,
   clusterCount,
   combineCrossed,
+  medianDf,
   type Design,
   type ClusteredSample,
   type VarianceEstimate,
@@ -377,7 +378,8 @@ function variance(xs: Float64Array): number {
  *   V = R/(R−1)·V_R + C/(C−1)·V_C − RC/((R−1)(C−1))·(V_RC − V_R − V_C),
  * which is applied to the medians' bootstrap variances (the variance-component correction of
  * generalizability theory's bootstrap, Brennan 2001). V is floored at the larger of its first two
- * terms (the true variance exceeds each); its degrees of freedom are Satterthwaite's.
+ * terms (the true variance exceeds each); its degrees of freedom are Satterthwaite's, at most
+ * 2(R − 1) (`medianDf`).
  */
 function crossedVariance(s: ClusteredSample, rng: Rng, resamples: number): VarianceEstimate {
   const k = clusterCount(s);
@@ -394,7 +396,8 @@ function crossedVariance(s: ClusteredSample, rng: Rng, resamples: number): Varia
     vc[i] = wm.twoWay(null, multinomial(rng, unitW));
     vrc[i] = wm.twoWay(multinomial(rng, runW), multinomial(rng, unitW));
   }
-  return combineCrossed(variance(vr), variance(vc), variance(vrc), k, c);
+  const v = combineCrossed(variance(vr), variance(vc), variance(vrc), k, c);
+  return { ...v, df: medianDf(v.df, k) };
 }
 
 /**
@@ -403,7 +406,8 @@ function crossedVariance(s: ClusteredSample, rng: Rng, resamples: number): Varia
  * canaries within each run with the runs kept (V_W). For a mean, V_2 − V_W is exactly
  * (R−1)/R · s²/R (s² the variance of the run means), so V = R/(R−1)·(V_2 − V_W) is the unbiased
  * s²/R (the two-stage bootstrap alone adds the within-run variance a second time: Davison &
- * Hinkley 1997, §3.8). Floored at the within-run part n/(n−R)·V_W; R − 1 degrees of freedom.
+ * Hinkley 1997, §3.8). Floored at the within-run part n/(n−R)·V_W; R − 1 degrees of freedom
+ * (the floor: n − R, at most 2(R − 1), `medianDf`).
  */
 function nestedVariance(s: ClusteredSample, rng: Rng, resamples: number): VarianceEstimate {
   const k = clusterCount(s);
@@ -430,7 +434,7 @@ function nestedVariance(s: ClusteredSample, rng: Rng, resamples: number): Varian
   };
   return between >= within
     ? { variance: between, df: k - 1, design: 'nested', components }
-    : { variance: within, df: Math.max(1, n - k), design: 'nested', components };
+    : { variance: within, df: medianDf(Math.max(1, n - k), k), design: 'nested', components };
 }
 
 /** Multinomial counts of `into.length` draws among `into.length` items. */

@@ -3,6 +3,7 @@ import {
   combineCrossed,
   DEFAULT_CONFIDENCE,
   intervalFlags,
+  medianDf,
   sampleDesign,
   type ClusteredSample,
   type Design,
@@ -31,7 +32,12 @@ import { wilsonBounds, wilsonInterval, type Proportion } from './wilson.js';
  *   or 1 (`method: design-wilson`).
  * - several runs that all agree at 0 or all at 1 (k = 0 or k = n): the data cannot say how
  *   clustered copying is, and every run copying all or none of its canaries is what it looks like,
- *   so n_eff = R (each run one trial) with t(R − 1).
+ *   so each run is one trial (n_eff = R) and the bound is the exact one for 0 of R trials,
+ *   [0, 1 − (α/2)^(1/R)] (Clopper–Pearson; `method: runs-exact`): 0 of 48 over 3 runs gives
+ *   [0, 0.71]. An earlier version put Wilson at n = R with a t(R − 1) quantile, [0, 0.86]: t
+ *   widens for a variance estimated from the data, and here none is estimated. Setting n_eff = n
+ *   instead (Korn & Graubard's convention for p̂ = 0) gives [0, 0.28] but covers 63% where runs
+ *   copy all or nothing at a rate of 0.3 (every run at 0 in 34% of 3-run audits).
  */
 export interface RunCount {
   run_id: string;
@@ -39,17 +45,21 @@ export interface RunCount {
   n: number;
 }
 
-export type ProportionMethod = 'wilson' | 'design-wilson';
+export type ProportionMethod = 'wilson' | 'design-wilson' | 'runs-exact';
 
 export interface DesignProportion extends Proportion {
-  /** `wilson`: one run, its canaries as independent trials; `design-wilson`: several runs, Wilson at the design's effective n with t(df). */
+  /**
+   * `wilson`: one run, its canaries as independent trials; `design-wilson`: several runs, Wilson at
+   * the design's effective n with t(df); `runs-exact`: several runs all at 0 (or all at 1), each
+   * run one trial, the exact (Clopper–Pearson) bound.
+   */
   method: ProportionMethod;
   /** How the observations were read: `flat` (one run), `crossed` or `nested` (see `Design`). */
   resampling: Design;
   n_runs: number;
   /** Effective number of independent trials behind the interval (n for one run). */
   n_eff: number;
-  /** Degrees of freedom of the t quantile; null for one run (Wilson's normal quantile). */
+  /** Degrees of freedom of the t quantile; null for one run (Wilson's normal quantile) and for `runs-exact`. */
   df: number | null;
   /** Per run: k of its n measured observations, runs in order of first appearance. */
   runs: RunCount[];
@@ -129,9 +139,12 @@ function nestedMeanVariance(runs: readonly RunCount[], p: number): VarianceEstim
   }
   between *= r / (r - 1) / (n * n);
   within = ((n > r ? n / (n - r) : 1) * within) / (n * n);
+  // Floored at the within-run part, the df stay those of R runs (`medianDf`): when R runs happen to
+  // agree, their between-run spread is still estimated from R of them (nested 3-run recovery
+  // covered 91–93% with the floor's n − R).
   return between >= within
     ? { variance: between, df: r - 1, design: 'nested' }
-    : { variance: within, df: Math.max(1, n - r), design: 'nested' };
+    : { variance: within, df: medianDf(Math.max(1, n - r), r), design: 'nested' };
 }
 
 /**
@@ -166,19 +179,31 @@ export function designProportion(
   const design = sampleDesign(sample) as Exclude<Design, 'flat'>;
   const p = k / n;
   const r = runs.length;
-  let nEff: number;
-  let df: number;
+  const flags = intervalFlags(r);
   if (k === 0 || k === n) {
-    nEff = r;
-    df = r - 1;
-  } else {
-    const v = design === 'crossed' ? crossedMeanVariance(sample) : nestedMeanVariance(runs, p);
-    nEff = v.variance > 0 ? Math.min(n, (p * (1 - p)) / v.variance) : n;
-    df = v.df;
+    // Every run at 0 (or at 1): each run is one trial, and R trials that all failed bound the rate
+    // exactly (Clopper–Pearson): 1 − (α/2)^(1/R). No variance is estimated, so no t quantile.
+    const edge = 1 - ((1 - confidence) / 2) ** (1 / r);
+    return {
+      k,
+      n,
+      rate: p,
+      lo: k === 0 ? 0 : 1 - edge,
+      hi: k === 0 ? edge : 1,
+      method: 'runs-exact',
+      resampling: design,
+      n_runs: r,
+      n_eff: r,
+      df: null,
+      runs,
+      ...(flags.length > 0 ? { flags } : {}),
+    };
   }
+  const v = design === 'crossed' ? crossedMeanVariance(sample) : nestedMeanVariance(runs, p);
+  const nEff = v.variance > 0 ? Math.min(n, (p * (1 - p)) / v.variance) : n;
+  const df = v.df;
   const z = studentTQuantile(1 - (1 - confidence) / 2, df);
   const [lo, hi] = wilsonBounds(p, nEff, z);
-  const flags = intervalFlags(r);
   return {
     k,
     n,

@@ -1,4 +1,5 @@
 import type { VarianceComponents } from './bootstrap.js';
+import { medianDf } from './clustered-sample.js';
 import { studentTCdf, studentTQuantile } from './distributions.js';
 import { normalQuantile } from './wilson.js';
 
@@ -125,7 +126,8 @@ export function holmAdjust(
  * canaries, with the df the report's interval would carry at that size: per side, the crossed
  * combination's Satterthwaite df from its mean-square terms (tR = run + residual, tC = canary +
  * residual, tE = residual), floored as `combineCrossed` floors it (runs − 1 or canaries − 1); nested,
- * runs − 1 (or the within-run df when that part dominates); sides combined by Welch–Satterthwaite.
+ * runs − 1 (or the within-run df when that part dominates); each at most 2(runs − 1) (`medianDf`);
+ * sides combined by Welch–Satterthwaite.
  */
 export function scaledVariance(
   components: readonly VarianceComponents[],
@@ -157,6 +159,7 @@ export function scaledVariance(
       v = run + residual;
       df = run > 0 ? k - 1 : Math.max(1, k * n - k);
     }
+    df = medianDf(df, k);
     variance += v;
     denominator += (v * v) / Math.max(1, df);
   }

@@ -17,7 +17,7 @@ import type { ReportWarning } from './provenance-check.js';
  *   control) two halves of the held-out canaries: an ε lower bound above 0 or a TPR at 1% FPR whose
  *   interval lies above the FPR's, each of the 2k tests (k comparisons) at 1 − α/(2k) (Bonferroni).
  * - `base_cannot_copy`: the grid has a visible arm and some seed's base does not copy a code it is
- *   shown (base phase, substituted probes, fewer than half copied): the visible arm's "stays at its
+ *   shown (base phase, substituted probes, fewer than 90% copied): the visible arm's "stays at its
  *   control" rests on a base that cannot do the copying the comparison assumes.
  * - `scores_all_tied`: every canary score of a cell (final phase, hidden probes, or each kind of a
  *   cell without them) is the same: nothing there can tell members, doses or arms apart.
@@ -33,8 +33,14 @@ export interface ControlCheckInput {
   delta: number;
 }
 
-/** A copy rate below this (per seed, base phase) means the base does not copy shown codes. */
-export const BASE_COPY_FLOOR = 0.5;
+/**
+ * A copy rate below this (per seed, base phase) means the base does not copy shown codes reliably
+ * enough for the visible arm's comparison. Measured on the GUI-VLM grid (docs/reproduction.md; one
+ * seed per base): a base copying 0 of 16 shown codes left visible dose 32 +2.34 to +5.35 bits above
+ * its control, one copying 12 of 16 (75%) still +1.39 [+0.08, +3.07], one copying 16 of 16 −0.20
+ * [−2.66, +2.26]. The cut lies between 75% and 100%; 90% lets one miss in 10 pass.
+ */
+export const BASE_COPY_FLOOR = 0.9;
 /** The FPR of the null comparison's TPR check. */
 export const NULL_FPR = 0.01;
 /** Messages list this many runs or cells, then "…". */

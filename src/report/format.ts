@@ -93,6 +93,7 @@ export function proportion(p: (Proportion & { flags?: readonly string[] }) | nul
 export function copyInterval(p: DesignProportion | null): string {
   if (!p) return DASH;
   if (p.method === 'wilson') return 'Wilson, one run';
+  if (p.method === 'runs-exact') return `exact, each of ${p.n_runs} runs one trial`;
   return `design-Wilson, ${p.resampling} runs × canaries: n_eff ${num(p.n_eff, 1)}, t(${num(p.df, 1)})`;
 }
 

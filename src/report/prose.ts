@@ -39,7 +39,8 @@ export const RECOVERY_NOTE = prose`
   shown code or it does not), so a copy rate pooling several runs does not count its canaries × runs
   as independent trials: its interval (design-Wilson) is Wilson’s at the effective number of trials
   the design’s variance implies (runs × canaries, crossed or nested as for the medians), with a t
-  quantile, and when every run copies none (or all) of its canaries, each run counts as one trial;
+  quantile, and when every run copies none (or all) of its canaries, each run counts as one trial
+  (the exact bound for R trials: 0 of 48 over 3 runs gives [0, 0.71]);
   one run keeps Wilson over its canaries. “Copied per run” gives each run’s count.
 `;
 

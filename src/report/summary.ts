@@ -554,7 +554,7 @@ function summaryWarnings(input: SummaryInput, runs: RunReport[], roles: AxisRole
     ].filter(Boolean);
     warnings.push({
       kind: 'two_runs',
-      message: `${parts.join(' and ')} rest on 2 runs per arm: in simulated audits such 95% intervals covered as little as 88–93% (docs/metrics.md, coverage), so they may be too narrow; each is marked where it is printed. With a third seed per cell most such cells reach 93–97%.`,
+      message: `${parts.join(' and ')} rest on 2 runs per arm: in simulated audits such 95% intervals covered as little as 92% (docs/metrics.md, coverage), so they may be too narrow; each is marked where it is printed. With a third seed per cell most such cells reach 93–97%.`,
       runs: [...new Set(twoRunGroups.flatMap((g) => g.inserted.run_medians.map((r) => r.run_id)))],
     });
   }

@@ -57,6 +57,23 @@ describe('design-aware intervals', () => {
     expect(sampleDesign(clusteredSample([1, 2, 3], ['r', 'r', 'r'], ['a', 'b', 'c']))).toBe('flat');
   });
 
+  it('takes at most 2(R − 1) degrees of freedom from R runs (medianDf)', () => {
+    // Canary-dominated, 3 runs: Satterthwaite's ν is near the canaries' 11; the median's interval takes 4.
+    const spec = { runs: 3, canaries: 12, components: { run: 0.2, canary: 3, interaction: 0.5 } };
+    for (const design of ['crossed', 'nested'] as const) {
+      const a = syntheticArm(Rng.fromSeed(5), { ...spec, design });
+      const i = bootstrapMedian(clusteredSample(a.values, a.runs, a.canaries), {
+        seed: 1,
+        label: design,
+        resamples: 600,
+      });
+      expect(i?.method).toBe('studentized');
+      expect(i?.df).toBe(4);
+    }
+    // The mean's closed-form combination itself is not capped (copy rates use it): ν from the terms.
+    expect(combineCrossed(0.01, 1, 1.02, 3, 12).df).toBeGreaterThan(4);
+  });
+
   it('combines the two-way and one-way variances into the unbiased ANOVA variance of a mean', () => {
     // Worked by hand for the 2 × 2 table y = [[0, 2], [4, 10]]: grand mean 4, run effects ∓3,
     // canary effects ∓2, residuals ±1. The exact bootstrap variances of the mean are

@@ -60,14 +60,36 @@ describe('copy rate pooled over runs (designProportion)', () => {
     });
   });
 
-  it('every run agreeing at 0 (or 1): each run one trial, t(R − 1)', () => {
-    const none = designProportion(...table(3, 16, () => false));
-    // Wilson at n = 3, z = t(2) = 4.3027, p = 0: [0, z²/(3 + z²)] = [0, 0.86055].
-    expect(none).toMatchObject({ k: 0, n: 48, lo: 0, n_eff: 3, df: 2, method: 'design-wilson' });
-    expect(none?.hi).toBeCloseTo(0.860548272, 6);
-    const all = designProportion(...table(3, 16, () => true));
-    expect(all?.hi).toBe(1);
-    expect(all?.lo).toBeCloseTo(1 - 0.860548272, 6);
+  it('every run agreeing at 0 (or 1): each run one trial, the exact bound for R trials', () => {
+    for (const nested of [false, true]) {
+      const none = designProportion(...table(3, 16, () => false, nested));
+      // 0 of 3 trials: Clopper–Pearson's upper end 1 − 0.025^(1/3) = 0.70760; no t quantile (the
+      // earlier Wilson at n = 3 with z = t(2) gave 0.86055).
+      expect(none).toMatchObject({ k: 0, n: 48, lo: 0, n_eff: 3, df: null, method: 'runs-exact' });
+      expect(none?.hi).toBeCloseTo(0.707598, 5);
+      const all = designProportion(...table(3, 16, () => true, nested));
+      expect(all).toMatchObject({ hi: 1, method: 'runs-exact' });
+      expect(all?.lo).toBeCloseTo(1 - 0.707598, 5);
+    }
+    // More runs, a tighter bound: 0 of 5 runs, 1 − 0.025^(1/5) = 0.52182.
+    expect(designProportion(...table(5, 16, () => false))?.hi).toBeCloseTo(0.521819, 5);
+    // One copied canary shows that runs are not all-or-nothing: the estimated variance applies.
+    const one = designProportion(...table(3, 16, (r, c) => r === 0 && c === 0));
+    expect(one?.method).toBe('design-wilson');
+    expect(one?.hi ?? 1).toBeLessThan(0.4);
+  });
+
+  it('nested runs that agree: the within-run floor, with the df of 3 runs (2(R − 1) = 4), not n − R', () => {
+    // Every run copies 8 of its 16: between-run variance 0, floored at the within-run binomial
+    // part (n/(n − R))·p(1 − p)/n, so n_eff = n − R = 45; df 4 (was 45), t(4) = 2.7764.
+    const p = designProportion(...table(3, 16, (_, c) => c < 8, true));
+    expect(p).toMatchObject({ k: 24, n: 48, resampling: 'nested', df: 4, method: 'design-wilson' });
+    expect(p?.n_eff).toBeCloseTo(45, 10);
+    // Wilson at p = ½ is symmetric about ½: half-width z/(1 + z²/n)·√(¼/n + z²/(4n²)).
+    const z = 2.776445105;
+    const half = (z / (1 + (z * z) / 45)) * Math.sqrt(0.25 / 45 + (z * z) / (4 * 45 * 45));
+    expect(p?.lo).toBeCloseTo(0.5 - half, 6);
+    expect(p?.hi).toBeCloseTo(0.5 + half, 6);
   });
 
   it('crossed, the same canaries copied in every run: the canaries are the clusters', () => {

@@ -86,6 +86,10 @@ describe('power', () => {
     expect(scaledVariance([crossed, crossed], 1, 1).variance).toBeCloseTo(2.7, 12);
     // Run-dominated: df near runs − 1.
     expect(scaledVariance([{ ...crossed, canary: 0, residual: 0 }], 1, 1).df).toBeCloseTo(2, 12);
+    // Canary-dominated: Satterthwaite's df would be 15 (the canary term's), capped at 2(R − 1) = 4
+    // as the report's interval is (medianDf); at 8 runs the cap is 14.
+    expect(scaledVariance([{ ...crossed, run: 0, residual: 0 }], 1, 1).df).toBe(4);
+    expect(scaledVariance([{ ...crossed, run: 0, residual: 0 }], 8 / 3, 1).df).toBeCloseTo(14, 12);
   });
 
   it('gives the normal power of a two-sided test far from the margin', () => {

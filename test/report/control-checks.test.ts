@@ -163,8 +163,25 @@ describe('controls that fail loud', () => {
     );
     const w = warning('base_cannot_copy');
     expect(w?.message).toContain(
-      'base copy rate per seed (base phase, substituted probes, prefill) seed=0 0/26 (0%), seed=1 26/26 (100%), seed=2 26/26 (100%); below 50% for seed=0',
+      'base copy rate per seed (base phase, substituted probes, prefill) seed=0 0/26 (0%), seed=1 26/26 (100%), seed=2 26/26 (100%); below 90% for seed=0',
     );
+    expect(w?.runs).toEqual([audit.runs[0]?.runId]);
+  });
+
+  it('base_cannot_copy: a base copying three codes in four is not enough, nine in ten is', async () => {
+    // Seed 0's base misses 6 of 26 shown codes (77%, like the GUI-VLM base that copied 12/16 and
+    // left its visible arm +1.39 bits above control); seed 1's misses 2 (92%).
+    const misses = [6, 2, 0];
+    const { warning, audit } = await report('some-copy', healthyRuns(), (c) =>
+      c.phase === 'base' &&
+      c.kind === 'substituted' &&
+      !c.canary.inserted &&
+      index(c.canary.id) < (misses[c.runIndex] as number)
+        ? { rank: 3000, greedy: null }
+        : healthy(c),
+    );
+    const w = warning('base_cannot_copy');
+    expect(w?.message).toContain('seed=0 20/26 (77%), seed=1 24/26 (92%), seed=2 26/26 (100%); below 90% for seed=0.');
     expect(w?.runs).toEqual([audit.runs[0]?.runId]);
   });
 

@@ -129,7 +129,7 @@ describe('single runs and run-to-run spread', () => {
     expect(copied?.lo).toBeCloseTo(0.011329923, 6);
     expect(copied?.hi).toBeCloseTo(0.956170077, 6);
     // The held-out canaries copied in no run: every run agrees at 0, each run one trial.
-    expect(g?.controls.held_out?.copy?.prefill).toMatchObject({ k: 0, n: 12, n_eff: 3, method: 'design-wilson' });
+    expect(g?.controls.held_out?.copy?.prefill).toMatchObject({ k: 0, n: 12, n_eff: 3, method: 'runs-exact' });
     const md = renderMarkdown(buildDocument(summary));
     expect(md).toContain('| Copied per run |');
     expect(md).toContain('16/48 (0.33) [0.01, 0.96] (design-Wilson, crossed runs × canaries: n_eff 2.0, t(2.0))');
