@@ -108,9 +108,10 @@ describe('canary-audit report', () => {
     const help = commandHelp(command);
     // The usage line is generated from the option table: every option the parser takes is in it.
     expect(help).toMatch(
-      /^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--margin BITS\]\s+\[--threshold-strategy NAME\]\s+\[--json\] \[--help\]\n/,
+      /^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--margin BITS\]\s+\[--threshold-strategy NAME\]\s+\[--extrapolate\]\s+\[--json\] \[--help\]\n/,
     );
     expect(help).toMatch(/--threshold-strategy NAME\s+How the f-DP one-run ε bound picks its threshold: bonferroni/);
+    expect(help).toMatch(/--extrapolate\s+Extrapolated exposure for probes of a sampled candidate space/);
     expect(help).toMatch(
       /--margin BITS\s+Equivalence margin of the verdicts, bits \(> 0\)\. Default: the grid's analysis\.margin_bits, else 1\./,
     );
