@@ -17,6 +17,7 @@ import {
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';
+import { WANDB_OPTION, wandbFrom } from './tracking-option.js';
 
 /**
  * `canary-audit run GRID`: the whole audit on this machine, no setup: a private redis-server (unless
@@ -26,7 +27,7 @@ export const command: Command = {
   name: 'run',
   summary: 'Run a whole audit on this machine: private Redis, local workers, report.',
   usage:
-    'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--no-pin-revisions] [--no-report] [--json]',
+    'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--wandb PROJECT] [--no-pin-revisions] [--no-report] [--json]',
   description: `
 GRID is a grid YAML file or an audit folder written by \`plan --out\`. Without REDIS_URL/--redis a
 private redis-server is started (needs \`redis-server\` on PATH: \`apt-get install redis-server\`),
@@ -50,6 +51,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...RETRY_OPTIONS,
     ...TIMING_OPTIONS,
     ...NO_PIN_OPTION,
+    ...WANDB_OPTION,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
     'log-format': {
       type: 'string',
@@ -80,9 +82,13 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       if (format === 'human') process.stderr.write(`${line}\n`);
       else records.info(fields, line);
     };
-    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args), {
-      pinRevisions: !args.values['no-pin-revisions'],
-    });
+    const wandbProject = wandbFrom(args);
+    const source = await loadAuditSource(
+      args.positionals[0] as string,
+      artifactsFrom(args),
+      { pinRevisions: !args.values['no-pin-revisions'] },
+      wandbProject === undefined ? {} : { wandbProject },
+    );
     warnUnpinned(source.models);
     for (const line of revisionLines(source.models)) say(line);
     const { auditId, auditDir, runs } = source.input;

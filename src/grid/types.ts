@@ -59,6 +59,8 @@ export interface GridDocument {
   replicates?: { vary?: 'training' | 'joint' | 'base' };
   /** How the report decides the declared comparisons: `margin_bits` (default 1), the equivalence margin in bits. Not part of the audit id. */
   analysis?: { margin_bits?: number };
+  /** Experiment tracking besides each run's TensorBoard files: W&B project (and entity). Not part of the audit id. */
+  tracking?: { wandb?: { project: string; entity?: string } };
   models?: Record<string, Record<string, unknown>>;
 }
 
