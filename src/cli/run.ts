@@ -1,5 +1,5 @@
 import { log } from '../log.js';
-import { cliCommand, loadAuditSource, pathArg, runAuditLocally, shellWord } from '../app/index.js';
+import { cliCommand, loadAuditSource, pathArg, runAuditLocally } from '../app/index.js';
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
@@ -18,6 +18,7 @@ import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';
 import { WANDB_OPTION, wandbFrom } from './tracking-option.js';
+import { redisHintArgs } from './redis-hint.js';
 
 /**
  * `canary-audit run GRID`: the whole audit on this machine, no setup: a private redis-server (unless
@@ -98,7 +99,14 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       audit_dir: auditDir,
     });
     if (format === 'human') for (const r of runs) say(`  ${r.runId}  ${r.cellId}`);
-    for (const w of watchCommands(auditId, auditDir, target))
+    for (const w of watchCommands(
+      auditId,
+      auditDir,
+      target,
+      process.env,
+      process.cwd(),
+      stringOption(args, 'redis-password-file'),
+    ))
       say(`${w.label}: ${w.command}`, { audit: auditId, [w.key]: w.command });
     // On its private Redis the audit has exactly these workers: the audit ETA spreads the runs over them.
     const view = json
@@ -191,13 +199,14 @@ export function watchCommands(
   target: RedisTarget | undefined,
   env: NodeJS.ProcessEnv = process.env,
   cwd: string = process.cwd(),
+  passwordFile?: string,
 ): { key: string; label: string; command: string }[] {
   // Each runs as printed from this folder: the CLI as it is reachable here (cli/invocation.ts).
   const cli = cliCommand(env, cwd);
   const dir = pathArg(auditDir, cwd);
-  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis is named
-  // (a URL with a password masked: the user puts theirs back in place of ***).
-  const redis = target && env.REDIS_URL === undefined ? ` --redis ${shellWord(target.redacted)}` : '';
+  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis is named,
+  // its password by where it came from (never a *** placeholder).
+  const redis = redisHintArgs(target, passwordFile, env);
   return [
     { key: 'dashboard', label: 'watch in the dashboard', command: `${cli} dashboard --audit ${dir}${redis}` },
     { key: 'status', label: 'watch in the terminal', command: `${cli} status --audit ${dir} --watch${redis}` },

@@ -1,10 +1,11 @@
-import { cliCommand, shellWord, submitSource } from '../app/index.js';
+import { cliCommand, submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';
 import { WANDB_OPTION, wandbFrom } from './tracking-option.js';
+import { redisHintArgs } from './redis-hint.js';
 
 /**
  * `canary-audit submit GRID`: expand the grid, write the manifests into the artifact root and queue
@@ -67,7 +68,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     if (outcome.added) {
       process.stdout.write(
         `queued ${outcome.auditId} (${outcome.runs} run${outcome.runs === 1 ? '' : 's'}) on ${target.redacted}\n` +
-          `  manifests: ${source.input.auditDir}\n  watch: ${cliCommand()} status ${outcome.auditId} --watch${process.env.REDIS_URL ? '' : ` --redis ${shellWord(target.redacted)}`}\n`,
+          `  manifests: ${source.input.auditDir}\n  watch: ${cliCommand()} status ${outcome.auditId} --watch${redisHintArgs(target, stringOption(args, 'redis-password-file'))}\n`,
       );
     } else {
       process.stdout.write(`${outcome.auditId} is already in the queue (${outcome.existingState}); nothing added\n`);
