@@ -12,7 +12,7 @@ Where the W&B project comes from, first found wins:
   CANARY_TRAINER_WANDB_PROJECT   the worker's --wandb PROJECT (empty: W&B off)
   <audit>/tracking.json          {"wandb": {"project": P, "entity": E}}, written by plan/submit/run
                                  from the grid's `tracking:` block or their --wandb flag
-CANARY_TRAINER_TENSORBOARD=0 turns the event files off. W&B's own variables (WANDB_MODE, WANDB_API_KEY,
+CANARY_TRAINER_TENSORBOARD=0 turns the event files off (host.py parses these variables). W&B's own variables (WANDB_MODE, WANDB_API_KEY,
 WANDB_DIR...) pass through: WANDB_MODE=offline needs no network.
 """
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
@@ -29,13 +28,12 @@ import numpy as np
 
 from .errors import TrainerError
 from .events import log
+from .host import host
 from .manifest import Manifest
 
 TENSORBOARD_DIR = "tensorboard"
 TRACKING_FILE = "tracking.json"
 WANDB_PROJECT_ENV = "CANARY_TRAINER_WANDB_PROJECT"
-WANDB_ENTITY_ENV = "CANARY_TRAINER_WANDB_ENTITY"
-TENSORBOARD_ENV = "CANARY_TRAINER_TENSORBOARD"
 
 
 @dataclass(frozen=True)
@@ -52,11 +50,10 @@ class TrackingConfig:
 def tracking_config(manifest: Manifest, env: Mapping[str, str] | None = None) -> TrackingConfig:
     """The run's tracking settings: the worker's environment, then the audit's tracking.json (the run
     folder is <audit>/runs/<run_id>/; a manifest elsewhere has no audit file)."""
-    env = os.environ if env is None else env
-    tensorboard = env.get(TENSORBOARD_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
-    if WANDB_PROJECT_ENV in env:
-        project = env[WANDB_PROJECT_ENV].strip() or None
-        return TrackingConfig(tensorboard, project, env.get(WANDB_ENTITY_ENV) or None, WANDB_PROJECT_ENV)
+    h = host(env)
+    tensorboard = h.tensorboard
+    if h.wandb_project is not None:
+        return TrackingConfig(tensorboard, h.wandb_project or None, h.wandb_entity, WANDB_PROJECT_ENV)
     path = manifest.folder.parent.parent / TRACKING_FILE
     try:
         raw = path.read_text(encoding="utf-8")
