@@ -50,11 +50,16 @@ class TrackingConfig:
 def tracking_config(manifest: Manifest, env: Mapping[str, str] | None = None) -> TrackingConfig:
     """The run's tracking settings: the worker's environment, then the audit's tracking.json (the run
     folder is <audit>/runs/<run_id>/; a manifest elsewhere has no audit file)."""
+    return tracking_config_of_audit(manifest.folder.parent.parent, env)
+
+
+def tracking_config_of_audit(audit_dir: Path, env: Mapping[str, str] | None = None) -> TrackingConfig:
+    """The worker's environment, then <audit_dir>/tracking.json."""
     h = host(env)
     tensorboard = h.tensorboard
     if h.wandb_project is not None:
         return TrackingConfig(tensorboard, h.wandb_project or None, h.wandb_entity, WANDB_PROJECT_ENV)
-    path = manifest.folder.parent.parent / TRACKING_FILE
+    path = audit_dir / TRACKING_FILE
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:

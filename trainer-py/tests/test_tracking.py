@@ -163,3 +163,42 @@ def test_wandb_offline_run_folder(tmp_path, monkeypatch):
     run_here(manifest, tmp_path / "out")
     runs = list((tmp_path / "out" / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
+
+
+def _summary(tmp_path):
+    verdict = {"comparison": "dose 4, hidden probes: inserted − held-out", "sentence": "raised | exposure",
+               "estimate": 3.13, "lo": 1.31, "hi": 4.95, "n_runs": 3, "n_canaries": 2,
+               "unadjusted": {"verdict": "higher"}, "adjusted": {"verdict": "higher"}}
+    undecided = {**verdict, "estimate": 0.2, "lo": -1.5, "hi": 1.9, "adjusted": {"verdict": "undecided"}}
+    path = tmp_path / "audit" / "report" / "summary.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"audit": {"id": "audit-aaaaaaaaaaaa", "name": "t"},
+                                "verdicts": [verdict, undecided]}))
+    return path
+
+
+def test_the_reports_verdicts_to_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from canary_trainer.track_verdicts import track
+
+    out = track(_summary(tmp_path), tmp_path / "audit")
+    assert out == {"tensorboard": str(tmp_path / "audit" / "tensorboard" / "verdicts"), "wandb": False, "warnings": []}
+    acc = EventAccumulator(out["tensorboard"])
+    acc.Reload()
+    scalars = {t: [(e.step, round(e.value, 4)) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+    assert scalars["verdict/0/estimate_bits"] == [(3, 3.13)] and scalars["verdict/0/decision"] == [(3, 1.0)]
+    assert scalars["verdict/1/lo_bits"] == [(3, -1.5)] and "verdict/1/decision" not in scalars  # undecided
+    text = acc.Tensors("verdicts/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert "| 0 | dose 4, hidden probes: inserted − held-out | higher | raised \\| exposure |" in text
+
+
+def test_verdicts_for_an_audit_that_asks_for_wandb_without_it_warn_with_the_fix(tmp_path, monkeypatch):
+    from canary_trainer.track_verdicts import track
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb raises ImportError
+    summary = _summary(tmp_path)
+    (tmp_path / "audit" / "tracking.json").write_text(json.dumps({"wandb": {"project": "canaries"}}))
+    out = track(summary, tmp_path / "audit")
+    assert out["wandb"] is False and out["tensorboard"] is not None
+    assert len(out["warnings"]) == 1 and "fix: pip install wandb" in out["warnings"][0]
