@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--summary", required=True, type=Path, help="the report's summary.json")
     p.add_argument("--audit", required=True, type=Path, help="the audit folder (holds tracking.json, if any)")
     args = p.parse_args(argv)
+    # tensorboardX imports torch when it can, seconds of start-up this process never uses.
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
     try:
         result = track(args.summary, args.audit)
     except TrainerError as exc:

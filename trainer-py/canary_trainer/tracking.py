@@ -22,14 +22,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from .errors import TrainerError
 from .events import log
 from .host import host
-from .manifest import Manifest
+
+if TYPE_CHECKING:  # the verdicts' tracker (track_verdicts.py) runs without the manifest's imports
+    from .manifest import Manifest
 
 TENSORBOARD_DIR = "tensorboard"
 TRACKING_FILE = "tracking.json"
@@ -160,6 +160,8 @@ def phase_scalars(manifest: Manifest, out: Path, entry: dict) -> dict[str, float
     """Median exposure (bits; ceiling log2 |C|) and greedy exact recovery of the phase's probes, by
     arm (inserted, held_out) and probe kind. A live view only: the report computes the audit's figures
     from the same score files (rank: 1 + candidates other than the true code scoring at least as high)."""
+    import numpy as np
+
     codes = {c["id"]: c["code"] for c in manifest.data["canaries"]}
     codes.update({c["id"]: c["code"] for c in manifest.data.get("held_out", [])})
     exposures: dict[str, list[float]] = {}
