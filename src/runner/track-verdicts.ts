@@ -1,7 +1,7 @@
 import { delimiter } from 'node:path';
 import { execa } from 'execa';
 import { TRAINER_DIR } from '../paths.js';
-import { trainerPython } from './python.js';
+import { trainerPython, trainerPythonHint } from './python.js';
 
 /** What `python -m canary_trainer.track_verdicts` did with the report's verdicts. */
 export interface TrackedVerdicts {
@@ -20,8 +20,9 @@ export interface TrackedVerdicts {
  */
 export async function trackVerdicts(summaryPath: string, auditDir: string): Promise<TrackedVerdicts> {
   const inherited = process.env.PYTHONPATH;
+  const python = trainerPython();
   const result = await execa(
-    trainerPython(),
+    python,
     ['-m', 'canary_trainer.track_verdicts', '--summary', summaryPath, '--audit', auditDir],
     {
       env: { PYTHONPATH: inherited ? `${TRAINER_DIR}${delimiter}${inherited}` : TRAINER_DIR },
@@ -35,15 +36,17 @@ export async function trackVerdicts(summaryPath: string, auditDir: string): Prom
     .findLast((l) => l.startsWith('{'));
   if (result.exitCode === 0 && line) return JSON.parse(line) as TrackedVerdicts;
   const why =
-    String(result.stderr ?? '')
-      .split('\n')
-      .filter(Boolean)
-      .at(-1) ?? `exit ${String(result.exitCode)}`;
+    result.exitCode === undefined
+      ? `cannot start the trainer's Python: ${trainerPythonHint(python) ?? String(result.shortMessage ?? '').split('\n')[0]}`
+      : (String(result.stderr ?? '')
+          .split('\n')
+          .filter(Boolean)
+          .at(-1) ?? `exit ${String(result.exitCode)}`);
   return {
     tensorboard: null,
     wandb: false,
     warnings: [
-      `the verdicts were not tracked: ${why}${/fix:/.test(why) ? '' : '; fix: bash .ci/setup builds the trainer venv'}`,
+      `the verdicts were not tracked: ${why}${/fix:|\.ci\/setup/.test(why) ? '' : "; fix: bash .ci/setup builds trainer-py/.venv, or point CANARY_AUDIT_PYTHON at a Python with the trainer's packages"}`,
     ],
   };
 }

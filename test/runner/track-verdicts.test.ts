@@ -40,7 +40,9 @@ describe('the report verdicts go to TensorBoard beside the runs', () => {
       const tracked = await trackVerdicts(a.summary, a.dir);
       expect(tracked.tensorboard).toBeNull();
       expect(tracked.warnings).toHaveLength(1);
-      expect(tracked.warnings[0]).toMatch(/^the verdicts were not tracked: .*; fix: /);
+      expect(tracked.warnings[0]).toMatch(
+        /^the verdicts were not tracked: cannot start the trainer's Python: CANARY_AUDIT_PYTHON=.*no-such-python does not exist; fix: bash \.ci\/setup builds trainer-py\/\.venv, or point CANARY_AUDIT_PYTHON at /,
+      );
       expect(existsSync(join(a.dir, 'tensorboard'))).toBe(false);
     } finally {
       if (previous === undefined) delete process.env.CANARY_AUDIT_PYTHON;
