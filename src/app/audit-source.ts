@@ -7,6 +7,7 @@ import { UserInputError, quoteValue } from '../errors.js';
 import type { SubmitAuditInput } from '../queue/index.js';
 import type { ModelRevisions, PinChoice } from './pinning.js';
 import { planGrid } from './plan.js';
+import { trackingWith, writeTracking, type TrackingSettings } from '../manifest/index.js';
 import { artifactsRootOfAudit, AUDIT_INDEX_FILE, auditIndexPath, manifestPathOf } from '../layout.js';
 
 /**
@@ -27,7 +28,26 @@ export async function loadAuditSource(
   arg: string,
   artifactsDir: string,
   pinning: PinChoice = {},
+  tracking: TrackingChoice = {},
 ): Promise<AuditSource> {
+  const source = await findAuditSource(arg, artifactsDir, pinning);
+  // --wandb PROJECT: the audit's runs report to that W&B project (tracking.json, read by the trainer).
+  if (tracking.wandbProject !== undefined)
+    await writeTracking(source.input.auditDir, trackingWith(source.gridTracking, tracking.wandbProject));
+  return source;
+}
+
+/** What a command asks of tracking beyond the grid's `tracking:` block. */
+export interface TrackingChoice {
+  /** W&B project of every run of the audit (the command's --wandb). */
+  wandbProject?: string;
+}
+
+async function findAuditSource(
+  arg: string,
+  artifactsDir: string,
+  pinning: PinChoice,
+): Promise<AuditSource & { gridTracking?: TrackingSettings }> {
   const path = resolve(arg);
   if (!existsSync(path)) {
     throw new UserInputError(
@@ -88,7 +108,11 @@ async function readAuditFolder(indexFile: string): Promise<AuditSource> {
 }
 
 /** A grid planned (the way `plan --out` does it) and written into the artifact root. */
-async function plannedSource(gridPath: string, artifactsDir: string, pinning: PinChoice): Promise<AuditSource> {
+async function plannedSource(
+  gridPath: string,
+  artifactsDir: string,
+  pinning: PinChoice,
+): Promise<AuditSource & { gridTracking?: TrackingSettings }> {
   const { plan, models, written } = await planGrid(gridPath, { ...pinning, out: artifactsDir });
   const gpus = plan.grid.doc.training.gpus ?? 1;
   return {
@@ -107,6 +131,7 @@ async function plannedSource(gridPath: string, artifactsDir: string, pinning: Pi
     artifactsDir,
     planned: true,
     models,
+    ...(plan.grid.doc.tracking ? { gridTracking: plan.grid.doc.tracking } : {}),
   };
 }
 

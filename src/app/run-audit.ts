@@ -11,7 +11,7 @@ import {
 } from '../queue/index.js';
 import { WorkerPool, type WorkerSlot } from '../worker/index.js';
 import { CONTROL_WARNING_KINDS, writeReport } from '../report/index.js';
-import type { TrainerRunner } from '../runner/index.js';
+import { trackVerdicts, type TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
 import { sleep } from '../sleep.js';
@@ -91,6 +91,9 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     if (!interrupted && options.report !== false) {
       const written = await writeReport({ auditDir });
       ({ files: reportFiles, headline, verdicts } = written);
+      // The verdicts beside the runs' curves in TensorBoard (and W&B when the audit asks); best effort.
+      if (written.summaryPath !== undefined && verdicts.length > 0)
+        for (const warning of (await trackVerdicts(written.summaryPath, auditDir)).warnings) log.warn(warning);
       controlWarnings = written.warnings
         .filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind))
         .map((w) => ({ kind: w.kind, message: w.message }));

@@ -6,7 +6,7 @@ import {
   type RedisTarget,
   type SubmitOutcome,
 } from '../queue/index.js';
-import { loadAuditSource, type AuditSource } from './audit-source.js';
+import { loadAuditSource, type AuditSource, type TrackingChoice } from './audit-source.js';
 import type { PinChoice } from './pinning.js';
 
 /**
@@ -19,9 +19,10 @@ export async function submitSource(
   target: RedisTarget,
   tuning: QueueTuning,
   pinning: PinChoice = {},
+  tracking: TrackingChoice = {},
 ): Promise<{ source: AuditSource; outcome: SubmitOutcome }> {
   await assertRedisReachable(target);
-  const source = await loadAuditSource(arg, artifactsDir, pinning);
+  const source = await loadAuditSource(arg, artifactsDir, pinning, tracking);
   const outcome = await submitAudit(queueConnection(target), source.artifactsDir, source.input, tuning);
   return { source, outcome };
 }

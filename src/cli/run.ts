@@ -1,5 +1,5 @@
 import { log } from '../log.js';
-import { cliCommand, loadAuditSource, pathArg, runAuditLocally, shellWord } from '../app/index.js';
+import { cliCommand, loadAuditSource, pathArg, runAuditLocally } from '../app/index.js';
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
@@ -17,6 +17,8 @@ import {
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';
+import { WANDB_OPTION, wandbFrom } from './tracking-option.js';
+import { redisHintArgs } from './redis-hint.js';
 
 /**
  * `canary-audit run GRID`: the whole audit on this machine, no setup: a private redis-server (unless
@@ -26,7 +28,7 @@ export const command: Command = {
   name: 'run',
   summary: 'Run a whole audit on this machine: private Redis, local workers, report.',
   usage:
-    'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--no-pin-revisions] [--no-report] [--json]',
+    'GRID [--cpu N|--gpus LIST] [--runner local|docker] [--artifacts DIR] [--redis URL] [--wandb PROJECT] [--no-pin-revisions] [--no-report] [--json]',
   description: `
 GRID is a grid YAML file or an audit folder written by \`plan --out\`. Without REDIS_URL/--redis a
 private redis-server is started (needs \`redis-server\` on PATH: \`apt-get install redis-server\`),
@@ -50,6 +52,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     ...RETRY_OPTIONS,
     ...TIMING_OPTIONS,
     ...NO_PIN_OPTION,
+    ...WANDB_OPTION,
     'no-report': { type: 'boolean', description: 'Do not write the report at the end.' },
     'log-format': {
       type: 'string',
@@ -80,9 +83,13 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       if (format === 'human') process.stderr.write(`${line}\n`);
       else records.info(fields, line);
     };
-    const source = await loadAuditSource(args.positionals[0] as string, artifactsFrom(args), {
-      pinRevisions: !args.values['no-pin-revisions'],
-    });
+    const wandbProject = wandbFrom(args);
+    const source = await loadAuditSource(
+      args.positionals[0] as string,
+      artifactsFrom(args),
+      { pinRevisions: !args.values['no-pin-revisions'] },
+      wandbProject === undefined ? {} : { wandbProject },
+    );
     warnUnpinned(source.models);
     for (const line of revisionLines(source.models)) say(line);
     const { auditId, auditDir, runs } = source.input;
@@ -92,7 +99,14 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
       audit_dir: auditDir,
     });
     if (format === 'human') for (const r of runs) say(`  ${r.runId}  ${r.cellId}`);
-    for (const w of watchCommands(auditId, auditDir, target))
+    for (const w of watchCommands(
+      auditId,
+      auditDir,
+      target,
+      process.env,
+      process.cwd(),
+      stringOption(args, 'redis-password-file'),
+    ))
       say(`${w.label}: ${w.command}`, { audit: auditId, [w.key]: w.command });
     // On its private Redis the audit has exactly these workers: the audit ETA spreads the runs over them.
     const view = json
@@ -185,13 +199,14 @@ export function watchCommands(
   target: RedisTarget | undefined,
   env: NodeJS.ProcessEnv = process.env,
   cwd: string = process.cwd(),
+  passwordFile?: string,
 ): { key: string; label: string; command: string }[] {
   // Each runs as printed from this folder: the CLI as it is reachable here (cli/invocation.ts).
   const cli = cliCommand(env, cwd);
   const dir = pathArg(auditDir, cwd);
-  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis is named
-  // (a URL with a password masked: the user puts theirs back in place of ***).
-  const redis = target && env.REDIS_URL === undefined ? ` --redis ${shellWord(target.redacted)}` : '';
+  // A shared Redis from REDIS_URL is found again by the same variable; one from --redis is named,
+  // its password by where it came from (never a *** placeholder).
+  const redis = redisHintArgs(target, passwordFile, env);
   return [
     { key: 'dashboard', label: 'watch in the dashboard', command: `${cli} dashboard --audit ${dir}${redis}` },
     { key: 'status', label: 'watch in the terminal', command: `${cli} status --audit ${dir} --watch${redis}` },

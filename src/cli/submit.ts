@@ -1,9 +1,11 @@
-import { cliCommand, shellWord, submitSource } from '../app/index.js';
+import { cliCommand, submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';
+import { WANDB_OPTION, wandbFrom } from './tracking-option.js';
+import { redisHintArgs } from './redis-hint.js';
 
 /**
  * `canary-audit submit GRID`: expand the grid, write the manifests into the artifact root and queue
@@ -13,7 +15,8 @@ import { jsonLine } from './json-output.js';
 export const command: Command = {
   name: 'submit',
   summary: 'Expand a grid and queue one fine-tuning job per run on Redis.',
-  usage: 'GRID [--redis URL] [--artifacts DIR] [--attempts N] [--backoff-s S] [--no-pin-revisions] [--json]',
+  usage:
+    'GRID [--redis URL] [--artifacts DIR] [--attempts N] [--backoff-s S] [--wandb PROJECT] [--no-pin-revisions] [--json]',
   description: `
 GRID is a grid YAML file, or an audit folder already written by \`plan --out\` (holding audit.json).
 Manifests go to <artifacts>/audits/<audit_id>/runs/<run_id>/; workers on any host that sees the
@@ -26,6 +29,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     ...ARTIFACTS_OPTION,
     ...RETRY_OPTIONS,
     ...NO_PIN_OPTION,
+    ...WANDB_OPTION,
     json: {
       type: 'boolean',
       description:
@@ -36,9 +40,15 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'submit', stringOption(args, 'redis-password-file'));
     const tuning = tuningFrom(args);
-    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning, {
-      pinRevisions: !args.values['no-pin-revisions'],
-    });
+    const wandbProject = wandbFrom(args);
+    const { source, outcome } = await submitSource(
+      args.positionals[0] as string,
+      artifactsFrom(args),
+      target,
+      tuning,
+      { pinRevisions: !args.values['no-pin-revisions'] },
+      wandbProject === undefined ? {} : { wandbProject },
+    );
     warnUnpinned(source.models);
     if (args.values.json) {
       process.stdout.write(
@@ -58,7 +68,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     if (outcome.added) {
       process.stdout.write(
         `queued ${outcome.auditId} (${outcome.runs} run${outcome.runs === 1 ? '' : 's'}) on ${target.redacted}\n` +
-          `  manifests: ${source.input.auditDir}\n  watch: ${cliCommand()} status ${outcome.auditId} --watch${process.env.REDIS_URL ? '' : ` --redis ${shellWord(target.redacted)}`}\n`,
+          `  manifests: ${source.input.auditDir}\n  watch: ${cliCommand()} status ${outcome.auditId} --watch${redisHintArgs(target, stringOption(args, 'redis-password-file'))}\n`,
       );
     } else {
       process.stdout.write(`${outcome.auditId} is already in the queue (${outcome.existingState}); nothing added\n`);

@@ -14,6 +14,7 @@ import {
   tuningFrom,
 } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
+import { WANDB_PROJECT_ENV, WORKER_WANDB_OPTION, wandbFrom } from './tracking-option.js';
 
 /** Exit code after SIGUSR1: every run was checkpointed and handed back; a batch job may requeue itself. */
 export const WORKER_EXIT_HANDED_BACK = 75;
@@ -25,7 +26,7 @@ export const WORKER_EXIT_HANDED_BACK = 75;
 export const command: Command = {
   name: 'worker',
   summary: 'Run queued fine-tuning jobs: one worker per GPU (or N CPU workers).',
-  usage: '[--gpus 0,1,...|--cpu N] [--runner local|docker] [--redis URL] [--artifacts DIR]',
+  usage: '[--gpus 0,1,...|--cpu N] [--runner local|docker] [--redis URL] [--artifacts DIR] [--wandb PROJECT]',
   description: `
 Each worker takes one run at a time and starts the trainer as a child process (CUDA_VISIBLE_DEVICES
 set to its GPU), relays its progress to Redis (\`canary-audit status\`) and records where the result
@@ -38,7 +39,7 @@ the same, then exit code ${WORKER_EXIT_HANDED_BACK}, which tells the job script 
 A worker killed with SIGKILL loses its runs after --lock-ms; another worker resumes them from their
 newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED_BACK} stopped on SIGUSR1, 1 Redis unreachable,
 2 bad flags.`,
-  options: { ...SLOT_OPTIONS, ...REDIS_OPTION, ...ARTIFACTS_OPTION, ...TIMING_OPTIONS },
+  options: { ...SLOT_OPTIONS, ...REDIS_OPTION, ...ARTIFACTS_OPTION, ...TIMING_OPTIONS, ...WORKER_WANDB_OPTION },
   positionals: [0, 0],
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'worker', stringOption(args, 'redis-password-file'));
@@ -54,6 +55,9 @@ newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED
     const slots = slotsFrom(args);
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);
+    // The trainers inherit the worker's environment (the docker runner forwards the variable).
+    const wandbProject = wandbFrom(args, true);
+    if (wandbProject !== undefined) process.env[WANDB_PROJECT_ENV] = wandbProject;
     await assertRedisReachable(target);
     const pool = await WorkerPool.start({ conn: queueConnection(target), artifactsDir, runner, slots, tuning });
     process.stderr.write(

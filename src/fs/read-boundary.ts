@@ -84,8 +84,16 @@ function refuseRealpath(full: string, error: unknown, options: ReadBoundaryOptio
       error,
     );
   if (code === 'ELOOP')
-    throw new ReadBoundaryError(full, `${full}: ${label(options)} is a symlink loop; not read`, error);
-  throw new ReadBoundaryError(full, `${full}: ${label(options)} cannot be read (${code ?? String(error)})`, error);
+    throw new ReadBoundaryError(
+      full,
+      `${full}: ${label(options)} is a symlink loop; not read — ${options.fix ?? 'point the link at a regular file'}`,
+      error,
+    );
+  throw new ReadBoundaryError(
+    full,
+    `${full}: ${label(options)} cannot be read (${code ?? String(error)}); ${options.fix ?? `make it and its folders readable by this user (ls -ld ${full})`}`,
+    error,
+  );
 }
 
 function checkPath(root: string, path: string, realRoot: string, real: string, options: ReadBoundaryOptions): Checked {

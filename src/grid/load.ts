@@ -258,7 +258,8 @@ export function parseGrid(file: string, text: string): LoadedGrid {
 
   const normalised = { ...doc, name };
   // `analysis` changes how the report reads the runs, not the runs: a new margin keeps the audit.
-  const { analysis: _analysis, ...planned } = normalised;
+  // `tracking` changes where curves are sent, not what is trained: the same runs too.
+  const { analysis: _analysis, tracking: _tracking, ...planned } = normalised;
   return { file, source, doc: normalised, sha256: contentHash(planned), rows, updates, expansion, design };
 }
 

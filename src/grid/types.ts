@@ -67,6 +67,8 @@ export interface GridDocument {
     threshold_strategy?: 'bonferroni' | 'split' | 'multisplit';
     extrapolate?: boolean;
   };
+  /** Experiment tracking besides each run's TensorBoard files: W&B project (and entity). Not part of the audit id. */
+  tracking?: { wandb?: { project: string; entity?: string } };
   models?: Record<string, Record<string, unknown>>;
 }
 

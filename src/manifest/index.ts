@@ -14,6 +14,7 @@ export {
 } from './plan.js';
 export { writeAudit, runIdOf, type WrittenAudit, type WrittenRun } from './write.js';
 export { auditIndex } from './audit-index.js';
+export { TRACKING_FILE, trackingWith, writeTracking, type TrackingSettings } from './tracking.js';
 export { buildManifestCore, runRenderer, GRID_FILE_FROM_RUN, type ManifestCore, type RunRenderer } from './manifest.js';
 export { layoutRun, type PlacedCanary, type RunLayout, type RunStats } from './plan-run.js';
 export {

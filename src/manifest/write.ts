@@ -21,6 +21,7 @@ import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js'
 import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrain.js';
 import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
+import { writeTracking } from './tracking.js';
 import type { RunLayout } from './plan-run.js';
 import type { UtilityMetric } from './tasks/index.js';
 import {
@@ -92,6 +93,7 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   if (removed.length > 0) log.info({ removed }, 'removed staging folders of writes that were killed');
   const gridPath = join(auditDir, GRID_FILE);
   if ((await readText(gridPath)) !== plan.gridText) await writeFileAtomic(gridPath, plan.gridText);
+  await writeTracking(auditDir, plan.grid.doc.tracking ?? {});
 
   const runs: WrittenRun[] = [];
   // Shared by every run of this write: what is the same for all of them is made once.

@@ -113,7 +113,7 @@ export function parseRedisUrl(raw: string, source = '--redis'): RedisTarget {
       } catch (error) {
         throw new CanaryAuditError(
           'E_REDIS_CA',
-          `CANARY_AUDIT_REDIS_CA=${quoteValue(caPath)} cannot be read: ${(error as Error).message}`,
+          `CANARY_AUDIT_REDIS_CA=${quoteValue(caPath)} cannot be read: ${(error as Error).message}; point it at a readable PEM file of the CA that signed the Redis server's certificate, or unset it to use the system's CAs`,
           {
             exitCode: 2,
             cause: error,

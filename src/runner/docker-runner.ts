@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, posix } from 'node:path';
 import { execa } from 'execa';
+import { TRACKING_FILE, type TrackingSettings } from '../manifest/tracking.js';
 import { hostCacheDir, TRAINER_CACHE_ENV } from './local-runner.js';
 import { trainerModuleArgs, type TrainerCommand, type TrainerJob, type TrainerRunner } from './trainer-runner.js';
 
@@ -53,6 +55,35 @@ export function defaultHfHome(env: NodeJS.ProcessEnv = process.env): string {
   return env.HF_HOME || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'huggingface');
 }
 
+/** Variables the trainer's tracking reads: the worker's --wandb, and W&B's own (mode, key, host). */
+const TRACKING_ENV = [
+  'CANARY_TRAINER_WANDB_PROJECT',
+  'CANARY_TRAINER_WANDB_ENTITY',
+  'CANARY_TRAINER_TENSORBOARD',
+  'WANDB_MODE',
+  'WANDB_API_KEY',
+  'WANDB_BASE_URL',
+];
+
+/** The W&B settings of the audit a run folder belongs to (<audit>/runs/<run_id>/), if it asks for W&B. */
+export function auditWandb(runDir: string): { project: string; entity?: string } | null {
+  const path = join(runDir, '..', '..', TRACKING_FILE);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null; // the audit asks for no W&B
+    throw new Error(
+      `cannot read ${path}: ${(error as Error).message}; fix: make it readable, or plan the audit again`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const raw = JSON.parse(text) as TrackingSettings;
+  return typeof raw.wandb?.project === 'string' ? raw.wandb : null;
+}
+
 export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
   const docker = options.docker ?? 'docker';
   const image = options.image ?? process.env.CANARY_AUDIT_TRAINER_IMAGE ?? DEFAULT_TRAINER_IMAGE;
@@ -76,8 +107,15 @@ export function dockerRunner(options: DockerRunnerOptions = {}): TrainerRunner {
       args.push('-e', 'PYTHONUNBUFFERED=1');
       if (job.threads !== null) args.push('-e', `CANARY_TRAINER_THREADS=${job.threads}`, '--cpus', String(job.threads));
       // Names only: docker copies the values from its own environment, so tokens stay out of argv.
-      for (const name of ['HF_TOKEN', 'HF_HUB_OFFLINE']) {
+      // W&B tracking (trainer-py/canary_trainer/tracking.py) and W&B's own settings pass through too.
+      for (const name of ['HF_TOKEN', 'HF_HUB_OFFLINE', ...TRACKING_ENV]) {
         if (process.env[name] !== undefined) args.push('-e', name);
+      }
+      // The container sees the run folder only: the audit's tracking.json travels as variables.
+      if (process.env.CANARY_TRAINER_WANDB_PROJECT === undefined) {
+        const wandb = auditWandb(job.runDir);
+        if (wandb) args.push('-e', `CANARY_TRAINER_WANDB_PROJECT=${wandb.project}`);
+        if (wandb?.entity) args.push('-e', `CANARY_TRAINER_WANDB_ENTITY=${wandb.entity}`);
       }
       if (hfHome) args.push('-v', `${hfHome}:/work/hf`, '-e', 'HF_HOME=/work/hf');
       args.push(

@@ -14,6 +14,7 @@ export { startTrainer, type RunningTrainer, type TrainerOutcome, type TrainerRun
 export { classifyExit, type ExitFacts, type ExitOutcome, type ExitStatus } from './exit-status.js';
 export { LineSplitter, MAX_LINE, parseProgressLine, type ParsedLine } from './progress-protocol.js';
 export { localRunner, type LocalRunnerOptions } from './local-runner.js';
+export { trackVerdicts, type TrackedVerdicts } from './track-verdicts.js';
 export {
   dockerRunner,
   containerName,

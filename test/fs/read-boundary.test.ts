@@ -18,6 +18,8 @@ symlinkSync(join(inside, 'report', 'report.html'), join(inside, 'in-link'));
 symlinkSync('report', join(inside, 'report-dir-link'));
 execFileSync('mkfifo', [join(inside, 'fifo')]);
 writeFileSync(join(inside, 'big'), Buffer.alloc(2000));
+symlinkSync('loop-b', join(inside, 'loop-a'));
+symlinkSync('loop-a', join(inside, 'loop-b'));
 
 const opts = { maxBytes: 1000, what: 'report' };
 
@@ -62,6 +64,15 @@ describe.each(Object.entries(readers))('the read boundary (%s)', (_, read) => {
     await expect(read('report')).rejects.toThrow(/report: report is a directory, not a regular file/);
     await expect(read('big')).rejects.toThrow(/big: report holds 2\.0 kB, over the 1\.0 kB cap; not read/);
     await expect(read('gone.html')).rejects.toThrow(/gone\.html: no such report/);
+  });
+
+  it('says what to do about a file it cannot read: a symlink loop, a path through a file', async () => {
+    await expect(read('loop-a')).rejects.toThrow(
+      /loop-a: report is a symlink loop; not read — point the link at a regular file$/,
+    );
+    await expect(read('big/x')).rejects.toThrow(
+      /big\/x: report cannot be read \(ENOTDIR\); make it and its folders readable by this user \(ls -ld .*big\/x\)$/,
+    );
   });
 });
 

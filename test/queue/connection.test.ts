@@ -37,7 +37,7 @@ describe('parseRedisUrl', () => {
       expect(Buffer.isBuffer((t.options.tls as { ca?: Buffer }).ca)).toBe(true);
       process.env.CANARY_AUDIT_REDIS_CA = '/nonexistent/ca.pem';
       expect(() => parseRedisUrl('rediss://cache:6379')).toThrow(
-        /CANARY_AUDIT_REDIS_CA="\/nonexistent\/ca.pem" cannot be read/,
+        /CANARY_AUDIT_REDIS_CA="\/nonexistent\/ca.pem" cannot be read: .*; point it at a readable PEM file .* or unset it/,
       );
     } finally {
       if (previous === undefined) delete process.env.CANARY_AUDIT_REDIS_CA;

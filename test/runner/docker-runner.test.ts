@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,6 +148,31 @@ describe('docker runner', () => {
     } finally {
       if (saved === undefined) delete process.env.HF_TOKEN;
       else process.env.HF_TOKEN = saved;
+    }
+  });
+
+  it("tells the container the audit's W&B project (it sees the run folder only) and forwards W&B's variables by name", () => {
+    const j = job(null);
+    const tracking = join(root, 'audits', 'a', 'tracking.json');
+    writeFileSync(tracking, JSON.stringify({ wandb: { project: 'canaries', entity: 'lab' } }));
+    const saved = { mode: process.env.WANDB_MODE, project: process.env.CANARY_TRAINER_WANDB_PROJECT };
+    process.env.WANDB_MODE = 'offline';
+    try {
+      const args = dockerRunner({ image: 'img' }).command(j).args;
+      expect(args.join(' ')).toContain(
+        '-e WANDB_MODE -e CANARY_TRAINER_WANDB_PROJECT=canaries -e CANARY_TRAINER_WANDB_ENTITY=lab',
+      );
+      // A worker's --wandb wins: its variable is forwarded by name, the audit's file is not read.
+      process.env.CANARY_TRAINER_WANDB_PROJECT = 'from-worker';
+      const over = dockerRunner({ image: 'img' }).command(j).args;
+      expect(over).toContain('CANARY_TRAINER_WANDB_PROJECT');
+      expect(over.join(' ')).not.toContain('=canaries');
+    } finally {
+      rmSync(tracking);
+      if (saved.mode === undefined) delete process.env.WANDB_MODE;
+      else process.env.WANDB_MODE = saved.mode;
+      if (saved.project === undefined) delete process.env.CANARY_TRAINER_WANDB_PROJECT;
+      else process.env.CANARY_TRAINER_WANDB_PROJECT = saved.project;
     }
   });
 

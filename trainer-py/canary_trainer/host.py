@@ -10,6 +10,10 @@ parsed here and nowhere else. They change how a run uses this machine, never wha
   CANARY_TRAINER_PARENT_WATCH            0: do not stop when the parent process exits (default 1)
   CANARY_TRAINER_CACHE                   the content-addressed cache folder (default ~/.cache/canary-audit)
   CANARY_SCHEMAS_DIR                     the shared JSON Schemas (default: the checkout's schemas/)
+  CANARY_TRAINER_TENSORBOARD             0: no TensorBoard event files (default 1; tracking.py)
+  CANARY_TRAINER_WANDB_PROJECT           W&B project of every run (the worker's --wandb; empty: W&B off;
+                                         unset: the audit's tracking.json decides)
+  CANARY_TRAINER_WANDB_ENTITY            W&B entity with it (default: W&B's own)
   RANK, LOCAL_RANK, WORLD_SIZE           set by torch.distributed.run for a sharded run
 
 `host()` parses the environment into one typed `Host` at each call (cheap), so a caller that
@@ -40,6 +44,10 @@ class Host:
     rank: int
     local_rank: int
     world_size: int
+    tensorboard: bool = True
+    # None: unset (the audit decides); "": W&B off.
+    wandb_project: str | None = None
+    wandb_entity: str | None = None
 
 
 def _number(env: Mapping[str, str], name: str, kind: type[int] | type[float]) -> int | float | None:
@@ -71,4 +79,7 @@ def host(env: Mapping[str, str] | None = None) -> Host:
         rank=int(_number(e, "RANK", int) or 0),
         local_rank=int(_number(e, "LOCAL_RANK", int) or 0),
         world_size=int(_number(e, "WORLD_SIZE", int) or 1),
+        tensorboard=e.get("CANARY_TRAINER_TENSORBOARD", "1").strip().lower() not in ("0", "false", "no", "off"),
+        wandb_project=e["CANARY_TRAINER_WANDB_PROJECT"].strip() if "CANARY_TRAINER_WANDB_PROJECT" in e else None,
+        wandb_entity=e.get("CANARY_TRAINER_WANDB_ENTITY") or None,
     )

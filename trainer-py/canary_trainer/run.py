@@ -35,6 +35,7 @@ from .placement import Placement, place
 from .result import thin_curve, write_result
 from .rows import check_lines, read_rows
 from .run_state import PhaseRecord, RunState
+from .tracking import Tracker, start_tracking, tracking_config
 from .train import make_optimizer, mean_target_loss, train_updates
 
 
@@ -75,13 +76,28 @@ def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float, placement: P
         log(f"{result_path} already holds this manifest's result; nothing to do (--force reruns)")
         result = json.loads(result_path.read_text())
     else:
-        steps = _Run(opts, manifest, placement)
-        steps.resume_or_start()
-        steps.train()
-        steps.evaluate()
-        result = steps.write()
+        # Curves and phases go to TensorBoard / W&B from rank 0, beside the progress events.
+        tracker = start_tracking(tracking_config(manifest), manifest, opts.out) if placement.main else Tracker()
+        observer = opts.events.observer
+        opts.events.observer = tracker.observe if observer is None else _both(observer, tracker.observe)
+        try:
+            steps = _Run(opts, manifest, placement, tracker)
+            steps.resume_or_start()
+            steps.train()
+            steps.evaluate()
+            result = steps.write()
+        finally:
+            opts.events.observer = observer
+            tracker.close()
     opts.events.emit("done", result=str(result_path), wall_s=round(time.monotonic() - wall0, 3))
     return result
+
+
+def _both(first: Callable[[dict], None], second: Callable[[dict], None]) -> Callable[[dict], None]:
+    def observe(event: dict) -> None:
+        first(event)
+        second(event)
+    return observe
 
 
 def _finished(out: Path, manifest: Manifest) -> bool:
@@ -147,8 +163,9 @@ class _Run:
 
     optimizer: torch.optim.Optimizer
 
-    def __init__(self, opts: RunOptions, manifest: Manifest, placement: Placement):
+    def __init__(self, opts: RunOptions, manifest: Manifest, placement: Placement, tracker: Tracker):
         self.opts, self.manifest, self.out, self.ev = opts, manifest, opts.out, opts.events
+        self.tracker = tracker
         self.tr = manifest.training
         self.placement = placement
         # Checkpoints that failed their content hashes (or did not load) at this start, and over the
@@ -329,6 +346,7 @@ class _Run:
             # The base phase through the audit's shared cache, around the same evaluator.
             through = SharedBase(self.evaluator, base_record) if phase == "base" else self.evaluator
             entry = through.run_phase(phase, update)
+            self.tracker.phase(self.manifest, self.out, entry)
             # Remember how every phase so far was scored, so a resumed run labels the result correctly.
             self.state.evaluations.append(PhaseRecord(entry, sorted(self.evaluator.modes_used)))
         self.placement.barrier()
