@@ -17,7 +17,8 @@ best of them, by CPU time, is tuned first for each of its two forms), `max_new_t
                  every row's code is decided: the trainer's early stop given to generate().
 The ratio over generate_stop is the batching and the decoding loop alone; over generate it adds the
 early stop. Agreement: each form's tokens cut where the trainer's rule says the code is decided
-equal the trainer's text, row by row (exit 1 on any difference). One JSON line per family:
+equal the trainer's text, row by row (exit 1 on any difference). The share of generate_stop's CPU
+time spent in its StoppingCriteria is printed (min-max over repeats). One JSON line per family:
 medians (wall seconds per probe), spreads, the ratios in wall and in CPU seconds (one thread: on a
 shared machine the CPU ratio is the steadier measure), each with its min/max spread.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 
 import torch
 from _common import each_family, probes, setup_hf, spread, timed
@@ -43,16 +45,20 @@ class CodeDecided(StoppingCriteria):
     row, on the text generated so far (up to its first stop token). Once decided, a row stays
     decided (no continuation can change the code), so each row is decoded until it is."""
 
+    seconds = 0.0  # CPU seconds spent in the check, over every instance (its own cost, reported)
+
     def __init__(self, b, width: int, rules: list, stop: set[int]):
         self.b, self.width, self.rules, self.stop = b, width, rules, stop
         self.done = [False] * len(rules)
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.BoolTensor:
+        c0 = time.process_time()
         rows = input_ids[:, self.width:].tolist()  # (B, generated so far)
         for r, toks in enumerate(rows):
             if not self.done[r]:
                 end = next((j for j, t in enumerate(toks) if t in self.stop), len(toks))
                 self.done[r] = end < len(toks) or self.rules[r](self.b.decode(toks[:end]))
+        CodeDecided.seconds += time.process_time() - c0
         return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)  # type: ignore[return-value]
 
 
@@ -115,6 +121,7 @@ def run(family: str, args) -> dict:
     names = ["trainer", *forms]
     times: dict[str, list[float]] = {k: [] for k in names}
     cpu: dict[str, list[float]] = {k: [] for k in names}
+    check: list[float] = []  # share of generate_stop's CPU time spent in its StoppingCriteria
     ours = None
     ref: dict[str, list[list[int]]] = {}
     for r in range(args.repeats):
@@ -123,7 +130,11 @@ def run(family: str, args) -> dict:
                 with torch.no_grad():
                     ours, s, c = timed(lambda: greedy_many(b, ps, 64, DIGITS, 4))
             else:
+                if name == "generate_stop":
+                    CodeDecided.seconds = 0.0
                 ref[name], s, c = timed(lambda name=name: hf_generate(b, reqs, best[name], forms[name]))
+                if name == "generate_stop":
+                    check.append(CodeDecided.seconds / c)
             times[name].append(s / len(ps))
             cpu[name].append(c / len(ps))
     assert ours is not None
@@ -144,6 +155,7 @@ def run(family: str, args) -> dict:
                                                  round(max(cpu[form]) / min(cpu["trainer"]), 2)],
                     f"{form}_tokens_per_decode": round(sum(len(x) for x in ref[form]) / len(ref[form]), 1),
                     f"{form}_agree": f"{agree[form]}/{len(reqs)}"})
+    row["generate_stop_criterion_cpu_share"] = spread(check, 3)
     row["ok"] = all(n == len(reqs) for n in agree.values())
     return row
 
