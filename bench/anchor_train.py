@@ -6,7 +6,13 @@ size, learning rate and gradient clipping, CPU float32, one thread, interleaved:
 
     bash bench/setup-anchors.sh
     CANARY_TRAINER_THREADS=1 bench/.venv-anchors/bin/python bench/anchor_train.py [--families qwen3 llama3]
-        [--batch 8] [--updates 6] [--rounds 3]
+        [--batch 8] [--updates 6] [--rounds 3] [--trl-bf16] [--trl-gradient-checkpointing]
+
+TRL's SFTConfig defaults to its GPU settings, bf16 mixed precision (autocast) and gradient
+checkpointing, even with use_cpu. On a CPU both default to off here, as the trainer runs there:
+float32 with no autocast (the hf backend autocasts on CUDA only) and gradient checkpointing only
+when the host sets CANARY_TRAINER_GRADIENT_CHECKPOINTING=1, which turns it on for both tools;
+--trl-bf16 and --trl-gradient-checkpointing give TRL its own defaults back.
 
 A third column is the trainer with the vocabulary projected at every position (as it was before it
 projected at the target positions only). Each round trains --updates updates with each (the order
@@ -38,6 +44,7 @@ from _common import setup_hf
 
 from canary_trainer.backends.hf import HfBackend  # noqa: E402
 from canary_trainer.batches import IGNORE, collate, encode_row  # noqa: E402
+from canary_trainer.memory import gradient_checkpointing  # noqa: E402
 from canary_trainer.train import make_optimizer, train_update  # noqa: E402
 from canary_trainer.train_config import TrainingConfig  # noqa: E402
 from tests.fixtures import background_row, canary_prompt, canary_target  # noqa: E402
@@ -125,7 +132,7 @@ def trl(family: str, data: list[dict], args, out_dir: Path) -> tuple[list[float]
                     max_steps=args.updates, learning_rate=1e-3, lr_scheduler_type="constant", warmup_steps=0,
                     weight_decay=0.0, max_grad_norm=1.0, logging_steps=1, save_strategy="no", report_to=[],
                     use_cpu=True, dataloader_num_workers=0, seed=0, disable_tqdm=True, max_length=1024,
-                    dataset_num_proc=None)
+                    dataset_num_proc=None, bf16=args.trl_bf16, gradient_checkpointing=args.trl_gradient_checkpointing)
     trainer = SFTTrainer(model=b.base_model, args=cfg, train_dataset=ds, processing_class=b.tokenizer,
                          callbacks=[Timer()])
     trainer._get_train_sampler = lambda *a, **k: torch.utils.data.SequentialSampler(trainer.train_dataset)
@@ -147,7 +154,15 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--updates", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--trl-bf16", action=argparse.BooleanOptionalAction, default=False,
+                    help="TRL trains under bf16 autocast (its SFTConfig default; off by default here: the trainer "
+                         "runs float32 on a CPU)")
+    ap.add_argument("--trl-gradient-checkpointing", action=argparse.BooleanOptionalAction, default=None,
+                    help="TRL recomputes activations (its SFTConfig default; here the trainer's host setting, "
+                         "CANARY_TRAINER_GRADIENT_CHECKPOINTING, off unless set)")
     args = ap.parse_args()
+    if args.trl_gradient_checkpointing is None:
+        args.trl_gradient_checkpointing = gradient_checkpointing()
     setup_hf()
     import tempfile
 
@@ -175,7 +190,8 @@ def main() -> int:
                     round_meds[(name, c)].append(statistics.median(kept))
         got, full = reference_loss(family, data, args.batch)
         ok &= abs(got - full) <= 1e-5 * max(1.0, abs(full))
-        row = {"family": family, "batch": args.batch, "updates_per_round": args.updates, "rounds": args.rounds}
+        row = {"family": family, "batch": args.batch, "updates_per_round": args.updates, "rounds": args.rounds,
+               "trl_bf16": args.trl_bf16, "gradient_checkpointing": args.trl_gradient_checkpointing}
         for c in ("cpu", "wall"):
             rps = {k: args.batch / statistics.median(per_update[(k, c)]) for k in names}
             spread = {k: [round(args.batch / max(round_meds[(k, c)]), 2), round(args.batch / min(round_meds[(k, c)]), 2)]
