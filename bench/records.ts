@@ -130,9 +130,9 @@ export function benchmarksPage(records: readonly BenchRecord[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Every path-like word of a command that should exist: `bench/x.ts`, `.ci/run`, `configs/y.yaml`. */
+/** The scripts and grids a command names, which must exist: `bench/x.ts`, `.ci/run`, `configs/y.yaml` (not a venv's binaries). */
 export function commandFiles(command: string): string[] {
-  return [...command.matchAll(/(?:^|[\s=])((?:bench|\.ci|configs|trainer-py|test)\/[\w./-]+)/g)].map(
-    (m) => m[1] as string,
-  );
+  return [...command.matchAll(/(?:^|[\s=])((?:bench|\.ci|configs|trainer-py|test)\/[\w./-]+)/g)]
+    .map((m) => m[1] as string)
+    .filter((f) => f.startsWith('.ci/') || /\.(ts|mts|js|mjs|py|sh|ya?ml)$/.test(f)); // not venv binaries
 }

@@ -55,5 +55,6 @@ describe('generated docs', () => {
       },
     );
     expect(commandFiles('npx tsx bench/scale.ts --sizes 100 && bash .ci/run')).toEqual(['bench/scale.ts', '.ci/run']);
+    expect(commandFiles('bench/.venv-anchors/bin/python bench/anchor_greedy.py')).toEqual(['bench/anchor_greedy.py']);
   });
 });
