@@ -1,4 +1,4 @@
-import { cliCommand, shellWord, submitSource } from '../app/index.js';
+import { cliCommand, pathArg, shellWord, submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
@@ -20,6 +20,9 @@ Manifests go to <artifacts>/audits/<audit_id>/runs/<run_id>/; workers on any hos
 same artifact root run them (\`canary-audit worker\`). An audit already in the queue is left as it
 is: nothing is added (to run a cancelled audit again, \`cancel AUDIT --purge\` first).
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
+A grid with sequential replicates (replicates: {until: decided}) queues its first look only
+(the first min seeds per cell) and prints the command that continues it: \`run AUDIT_DIR --redis
+URL\` reads each look when its runs end and queues the next seed where a comparison is undecided.
 Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or flags.`,
   options: {
     ...REDIS_OPTION,
@@ -36,9 +39,15 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
   async run(args) {
     const target = requireRedisTarget(stringOption(args, 'redis'), 'submit', stringOption(args, 'redis-password-file'));
     const tuning = tuningFrom(args);
-    const { source, outcome } = await submitSource(args.positionals[0] as string, artifactsFrom(args), target, tuning, {
-      pinRevisions: !args.values['no-pin-revisions'],
-    });
+    const { source, outcome, sequential } = await submitSource(
+      args.positionals[0] as string,
+      artifactsFrom(args),
+      target,
+      tuning,
+      {
+        pinRevisions: !args.values['no-pin-revisions'],
+      },
+    );
     warnUnpinned(source.models);
     if (args.values.json) {
       process.stdout.write(
@@ -62,6 +71,12 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
       );
     } else {
       process.stdout.write(`${outcome.auditId} is already in the queue (${outcome.existingState}); nothing added\n`);
+    }
+    if (sequential) {
+      const redis = process.env.REDIS_URL ? '' : ` --redis ${shellWord(target.redacted)}`;
+      process.stdout.write(
+        `sequential replicates: only the first look's runs are queued; continue the looks (read each look, queue the next seeds) with: ${cliCommand()} run ${pathArg(source.input.auditDir)}${redis}\n`,
+      );
     }
     return 0;
   },

@@ -56,7 +56,19 @@ export interface GridDocument {
    * also a tiny model's base (absent: `joint` where a tiny base is pretrained and 2+ seeds run,
    * else `training`; src/grid/design.ts).
    */
-  replicates?: { vary?: 'training' | 'joint' | 'base' };
+  replicates?: {
+    vary?: 'training' | 'joint' | 'base';
+    /**
+     * Sequential replicates: `until: decided` runs the first `min` seeds of the seed axis, then adds
+     * the next seed to the cells an undecided declared comparison rests on, up to `max` seeds (the
+     * seed axis lists exactly `max`), spending α over the looks by `spending` (default pocock;
+     * src/metrics/sequential.ts).
+     */
+    until?: 'decided';
+    min?: number;
+    max?: number;
+    spending?: 'pocock' | 'obrien-fleming';
+  };
   /** How the report decides the declared comparisons: `margin_bits` (default 1), the equivalence margin in bits. Not part of the audit id. */
   analysis?: { margin_bits?: number };
   models?: Record<string, Record<string, unknown>>;

@@ -91,6 +91,8 @@ export interface LookReading {
   n_runs: number;
   /** The plain sentence the report and `run` print. */
   sentence: string;
+  /** The full verdict as the report writes it (report/verdicts.ts), kept with the stop. */
+  detail?: unknown;
 }
 
 /** Why a comparison stopped: decided at its look, or the design's last look reached undecided or not. */

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { GRID_FILE } from '../layout.js';
+import { readSequentialRecord } from '../contracts/index.js';
 import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
 import { DEFAULT_AXIS_ROLES, varyingAxes, type AxisRoles } from '../metrics/cells.js';
@@ -40,6 +41,11 @@ export interface WriteReportOptions {
   hooks?: ObserveHooks;
   /** Equivalence margin of the verdicts, bits. Default: the audit grid's `analysis.margin_bits`, else 1. */
   marginBits?: number;
+  /**
+   * Sequential replicates: report the verdicts read at each comparison's stopping look
+   * (sequential.json). Default true; false reads the runs as a fixed grid would (a look itself).
+   */
+  sequential?: boolean;
   /** How the f-DP one-run ε bound picks its threshold (split seeds: `seed`). Default bonferroni. */
   thresholdStrategy?: (typeof THRESHOLD_STRATEGIES)[number];
 }
@@ -58,7 +64,7 @@ export interface WriteReportResult {
 }
 
 /** The margin the audit's grid declares (`analysis.margin_bits`; validated when it was planned); null when none. */
-async function gridMargin(auditDir: string): Promise<number | null> {
+export async function gridMargin(auditDir: string): Promise<number | null> {
   let text: string;
   try {
     text = await readFile(join(auditDir, GRID_FILE), 'utf8');
@@ -170,6 +176,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     provenance: finishProvenance(atStart),
     ...(utilityHeadline ? { utilityHeadline } : {}),
     marginBits: options.marginBits ?? (await gridMargin(options.auditDir)) ?? undefined,
+    sequential: options.sequential === false ? null : await readSequentialRecord(options.auditDir),
   });
   // The finding `run` prints, in summary.json too (report/findings.ts reads the summary built above).
   summary.headline = headline(summary);

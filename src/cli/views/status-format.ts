@@ -35,7 +35,14 @@ export function auditHeadline(audit: AuditStatus, slots?: number): string {
   const cancelled = audit.cancelled_at ? ` (cancelled ${audit.cancelled_at})` : '';
   const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null;
   const etaText = eta !== null && eta > 0 ? `  audit ETA ${formatDuration(eta)}` : '';
-  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${etaText}`;
+  const looks = audit.sequential ? `  ${sequentialStatus(audit.sequential)}` : '';
+  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${looks}${etaText}`;
+}
+
+/** `seed 5 of ≤10: 2 comparisons undecided` (sequential replicates; `, done` once every comparison stopped). */
+export function sequentialStatus(s: NonNullable<AuditStatus['sequential']>): string {
+  const open = `${s.undecided} comparison${s.undecided === 1 ? '' : 's'} undecided`;
+  return `seed ${s.seeds} of ≤${s.max}: ${s.done ? `done, ${s.decided} decided, ${open}` : open}`;
 }
 
 function where(run: RunStatus): string {
