@@ -144,8 +144,14 @@ export async function readLook(
   auditDir: string,
   record: SequentialRecord,
   look: Look,
+  resamples?: number,
 ): Promise<{ readings: LookReading[]; family: { comparison: string; arms: string[] }[] }> {
-  const { summary } = await computeReport({ auditDir, confidence: 1 - look.alpha, sequential: false });
+  const { summary } = await computeReport({
+    auditDir,
+    confidence: 1 - look.alpha,
+    sequential: false,
+    ...(resamples !== undefined ? { resamples } : {}),
+  });
   const family = declaredFamily(summary);
   const stopped = new Set(record.stopped.map((s) => s.comparison));
   const open = new Set(family.map((m) => m.comparison).filter((c) => !stopped.has(c)));
@@ -178,6 +184,8 @@ export interface LookDriver {
   wait(): Promise<boolean>;
   /** One line per look read. */
   say(line: string): void;
+  /** Bootstrap resamples per interval when a look is read (default: the report's). */
+  resamples?: number;
 }
 
 /**
@@ -204,7 +212,7 @@ export async function runLooks(
     await driver.queue(taken(), progressOf(record, familySize));
     if (!(await driver.wait())) return record;
     const look = record.schedule[record.pending_look - 1] as Look;
-    const { readings, family } = await readLook(auditDir, record, look);
+    const { readings, family } = await readLook(auditDir, record, look, driver.resamples);
     familySize = family.length;
     const state = applyLook(
       { looks: record.looks, stopped: record.stopped, next_arms: [], done: false },
