@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserInputError } from '../errors.js';
 import { readJsonFile, writeJsonAtomic } from '../fs/index.js';
-import type { Look, LookRecord, SpendingFunction, StoppedComparison } from '../metrics/sequential.js';
 
 /**
  * sequential.json: the record of an audit with sequential replicates (`replicates: {until:
@@ -32,6 +31,60 @@ export interface SequentialRecord {
   /** Comparisons that stopped, each with the verdict (report/verdicts.ts) read at its look in `detail`. */
   stopped: StoppedComparison[];
   done: boolean;
+}
+
+/** The stopping rule's values (src/metrics/sequential.ts uses them; the record stores them). */
+export type SpendingFunction = 'pocock' | 'obrien-fleming';
+
+export interface Look {
+  /** 1-based look number. */
+  look: number;
+  /** Seeds per (still needed) cell at this look. */
+  seeds: number;
+  /** Information fraction seeds / max. */
+  fraction: number;
+  /** α spent up to and including this look. */
+  spent: number;
+  /** This look's own level, tested by itself: spent − the previous look's spent. */
+  alpha: number;
+}
+
+/** A comparison as read at one look (the family's verdicts at that look's α, Holm over the open ones). */
+export interface LookReading {
+  comparison: string;
+  /** The cells (arms: labels without the seed) the comparison rests on, as canonical keys. */
+  arms: string[];
+  verdict: 'higher' | 'lower' | 'equivalent' | 'undecided';
+  within_margin: boolean;
+  estimate: number;
+  lo: number;
+  hi: number;
+  n_runs: number;
+  /** The plain sentence the report and `run` print. */
+  sentence: string;
+  /** The full verdict as the report writes it (report/verdicts.ts), kept with the stop. */
+  detail?: unknown;
+}
+
+/** Why a comparison stopped: decided at its look, or the design's last look reached undecided or not. */
+export type StopReason = 'decided' | 'max';
+
+export interface StoppedComparison extends LookReading {
+  reason: StopReason;
+  look: number;
+  seeds: number;
+  /** The look's own level: the verdict's tests and the interval (1 − alpha) use it. */
+  alpha: number;
+}
+
+export interface LookRecord {
+  look: number;
+  seeds: number;
+  alpha: number;
+  spent: number;
+  /** Comparisons still open after this look, and those that stopped at it. */
+  open: string[];
+  stopped: string[];
 }
 
 export const sequentialPath = (auditDir: string): string => join(auditDir, SEQUENTIAL_FILE);

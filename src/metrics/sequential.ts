@@ -1,6 +1,15 @@
 import { normalCdf } from './gaussian.js';
 import { normalQuantile } from './wilson.js';
-import type { VerdictKind } from './verdict.js';
+import type {
+  Look,
+  LookReading,
+  LookRecord,
+  SpendingFunction,
+  StopReason,
+  StoppedComparison,
+} from '../contracts/sequential.js';
+
+export type { Look, LookReading, LookRecord, SpendingFunction, StopReason, StoppedComparison };
 
 /**
  * Sequential replicates (`replicates: {until: decided, min, max}`): the audit looks at its declared
@@ -25,7 +34,6 @@ import type { VerdictKind } from './verdict.js';
  * - `obrien-fleming`: f(t) = 2 − 2Φ(z_{1−α/2} / √t) — spends almost nothing early and keeps most
  *   for the last look, the fixed design's power at max when effects are small.
  */
-export type SpendingFunction = 'pocock' | 'obrien-fleming';
 
 export const SPENDING_FUNCTIONS: readonly SpendingFunction[] = ['pocock', 'obrien-fleming'];
 export const DEFAULT_SPENDING: SpendingFunction = 'pocock';
@@ -49,19 +57,6 @@ export interface SequentialDesign {
   alpha: number;
 }
 
-export interface Look {
-  /** 1-based look number. */
-  look: number;
-  /** Seeds per (still needed) cell at this look. */
-  seeds: number;
-  /** Information fraction seeds / max. */
-  fraction: number;
-  /** α spent up to and including this look. */
-  spent: number;
-  /** This look's own level, tested by itself: spent − the previous look's spent. */
-  alpha: number;
-}
-
 /** The looks of a design: at min, min + 1, …, max seeds, each with its spent and own α. */
 export function lookSchedule(d: SequentialDesign): Look[] {
   if (!(Number.isInteger(d.min) && Number.isInteger(d.max) && d.min >= 2 && d.max >= d.min))
@@ -76,44 +71,6 @@ export function lookSchedule(d: SequentialDesign): Look[] {
     before = spent;
   }
   return out;
-}
-
-/** A comparison as read at one look (the family's verdicts at that look's α, Holm over the open ones). */
-export interface LookReading {
-  comparison: string;
-  /** The cells (arms: labels without the seed) the comparison rests on, as canonical keys. */
-  arms: string[];
-  verdict: VerdictKind;
-  within_margin: boolean;
-  estimate: number;
-  lo: number;
-  hi: number;
-  n_runs: number;
-  /** The plain sentence the report and `run` print. */
-  sentence: string;
-  /** The full verdict as the report writes it (report/verdicts.ts), kept with the stop. */
-  detail?: unknown;
-}
-
-/** Why a comparison stopped: decided at its look, or the design's last look reached undecided or not. */
-export type StopReason = 'decided' | 'max';
-
-export interface StoppedComparison extends LookReading {
-  reason: StopReason;
-  look: number;
-  seeds: number;
-  /** The look's own level: the verdict's tests and the interval (1 − alpha) use it. */
-  alpha: number;
-}
-
-export interface LookRecord {
-  look: number;
-  seeds: number;
-  alpha: number;
-  spent: number;
-  /** Comparisons still open after this look, and those that stopped at it. */
-  open: string[];
-  stopped: string[];
 }
 
 export interface SequentialState {

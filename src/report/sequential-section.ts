@@ -1,13 +1,18 @@
-import type { Section } from './document.js';
 import { num } from './format.js';
 import type { ReportSummary } from './summary.js';
 
 /**
  * The report's "Sequential looks" section (an audit with `replicates: {until: decided}`): one row
  * per look (seeds, the α it spent and tested by itself, what stayed open) and one per comparison
- * (why it stopped). Null for a fixed grid.
+ * (why it stopped). Null for a fixed grid. (A document Section, typed here by shape: document.ts
+ * imports this file.)
  */
-export function sequentialLooks(s: ReportSummary): Section | null {
+export function sequentialLooks(s: ReportSummary): {
+  id: string;
+  title: string;
+  paragraphs: string[];
+  tables: { caption: string; columns: string[]; rows: string[][] }[];
+} | null {
   const q = s.sequential;
   if (!q) return null;
   const rule = q.spending === 'pocock' ? 'Pocock-type' : "O'Brien–Fleming-type";

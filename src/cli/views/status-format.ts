@@ -3,6 +3,9 @@ import { baseWait } from '../../queue/base-wait.js';
 import { cellColumns } from '../../queue/cell-columns.js';
 import type { AuditStatus, RunState, RunStatus } from '../../queue/status.js';
 import { DEFAULT_TUNING } from '../../queue/tuning.js';
+import { sequentialStatus } from '../../queue/sequential-status.js';
+
+export { sequentialStatus };
 
 /**
  * Text views of a status snapshot. Pure functions of the snapshot (and a width), so they are tested
@@ -37,14 +40,6 @@ export function auditHeadline(audit: AuditStatus, slots?: number): string {
   const etaText = eta !== null && eta > 0 ? `  audit ETA ${formatDuration(eta)}` : '';
   const looks = audit.sequential ? `  ${sequentialStatus(audit.sequential)}` : '';
   return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${looks}${etaText}`;
-}
-
-/** `seed 5 of ≤10: 2 comparisons undecided` (sequential replicates; `, done` once every comparison stopped). */
-export function sequentialStatus(s: NonNullable<AuditStatus['sequential']>): string {
-  const open = `${s.undecided} comparison${s.undecided === 1 ? '' : 's'} undecided`;
-  // Not done with none open: no look has been read yet.
-  if (!s.done && s.undecided === 0) return `seed ${s.seeds} of ≤${s.max}: first look`;
-  return `seed ${s.seeds} of ≤${s.max}: ${s.done ? `done, ${s.decided} decided, ${open}` : open}`;
 }
 
 function where(run: RunStatus): string {
