@@ -1,6 +1,7 @@
 import { CanaryAuditError } from '../errors.js';
 import type { SequentialProgress } from './job-data.js';
 import { openQueues, type QueueConnection } from './queues.js';
+import { collectStatus } from './status.js';
 import { submitAudit, type SubmitAuditInput, type SubmitOutcome } from './submit-audit.js';
 import type { QueueTuning } from './tuning.js';
 
@@ -31,7 +32,13 @@ export async function extendAudit(
       fresh = input.runs.filter((r) => !listed.has(r.runId));
       if (fresh.length === 0) {
         await parent.updateData({ ...parent.data, sequential });
-        return { auditId: input.auditId, added: false, existingState: null, runs: input.runs.length };
+        const [status] = await collectStatus(conn, input.auditId);
+        return {
+          auditId: input.auditId,
+          added: false,
+          existingState: status?.state ?? 'queued',
+          runs: input.runs.length,
+        };
       }
       const state = await parent.getState();
       if (state !== 'completed' && state !== 'failed')
