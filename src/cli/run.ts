@@ -1,5 +1,5 @@
 import { log } from '../log.js';
-import { cliCommand, loadAuditSource, pathArg, runAuditLocally, shellWord } from '../app/index.js';
+import { cliCommand, loadAuditSource, pathArg, runAuditLocally, sequentialOfAudit, shellWord } from '../app/index.js';
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
@@ -90,7 +90,12 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     warnUnpinned(source.models);
     for (const line of revisionLines(source.models)) say(line);
     const { auditId, auditDir, runs } = source.input;
-    say(`${auditId} ${source.input.name}: ${runs.length} run(s) in ${auditDir}`, {
+    const sequential = await sequentialOfAudit(auditDir);
+    // Sequential replicates: the plan holds max seeds per cell; the looks take them as needed.
+    const planned = sequential
+      ? `${runs.length} run(s) planned (${sequential.min} to ≤${sequential.max} seeds per cell, added while a comparison is undecided)`
+      : `${runs.length} run(s)`;
+    say(`${auditId} ${source.input.name}: ${planned} in ${auditDir}`, {
       audit: auditId,
       runs: runs.length,
       audit_dir: auditDir,
