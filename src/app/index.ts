@@ -6,6 +6,7 @@ export { loadAuditSource, type AuditSource } from './audit-source.js';
 export { planGrid, type PlanGridOptions } from './plan.js';
 export { submitSource } from './submit.js';
 export { runAuditLocally, type LocalAuditOptions, type LocalAuditResult } from './run-audit.js';
+export { runLooks, sequentialOfAudit, type LookDriver, type SequentialGrid } from './sequential-audit.js';
 export { modelsToFetch, fetchModels, type ModelRef } from './models-fetch.js';
 export {
   datasetFetchRequest,

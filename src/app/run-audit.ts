@@ -3,6 +3,7 @@ import {
   assertRedisReachable,
   auditDone,
   collectStatus,
+  extendAudit,
   queueConnection,
   submitAudit,
   type AuditStatus,
@@ -16,6 +17,7 @@ import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
 import { sleep } from '../sleep.js';
 import { redisDirOf } from '../layout.js';
+import { runLooks, sequentialOfAudit } from './sequential-audit.js';
 
 /**
  * One audit on one machine (`canary-audit run`): a private redis-server in <audit>/redis/ unless a
@@ -38,6 +40,8 @@ export interface LocalAuditOptions {
   signal?: AbortSignal;
   /** ms between progress refreshes. Default 1000. */
   refreshMs?: number;
+  /** Sequential replicates: one line per look read (`look 2: seed 4 of ≤10 — …`). */
+  onLook?: (line: string) => void;
 }
 
 export interface LocalAuditResult {
@@ -65,7 +69,9 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
   let pool: WorkerPool | null = null;
   try {
     const conn = queueConnection(target);
-    await submitAudit(conn, source.artifactsDir, source.input, options.tuning);
+    // Sequential replicates: the looks submit their runs as they take them (app/sequential-audit.ts).
+    const sequential = await sequentialOfAudit(auditDir);
+    if (!sequential) await submitAudit(conn, source.artifactsDir, source.input, options.tuning);
     pool = await WorkerPool.start({
       conn,
       artifactsDir: source.artifactsDir,
@@ -75,13 +81,29 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     });
     let status: AuditStatus | null = null;
     const refreshMs = options.refreshMs ?? 1_000;
-    while (!options.signal?.aborted) {
-      status = (await collectStatus(conn, source.input.auditId))[0] ?? null;
-      if (status) options.view?.show([status]);
-      if (status && auditDone(status)) break;
-      await sleep(refreshMs, options.signal);
-    }
-    const interrupted = Boolean(options.signal?.aborted) && !(status && auditDone(status));
+    const waitDone = async (): Promise<boolean> => {
+      status = null;
+      while (!options.signal?.aborted) {
+        status = (await collectStatus(conn, source.input.auditId))[0] ?? null;
+        if (status) options.view?.show([status]);
+        if (status && auditDone(status)) break;
+        await sleep(refreshMs, options.signal);
+      }
+      const s = status as AuditStatus | null;
+      return s !== null && auditDone(s) && s.state !== 'cancelled';
+    };
+    if (sequential) {
+      await runLooks(auditDir, source.input, sequential, {
+        queue: async (runs, progress) => {
+          await extendAudit(conn, source.artifactsDir, { ...source.input, runs }, options.tuning, progress);
+        },
+        wait: waitDone,
+        say: (line) => options.onLook?.(line),
+      });
+      status = (await collectStatus(conn, source.input.auditId))[0] ?? status;
+    } else await waitDone();
+    const finalStatus = status as AuditStatus | null;
+    const interrupted = Boolean(options.signal?.aborted) && !(finalStatus && auditDone(finalStatus));
     await pool.shutdown();
     pool = null;
     let reportFiles: string[] | null = null;
@@ -101,7 +123,7 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     return {
       auditId: source.input.auditId,
       auditDir,
-      status,
+      status: finalStatus,
       reportFiles,
       headline,
       controlWarnings,

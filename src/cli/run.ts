@@ -1,5 +1,5 @@
 import { log } from '../log.js';
-import { cliCommand, loadAuditSource, pathArg, runAuditLocally } from '../app/index.js';
+import { cliCommand, loadAuditSource, pathArg, runAuditLocally, sequentialOfAudit, shellWord } from '../app/index.js';
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
@@ -40,6 +40,10 @@ the end any control that failed ("control failed (kind): …", e.g. weights_unch
 finding, the path of report.html (the report is in <audit>/report/), and last one \`verdict:\` line
 per declared comparison (higher, lower, equivalent within the grid's analysis.margin_bits, or
 undecided with the runs that would decide it; docs/metrics.md).
+A grid with sequential replicates (replicates: {until: decided, min, max}) runs its first min
+seeds per cell, then adds one seed at a time to the cells an undecided comparison rests on, and
+prints one line per look ("look 2: seed 4 of ≤10 — 2 comparisons undecided, 1 decided
+(stopped)"); its record is <audit>/sequential.json, and the same command continues it.
 Progress goes to stderr: on a terminal, one line per run and progress bars; with --log-format json,
 or when stderr is not a terminal, NDJSON log records only (one per change), never mixed with text.
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
@@ -93,7 +97,12 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     warnUnpinned(source.models);
     for (const line of revisionLines(source.models)) say(line);
     const { auditId, auditDir, runs } = source.input;
-    say(`${auditId} ${source.input.name}: ${runs.length} run(s) in ${auditDir}`, {
+    const sequential = await sequentialOfAudit(auditDir);
+    // Sequential replicates: the plan holds max seeds per cell; the looks take them as needed.
+    const planned = sequential
+      ? `${runs.length} run(s) planned (${sequential.min} to ≤${sequential.max} seeds per cell, added while a comparison is undecided)`
+      : `${runs.length} run(s)`;
+    say(`${auditId} ${source.input.name}: ${planned} in ${auditDir}`, {
       audit: auditId,
       runs: runs.length,
       audit_dir: auditDir,
@@ -138,6 +147,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
         view,
         report: !args.values['no-report'],
         signal: controller.signal,
+        onLook: (line) => say(line, { audit: auditId, look: line }),
       });
       const finished = result.status?.runs ?? [];
       const failed = finished.filter((r) => r.state === 'failed' || r.state === 'cancelled');

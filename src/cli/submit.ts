@@ -1,4 +1,4 @@
-import { cliCommand, submitSource } from '../app/index.js';
+import { cliCommand, pathArg, shellWord, submitSource } from '../app/index.js';
 import { requireRedisTarget } from '../queue/index.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, RETRY_OPTIONS, artifactsFrom, tuningFrom } from './queue-options.js';
 import { stringOption, type Command } from './command.js';
@@ -23,6 +23,9 @@ Manifests go to <artifacts>/audits/<audit_id>/runs/<run_id>/; workers on any hos
 same artifact root run them (\`canary-audit worker\`). An audit already in the queue is left as it
 is: nothing is added (to run a cancelled audit again, \`cancel AUDIT --purge\` first).
 Hub models are pinned to commit shas as \`plan\` does (see \`canary-audit plan --help\`).
+A grid with sequential replicates (replicates: {until: decided}) queues its first look only
+(the first min seeds per cell) and prints the command that continues it: \`run AUDIT_DIR --redis
+URL\` reads each look when its runs end and queues the next seed where a comparison is undecided.
 Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or flags.`,
   options: {
     ...REDIS_OPTION,
@@ -41,7 +44,7 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
     const target = requireRedisTarget(stringOption(args, 'redis'), 'submit', stringOption(args, 'redis-password-file'));
     const tuning = tuningFrom(args);
     const wandbProject = wandbFrom(args);
-    const { source, outcome } = await submitSource(
+    const { source, outcome, sequential } = await submitSource(
       args.positionals[0] as string,
       artifactsFrom(args),
       target,
@@ -72,6 +75,12 @@ Exit codes: 0 queued (or already queued), 1 Redis unreachable, 2 bad grid or fla
       );
     } else {
       process.stdout.write(`${outcome.auditId} is already in the queue (${outcome.existingState}); nothing added\n`);
+    }
+    if (sequential) {
+      const redis = process.env.REDIS_URL ? '' : ` --redis ${shellWord(target.redacted)}`;
+      process.stdout.write(
+        `sequential replicates: only the first look's runs are queued; continue the looks (read each look, queue the next seeds) with: ${cliCommand()} run ${pathArg(source.input.auditDir)}${redis}\n`,
+      );
     }
     return 0;
   },

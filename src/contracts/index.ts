@@ -3,3 +3,4 @@ export * from './progress.js';
 export * from './result.js';
 export * from './audit.js';
 export * from './dataset.js';
+export * from './sequential.js';

@@ -1,3 +1,4 @@
+import { sequentialStatus } from '../queue/sequential-status.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -71,6 +72,8 @@ export interface AuditView {
   audit_dir: string | null;
   /** report.html of a finished audit, served at /api/audits/<id>/report; null when none. */
   report: string | null;
+  /** Sequential replicates: `seed 5 of ≤10: 2 comparisons undecided`; absent for a fixed grid. */
+  looks?: string;
 }
 
 export interface HostView {
@@ -161,6 +164,7 @@ export function auditView(
     source: 'queue',
     audit_dir: null,
     report: null,
+    ...(audit.sequential ? { looks: sequentialStatus(audit.sequential) } : {}),
   };
 }
 

@@ -44,6 +44,8 @@ export interface ReplicationDesign {
   baseInit: number | null;
   /** What an interval over a cell's runs generalizes over. */
   population: DesignPopulation;
+  /** Sequential replicates (`replicates: {until: decided}`), or null: every seed runs. */
+  sequential: SequentialReplicates | null;
 }
 
 /** A tiny model's base: one per seed, one for every seed, or none (from scratch); hf: one (a checkpoint) unless randomly initialised. */
@@ -70,7 +72,15 @@ export function replicationDesign(doc: Pick<GridDocument, 'replicates'>, cells: 
         : kinds.has('one')
           ? 'fine-tuning seeds of one base'
           : 'seeds of from-scratch training';
-  return { vary, written: writtenVary !== undefined, seeds, joint: vary !== 'training', baseInit, population };
+  return {
+    vary,
+    written: writtenVary !== undefined,
+    seeds,
+    joint: vary !== 'training',
+    baseInit,
+    population,
+    sequential: sequentialReplicates(doc, cells),
+  };
 }
 
 /**
@@ -101,7 +111,8 @@ export function designProblems(
   doc: Pick<GridDocument, 'replicates'>,
   cells: readonly Cell[],
 ): { path: GridPath; message: string }[] {
-  if (doc.replicates?.vary !== 'base') return [];
+  const sequential = sequentialProblems(doc, cells);
+  if (sequential.length > 0 || doc.replicates?.vary !== 'base') return sequential;
   const models = new Map<string, ModelValue>();
   for (const c of cells) models.set(c.values.model.label, c.values.model.value);
   const fixed = [...models]
@@ -125,6 +136,58 @@ export function designProblems(
     ];
   }
   return [];
+}
+
+/** Sequential replicates as the grid wrote them (`replicates: {until: decided, ...}`), or null. */
+export interface SequentialReplicates {
+  min: number;
+  max: number;
+  spending: 'pocock' | 'obrien-fleming';
+  /** The seed axis's values in the order looks add them (the first `min` at look 1). */
+  seeds: number[];
+}
+
+export function sequentialReplicates(
+  doc: Pick<GridDocument, 'replicates'>,
+  cells: readonly Cell[],
+): SequentialReplicates | null {
+  const r = doc.replicates;
+  if (r?.until !== 'decided' || r.min === undefined || r.max === undefined) return null;
+  // The seed axis in its written order (cells hold each seed once per arm; their order follows it).
+  const seeds = [...new Set(cells.map((c) => c.values.seed.value))];
+  return { min: r.min, max: r.max, spending: r.spending ?? 'pocock', seeds };
+}
+
+/** `until: decided` needs min ≤ max and a seed axis of exactly `max` seeds (the schema checks the rest). */
+function sequentialProblems(
+  doc: Pick<GridDocument, 'replicates'>,
+  cells: readonly Cell[],
+): { path: GridPath; message: string }[] {
+  const r = doc.replicates;
+  if (r?.until !== 'decided' || r.min === undefined || r.max === undefined) return [];
+  if (r.min > r.max)
+    return [
+      {
+        path: ['replicates', 'min'],
+        message: `min ${r.min} is above max ${r.max}; the first look runs min seeds per cell and the last max, so use min ≤ max`,
+      },
+    ];
+  const seeds = new Set(cells.map((c) => c.values.seed.value)).size;
+  if (seeds !== r.max) {
+    const example = Array.from({ length: Math.min(r.max, 12) }, (_, i) => i).join(', ');
+    return [
+      {
+        path: ['replicates', 'max'],
+        message: `max is ${r.max} but axes.seed lists ${seeds} seed${seeds === 1 ? '' : 's'}; list exactly ${r.max} seeds, in the order looks add them (seed: [${example}${r.max > 12 ? ', …' : ''}]), or set max: ${seeds}`,
+      },
+    ];
+  }
+  return [];
+}
+
+/** The sequential design in words, for `plan`'s design line: `seeds 3 to ≤10 per cell, added while …`. */
+export function sequentialText(s: Pick<SequentialReplicates, 'min' | 'max' | 'spending'>): string {
+  return `seeds ${s.min} to ≤${s.max} per cell, added while a declared comparison is undecided (${s.spending === 'pocock' ? 'Pocock' : "O'Brien–Fleming"}-type alpha spending over ${s.max - s.min + 1} looks)`;
 }
 
 /** Intervals over a cell's runs generalize over …, in words for the plan and the report. */
@@ -169,6 +232,8 @@ function basesText(cells: readonly Cell[]): string {
 export function designLine(design: ReplicationDesign, cells: readonly Cell[]): string {
   if (design.population === 'one run per cell')
     return `design: one run per cell (seed ${design.seeds.join(', ')}): intervals cover canary sampling only, a rerun can fall outside them`;
+  // Sequential: the looks' seeds replace the count (each arm lists max seeds as planned).
+  const seq = design.sequential;
   const n = runsPerArm(cells);
   const varies = design.joint
     ? 'each its own data order and canary placement'
@@ -176,9 +241,15 @@ export function designLine(design: ReplicationDesign, cells: readonly Cell[]): s
   const bases = basesText(cells);
   const head =
     design.population === 'bases and seeds'
-      ? `a base per seed (${bases})${design.vary === 'base' ? ', replicates: {vary: base}' : ''}, ${n} seeds per cell`
+      ? `a base per seed (${bases})${design.vary === 'base' ? ', replicates: {vary: base}' : ''}, ${seqOr(n, 'seeds per cell', seq)}`
       : design.population === 'fine-tuning seeds of one base'
-        ? `one base per model (${bases}), ${n} fine-tuning seeds per cell`
-        : `no pretrained base (${bases}), ${n} seeds per cell`;
+        ? `one base per model (${bases}), ${seqOr(n, 'fine-tuning seeds per cell', seq)}`
+        : `no pretrained base (${bases}), ${seqOr(n, 'seeds per cell', seq)}`;
   return `design: ${head}, ${varies}; ${designSentence(design)}`;
+}
+
+/** `3 fine-tuning seeds per cell`, or sequentially `fine-tuning seeds 3 to ≤10 per cell, added while …`. */
+function seqOr(n: string, what: string, seq: SequentialReplicates | null): string {
+  if (!seq) return `${n} ${what}`;
+  return `${what.replace(/^seeds per cell$/, '').replace(/ seeds per cell$/, ' ')}${sequentialText(seq)}`;
 }

@@ -56,7 +56,19 @@ export interface GridDocument {
    * also a tiny model's base (absent: `joint` where a tiny base is pretrained and 2+ seeds run,
    * else `training`; src/grid/design.ts).
    */
-  replicates?: { vary?: 'training' | 'joint' | 'base' };
+  replicates?: {
+    vary?: 'training' | 'joint' | 'base';
+    /**
+     * Sequential replicates: `until: decided` runs the first `min` seeds of the seed axis, then adds
+     * the next seed to the cells an undecided declared comparison rests on, up to `max` seeds (the
+     * seed axis lists exactly `max`), spending α over the looks by `spending` (default pocock;
+     * src/metrics/sequential.ts).
+     */
+    until?: 'decided';
+    min?: number;
+    max?: number;
+    spending?: 'pocock' | 'obrien-fleming';
+  };
   /**
    * How the report reads the runs: `margin_bits` (default 1), the verdicts' equivalence margin in
    * bits; `threshold_strategy` (default bonferroni) of the f-DP one-run ε bound; `extrapolate`

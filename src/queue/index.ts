@@ -23,7 +23,16 @@ export {
   type RedisTarget,
 } from './connection.js';
 export { DEFAULT_TUNING, resolveTuning, type QueueTuning } from './tuning.js';
-export type { AuditJobData, AuditReturn, RunJobData, RunPhase, RunProgress, RunReturn, RunWait } from './job-data.js';
+export type {
+  AuditJobData,
+  AuditReturn,
+  RunJobData,
+  RunPhase,
+  RunProgress,
+  RunReturn,
+  RunWait,
+  SequentialProgress,
+} from './job-data.js';
 export {
   jobIdFromKey,
   openFlowProducer,
@@ -33,7 +42,15 @@ export {
   type QueueConnection,
   type QueueHandles,
 } from './queues.js';
-export { KEEP_LOGS, submitAudit, type SubmitAuditInput, type SubmitOutcome, type SubmitRun } from './submit-audit.js';
+export {
+  KEEP_LOGS,
+  submitAudit,
+  type SubmitAuditInput,
+  type SubmitExtras,
+  type SubmitOutcome,
+  type SubmitRun,
+} from './submit-audit.js';
+export { extendAudit } from './extend-audit.js';
 export { cancelAudit, purgeAudit, waitStopped, type CancelOutcome } from './cancel-audit.js';
 export {
   auditDone,

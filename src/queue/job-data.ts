@@ -25,6 +25,21 @@ export interface AuditJobData {
   submitted: string;
   /** Random id of the submit that created the jobs: of concurrent identical submits, only that one says `added`. */
   submit_id?: string;
+  /** Sequential replicates: where the looks stand (absent for a fixed grid). */
+  sequential?: SequentialProgress;
+}
+
+/** An audit with sequential replicates as `status` shows it: `seed 5 of ≤10: 2 comparisons undecided`. */
+export interface SequentialProgress {
+  /** The look whose runs are queued or running (the last one read once done). */
+  look: number;
+  /** Seeds per still-needed cell at that look. */
+  seeds: number;
+  max: number;
+  /** Comparisons still open, and stopped decided, after the last look read (all open before the first). */
+  undecided: number;
+  decided: number;
+  done: boolean;
 }
 
 /**

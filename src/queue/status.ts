@@ -1,6 +1,6 @@
 import { Job, type JobJsonRaw, type Queue } from 'bullmq';
 import { UserInputError, quoteValue } from '../errors.js';
-import type { AuditJobData, AuditReturn, RunJobData, RunProgress, RunReturn } from './job-data.js';
+import type { AuditJobData, AuditReturn, RunJobData, RunProgress, RunReturn, SequentialProgress } from './job-data.js';
 import type { Redis } from 'ioredis';
 import { openQueues, openRedis, type QueueConnection, type QueueHandles } from './queues.js';
 
@@ -84,6 +84,8 @@ export interface AuditStatus {
   runs: RunStatus[];
   /** The audit parent's summary once every run is done. */
   summary: AuditReturn | null;
+  /** Sequential replicates: where the looks stand (absent for a fixed grid). */
+  sequential?: SequentialProgress;
 }
 
 const AUDIT_STATES = [
@@ -155,6 +157,7 @@ export async function collectStatus(
         counts,
         runs,
         summary: parentState === 'completed' ? ((parent.returnvalue as AuditReturn | null) ?? null) : null,
+        ...(parent.data.sequential ? { sequential: parent.data.sequential } : {}),
       });
     }
     return out;

@@ -45,11 +45,23 @@ export interface SubmitOutcome {
 /** How many job log lines Redis keeps per run (older ones are trimmed). */
 export const KEEP_LOGS = 500;
 
+/**
+ * Sequential replicates submit a look at a time: `listed` is every run the audit holds so far (the
+ * parent's run list, which status reads), `input.runs` the ones to queue now, `sequential` where
+ * the looks stand, `submitted` the first look's time (src/queue/extend-audit.ts).
+ */
+export interface SubmitExtras {
+  listed?: { run_id: string; cell_id: string }[];
+  sequential?: AuditJobData['sequential'];
+  submitted?: string;
+}
+
 export async function submitAudit(
   conn: QueueConnection,
   artifactsDir: string,
   input: SubmitAuditInput,
   tuning: Pick<QueueTuning, 'attempts' | 'backoffMs'>,
+  extras: SubmitExtras = {},
 ): Promise<SubmitOutcome> {
   const queues = openQueues(conn);
   try {
@@ -68,9 +80,10 @@ export async function submitAudit(
       audit_id: input.auditId,
       name: input.name,
       audit_dir: toArtifactRelative(artifactsDir, input.auditDir),
-      runs: input.runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId })),
-      submitted: new Date().toISOString(),
+      runs: extras.listed ?? input.runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId })),
+      submitted: extras.submitted ?? new Date().toISOString(),
       submit_id: randomBytes(12).toString('hex'),
+      ...(extras.sequential ? { sequential: extras.sequential } : {}),
     };
     const flow = openFlowProducer(conn);
     try {

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { GRID_FILE } from '../layout.js';
+import { readSequentialRecord } from '../contracts/index.js';
 import { DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, type MedianMethod } from '../metrics/bootstrap.js';
 import { aggregateGroups } from '../metrics/aggregate.js';
 import { DEFAULT_AXIS_ROLES, varyingAxes, type AxisRoles } from '../metrics/cells.js';
@@ -41,6 +42,11 @@ export interface WriteReportOptions {
   hooks?: ObserveHooks;
   /** Equivalence margin of the verdicts, bits. Default: the audit grid's `analysis.margin_bits`, else 1. */
   marginBits?: number;
+  /**
+   * Sequential replicates: report the verdicts read at each comparison's stopping look
+   * (sequential.json). Default true; false reads the runs as a fixed grid would (a look itself).
+   */
+  sequential?: boolean;
   /** How the f-DP one-run ε bound picks its threshold (split seeds: `seed`). Default: the grid's analysis.threshold_strategy, else bonferroni. */
   thresholdStrategy?: (typeof THRESHOLD_STRATEGIES)[number];
   /** Extrapolated exposure for probes of sampled spaces. Default: the grid's analysis.extrapolate, else false. */
@@ -195,6 +201,7 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     provenance: finishProvenance(atStart),
     ...(utilityHeadline ? { utilityHeadline } : {}),
     marginBits: options.marginBits ?? analysis.margin_bits ?? undefined,
+    sequential: options.sequential === false ? null : await readSequentialRecord(options.auditDir),
   });
   // The finding `run` prints, in summary.json too (report/findings.ts reads the summary built above).
   summary.headline = headline(summary);

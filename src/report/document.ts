@@ -18,6 +18,7 @@ import {
 } from './format.js';
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
+import { sequentialLooks } from './sequential-section.js';
 import { PAIRED_NOTE, privacyNote, RECOVERY_NOTE, resamplingNote, TASK_METRICS_NOTE } from './prose.js';
 import { CONTROL_WARNING_KINDS, type StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
@@ -807,6 +808,7 @@ function extrapolation(s: ReportSummary): Section | null {
 export function buildDocument(s: ReportSummary): ReportDocument {
   const sections = [
     summaryBox(s),
+    sequentialLooks(s),
     exposureVsDose(s),
     controls(s),
     recovery(s),

@@ -8,5 +8,6 @@ export { parseFormats, REPORT_FILES, REPORT_FORMATS, type ReportFormat } from '.
 export { THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
 export type { ReportSummary } from './summary.js';
 export { loadAudit } from './load-audit.js';
+export { armKey, declaredFamily, verdicts, type ComparisonVerdict } from './verdicts.js';
 export { findings, headline, type Finding } from './findings.js';
 export { CONTROL_WARNING_KINDS, type ControlWarningKind, type ReportWarning } from './provenance-check.js';

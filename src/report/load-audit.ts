@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { artifactError, quoteValue, UserInputError } from '../errors.js';
 import { valueKey, type Axis } from '../metrics/cells.js';
 import { canaryKey } from '../metrics/observation.js';
-import { readAuditIndex, type AuditIndex, type RunFailure } from '../contracts/index.js';
+import { readAuditIndex, readSequentialRecord, type AuditIndex, type RunFailure } from '../contracts/index.js';
 import type { Provenance } from '../provenance/index.js';
 import { readJsonFile } from '../fs/index.js';
 import { manifestInfo, type ManifestInfo } from './manifest-info.js';
@@ -78,7 +78,12 @@ export async function loadAudit(auditDir: string): Promise<LoadedAudit> {
     });
   }
   const index = await readAuditIndex(indexPath);
-  const entries = index.runs.map((entry) => ({ ...entry, runDir: resolve(dir, entry.dir) }));
+  // Sequential replicates: audit.json plans max seeds per cell; the audit is the runs the looks took.
+  const sequential = await readSequentialRecord(dir);
+  const taken = sequential ? new Set(sequential.taken) : null;
+  const entries = index.runs
+    .filter((entry) => !taken || taken.has(entry.run_id))
+    .map((entry) => ({ ...entry, runDir: resolve(dir, entry.dir) }));
 
   const runs: LoadedRun[] = [];
   for (const e of entries) {

@@ -40,6 +40,8 @@ import { gdpEpsilon, hullAuc, type GdpBound } from '../metrics/privacy-gdp.js';
 import { fdpOneRunBound, strategyLabel, type FdpOneRunBound, type ThresholdStrategy } from '../metrics/privacy-fdp.js';
 import { reportDesign, type ReportDesign } from './design.js';
 import { verdicts, type ComparisonVerdict } from './verdicts.js';
+import { sequentialSummary, type SequentialSummary } from './sequential-summary.js';
+import type { SequentialRecord } from '../contracts/index.js';
 
 /**
  * The JSON summary (schemas/report.schema.json, canary-audit.report/2): every aggregate with its n
@@ -141,6 +143,8 @@ export interface ReportSummary {
   design?: ReportDesign;
   /** One verdict per declared comparison (report/verdicts.ts). */
   verdicts?: ComparisonVerdict[];
+  /** Sequential replicates: the looks and why each comparison stopped (report/sequential-summary.ts). */
+  sequential?: SequentialSummary;
   warnings: ReportWarning[];
   provenance: Provenance;
 }
@@ -169,6 +173,8 @@ export interface SummaryInput {
   controlWarnings?: ReportWarning[];
   /** Equivalence margin of the verdicts (bits; the grid's analysis.margin_bits). Default 1. */
   marginBits?: number;
+  /** Sequential replicates: the looks' record; its stopped comparisons' verdicts replace the fixed reading. */
+  sequential?: SequentialRecord | null;
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -231,6 +237,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     provenance: input.provenance,
   };
   summary.verdicts = verdicts(summary, input.marginBits);
+  if (input.sequential) Object.assign(summary, sequentialSummary(input.sequential, summary.verdicts));
   // The summary is a contract: check it against its own schema before anyone reads it.
   const errors = validate('report', JSON.parse(JSON.stringify(summary)));
   if (errors.length > 0) {

@@ -1,6 +1,7 @@
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { DifferenceInterval, MedianInterval, VarianceComponents } from '../metrics/bootstrap.js';
 import { formatValue } from '../metrics/cells.js';
+import { canonicalJson } from '../hash.js';
 import { studentTQuantile } from '../metrics/distributions.js';
 import type { PairedSummary } from '../metrics/paired.js';
 import {
@@ -20,7 +21,17 @@ export interface VerdictInput {
   groups: GroupSummary[];
   paired: PairedSummary[];
   audit: { axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
-  settings: { confidence: number; dose_axis: string };
+  settings: { confidence: number; dose_axis: string; seed_axes?: string[] };
+}
+
+/**
+ * A cell's arm as a canonical key: its labels without the seed axes and without null values (the
+ * cells that differ only in the seed are one arm). Sequential replicates add seeds per arm.
+ */
+export function armKey(cell: Record<string, unknown>, seedAxes: readonly string[] = ['seed']): string {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(cell)) if (!seedAxes.includes(k) && v !== null && v !== undefined) out[k] = v;
+  return canonicalJson(out);
 }
 
 /**
@@ -93,6 +104,8 @@ interface Member {
   n_canaries: number;
   nText: string;
   one_run: boolean;
+  /** The arms (armKey) the comparison rests on. */
+  arms: string[];
 }
 
 function capitalize(s: string): string {
@@ -117,7 +130,12 @@ function otherAxes(label: string): string {
   return parts.length > 0 ? ` (${parts.join(', ')})` : '';
 }
 
-function controlMember(g: GroupSummary, alpha: number): Member | null {
+/** A group's arm: its cell (seed and numeric dose left out by the grouping) with the dose put back. */
+function groupArm(g: GroupSummary, doseAxis: string): string {
+  return armKey(g.dose !== null ? { ...g.cell, [doseAxis]: g.dose } : g.cell);
+}
+
+function controlMember(g: GroupSummary, alpha: number, doseAxis: string): Member | null {
   const [name, control] = g.controls.held_out
     ? ['the held-out control', g.controls.held_out]
     : g.controls.base
@@ -147,6 +165,7 @@ function controlMember(g: GroupSummary, alpha: number): Member | null {
     n_canaries: g.inserted.n_canaries,
     nText: `${plural(runs, 'run', 'runs')} × ${plural(g.inserted.n_canaries, 'canary', 'canaries')}`,
     one_run: d.resampling === 'flat',
+    arms: [groupArm(g, doseAxis)],
   };
 }
 
@@ -197,6 +216,7 @@ function doseMember(
       equivalent: 'changed exposure by less than ±MARGIN',
       undecided: 'has not yet shown a change in exposure',
     },
+    arms: [groupArm(low, doseAxis), groupArm(high, doseAxis)],
   };
   if (paired && paired.axis === doseAxis) {
     return {
@@ -250,6 +270,7 @@ function pairedMember(p: PairedSummary, varying: ReadonlySet<string>, alpha: num
     n_canaries: p.n_canaries,
     nText: `${plural(p.n_run_pairs, 'run pair', 'run pairs')} × ${plural(p.n_canaries, 'canary', 'canaries')}, paired`,
     one_run: p.difference.resampling === 'flat',
+    arms: [armKey({ ...p.context, [p.axis]: p.from }), armKey({ ...p.context, [p.axis]: p.to })],
   };
 }
 
@@ -270,7 +291,7 @@ function members(s: VerdictInput, alpha: number): Member[] {
     const doses = [...new Set(withDose.map((g) => g.dose))];
     const top = withDose.length > 0 ? withDose.filter((g) => g.dose === doses[doses.length - 1]) : list;
     for (const g of top) {
-      const m = controlMember(g, alpha);
+      const m = controlMember(g, alpha, doseAxis);
       if (m) out.push(m);
     }
     if (doses.length > 1) {
@@ -310,6 +331,8 @@ export interface FamilyMember {
   estimate: number;
   components: VarianceComponents[];
   one_run: boolean;
+  /** The arms (armKey) it rests on: sequential replicates add seeds to these while it is undecided. */
+  arms: string[];
 }
 
 /** The declared family of a computed report (`plan --power --pilot`), in the findings' order. */
@@ -320,6 +343,7 @@ export function declaredFamily(s: VerdictInput): FamilyMember[] {
     estimate: m.spread.estimate,
     components: m.components,
     one_run: m.one_run,
+    arms: m.arms,
   }));
 }
 
@@ -355,9 +379,14 @@ function powerText(power: ComparisonVerdict['power'], at: number, kind: Member['
  * Verdicts of the declared family at the report's level (α = 1 − confidence), with the margin
  * `marginBits` for equivalence, the family adjusted together, and power for undecided ones.
  */
-export function verdicts(s: VerdictInput, marginBits = DEFAULT_MARGIN_BITS): ComparisonVerdict[] {
+export function verdicts(
+  s: VerdictInput,
+  marginBits = DEFAULT_MARGIN_BITS,
+  /** Only these comparisons (by `comparison`) form the family: a sequential look reads the open ones. */
+  only?: ReadonlySet<string>,
+): ComparisonVerdict[] {
   const alpha = 1 - s.settings.confidence;
-  const list = members(s, alpha);
+  const list = members(s, alpha).filter((m) => !only || only.has(m.comparison));
   const tested = list.map((m) => testSpread(m.spread, marginBits));
   const adjusted = holmAdjust(tested);
   return list.map((m, i) => {

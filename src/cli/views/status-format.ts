@@ -3,6 +3,9 @@ import { baseWait } from '../../queue/base-wait.js';
 import { cellColumns } from '../../queue/cell-columns.js';
 import type { AuditStatus, RunState, RunStatus } from '../../queue/status.js';
 import { DEFAULT_TUNING } from '../../queue/tuning.js';
+import { sequentialStatus } from '../../queue/sequential-status.js';
+
+export { sequentialStatus };
 
 /**
  * Text views of a status snapshot. Pure functions of the snapshot (and a width), so they are tested
@@ -35,7 +38,8 @@ export function auditHeadline(audit: AuditStatus, slots?: number): string {
   const cancelled = audit.cancelled_at ? ` (cancelled ${audit.cancelled_at})` : '';
   const eta = audit.state === 'running' || audit.state === 'queued' ? auditEta(audit, Date.now(), slots) : null;
   const etaText = eta !== null && eta > 0 ? `  audit ETA ${formatDuration(eta)}` : '';
-  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${etaText}`;
+  const looks = audit.sequential ? `  ${sequentialStatus(audit.sequential)}` : '';
+  return `${audit.audit_id}  ${audit.name}  ${audit.state}${cancelled}  ${total} run${total === 1 ? '' : 's'}: ${counts.join(', ') || 'none'}${looks}${etaText}`;
 }
 
 function where(run: RunStatus): string {

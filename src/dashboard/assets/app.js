@@ -327,6 +327,7 @@
       el('span', {}, el('b', {}, 'active '), a.active),
       el('span', {}, el('b', {}, 'waiting '), a.waiting),
       el('span', {}, el('b', {}, 'ETA '), a.eta_s === null ? '-' : duration(a.eta_s)),
+      a.looks ? el('span', { id: 'audit-looks' }, el('b', {}, 'looks '), a.looks) : null,
       s.actions && (a.state === 'running' || a.state === 'queued')
         ? el(
             'button',
