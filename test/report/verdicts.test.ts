@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeReport } from '../../src/report/index.js';
+import { powerHint } from '../../src/report/verdicts.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
 const canaries = (visibility: string) =>
@@ -108,8 +109,43 @@ describe('verdicts of the declared comparisons', () => {
       expect(x.power?.probability).toBeLessThan(0.8);
       if (x.power?.more_runs !== null) {
         expect(x.power?.more_runs).toBeGreaterThan(0);
-        expect(x.sentence).toMatch(/undecided, ≈\d+ more runs?( per arm)? would decide \(80%\)/);
+        expect(x.sentence).toMatch(/undecided, ≈\d+ more runs?( per arm)? \(\d+ in all\) would decide \(80%\)/);
       }
     }
+  });
+});
+
+describe('power hints', () => {
+  const at = { runs: 3, canaries: 16 };
+  const power = { probability: 0.3, runs: null, canaries: null, more_runs: null, both: null };
+  it('more runs: the runs to add and the total, canaries left out (unchanged)', () => {
+    expect(powerHint({ ...power, runs: 7, more_runs: 4 }, at, 'control')).toBe(
+      '≈4 more runs (7 in all) would decide (80%)',
+    );
+    expect(powerHint({ ...power, runs: 4, more_runs: 1 }, at, 'paired')).toBe(
+      '≈1 more run per arm (4 in all) would decide (80%)',
+    );
+  });
+  it("more canaries: the per-run count beside the design's, no more runs", () => {
+    expect(powerHint({ ...power, canaries: 40 }, at, 'control')).toBe(
+      '≈40 focal canaries per run (the design has 16), with no more runs, would decide (80%)',
+    );
+  });
+  it('both: runs and canaries, when neither alone reaches 80%', () => {
+    expect(powerHint({ ...power, both: { runs: 7, canaries: 723 } }, at, 'dose')).toBe(
+      '≈4 more runs per arm (7 in all) and 723 focal canaries per run (the design has 16) would decide (80%); neither alone would',
+    );
+    // The canary count is left out when it is the design's own.
+    expect(powerHint({ ...power, both: { runs: 7, canaries: 16 } }, at, 'control')).toBe(
+      '≈4 more runs (7 in all) would decide (80%); neither alone would',
+    );
+  });
+  it('neither within 64× the runs and the canaries', () => {
+    expect(powerHint(power, at, 'control')).toBe(
+      'not decidable at this effect within 192 runs and 1024 focal canaries per run (64× each)',
+    );
+    expect(powerHint(power, at, 'paired')).toBe(
+      'not decidable at this effect within 192 runs per arm and 1024 focal canaries per run (64× each)',
+    );
   });
 });
