@@ -10,7 +10,7 @@ import {
   type RedisTarget,
 } from '../queue/index.js';
 import { WorkerPool, type WorkerSlot } from '../worker/index.js';
-import { CONTROL_WARNING_KINDS, writeReport } from '../report/index.js';
+import { CONTROL_WARNING_KINDS, writeReport, type ComparisonVerdict } from '../report/index.js';
 import type { TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
@@ -51,6 +51,8 @@ export interface LocalAuditResult {
   controlWarnings: { kind: string; message: string }[];
   /** One plain sentence per declared comparison with its verdict (empty without a report). */
   verdicts: string[];
+  /** The same verdicts as fields (summary.json's `verdicts`; empty without a report). */
+  comparisons: ComparisonVerdict[];
   interrupted: boolean;
   redis: string;
 }
@@ -88,9 +90,10 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     let headline: string | null = null;
     let controlWarnings: LocalAuditResult['controlWarnings'] = [];
     let verdicts: string[] = [];
+    let comparisons: ComparisonVerdict[] = [];
     if (!interrupted && options.report !== false) {
       const written = await writeReport({ auditDir });
-      ({ files: reportFiles, headline, verdicts } = written);
+      ({ files: reportFiles, headline, verdicts, comparisons } = written);
       controlWarnings = written.warnings
         .filter((w) => (CONTROL_WARNING_KINDS as readonly string[]).includes(w.kind))
         .map((w) => ({ kind: w.kind, message: w.message }));
@@ -103,6 +106,7 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
       headline,
       controlWarnings,
       verdicts,
+      comparisons,
       interrupted,
       redis: target.redacted,
     };

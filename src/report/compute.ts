@@ -55,6 +55,8 @@ export interface WriteReportResult {
   headline: string | null;
   /** One plain sentence per declared comparison with its verdict (report/verdicts.ts). */
   verdicts: string[];
+  /** The same verdicts as fields, as summary.json's `verdicts` carries them. */
+  comparisons: NonNullable<ReportSummary['verdicts']>;
 }
 
 /** The margin the audit's grid declares (`analysis.margin_bits`; validated when it was planned); null when none. */
