@@ -273,13 +273,16 @@ function members(s: VerdictInput, alpha: number): Member[] {
       const m = controlMember(g, alpha);
       if (m) out.push(m);
     }
-    if (doses.length > 1) {
-      const low = withDose.find((g) => g.dose === doses[0]) as GroupSummary;
-      const high =
-        withDose.find(
-          (g) =>
-            g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, ''),
-        ) ?? (top[0] as GroupSummary);
+    // The lowest dose against the highest in the same cell otherwise (placement, schedule, …): a
+    // low-dose cell with no high-dose twin is not compared with another cell's high dose.
+    const sameCell = (a: GroupSummary, b: GroupSummary): boolean =>
+      a.key.replace(/dose=[^,]*/, '') === b.key.replace(/dose=[^,]*/, '');
+    const twins = withDose
+      .filter((g) => g.dose === doses[0])
+      .map((lo) => [lo, withDose.find((g) => g.dose === doses[doses.length - 1] && sameCell(g, lo))] as const)
+      .find(([, hi]) => hi !== undefined);
+    if (doses.length > 1 && twins) {
+      const [low, high] = twins as readonly [GroupSummary, GroupSummary];
       const match = paired.find(
         (p) =>
           p.axis === doseAxis &&

@@ -70,6 +70,25 @@ describe('verdicts of the declared comparisons', () => {
     ).toBe(true);
   });
 
+  it('compares doses only within one cell: a low dose with no high-dose twin is not set against another cell', async () => {
+    // Dose 2 sits only under uniform placement, dose 8 only under early placement (the directions grid's layout).
+    const withDose = (dose: number, placement: string) =>
+      [0, 1, 2].map((seed) => ({
+        cell: { visibility: 'redacted', dose, placement, seed },
+        canaries: canaries('redacted').map((c) => ({ ...c, dose })),
+        heldOut,
+      }));
+    const a = await buildFixtureAudit(join(root, 'no-twin'), {
+      name: 'no-twin',
+      runs: [...withDose(8, 'early'), ...withDose(2, 'uniform')],
+      outcome: (c) => ({ rank: 1 + Number(c.canary.id.slice(-1)) * (c.canary.inserted ? 40 : 900) + 7 * c.runIndex }),
+    });
+    const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 200 });
+    const v = summary.verdicts ?? [];
+    expect(v.map((x) => x.kind)).toEqual(['control']);
+    expect(v[0]?.comparison).toContain('placement=early');
+  });
+
   it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
     const runs = grid().filter((r) => r.cell.seed === 0);
     const a = await buildFixtureAudit(join(root, 'single'), {
