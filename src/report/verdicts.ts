@@ -275,8 +275,9 @@ function members(s: VerdictInput, alpha: number): Member[] {
     }
     // The lowest dose against the highest in the same cell otherwise (placement, schedule, …): a
     // low-dose cell with no high-dose twin is not compared with another cell's high dose.
-    const sameCell = (a: GroupSummary, b: GroupSummary): boolean =>
-      a.key.replace(/dose=[^,]*/, '') === b.key.replace(/dose=[^,]*/, '');
+    const otherAxes = (g: GroupSummary): string =>
+      JSON.stringify(Object.entries(g.cell).filter(([axis]) => axis !== doseAxis && axis !== 'dose'));
+    const sameCell = (a: GroupSummary, b: GroupSummary): boolean => otherAxes(a) === otherAxes(b);
     const twins = withDose
       .filter((g) => g.dose === doses[0])
       .map((lo) => [lo, withDose.find((g) => g.dose === doses[doses.length - 1] && sameCell(g, lo))] as const)

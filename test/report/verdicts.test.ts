@@ -87,6 +87,16 @@ describe('verdicts of the declared comparisons', () => {
     const v = summary.verdicts ?? [];
     expect(v.map((x) => x.kind)).toEqual(['control']);
     expect(v[0]?.comparison).toContain('placement=early');
+    // With dose 2 under early placement too, the dose comparison is early 2 → early 8.
+    const b = await buildFixtureAudit(join(root, 'twin'), {
+      name: 'twin',
+      runs: [...withDose(8, 'early'), ...withDose(2, 'uniform'), ...withDose(2, 'early')],
+      outcome: (c) => ({ rank: 1 + Number(c.canary.id.slice(-1)) * (c.canary.inserted ? 40 : 900) + 7 * c.runIndex }),
+    });
+    const twin = (await computeReport({ auditDir: b.auditDir, resamples: 200 })).summary.verdicts ?? [];
+    const dose = twin.filter((x) => x.kind === 'dose');
+    expect(dose).toHaveLength(1);
+    expect(dose[0]?.comparison).toMatch(/placement=early.*dose 8 − dose 2/);
   });
 
   it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
