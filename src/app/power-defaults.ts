@@ -37,14 +37,17 @@ const GENERATOR: Pick<PowerDefaults, 'arm' | 'paired' | 'measured' | 'source'> =
 };
 
 export const POWER_DEFAULTS: Record<PowerBackend, PowerDefaults> = {
-  // bench/power-defaults.ts over the claim grids re-run under the one-base design, controller at
-  // dfaa978 (docs/reproduction.md): directions-cpu audit-1d1fa6e5bfce (12 arm medians, 5 paired).
+  // `npx tsx bench/power-defaults.ts` over the three text claim grids re-run under the one-base
+  // design, controller built at dfaa978, CPU float32 (docs/reproduction.md): directions-cpu
+  // audit-1d1fa6e5bfce, cohort-order-cpu audit-effece4dbf02, banking77-cpu audit-9e5ebbe2a66b;
+  // 29 arm medians, 17 paired differences.
   tiny: {
     backend: 'tiny',
-    arm: { run: 0.42, canary: 1.14, interaction: 1.7 },
-    paired: { run: 0.5, canary: 0.92, interaction: 2.94 },
+    arm: { run: 0.41, canary: 0.99, interaction: 1.68 },
+    paired: { run: 0.41, canary: 1.14, interaction: 2.7 },
     measured: true,
-    source: 'pooled from the directions-cpu claim grid, audit-1d1fa6e5bfce at dfaa978, 3 seeds of one base',
+    source:
+      'pooled from the claim grids directions-cpu audit-1d1fa6e5bfce, cohort-order-cpu audit-effece4dbf02 and banking77-cpu audit-9e5ebbe2a66b at dfaa978, 3 seeds of one base each',
   },
   'tiny-vlm': { backend: 'tiny-vlm', ...GENERATOR },
   hf: { backend: 'hf', ...GENERATOR },
