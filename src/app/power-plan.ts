@@ -3,14 +3,15 @@ import type { VarianceComponents } from '../metrics/bootstrap.js';
 import { assumedComponents, powerAdvice, rescaleComponents, TARGET_POWER } from '../metrics/verdict.js';
 import { computeReport } from '../report/compute.js';
 import { DEFAULT_MARGIN_BITS, declaredFamily } from '../report/verdicts.js';
+import { powerDefaultsFor, type ComponentSd, type PowerDefaults } from './power-defaults.js';
 
 /**
  * `plan GRID --power [--pilot AUDIT_DIR]`: per declared comparison of the grid, the probability
  * that the audit as written decides it (higher, lower or equivalent within the margin), and the
  * cheapest change that reaches 80%. Variance components come from a pilot audit's report (its
- * observed effects too), else from assumed standard deviations (ASSUMED_SD) at a stated effect.
+ * observed effects too), else from the documented defaults of the grid's model backend
+ * (power-defaults.ts) at a stated effect.
  */
-export const ASSUMED_SD = { run: 1.5, canary: 2, interaction: 1 };
 export const DEFAULT_PLAN_EFFECT_BITS = 2;
 const ALPHA = 0.05;
 
@@ -34,6 +35,8 @@ export interface PowerPlan {
   alpha: number;
   seeds: number;
   canaries: number;
+  /** Without a pilot: the backend defaults used (null with a pilot). */
+  defaults: PowerDefaults | null;
   rows: PowerRow[];
 }
 
@@ -75,12 +78,17 @@ function row(p: Planned, seeds: number, canaries: number, margin: number, cells:
 }
 
 /** The comparisons the grid declares, as the report will name them, with assumed components. */
-function assumedFamily(plan: AuditPlan, seeds: number, effect: number): Planned[] {
+function assumedFamily(
+  plan: AuditPlan,
+  seeds: number,
+  effect: number,
+  sd: { arm: ComponentSd; paired: ComponentSd },
+): Planned[] {
   const { doc, expansion } = plan.grid;
   const focal = doc.canaries.focal;
   const heldOut = doc.canaries.held_out;
-  const arm = (n: number): VarianceComponents => assumedComponents(ASSUMED_SD, seeds, n);
-  const pairedSd = { ...ASSUMED_SD, interaction: ASSUMED_SD.interaction * Math.SQRT2 };
+  const arm = (n: number): VarianceComponents => assumedComponents(sd.arm, seeds, n);
+  const pairedSd = sd.paired;
   const out: Planned[] = [];
   const doses = expansion.axes.dose.map((d) => d.label);
   for (const v of expansion.axes.visibility) {
@@ -119,6 +127,7 @@ export async function planPower(
   const cells = plan.runs.length / seeds;
   let planned: Planned[];
   let source: string;
+  let defaults: PowerDefaults | null = null;
   if (options.pilot) {
     const { summary } = await computeReport({ auditDir: options.pilot, resamples: 1000 });
     planned = declaredFamily(summary).map((m) => ({
@@ -129,8 +138,10 @@ export async function planPower(
     source = `pilot ${summary.audit.id} (${summary.counts.finished} finished runs): its variance components${options.effect === undefined ? ' and observed effects' : ''}`;
   } else {
     const effect = options.effect ?? DEFAULT_PLAN_EFFECT_BITS;
-    planned = assumedFamily(plan, seeds, effect);
-    source = `assumed components (sd run ${ASSUMED_SD.run}, canary ${ASSUMED_SD.canary}, run × canary ${ASSUMED_SD.interaction} bits; not measured: give --pilot AUDIT_DIR)`;
+    const chosen = powerDefaultsFor(expansion.axes.model.map((m) => m.value));
+    defaults = chosen.defaults;
+    planned = assumedFamily(plan, seeds, effect, defaults);
+    source = defaultsText(defaults, chosen.backends);
   }
   return {
     source,
@@ -138,13 +149,27 @@ export async function planPower(
     alpha: ALPHA,
     seeds,
     canaries,
+    defaults,
     rows: planned.map((p) => row(p, seeds, canaries, margin, cells)),
   };
 }
 
+const sdText = (sd: ComponentSd): string =>
+  `run ${sd.run.toFixed(2)}, canary ${sd.canary.toFixed(2)}, run × canary ${sd.interaction.toFixed(2)}`;
+
+/** Which defaults a plan without a pilot used, their figures and their source, in one clause. */
+function defaultsText(d: PowerDefaults, backends: readonly string[]): string {
+  const which =
+    backends.length > 1
+      ? `the ${d.backend} backend's defaults (the largest of this grid's backends: ${backends.join(', ')})`
+      : `the ${d.backend} backend's defaults`;
+  return `${which} (${d.measured ? 'measured: ' : ''}${d.source}): sd in bits of an arm's median ${sdText(d.arm)}; of a paired difference ${sdText(d.paired)}; for this grid's own, give --pilot AUDIT_DIR`;
+}
+
 export function powerText(p: PowerPlan): string {
   const lines = [
-    `power: ${p.seeds} seed(s) per cell × ${p.canaries} focal canaries per run; α ${p.alpha}, margin ±${p.margin_bits} bits, target 80%; ${p.source}`,
+    `power: ${p.seeds} seed(s) per cell × ${p.canaries} focal canaries per run; α ${p.alpha}, margin ±${p.margin_bits} bits, target 80%`,
+    `  variance: ${p.source}`,
     ...p.rows.map(
       (r) =>
         `  ${r.comparison} at effect ${r.effect >= 0 ? '+' : ''}${r.effect.toFixed(2)} bits: ${r.probability === null ? '—' : `P(decided) ${r.probability.toFixed(2)}`}; ${r.advice}`,

@@ -11,7 +11,7 @@ import {
   type RedisTarget,
 } from '../queue/index.js';
 import { WorkerPool, type WorkerSlot } from '../worker/index.js';
-import { CONTROL_WARNING_KINDS, writeReport } from '../report/index.js';
+import { CONTROL_WARNING_KINDS, writeReport, type ComparisonVerdict } from '../report/index.js';
 import { trackVerdicts, type TrainerRunner } from '../runner/index.js';
 import type { AuditSource } from './audit-source.js';
 import { EmbeddedRedisKeeper } from './redis-keeper.js';
@@ -55,6 +55,8 @@ export interface LocalAuditResult {
   controlWarnings: { kind: string; message: string }[];
   /** One plain sentence per declared comparison with its verdict (empty without a report). */
   verdicts: string[];
+  /** The same verdicts as fields (summary.json's `verdicts`; empty without a report). */
+  comparisons: ComparisonVerdict[];
   interrupted: boolean;
   redis: string;
 }
@@ -110,9 +112,10 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
     let headline: string | null = null;
     let controlWarnings: LocalAuditResult['controlWarnings'] = [];
     let verdicts: string[] = [];
+    let comparisons: ComparisonVerdict[] = [];
     if (!interrupted && options.report !== false) {
       const written = await writeReport({ auditDir });
-      ({ files: reportFiles, headline, verdicts } = written);
+      ({ files: reportFiles, headline, verdicts, comparisons } = written);
       // The verdicts beside the runs' curves in TensorBoard (and W&B when the audit asks); best effort.
       if (written.summaryPath !== undefined && verdicts.length > 0)
         for (const warning of (await trackVerdicts(written.summaryPath, auditDir)).warnings) log.warn(warning);
@@ -128,6 +131,7 @@ export async function runAuditLocally(options: LocalAuditOptions): Promise<Local
       headline,
       controlWarnings,
       verdicts,
+      comparisons,
       interrupted,
       redis: target.redacted,
     };

@@ -44,9 +44,10 @@ at the highest dose, lowest vs highest dose, each compared axis), the probabilit
 written decides it (higher, lower, or equivalent within analysis.margin_bits; α 0.05) and the
 cheapest change that reaches 80% (more focal canaries per run, else more seeds per cell). Variance
 components and effects come from --pilot AUDIT_DIR (a finished audit with >= 2 seeds: its report's
-run, canary and run × canary components, rescaled to this grid); without a pilot, from assumed
-standard deviations (run 1.5, canary 2, run × canary 1 bits) at --effect (default 2 bits). See
-docs/metrics.md, "Verdicts and power".`,
+run, canary and run × canary components, rescaled to this grid); without a pilot, from the
+documented defaults of the grid's model backend (tiny: pooled from the claim-grid audits; tiny VLM
+and hf: the coverage bench's generator, not yet measured on them), named in the output, at
+--effect (default 2 bits). See docs/metrics.md, "Verdicts and power".`,
   options: {
     json: { type: 'boolean', description: 'Print the plan as JSON on stdout (schemas/plan-output.schema.json).' },
     out: {
@@ -67,7 +68,7 @@ docs/metrics.md, "Verdicts and power".`,
       type: 'string',
       value: 'AUDIT_DIR',
       description:
-        'With --power: take variance components and effects from this finished audit (default: assumed components).',
+        "With --power: take variance components and effects from this finished audit (default: the model backend's documented defaults).",
     },
     effect: {
       type: 'string',

@@ -67,7 +67,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
     json: {
       type: 'boolean',
       description:
-        'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report} as JSON at the end; schemas/run-output.schema.json.',
+        'No live progress; print {schema_version, audit_id, audit_dir, interrupted, counts, failed, report, verdicts} as JSON at the end (verdicts: one per declared comparison, shaped as in summary.json); schemas/run-output.schema.json.',
     },
   },
   positionals: [1, 1],
@@ -160,6 +160,7 @@ Exit codes: 0 every run finished, 1 some run failed, was cancelled, or the audit
             counts: result.status?.counts ?? {},
             failed: failed.map((r) => ({ run_id: r.run_id, cell_id: r.cell_id, state: r.state, reason: r.failure })),
             report: result.reportFiles,
+            verdicts: result.comparisons,
             ...(result.controlWarnings.length > 0 ? { warnings: result.controlWarnings } : {}),
             models: revisionsJson(source.models),
           }),

@@ -16,6 +16,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
 import { auditsOnDisk, cliCommand, notQueuedLines, notQueuedReason, pathArg } from '../app/index.js';
+import { withReportVerdicts } from '../app/report-verdicts.js';
 import { CanaryAuditError, UserInputError, terminalSafe } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';
 import { intOption, stringOption, type Command } from './command.js';
@@ -52,7 +53,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     json: {
       type: 'boolean',
       description:
-        'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.',
+        'Print {schema_version, audits:[...]} as JSON (one line per refresh with --watch, with time); a finished audit whose folder holds a report carries its verdicts (as in summary.json); schemas/status-output.schema.json. With --workers: {schema_version, workers, rows_per_s_by_host}; schemas/fleet-output.schema.json.',
     },
     workers: {
       type: 'boolean',
@@ -122,6 +123,11 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
         );
       });
 
+    // A finished audit with a report on this host: --json carries that report's verdicts.
+    const ownId = auditDir !== undefined ? auditId : undefined;
+    const dirOf = (id: string): string | undefined =>
+      id === ownId ? auditDir : onDisk.find((a) => a.auditId === id)?.dir;
+
     if (args.values.workers) {
       const client = openRedis(conn);
       try {
@@ -149,7 +155,7 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
       if (json) {
         process.stdout.write(
           jsonLine('status', {
-            audits,
+            audits: await withReportVerdicts(audits, dirOf),
             not_queued: missing.map((a) => ({ audit_id: a.auditId, name: a.name, dir: a.dir })),
           }),
         );
@@ -174,7 +180,10 @@ Exit codes: 0 ok, 1 Redis unreachable, 2 unknown audit or bad flags.`,
     try {
       while (!stop) {
         const audits = await snapshot();
-        if (json) process.stdout.write(jsonLine('status', { time: new Date().toISOString(), audits }));
+        if (json)
+          process.stdout.write(
+            jsonLine('status', { time: new Date().toISOString(), audits: await withReportVerdicts(audits, dirOf) }),
+          );
         else view.show(audits);
         if (auditId !== undefined && audits.every(auditDone)) break;
         await new Promise((resolve) => setTimeout(resolve, intervalMs));

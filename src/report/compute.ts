@@ -64,6 +64,8 @@ export interface WriteReportResult {
   headline: string | null;
   /** One plain sentence per declared comparison with its verdict (report/verdicts.ts). */
   verdicts: string[];
+  /** The same verdicts as fields, as summary.json's `verdicts` carries them. */
+  comparisons: NonNullable<ReportSummary['verdicts']>;
 }
 
 /** The report settings the audit's grid declares under `analysis` (validated when it was planned); empty when none. */

@@ -294,13 +294,17 @@ function members(s: VerdictInput, alpha: number): Member[] {
       const m = controlMember(g, alpha, doseAxis);
       if (m) out.push(m);
     }
-    if (doses.length > 1) {
-      const low = withDose.find((g) => g.dose === doses[0]) as GroupSummary;
-      const high =
-        withDose.find(
-          (g) =>
-            g.dose === doses[doses.length - 1] && g.key.replace(/dose=[^,]*/, '') === low.key.replace(/dose=[^,]*/, ''),
-        ) ?? (top[0] as GroupSummary);
+    // The lowest dose against the highest in the same cell otherwise (placement, schedule, …): a
+    // low-dose cell with no high-dose twin is not compared with another cell's high dose.
+    const otherAxes = (g: GroupSummary): string =>
+      JSON.stringify(Object.entries(g.cell).filter(([axis]) => axis !== doseAxis && axis !== 'dose'));
+    const sameCell = (a: GroupSummary, b: GroupSummary): boolean => otherAxes(a) === otherAxes(b);
+    const twins = withDose
+      .filter((g) => g.dose === doses[0])
+      .map((lo) => [lo, withDose.find((g) => g.dose === doses[doses.length - 1] && sameCell(g, lo))] as const)
+      .find(([, hi]) => hi !== undefined);
+    if (doses.length > 1 && twins) {
+      const [low, high] = twins as readonly [GroupSummary, GroupSummary];
       const match = paired.find(
         (p) =>
           p.axis === doseAxis &&
@@ -365,14 +369,30 @@ function status(r: ComparisonReading, margin: number): string {
   return r.within_margin ? `decided, and smaller than ±${num(margin)} bits` : 'decided';
 }
 
-function powerText(power: ComparisonVerdict['power'], at: number, kind: Member['kind']): string {
-  if (!power) return '';
-  const unit = (n: number): string => `${n === 1 ? 'run' : 'runs'}${kind === 'control' ? '' : ' per arm'}`;
-  if (power.more_runs !== null) return `, ≈${power.more_runs} more ${unit(power.more_runs)} would decide (80%)`;
-  if (power.canaries !== null) return `, ≈${power.canaries} canaries per run would decide (80%)`;
-  if (power.both)
-    return `, ≈${power.both.runs - at} more ${unit(2)} with ${power.both.canaries} canaries per run would decide (80%)`;
-  return `, more than ${at * 64} ${unit(2)} would be needed`;
+/**
+ * The power hint of an undecided comparison, in the design's own units: runs of the cell (runs per
+ * arm for a dose or paired comparison), and focal canaries per run as `canaries.focal` sets them,
+ * named beside the design's count and left out when they stay as they are. One case each: more
+ * runs alone; more canaries alone (no more runs); both, when neither alone reaches 80%; neither,
+ * within 64× the runs and 64× the canaries.
+ */
+export function powerHint(
+  power: NonNullable<ComparisonVerdict['power']>,
+  at: { runs: number; canaries: number },
+  kind: ComparisonVerdict['kind'],
+): string {
+  const runs = (n: number): string => `${n === 1 ? 'run' : 'runs'}${kind === 'control' ? '' : ' per arm'}`;
+  const canaries = (n: number): string =>
+    `${plural(n, 'focal canary', 'focal canaries')} per run (the design has ${at.canaries})`;
+  if (power.more_runs !== null && power.runs !== null)
+    return `≈${power.more_runs} more ${runs(power.more_runs)} (${power.runs} in all) would decide (80%)`;
+  if (power.canaries !== null) return `≈${canaries(power.canaries)}, with no more runs, would decide (80%)`;
+  if (power.both) {
+    const more = power.both.runs - at.runs;
+    const withCanaries = power.both.canaries === at.canaries ? '' : ` and ${canaries(power.both.canaries)}`;
+    return `≈${more} more ${runs(more)} (${power.both.runs} in all)${withCanaries} would decide (80%); neither alone would`;
+  }
+  return `not decidable at this effect within ${64 * at.runs} ${runs(2)} and ${64 * at.canaries} focal canaries per run (64× each)`;
 }
 
 /**
@@ -394,6 +414,7 @@ export function verdicts(
     const unadjusted = reading(m.spread.estimate, t, alpha);
     const adj = reading(m.spread.estimate, adjusted[i] as { p_difference: number; p_equivalence: number }, alpha);
     let power: ComparisonVerdict['power'] = null;
+    let hint = '';
     if (unadjusted.verdict === 'undecided' && m.components.length > 0) {
       const advice = powerAdvice(m.spread.estimate, m.components, marginBits, alpha) as PowerAdvice;
       power = {
@@ -403,6 +424,7 @@ export function verdicts(
         more_runs: advice.runs === null ? null : advice.runs - advice.at.runs,
         both: advice.both,
       };
+      hint = `, ${powerHint(power, advice.at, m.kind)}`;
     }
     const verb = m.verbs[unadjusted.verdict].replace('MARGIN', `${num(marginBits)} bits`);
     const i95 = `${signed(m.interval.estimate)} [${signed(m.interval.lo)}, ${signed(m.interval.hi)}] bits`;
@@ -413,7 +435,7 @@ export function verdicts(
       list.length > 1
         ? `; ${adj.verdict === unadjusted.verdict && adj.within_margin === unadjusted.within_margin ? 'the same' : status(adj, marginBits)} after Holm over ${list.length} comparisons`
         : '';
-    const sentence = `${m.subject} ${verb}: ${i95}, ${status(unadjusted, marginBits)}${powerText(power, m.n_runs, m.kind)}${family}; ${m.nText}${oneRun}.`;
+    const sentence = `${m.subject} ${verb}: ${i95}, ${status(unadjusted, marginBits)}${hint}${family}; ${m.nText}${oneRun}.`;
     return {
       kind: m.kind,
       comparison: m.comparison,

@@ -42,6 +42,7 @@ export async function writeReport(options: WriteReportOptions): Promise<WriteRep
       warnings: summary.warnings,
       headline: summary.headline ?? null,
       verdicts: (summary.verdicts ?? []).map((v) => v.sentence),
+      comparisons: summary.verdicts ?? [],
     };
     return written.summaryPath === undefined ? base : { ...base, summaryPath: written.summaryPath };
   } catch (error) {

@@ -25,6 +25,11 @@ export type SchemaName =
 
 /** Schemas referenced by others through their `$id`; registered before anything compiles. */
 const SHARED_SCHEMAS = ['stamp', 'model-revisions'];
+/** Schemas whose definitions others reference (`report.schema.json#/$defs/verdict`): compiled first. */
+const REFERENCED: Partial<Record<SchemaName, SchemaName[]>> = {
+  'run-output': ['report'],
+  'status-output': ['report'],
+};
 
 const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
 let sharedAdded = false;
@@ -47,6 +52,7 @@ export function validator(name: SchemaName): ValidateFunction {
       }
       sharedAdded = true;
     }
+    for (const dependency of REFERENCED[name] ?? []) validator(dependency);
     fn = ajv.compile(loadSchema(name));
     compiled.set(name, fn);
   }

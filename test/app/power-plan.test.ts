@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ASSUMED_SD, planPower, powerText } from '../../src/app/power-plan.js';
+import { planPower, powerText } from '../../src/app/power-plan.js';
+import { POWER_DEFAULTS, pooledSd, powerBackendOf, sdOfComponents } from '../../src/app/power-defaults.js';
 import { planAuditText } from '../../src/manifest/index.js';
 import { assumedComponents, decisionProbability, scaledVariance } from '../../src/metrics/verdict.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
@@ -39,8 +40,59 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+describe('plan --power defaults per backend', () => {
+  it('recovers the sds assumedComponents was built from, and pools medians as a root mean square', () => {
+    const sd = { run: 1.2, canary: 0.7, interaction: 2.5 };
+    const back = sdOfComponents(assumedComponents(sd, 3, 16));
+    for (const k of ['run', 'canary', 'interaction'] as const) expect(back?.[k]).toBeCloseTo(sd[k], 12);
+    const pooled = pooledSd([
+      assumedComponents({ run: 1, canary: 1, interaction: 1 }, 3, 16),
+      assumedComponents({ run: 7, canary: 1, interaction: 1 }, 5, 8),
+      { design: 'nested', run: 9, canary: 0, residual: 9, runs: 3, canaries: 16 },
+    ]);
+    expect(pooled?.n).toBe(2);
+    expect(pooled?.sd.run).toBeCloseTo(5, 12);
+    expect(pooled?.sd.canary).toBeCloseTo(1, 12);
+    expect(pooledSd([])).toBeNull();
+  });
+
+  it("picks the backend of the grid's model and says which defaults it used", async () => {
+    expect(powerBackendOf({ backend: 'hf' })).toBe('hf');
+    expect(
+      powerBackendOf({ backend: 'tiny', tiny: { n_layer: 2, n_head: 2, d_model: 64, max_len: 64, dropout: 0 } }),
+    ).toBe('tiny');
+    const hf = await planPower(
+      plan(
+        grid('0, 1, 2', 'models:\n  small: {backend: hf, name: org/model, revision: main}\n').replace(
+          'seed: [0, 1, 2]',
+          'seed: [0, 1, 2]\n  model: [small]',
+        ),
+      ),
+      { effect: 3 },
+    );
+    expect(hf.defaults?.backend).toBe('hf');
+    expect(hf.defaults?.measured).toBe(false);
+    expect(powerText(hf)).toContain("sd in bits of an arm's median run 1.50, canary 2.00, run × canary 1.00");
+    expect(powerText(hf)).toContain('not measured on this backend');
+    // Two backends in one grid: the defaults of the one with the larger arm variance, named with both.
+    const mixed = await planPower(
+      plan(
+        grid('0, 1, 2', 'models:\n  small: {backend: hf, name: org/model, revision: main}\n').replace(
+          'seed: [0, 1, 2]',
+          'seed: [0, 1, 2]\n  model: [tiny, small]',
+        ),
+      ),
+      { effect: 3 },
+    );
+    const total = (b: 'tiny' | 'hf') =>
+      POWER_DEFAULTS[b].arm.run ** 2 + POWER_DEFAULTS[b].arm.canary ** 2 + POWER_DEFAULTS[b].arm.interaction ** 2;
+    expect(mixed.defaults?.backend).toBe(total('hf') >= total('tiny') ? 'hf' : 'tiny');
+    expect(powerText(mixed)).toContain("of this grid's backends: tiny, hf)");
+  });
+});
+
 describe('plan --power', () => {
-  it('without a pilot: the declared family with assumed components, at the stated effect', async () => {
+  it('without a pilot: the declared family with the backend defaults, at the stated effect', async () => {
     const p = await planPower(plan(grid('0, 1, 2')), { effect: 3 });
     expect(p.rows.map((r) => r.comparison)).toEqual([
       'visibility=visible, dose=4: inserted − held-out control',
@@ -50,12 +102,14 @@ describe('plan --power', () => {
       'visibility redacted − visible, paired',
     ]);
     // The control row is the decision probability of the two arms' assumed components, 3 seeds × 8 and × 6 canaries.
-    const v = scaledVariance([assumedComponents(ASSUMED_SD, 3, 8), assumedComponents(ASSUMED_SD, 3, 6)], 1, 1);
+    const arm = POWER_DEFAULTS.tiny.arm;
+    const v = scaledVariance([assumedComponents(arm, 3, 8), assumedComponents(arm, 3, 6)], 1, 1);
     expect(p.rows[0]?.probability).toBeCloseTo(decisionProbability(3, Math.sqrt(v.variance), v.df, 1, 0.05), 12);
     expect(p.margin_bits).toBe(1);
     expect(powerText(p)).toMatch(
-      /^power: 3 seed\(s\) per cell × 8 focal canaries per run; α 0.05, margin ±1 bits, target 80%; assumed components/,
+      /^power: 3 seed\(s\) per cell × 8 focal canaries per run; α 0.05, margin ±1 bits, target 80%\n {2}variance: the tiny backend's defaults \(measured: .*audit-[0-9a-f]{12}.*\): sd in bits of an arm's median run \d\.\d\d, canary \d\.\d\d, run × canary \d\.\d\d; of a paired difference .*; for this grid's own, give --pilot AUDIT_DIR\n/,
     );
+    expect(p.defaults?.backend).toBe('tiny');
     // More seeds as written: a higher probability; a grid's own margin is used.
     const more = await planPower(plan(grid('0, 1, 2, 3, 4, 5', 'analysis: {margin_bits: 2}')), { effect: 3 });
     expect(more.margin_bits).toBe(2);

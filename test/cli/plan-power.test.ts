@@ -33,7 +33,8 @@ describe('canary-audit plan --power', () => {
     );
     expect(at).toBeGreaterThan(0);
     expect(
-      lines.slice(at + 1, at + 6).every((l) => /^ {2}.+ at effect \+3\.00 bits: P\(decided\) \d\.\d\d; /.test(l)),
+      lines[at + 1]?.startsWith("  variance: the tiny backend's defaults (measured: ") &&
+        lines.slice(at + 2, at + 7).every((l) => /^ {2}.+ at effect \+3\.00 bits: P\(decided\) \d\.\d\d; /.test(l)),
     ).toBe(true);
     const alone = await runMain(['plan', grid, '--pilot', root]);
     expect(alone.code).toBe(2);

@@ -61,6 +61,8 @@ describe.skipIf(!hasTorch)('canary-audit run, end to end', () => {
     }
     const summary = JSON.parse(readFileSync(join(reportDir, 'summary.json'), 'utf8')) as Summary;
     expect(validate('report', summary)).toEqual([]);
+    // run --json carries the report's verdicts as fields, the same objects as summary.json's.
+    expect((out as { verdicts?: unknown }).verdicts).toEqual((summary as { verdicts?: unknown }).verdicts ?? []);
     expect(summary.audit.id).toBe(out.audit_id);
     expect(summary.counts).toMatchObject({ runs: 2, finished: 2, failed: 0, missing: 0 });
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeReport } from '../../src/report/index.js';
+import { powerHint } from '../../src/report/verdicts.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
 const canaries = (visibility: string) =>
@@ -69,6 +70,35 @@ describe('verdicts of the declared comparisons', () => {
     ).toBe(true);
   });
 
+  it('compares doses only within one cell: a low dose with no high-dose twin is not set against another cell', async () => {
+    // Dose 2 sits only under uniform placement, dose 8 only under early placement (the directions grid's layout).
+    const withDose = (dose: number, placement: string) =>
+      [0, 1, 2].map((seed) => ({
+        cell: { visibility: 'redacted', dose, placement, seed },
+        canaries: canaries('redacted').map((c) => ({ ...c, dose })),
+        heldOut,
+      }));
+    const a = await buildFixtureAudit(join(root, 'no-twin'), {
+      name: 'no-twin',
+      runs: [...withDose(8, 'early'), ...withDose(2, 'uniform')],
+      outcome: (c) => ({ rank: 1 + Number(c.canary.id.slice(-1)) * (c.canary.inserted ? 40 : 900) + 7 * c.runIndex }),
+    });
+    const { summary } = await computeReport({ auditDir: a.auditDir, resamples: 200 });
+    const v = summary.verdicts ?? [];
+    expect(v.map((x) => x.kind)).toEqual(['control']);
+    expect(v[0]?.comparison).toContain('placement=early');
+    // With dose 2 under early placement too, the dose comparison is early 2 → early 8.
+    const b = await buildFixtureAudit(join(root, 'twin'), {
+      name: 'twin',
+      runs: [...withDose(8, 'early'), ...withDose(2, 'uniform'), ...withDose(2, 'early')],
+      outcome: (c) => ({ rank: 1 + Number(c.canary.id.slice(-1)) * (c.canary.inserted ? 40 : 900) + 7 * c.runIndex }),
+    });
+    const twin = (await computeReport({ auditDir: b.auditDir, resamples: 200 })).summary.verdicts ?? [];
+    const dose = twin.filter((x) => x.kind === 'dose');
+    expect(dose).toHaveLength(1);
+    expect(dose[0]?.comparison).toMatch(/placement=early.*dose 8 − dose 2/);
+  });
+
   it('with one run per arm: no run-to-run variance to plan with, and says so', async () => {
     const runs = grid().filter((r) => r.cell.seed === 0);
     const a = await buildFixtureAudit(join(root, 'single'), {
@@ -108,8 +138,43 @@ describe('verdicts of the declared comparisons', () => {
       expect(x.power?.probability).toBeLessThan(0.8);
       if (x.power?.more_runs !== null) {
         expect(x.power?.more_runs).toBeGreaterThan(0);
-        expect(x.sentence).toMatch(/undecided, ≈\d+ more runs?( per arm)? would decide \(80%\)/);
+        expect(x.sentence).toMatch(/undecided, ≈\d+ more runs?( per arm)? \(\d+ in all\) would decide \(80%\)/);
       }
     }
+  });
+});
+
+describe('power hints', () => {
+  const at = { runs: 3, canaries: 16 };
+  const power = { probability: 0.3, runs: null, canaries: null, more_runs: null, both: null };
+  it('more runs: the runs to add and the total, canaries left out (unchanged)', () => {
+    expect(powerHint({ ...power, runs: 7, more_runs: 4 }, at, 'control')).toBe(
+      '≈4 more runs (7 in all) would decide (80%)',
+    );
+    expect(powerHint({ ...power, runs: 4, more_runs: 1 }, at, 'paired')).toBe(
+      '≈1 more run per arm (4 in all) would decide (80%)',
+    );
+  });
+  it("more canaries: the per-run count beside the design's, no more runs", () => {
+    expect(powerHint({ ...power, canaries: 40 }, at, 'control')).toBe(
+      '≈40 focal canaries per run (the design has 16), with no more runs, would decide (80%)',
+    );
+  });
+  it('both: runs and canaries, when neither alone reaches 80%', () => {
+    expect(powerHint({ ...power, both: { runs: 7, canaries: 723 } }, at, 'dose')).toBe(
+      '≈4 more runs per arm (7 in all) and 723 focal canaries per run (the design has 16) would decide (80%); neither alone would',
+    );
+    // The canary count is left out when it is the design's own.
+    expect(powerHint({ ...power, both: { runs: 7, canaries: 16 } }, at, 'control')).toBe(
+      '≈4 more runs (7 in all) would decide (80%); neither alone would',
+    );
+  });
+  it('neither within 64× the runs and the canaries', () => {
+    expect(powerHint(power, at, 'control')).toBe(
+      'not decidable at this effect within 192 runs and 1024 focal canaries per run (64× each)',
+    );
+    expect(powerHint(power, at, 'paired')).toBe(
+      'not decidable at this effect within 192 runs per arm and 1024 focal canaries per run (64× each)',
+    );
   });
 });
