@@ -20,7 +20,8 @@
  *               its job hash, job log and loss curve, the median over 20) (BullMQ's events stream is one per queue,
  *               capped at ~10,000 entries: printed apart, as is used_memory's growth over the drain);
  * - status      one status read in-process (collectStatus, the median of 5) and its Redis time
- *               (the sum of INFO commandstats usec over the call) and command count; the same for
+ *               (the CPU of Redis's main thread over the call, INFO cpu) and command count (INFO
+ *               commandstats: a script's commands count one by one); the same for
  *               the read it replaced (per run: HGETALL, then BullMQ's getState script with its
  *               ZSCOREs and LPOS), measured side by side: the ratio is the baseline's time over the
  *               new one's; and `status AUDIT --json` and plain `status AUDIT` through the CLI (one
@@ -135,17 +136,30 @@ async function commandTotals(client: Client): Promise<{ calls: number; usec: num
   return { calls, usec };
 }
 
-/** Wall ms, Redis usec and commands of one call, with nothing else talking to this Redis. */
+/**
+ * CPU seconds of Redis's main thread (INFO cpu). Not commandstats' usec: a command run inside MULTI
+ * or a script is counted there twice (itself and inside EXEC/EVAL), so its sum overstates reads that
+ * batch their commands.
+ */
+async function mainThreadCpuS(client: Client): Promise<number> {
+  const info = await client.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread');
+}
+
+/** Wall ms, Redis main-thread CPU ms and commands of one call, with nothing else talking to this Redis. */
 async function measured(
   admin: Client,
   fn: () => Promise<unknown>,
 ): Promise<{ ms: number; redisMs: number; calls: number }> {
   await admin.config('RESETSTAT');
+  const cpu0 = await mainThreadCpuS(admin);
   const t0 = performance.now();
   await fn();
   const ms = performance.now() - t0;
-  const { calls, usec } = await commandTotals(admin);
-  return { ms, redisMs: usec / 1000, calls };
+  const cpu1 = await mainThreadCpuS(admin);
+  const { calls } = await commandTotals(admin);
+  return { ms, redisMs: (cpu1 - cpu0) * 1000, calls };
 }
 
 /** The read status made before: per run, the job hash and BullMQ's getState script (LPOS on the wait list). */
@@ -193,6 +207,9 @@ interface Point {
   cliJsonMs: number;
   cliPlainMs: number;
   cliHelpMs: number;
+  cliJsonCpuMs: number;
+  cliHelpCpuMs: number;
+  baseCliJsonCpuMs: number | null;
   baseSubmitS: number | null;
   baseSubmitCpuS: number | null;
   baseCliJsonMs: number | null;
@@ -259,25 +276,38 @@ async function measure(n: number, root: string): Promise<Point> {
       news.push(await measured(admin, () => collectStatus(conn, auditId, { queues, client })));
       if (i < 3) olds.push(await measured(admin, () => previousStatusRead(conn, auditId, queues)));
     }
+    // Wall ms and CPU ms (user + system, /usr/bin/time) of one `status` process.
+    const once = async (cli: string, args: string[]) => {
+      const t = performance.now();
+      const r = await execa('/usr/bin/time', ['-f', 'cpu %U %S', 'node', cli, 'status', ...args], {
+        env,
+        stdout: 'ignore',
+      });
+      const cpu = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
+      return { ms: performance.now() - t, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN };
+    };
     const cli = async (args: string[], other?: string) => {
-      const times = [];
+      const mine = [];
       const others = [];
       for (let i = 0; i < 3; i += 1) {
-        let t = performance.now();
-        await execa('node', [CLI, 'status', ...args], { env, stdout: 'ignore' });
-        times.push(performance.now() - t);
-        if (!other) continue;
-        t = performance.now();
-        await execa('node', [other, 'status', ...args], { env, stdout: 'ignore' });
-        others.push(performance.now() - t);
+        mine.push(await once(CLI, args));
+        if (other) others.push(await once(other, args));
       }
-      return { ms: median(times), otherMs: others.length ? median(others) : null };
+      return {
+        ms: median(mine.map((x) => x.ms)),
+        cpuMs: median(mine.map((x) => x.cpuMs)),
+        otherMs: others.length ? median(others.map((x) => x.ms)) : null,
+        otherCpuMs: others.length ? median(others.map((x) => x.cpuMs)) : null,
+      };
     };
     const jsonTimes = await cli([auditId, '--json'], BASE_CLI ?? undefined);
     const cliJsonMs = jsonTimes.ms;
+    const cliJsonCpuMs = jsonTimes.cpuMs;
     const cliPlainMs = (await cli([auditId])).ms;
     // The floor of any CLI call on this machine: Node's start-up and the command's modules.
-    const cliHelpMs = (await cli(['--help'])).ms;
+    const helpTimes = await cli(['--help']);
+    const cliHelpMs = helpTimes.ms;
+    const cliHelpCpuMs = helpTimes.cpuMs;
     if (QUICK) {
       const status = {
         statusMs: median(news.map((x) => x.ms)),
@@ -302,6 +332,9 @@ async function measure(n: number, root: string): Promise<Point> {
         cliJsonMs,
         cliPlainMs,
         cliHelpMs,
+        cliJsonCpuMs,
+        cliHelpCpuMs,
+        baseCliJsonCpuMs: jsonTimes.otherCpuMs,
         baseSubmitS: baseSubmit?.wallS ?? null,
         baseSubmitCpuS: baseSubmit?.cpuS ?? null,
         baseCliJsonMs: jsonTimes.otherMs,
@@ -400,6 +433,9 @@ async function measure(n: number, root: string): Promise<Point> {
       cliJsonMs,
       cliPlainMs,
       cliHelpMs,
+      cliJsonCpuMs,
+      cliHelpCpuMs,
+      baseCliJsonCpuMs: jsonTimes.otherCpuMs,
       baseSubmitS: baseSubmit?.wallS ?? null,
       baseSubmitCpuS: baseSubmit?.cpuS ?? null,
       baseCliJsonMs: jsonTimes.otherMs,
@@ -491,22 +527,22 @@ const rows: [string, (p: Point) => number | null, number, string][] = [
   ['Redis per finished run', (p) => p.finishedBytes, 0, 'B'],
   ['  MEMORY USAGE, job queued', (p) => p.queuedHash, 0, 'B'],
   ['status read (in-process)', (p) => p.statusMs, 1, 'ms'],
-  ['  its Redis time', (p) => p.statusRedisMs, 2, 'ms'],
+  ['  its Redis CPU (main thread)', (p) => p.statusRedisMs, 2, 'ms'],
   ['  its Redis commands', (p) => p.statusCalls, 0, ''],
   ['previous status read', (p) => p.oldMs, 1, 'ms'],
-  ['  its Redis time', (p) => p.oldRedisMs, 2, 'ms'],
+  ['  its Redis CPU (main thread)', (p) => p.oldRedisMs, 2, 'ms'],
   ['  its Redis commands', (p) => p.oldCalls, 0, ''],
   ['status AUDIT --json (CLI)', (p) => p.cliJsonMs, 0, 'ms'],
+  ['  its CPU (user + system)', (p) => p.cliJsonCpuMs, 0, 'ms'],
   ...(BASE_CLI
-    ? ([['baseline status --json (CLI)', (p) => p.baseCliJsonMs, 0, 'ms']] as [
-        string,
-        (p: Point) => number | null,
-        number,
-        string,
-      ][])
+    ? ([
+        ['baseline status --json (CLI)', (p) => p.baseCliJsonMs, 0, 'ms'],
+        ['  its CPU (user + system)', (p) => p.baseCliJsonCpuMs, 0, 'ms'],
+      ] as [string, (p: Point) => number | null, number, string][])
     : []),
   ['status AUDIT (CLI, plain)', (p) => p.cliPlainMs, 0, 'ms'],
   ['  CLI start-up (status --help)', (p) => p.cliHelpMs, 0, 'ms'],
+  ['  its CPU (user + system)', (p) => p.cliHelpCpuMs, 0, 'ms'],
   ['dashboard snapshot', (p) => p.dashboardMs, 1, 'ms'],
   ['queue overhead per job', (p) => p.overheadMs, 1, 'ms'],
   ['report (2,000 resamples)', (p) => p.reportS, 1, 's'],
@@ -524,12 +560,12 @@ for (const [label, get, digits, unit] of rows) {
 }
 const ratio = points.map((p) => `${(p.oldRedisMs / p.statusRedisMs).toFixed(1)}x`).join(' / ');
 lines.push(
-  `previous / new status read, Redis time: ${ratio}; runs finished in the drain: ${points.map((p) => p.finished).join(' / ')}`,
+  `previous / new status read, Redis CPU: ${ratio}; runs finished in the drain: ${points.map((p) => p.finished).join(' / ')}`,
 );
 if (BASE_CLI) {
   const r = (a: number | null, b: number | null) => (a !== null && b ? `${(a / b).toFixed(2)}x` : '-');
   lines.push(
-    `baseline (${values.baseline}) / this: submit wall ${points.map((p) => r(p.baseSubmitS, p.submitS)).join(' / ')}, submit CPU ${points.map((p) => r(p.baseSubmitCpuS, p.submitCpuS)).join(' / ')}, status --json ${points.map((p) => r(p.baseCliJsonMs, p.cliJsonMs)).join(' / ')}`,
+    `baseline (${values.baseline}) / this: submit wall ${points.map((p) => r(p.baseSubmitS, p.submitS)).join(' / ')}, submit CPU ${points.map((p) => r(p.baseSubmitCpuS, p.submitCpuS)).join(' / ')}, status --json ${points.map((p) => r(p.baseCliJsonMs, p.cliJsonMs)).join(' / ')}, its CPU ${points.map((p) => r(p.baseCliJsonCpuMs, p.cliJsonCpuMs)).join(' / ')}`,
   );
 }
 for (const p of QUICK ? [] : points) {
