@@ -5,6 +5,8 @@
  *   npx tsx bench/scale.ts [--sizes 100,1000] [--updates 32] [--drain 60] [--slots 2] [--keep DIR]
  *   npx tsx bench/scale.ts --sizes 100,1000,10000     # the table in docs/benchmarks.md
  *   npx tsx bench/scale.ts --report-only --sizes 1000,10000   # `report` alone (no Redis, no submit)
+ *   npx tsx bench/scale.ts --quick --baseline /tmp/base --sizes 100,1000,10000   # submit + status only,
+ *                         side by side with the CLI built in /tmp/base (`git archive REV | tar -x`, `npx tsc`)
  *   npx tsx bench/scale.ts --help
  *
  * For each size N, on a fresh private redis-server (the one `run` starts: 127.0.0.1, append-only):
@@ -18,7 +20,8 @@
  *               its job hash, job log and loss curve, the median over 20) (BullMQ's events stream is one per queue,
  *               capped at ~10,000 entries: printed apart, as is used_memory's growth over the drain);
  * - status      one status read in-process (collectStatus, the median of 5) and its Redis time
- *               (the sum of INFO commandstats usec over the call) and command count; the same for
+ *               (the CPU of Redis's main thread over the call, INFO cpu) and command count (INFO
+ *               commandstats: a script's commands count one by one); the same for
  *               the read it replaced (per run: HGETALL, then BullMQ's getState script with its
  *               ZSCOREs and LPOS), measured side by side: the ratio is the baseline's time over the
  *               new one's; and `status AUDIT --json` and plain `status AUDIT` through the CLI (one
@@ -32,6 +35,11 @@
  * - report      `computeReport` (2,000 resamples) on a finished audit of N runs built from stored
  *               scores (test/fixtures/audit-builder.ts: 4 focal + 4 held-out canaries per run,
  *               hidden probes, true code + 99 sampled decoys), the same cells as the grid.
+ * --quick skips the dashboard, the drain and `report` (their rows print '-'). --baseline DIR runs the
+ * CLI built in DIR (DIR/dist/cli/main.js, another commit of this project) beside this one: its
+ * `submit` of the same grid (its own queue prefix and artifact folder, just before this one's) and its
+ * `status AUDIT --json` on this one's audit (alternated with this one's), each a row of its own with
+ * the ratio baseline / this one.
  * The growth column is each figure over the one at the previous size: linear growth is the size
  * ratio (10), constant is 1. Goals (issue 36): submit of 10,000 runs <= 30 s, Redis <= 2 KB per
  * finished run, status <= 1 s, report <= 60 s.
@@ -54,6 +62,8 @@ const { values } = parseArgs({
     slots: { type: 'string', default: '2' },
     keep: { type: 'string' },
     'report-only': { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -96,6 +106,8 @@ type Conn = ReturnType<typeof queueConnection>;
 type Client = ReturnType<typeof openRedis>;
 
 const CLI = resolve('dist/cli/main.js');
+const BASE_CLI = values.baseline ? resolve(values.baseline, 'dist/cli/main.js') : null;
+const QUICK = values.quick;
 const QUICKSTART = readFileSync(resolve('configs/quickstart.yaml'), 'utf8');
 const CELLS = 6;
 
@@ -124,17 +136,30 @@ async function commandTotals(client: Client): Promise<{ calls: number; usec: num
   return { calls, usec };
 }
 
-/** Wall ms, Redis usec and commands of one call, with nothing else talking to this Redis. */
+/**
+ * CPU seconds of Redis's main thread (INFO cpu). Not commandstats' usec: a command run inside MULTI
+ * or a script is counted there twice (itself and inside EXEC/EVAL), so its sum overstates reads that
+ * batch their commands.
+ */
+async function mainThreadCpuS(client: Client): Promise<number> {
+  const info = await client.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread');
+}
+
+/** Wall ms, Redis main-thread CPU ms and commands of one call, with nothing else talking to this Redis. */
 async function measured(
   admin: Client,
   fn: () => Promise<unknown>,
 ): Promise<{ ms: number; redisMs: number; calls: number }> {
   await admin.config('RESETSTAT');
+  const cpu0 = await mainThreadCpuS(admin);
   const t0 = performance.now();
   await fn();
   const ms = performance.now() - t0;
-  const { calls, usec } = await commandTotals(admin);
-  return { ms, redisMs: usec / 1000, calls };
+  const cpu1 = await mainThreadCpuS(admin);
+  const { calls } = await commandTotals(admin);
+  return { ms, redisMs: (cpu1 - cpu0) * 1000, calls };
 }
 
 /** The read status made before: per run, the job hash and BullMQ's getState script (LPOS on the wait list). */
@@ -182,10 +207,35 @@ interface Point {
   cliJsonMs: number;
   cliPlainMs: number;
   cliHelpMs: number;
-  dashboardMs: number;
+  cliJsonCpuMs: number;
+  cliHelpCpuMs: number;
+  baseCliJsonCpuMs: number | null;
+  baseSubmitS: number | null;
+  baseSubmitCpuS: number | null;
+  baseCliJsonMs: number | null;
+  dashboardMs: number | null;
   overheadMs: number | null;
-  reportS: number;
+  reportS: number | null;
   diskMB: number;
+}
+
+/** `submit GRID --json` through a built CLI, under /usr/bin/time: wall s, CPU s, its stdout. */
+async function timedSubmit(
+  cli: string,
+  gridPath: string,
+  artifacts: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ wallS: number; cpuS: number | null; stdout: string }> {
+  const t0 = performance.now();
+  // Under /usr/bin/time: on a machine shared with other jobs, CPU seconds are the steadier figure.
+  const submitted = await execa(
+    '/usr/bin/time',
+    ['-f', 'cpu %U %S', 'node', cli, 'submit', gridPath, '--artifacts', artifacts, '--json'],
+    { env },
+  );
+  const wallS = (performance.now() - t0) / 1000;
+  const cpu = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(submitted.stderr);
+  return { wallS, cpuS: cpu ? Number(cpu[1]) + Number(cpu[2]) : null, stdout: submitted.stdout };
 }
 
 async function measure(n: number, root: string): Promise<Point> {
@@ -203,17 +253,16 @@ async function measure(n: number, root: string): Promise<Point> {
     const artifacts = join(dir, 'artifacts');
     const env = { ...process.env, REDIS_URL: redis.url, CANARY_AUDIT_QUEUE_PREFIX: 'bench' };
 
+    const baseSubmit = BASE_CLI
+      ? await timedSubmit(BASE_CLI, gridPath, join(dir, 'artifacts-baseline'), {
+          ...env,
+          CANARY_AUDIT_QUEUE_PREFIX: 'baseline',
+        })
+      : null;
     const mem0 = await usedMemory(admin);
-    const t0 = performance.now();
-    // Under /usr/bin/time: on a machine shared with other jobs, CPU seconds are the steadier figure.
-    const submitted = await execa(
-      '/usr/bin/time',
-      ['-f', 'cpu %U %S', 'node', CLI, 'submit', gridPath, '--artifacts', artifacts, '--json'],
-      { env },
-    );
-    const submitS = (performance.now() - t0) / 1000;
-    const cpu = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(submitted.stderr);
-    const submitCpuS = cpu ? Number(cpu[1]) + Number(cpu[2]) : null;
+    const submitted = await timedSubmit(CLI, gridPath, artifacts, env);
+    const submitS = submitted.wallS;
+    const submitCpuS = submitted.cpuS;
     const auditId = (JSON.parse(submitted.stdout) as { audit_id: string }).audit_id;
     const mem1 = await usedMemory(admin);
     const diskMB = Number(execFileSync('du', ['-sm', artifacts], { encoding: 'utf8' }).split('\t')[0]);
@@ -227,19 +276,74 @@ async function measure(n: number, root: string): Promise<Point> {
       news.push(await measured(admin, () => collectStatus(conn, auditId, { queues, client })));
       if (i < 3) olds.push(await measured(admin, () => previousStatusRead(conn, auditId, queues)));
     }
-    const cli = async (args: string[]) => {
-      const times = [];
-      for (let i = 0; i < 3; i += 1) {
-        const t = performance.now();
-        await execa('node', [CLI, 'status', ...args], { env, stdout: 'ignore' });
-        times.push(performance.now() - t);
-      }
-      return median(times);
+    // Wall ms and CPU ms (user + system, /usr/bin/time) of one `status` process.
+    const once = async (cli: string, args: string[]) => {
+      const t = performance.now();
+      const r = await execa('/usr/bin/time', ['-f', 'cpu %U %S', 'node', cli, 'status', ...args], {
+        env,
+        stdout: 'ignore',
+      });
+      const cpu = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
+      return { ms: performance.now() - t, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN };
     };
-    const cliJsonMs = await cli([auditId, '--json']);
-    const cliPlainMs = await cli([auditId]);
+    const cli = async (args: string[], other?: string) => {
+      const mine = [];
+      const others = [];
+      for (let i = 0; i < 3; i += 1) {
+        mine.push(await once(CLI, args));
+        if (other) others.push(await once(other, args));
+      }
+      return {
+        ms: median(mine.map((x) => x.ms)),
+        cpuMs: median(mine.map((x) => x.cpuMs)),
+        otherMs: others.length ? median(others.map((x) => x.ms)) : null,
+        otherCpuMs: others.length ? median(others.map((x) => x.cpuMs)) : null,
+      };
+    };
+    const jsonTimes = await cli([auditId, '--json'], BASE_CLI ?? undefined);
+    const cliJsonMs = jsonTimes.ms;
+    const cliJsonCpuMs = jsonTimes.cpuMs;
+    const cliPlainMs = (await cli([auditId])).ms;
     // The floor of any CLI call on this machine: Node's start-up and the command's modules.
-    const cliHelpMs = await cli(['--help']);
+    const helpTimes = await cli(['--help']);
+    const cliHelpMs = helpTimes.ms;
+    const cliHelpCpuMs = helpTimes.cpuMs;
+    if (QUICK) {
+      const status = {
+        statusMs: median(news.map((x) => x.ms)),
+        statusRedisMs: median(news.map((x) => x.redisMs)),
+        statusCalls: median(news.map((x) => x.calls)),
+        oldMs: median(olds.map((x) => x.ms)),
+        oldRedisMs: median(olds.map((x) => x.redisMs)),
+        oldCalls: median(olds.map((x) => x.calls)),
+      };
+      return {
+        runs: grid.runs,
+        submitS,
+        submitCpuS,
+        queuedBytes: (mem1 - mem0) / grid.runs,
+        finishedBytes: null,
+        queuedRunBytes: null,
+        finished: 0,
+        drainGrowth: 0,
+        queuedHash: 0,
+        parts: { hash: 0, logs: 0, loss: 0, events: { len: 0, bytes: 0 } },
+        ...status,
+        cliJsonMs,
+        cliPlainMs,
+        cliHelpMs,
+        cliJsonCpuMs,
+        cliHelpCpuMs,
+        baseCliJsonCpuMs: jsonTimes.otherCpuMs,
+        baseSubmitS: baseSubmit?.wallS ?? null,
+        baseSubmitCpuS: baseSubmit?.cpuS ?? null,
+        baseCliJsonMs: jsonTimes.otherMs,
+        dashboardMs: null,
+        overheadMs: null,
+        reportS: null,
+        diskMB,
+      };
+    }
 
     const source = new StatusSource(conn, { intervalMs: 60_000, actions: false, artifactsDir: artifacts });
     const dash = [];
@@ -329,6 +433,12 @@ async function measure(n: number, root: string): Promise<Point> {
       cliJsonMs,
       cliPlainMs,
       cliHelpMs,
+      cliJsonCpuMs,
+      cliHelpCpuMs,
+      baseCliJsonCpuMs: jsonTimes.otherCpuMs,
+      baseSubmitS: baseSubmit?.wallS ?? null,
+      baseSubmitCpuS: baseSubmit?.cpuS ?? null,
+      baseCliJsonMs: jsonTimes.otherMs,
       dashboardMs: median(dash),
       overheadMs: overhead.length ? median(overhead) : null,
       reportS,
@@ -405,20 +515,34 @@ const f = (x: number | null, d = 0) => (x === null ? '-' : x.toFixed(d));
 const rows: [string, (p: Point) => number | null, number, string][] = [
   ['submit (CLI, wall)', (p) => p.submitS, 1, 's'],
   ['  its CPU (user + system)', (p) => p.submitCpuS, 1, 's'],
+  ...(BASE_CLI
+    ? ([
+        ['baseline submit (CLI, wall)', (p) => p.baseSubmitS, 1, 's'],
+        ['  its CPU (user + system)', (p) => p.baseSubmitCpuS, 1, 's'],
+      ] as [string, (p: Point) => number | null, number, string][])
+    : []),
   ['artifacts written', (p) => p.diskMB, 0, 'MB'],
   ['Redis per queued run', (p) => p.queuedBytes, 0, 'B'],
   ['  20 deleted whole, each', (p) => p.queuedRunBytes, 0, 'B'],
   ['Redis per finished run', (p) => p.finishedBytes, 0, 'B'],
   ['  MEMORY USAGE, job queued', (p) => p.queuedHash, 0, 'B'],
   ['status read (in-process)', (p) => p.statusMs, 1, 'ms'],
-  ['  its Redis time', (p) => p.statusRedisMs, 2, 'ms'],
+  ['  its Redis CPU (main thread)', (p) => p.statusRedisMs, 2, 'ms'],
   ['  its Redis commands', (p) => p.statusCalls, 0, ''],
   ['previous status read', (p) => p.oldMs, 1, 'ms'],
-  ['  its Redis time', (p) => p.oldRedisMs, 2, 'ms'],
+  ['  its Redis CPU (main thread)', (p) => p.oldRedisMs, 2, 'ms'],
   ['  its Redis commands', (p) => p.oldCalls, 0, ''],
   ['status AUDIT --json (CLI)', (p) => p.cliJsonMs, 0, 'ms'],
+  ['  its CPU (user + system)', (p) => p.cliJsonCpuMs, 0, 'ms'],
+  ...(BASE_CLI
+    ? ([
+        ['baseline status --json (CLI)', (p) => p.baseCliJsonMs, 0, 'ms'],
+        ['  its CPU (user + system)', (p) => p.baseCliJsonCpuMs, 0, 'ms'],
+      ] as [string, (p: Point) => number | null, number, string][])
+    : []),
   ['status AUDIT (CLI, plain)', (p) => p.cliPlainMs, 0, 'ms'],
   ['  CLI start-up (status --help)', (p) => p.cliHelpMs, 0, 'ms'],
+  ['  its CPU (user + system)', (p) => p.cliHelpCpuMs, 0, 'ms'],
   ['dashboard snapshot', (p) => p.dashboardMs, 1, 'ms'],
   ['queue overhead per job', (p) => p.overheadMs, 1, 'ms'],
   ['report (2,000 resamples)', (p) => p.reportS, 1, 's'],
@@ -436,9 +560,15 @@ for (const [label, get, digits, unit] of rows) {
 }
 const ratio = points.map((p) => `${(p.oldRedisMs / p.statusRedisMs).toFixed(1)}x`).join(' / ');
 lines.push(
-  `previous / new status read, Redis time: ${ratio}; runs finished in the drain: ${points.map((p) => p.finished).join(' / ')}`,
+  `previous / new status read, Redis CPU: ${ratio}; runs finished in the drain: ${points.map((p) => p.finished).join(' / ')}`,
 );
-for (const p of points) {
+if (BASE_CLI) {
+  const r = (a: number | null, b: number | null) => (a !== null && b ? `${(a / b).toFixed(2)}x` : '-');
+  lines.push(
+    `baseline (${values.baseline}) / this: submit wall ${points.map((p) => r(p.baseSubmitS, p.submitS)).join(' / ')}, submit CPU ${points.map((p) => r(p.baseSubmitCpuS, p.submitCpuS)).join(' / ')}, status --json ${points.map((p) => r(p.baseCliJsonMs, p.cliJsonMs)).join(' / ')}, its CPU ${points.map((p) => r(p.baseCliJsonCpuMs, p.cliJsonCpuMs)).join(' / ')}`,
+  );
+}
+for (const p of QUICK ? [] : points) {
   lines.push(
     `  ${p.runs} runs, a finished run's keys (median): job hash ${p.parts.hash} B, job log ${p.parts.logs} B, loss curve ${p.parts.loss} B; the queue's events stream (capped by BullMQ) ${p.parts.events.len} entries, ${p.parts.events.bytes} B; used_memory grew ${(p.drainGrowth / 1024).toFixed(0)} KiB over the drain of ${p.finished} runs`,
   );

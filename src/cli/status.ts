@@ -15,7 +15,9 @@ import { LiveView, renderFleet, renderBars, renderPlain } from './views/index.js
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { readAuditIndex } from '../contracts/index.js';
-import { auditsOnDisk, cliCommand, notQueuedLines, notQueuedReason, pathArg } from '../app/index.js';
+// From their modules, not app/index.js: status would otherwise load plan, submit and run (seconds of start-up).
+import { auditsOnDisk, notQueuedLines, notQueuedReason } from '../app/disk-audits.js';
+import { cliCommand, pathArg } from '../app/invocation.js';
 import { withReportVerdicts } from '../app/report-verdicts.js';
 import { CanaryAuditError, UserInputError, terminalSafe } from '../errors.js';
 import { ARTIFACTS_OPTION, REDIS_OPTION, artifactsFrom } from './queue-options.js';

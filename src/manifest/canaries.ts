@@ -49,6 +49,7 @@ export class CanaryPool {
   private readonly seed: number;
   private readonly identities = new Map<string, Map<string, { key: string; value: unknown }>>();
   private readonly messages = new Map<string, unknown>();
+  private readonly specJson = new WeakMap<TaskSpec, string>();
 
   /** `avoid`: codes the training data already shows (a dataset's numbers); no canary or substitute gets one. */
   /** `inclusion`: a coin per focal and held-out canary (`randomizedInclusion`); heads are inserted. */
@@ -106,9 +107,11 @@ export class CanaryPool {
 
   /** The canary's message for one task value (style): drawn once, repeated at every appearance. */
   message(task: Task, spec: TaskSpec, id: string): unknown {
-    const key = `${canonicalJson(spec)}\u0000${id}`;
-    if (!this.messages.has(key))
-      this.messages.set(key, task.drawMessage(new Rng(this.seed, 'message', canonicalJson(spec), id)));
+    // Called at every appearance of every canary: the spec's canonical JSON is made once per spec.
+    let specJson = this.specJson.get(spec);
+    if (specJson === undefined) this.specJson.set(spec, (specJson = canonicalJson(spec)));
+    const key = `${specJson}\u0000${id}`;
+    if (!this.messages.has(key)) this.messages.set(key, task.drawMessage(new Rng(this.seed, 'message', specJson, id)));
     return this.messages.get(key);
   }
 

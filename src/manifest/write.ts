@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { copyFile, link, mkdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CanaryAuditError } from '../errors.js';
 import { explainWriteError, writeFileAtomic, writeJsonAtomic } from '../fs/index.js';
@@ -108,10 +108,15 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
   try {
     // A few runs at a time: a run's write is mostly waiting for the disk (each file is fsynced
     // before its rename), so one run after another left the CPU idle two thirds of the time.
+    // Runs that share a background row sequence are written one after another (plan order puts the
+    // seed fastest, so a cell's runs each need another sequence): each sequence is made once, not
+    // once per cell; `runs` keeps plan order.
+    const order = backgroundOrder(plan);
     let next = 0;
     let written = 0;
     const lane = async () => {
-      for (let k = next++; k < plan.runs.length; k = next++) {
+      for (let i = next++; i < order.length; i = next++) {
+        const k = order[i] as number;
         const run = await writeRun(plan, plan.runs[k] as RunLayout, auditDir, shared);
         runs[k] = run;
         written += 1;
@@ -146,6 +151,18 @@ async function writeAuditFiles(plan: AuditPlan, auditDir: string): Promise<Writt
     await writeJsonAtomic(indexPath, index);
   }
   return { auditId: plan.auditId, auditDir, name: plan.name, runs };
+}
+
+/** Run indices in plan order, stably grouped by the background row sequence each run splices into. */
+function backgroundOrder(plan: AuditPlan): number[] {
+  const groups = new Map<string, number[]>();
+  plan.runs.forEach((layout, k) => {
+    const key = backgroundKey(plan.grid, runRenderer(plan.grid, layout).rowSpec, layout.cell.values.seed.value);
+    const group = groups.get(key);
+    if (group) group.push(k);
+    else groups.set(key, [k]);
+  });
+  return [...groups.values()].flat();
 }
 
 /** Runs written at once: enough to overlap their fsyncs, few enough to keep memory flat. */
@@ -260,7 +277,9 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const existing = await readJson<Manifest>(manifestPath);
     if (existing?.run_id === manifest.run_id && existing.rows.sha256 === manifest.rows.sha256)
       return { ...result, created: false };
-    await writeJsonAtomic(join(tmp, MANIFEST_FILE), manifest);
+    // Straight into the staging folder, fsynced: the folder's rename below is what makes the run
+    // appear whole (or, into a folder left without a manifest, the manifest's own rename, last).
+    await writeNewFile(join(tmp, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
     try {
       await rename(tmp, runDir);
     } catch (error) {
@@ -281,6 +300,17 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     return { ...result, created: true };
   } finally {
     await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** A new file (never an existing one) with `text`, fsynced before it is closed. */
+async function writeNewFile(path: string, text: string): Promise<void> {
+  const handle = await open(path, 'wx');
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

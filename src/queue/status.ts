@@ -171,10 +171,12 @@ export async function collectStatus(
 
 /**
  * Every run of an audit as one status read: run states and job fields in one transaction (a
- * consistent snapshot of the queue), then one pipelined lock check for the active runs. Work is
+ * consistent snapshot of the queue), then one pipelined lock check for the active runs. Redis work is
  * linear in the audit's runs and the queue's list lengths, with a fixed number of round trips:
  * `Job.getState` per run (a script that scans the wait list with LPOS) made one status call cost
  * O(runs x waiting runs) of single-threaded Redis time, shared with the workers renewing their locks.
+ * What crosses the wire and what the client parses is O(runs a worker has touched): a run still as
+ * submitted comes back as one small integer (see JOB_READ).
  */
 async function readRuns(
   client: Redis,
@@ -183,7 +185,7 @@ async function readRuns(
   cancelledRuns: Record<string, string>,
 ): Promise<RunStatus[]> {
   const ids = [...new Set(list.map((r) => r.run_id))];
-  let snapshot: Map<string, { state: string; job: Job<RunJobData, RunReturn> | null }>;
+  let snapshot: Map<string, RunSnapshot>;
   try {
     snapshot = await readRunSnapshot(client, runsQueue, ids, true);
   } catch (error) {
@@ -194,7 +196,10 @@ async function readRuns(
   const runs = list.map(({ run_id, cell_id }): RunStatus => {
     const found = snapshot.get(run_id);
     if (!found?.job) return emptyRun(run_id, cell_id, cancelledRuns[run_id] !== undefined ? 'cancelled' : 'unknown');
-    return runStatus(found.job, runStateOf(found.state), cell_id);
+    const run = runStatus(found.job, runStateOf(found.state), cell_id);
+    // An untouched run shares one parsed job with the others of the same options: its id is its own.
+    if (found.untouched) run.run_id = run_id;
+    return run;
   });
   const active = runs.filter((r) => r.state === 'active');
   if (active.length > 0) {
@@ -223,6 +228,34 @@ const JOB_FIELDS = [
   'processedOn',
   'finishedOn',
 ] as const;
+
+/**
+ * The job fields of a chunk of runs, read inside Redis: ARGV[1] the job key prefix, ARGV[2..] run
+ * ids. Per run: 0 when it has no job hash; JOB_FIELDS' values (an array) once a worker has touched
+ * it (started, progress, a failure, a result, an attempt counted); for a run still as submitted, only
+ * its options, as 1 when they are those of the previous untouched run (every run of one submit has
+ * the same). So 10,000 waiting runs come back as 10,000 small integers, not 100,000 strings for the
+ * client to parse into jobs: the client's work follows the runs that changed, not the runs there are.
+ */
+const JOB_READ = `
+local fields = {${JOB_FIELDS.map((f) => `'${f}'`).join(', ')}}
+local out = {}
+local last = nil
+for i = 2, #ARGV do
+  local v = redis.call('HMGET', ARGV[1] .. ARGV[i], unpack(fields))
+  if not v[1] and not v[2] and not v[3] then
+    out[#out + 1] = 0
+  elseif (v[4] and v[4] ~= '0') or (v[5] and v[5] ~= '0') or v[6] or v[7] or v[8] or v[9] or v[10] then
+    out[#out + 1] = v
+  elseif v[3] == last then
+    out[#out + 1] = 1
+  else
+    last = v[3]
+    out[#out + 1] = v
+  end
+end
+return out
+`;
 /** BullMQ's sets and lists, in the order its getState script tests them. */
 const STATE_SETS = ['completed', 'failed', 'delayed', 'prioritized'] as const;
 const STATE_LISTS = [
@@ -230,14 +263,22 @@ const STATE_LISTS = [
   ['wait', 'waiting'],
   ['paused', 'waiting'],
 ] as const;
+/** Runs per ZMSCORE and per job-read script: each a few milliseconds of Redis at most. */
 const SCORE_CHUNK = 1_000;
+
+interface RunSnapshot {
+  state: string;
+  job: Job<RunJobData, RunReturn> | null;
+  /** The job is the shared one of untouched runs with these options (its id is not this run's). */
+  untouched: boolean;
+}
 
 async function readRunSnapshot(
   client: Redis,
   runsQueue: Queue<RunJobData, RunReturn>,
   ids: string[],
   multiScore: boolean,
-): Promise<Map<string, { state: string; job: Job<RunJobData, RunReturn> | null }>> {
+): Promise<Map<string, RunSnapshot>> {
   const keys = runsQueue.keys;
   const tx = client.multi();
   const sets = [...STATE_SETS, 'waiting-children'] as const;
@@ -248,7 +289,8 @@ async function readRunSnapshot(
     else for (const id of ids) tx.zscore(keys[set] as string, id);
   }
   for (const [list] of STATE_LISTS) tx.lrange(keys[list] as string, 0, -1);
-  for (const id of ids) tx.hmget(runsQueue.toKey(id), ...JOB_FIELDS);
+  const jobPrefix = runsQueue.toKey('');
+  for (let i = 0; i < ids.length; i += SCORE_CHUNK) tx.eval(JOB_READ, 0, jobPrefix, ...ids.slice(i, i + SCORE_CHUNK));
   const replies = (await tx.exec()) ?? [];
   let at = 0;
   const next = (): unknown => {
@@ -271,23 +313,39 @@ async function readRunSnapshot(
     inSet.set(set, members);
   }
   const inList = STATE_LISTS.map(([, state]) => ({ state, members: new Set(next() as string[]) }));
-  const out = new Map<string, { state: string; job: Job<RunJobData, RunReturn> | null }>();
-  for (const id of ids) {
-    const values = next() as (string | null)[];
+  const jobOf = (values: (string | null)[], id: string) => {
     const raw: Record<string, string> = {};
     JOB_FIELDS.forEach((field, i) => {
       const v = values[i];
       if (v !== null && v !== undefined) raw[field] = v;
     });
-    const job =
-      Object.keys(raw).length > 0
-        ? (Job.fromJSON(runsQueue, raw as unknown as JobJsonRaw, id) as Job<RunJobData, RunReturn>)
-        : null;
+    return Job.fromJSON(runsQueue, raw as unknown as JobJsonRaw, id) as Job<RunJobData, RunReturn>;
+  };
+  const out = new Map<string, RunSnapshot>();
+  let shared: Job<RunJobData, RunReturn> | null = null;
+  let chunk: (number | (string | null)[])[] = [];
+  ids.forEach((id, k) => {
+    if (k % SCORE_CHUNK === 0) {
+      chunk = next() as typeof chunk;
+      shared = null; // the script compares options within its own chunk only
+    }
+    const reply = chunk[k % SCORE_CHUNK];
+    let job: Job<RunJobData, RunReturn> | null = null;
+    let untouched = false;
+    if (Array.isArray(reply)) {
+      job = jobOf(reply, id);
+      untouched = job.attemptsMade === 0 && !job.processedOn && !job.finishedOn && !job.failedReason;
+      untouched &&= reply[5] === null && reply[7] === null;
+      if (untouched) shared = job;
+    } else if (reply === 1) {
+      job = shared;
+      untouched = true;
+    }
     let state = STATE_SETS.find((set) => inSet.get(set)?.has(id)) as string | undefined;
     state ??= inList.find((l) => l.members.has(id))?.state;
     if (state === undefined && inSet.get('waiting-children')?.has(id)) state = 'waiting-children';
-    out.set(id, { state: state ?? 'unknown', job });
-  }
+    out.set(id, { state: state ?? 'unknown', job, untouched });
+  });
   return out;
 }
 

@@ -122,4 +122,57 @@ describe('status reads', () => {
       await queues.close();
     }
   });
+
+  it('reads a run still as submitted as its job says, and a run a worker touched in full', async () => {
+    const conn = isolatedConnection(redis);
+    const artifacts = join(root, 'fields');
+    const audit = writeFixtureAudit(
+      artifacts,
+      'fields',
+      Array.from({ length: 5 }, (_, i) => ({ updates: 3, cell: `c=${i}` })),
+    );
+    await submitAudit(conn, artifacts, audit, fastTuning());
+    const queues = openQueues(conn);
+    const worker = new Worker<RunJobData, RunReturn>(queues.runs.name, null, {
+      connection: conn.options,
+      prefix: conn.prefix,
+      autorun: false,
+    });
+    try {
+      const token = 'status-fields';
+      const job = await worker.getNextJob(token);
+      if (!job) throw new Error('no job to take');
+      const progress = { phase: 'training', host: 'h1', update: 2, total: 3, updated: Date.now() };
+      await job.updateProgress(progress);
+      // A failed attempt with one left: back in the queue (delayed for its backoff, then waiting),
+      // its progress and failure kept: touched, though not running.
+      await job.moveToFailed(new Error('lost the GPU'), token, false);
+      const [status] = await collectStatus(conn, audit.auditId);
+      const expected = await Promise.all(
+        audit.runs.map(async (r, i) => {
+          const j = await queues.runs.getJob(r.runId);
+          if (!j) throw new Error(`no job ${r.runId}`);
+          const state = runStateOf(await j.getState());
+          return {
+            run_id: r.runId,
+            cell_id: audit.runs[i]?.cellId,
+            state,
+            attempts_made: j.attemptsMade,
+            max_attempts: j.opts.attempts,
+            progress: j.id === job.id ? progress : null,
+            failure: j.id === job.id ? 'lost the GPU' : null,
+            result: null,
+            started: j.processedOn ? new Date(j.processedOn).toISOString() : null,
+            finished: j.finishedOn ? new Date(j.finishedOn).toISOString() : null,
+          };
+        }),
+      );
+      expect(status?.runs).toEqual(expected);
+      expect(expected.filter((r) => r.attempts_made === 1)).toHaveLength(1);
+      expect(expected.every((r) => r.max_attempts === 2)).toBe(true);
+    } finally {
+      await worker.close(true);
+      await queues.close();
+    }
+  });
 });

@@ -29,6 +29,7 @@ import torch
 from . import provenance
 from .atomic import write_bytes_atomic
 from .backends.base import Backend
+from .bounded import read_bounded, read_text_bounded
 from .cache import cache_root
 from .evaluate import Evaluator, phase_entry
 from .events import log
@@ -60,11 +61,14 @@ def probe_key(manifest: Manifest, model: str, probe: Probe) -> str:
 
 def _load(folder: Path, key: str) -> dict | None:
     try:
-        info = json.loads((folder / f"{key}.json").read_text())
-        data = (folder / f"{key}.f32").read_bytes()
+        info = json.loads(read_text_bounded(folder / f"{key}.json"))
+        n = info.get("n_candidates") if isinstance(info, dict) else None
+        if not isinstance(n, int) or n < 0:
+            return None
+        data = read_bounded(folder / f"{key}.f32", 4 * n)
     except (OSError, ValueError):
         return None
-    if len(data) != 4 * info.get("n_candidates", -1) or hashlib.sha256(data).hexdigest() != info.get("scores_sha256"):
+    if len(data) != 4 * n or hashlib.sha256(data).hexdigest() != info.get("scores_sha256"):
         return None
     return info
 

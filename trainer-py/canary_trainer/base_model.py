@@ -35,6 +35,7 @@ from .atomic import write_bytes_atomic
 from .backends.base import Backend
 from .backends.tiny import init_seed
 from .batches import encode_rows
+from .bounded import MAX_CHECKPOINT_FILE_BYTES, BoundError, read_bounded
 from .cache import cache_root
 from .errors import Diverged, Interrupted
 from .events import Events, log
@@ -105,8 +106,12 @@ def load_cached(path: Path, key: str, model: torch.nn.Module, report: bool = Tru
     """Load a cached base into `model` and return its build info, or None when the file is absent
     or fails a check (then the model is untouched and the caller rebuilds; `report` logs why)."""
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_CHECKPOINT_FILE_BYTES)
     except FileNotFoundError:
+        return None
+    except BoundError as exc:
+        if report:
+            log(f"base model cache {path} {exc}; rebuilding it")
         return None
     except OSError as exc:
         if report:

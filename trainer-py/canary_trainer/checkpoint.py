@@ -2,8 +2,10 @@
 a temporary name and renamed into place, so a folder that exists is complete. The newest two are
 kept: if the newest turns out unreadable, the one before it still resumes the run.
 
-Every checkpoint ends with hashes.json, written after its other files: the sha256 of each of them.
-Loading checks them first, so a file changed or cut short after it was written (a bad disk, a copy
+Every checkpoint ends with hashes.json, written after its other files: the sha256 and the size of
+each of them. Loading opens each file once through the trainer's read bound (bounded.py: no link,
+no FIFO, a regular file no larger than recorded), hashes it and loads it from that same handle. It
+checks the hashes first, so a file changed or cut short after it was written (a bad disk, a copy
 gone wrong, a flipped byte that torch would still load) is never resumed from: the checkpoint is
 skipped, the one before it is tried, and each skip is reported with its reason (`skipped`).
 
@@ -17,13 +19,15 @@ import hashlib
 import json
 import re
 import shutil
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
 from .atomic import write_dir_atomic
+from .bounded import MAX_CHECKPOINT_FILE_BYTES, BoundedStream, BoundError, open_bounded, read_text_bounded
 
 KEEP = 2
 HASHES = "hashes.json"
@@ -59,11 +63,12 @@ def checkpoint_dir(out: Path, update: int) -> Path:
     return out / "checkpoints" / f"update-{update:06d}"
 
 
-def _load(path: Path) -> Any:
+def _load(stream: BoundedStream) -> Any:
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return torch.load(stream, map_location="cpu", weights_only=False)
     except TypeError:  # torch without the weights_only argument
-        return torch.load(path, map_location="cpu")
+        stream.seek(0)
+        return torch.load(stream, map_location="cpu")
 
 
 def save(out: Path, update: int, weights: dict, optimizer: dict, rng: dict, meta: dict) -> Path:
@@ -95,41 +100,69 @@ def list_updates(out: Path) -> list[int]:
     return sorted(found)
 
 
-def _sha256(path: Path) -> str:
+def _sha256(stream: BinaryIO | BoundedStream) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    for block in iter(lambda: stream.read(1 << 20), b""):
+        h.update(block)
     return h.hexdigest()
 
 
 def record_hashes(path: Path) -> None:
-    """Write hashes.json of the checkpoint folder `path`: the sha256 of each of its files."""
-    hashes = {name: _sha256(path / name) for name in _FILES}
-    (path / HASHES).write_text(json.dumps({"sha256": hashes}, indent=1) + "\n")
+    """Write hashes.json of the checkpoint folder `path`: the sha256 and size of each of its files
+    (the size bounds what a later load reads of that file)."""
+    hashes = {}
+    for name in _FILES:
+        with open(path / name, "rb") as f:
+            hashes[name] = _sha256(f)
+    sizes = {name: (path / name).stat().st_size for name in _FILES}
+    (path / HASHES).write_text(json.dumps({"sha256": hashes, "bytes": sizes}, indent=1) + "\n")
+
+
+def _open_verified(path: Path, stack: ExitStack) -> tuple[str | None, dict[str, BoundedStream]]:
+    """(why the checkpoint folder `path` must not be resumed from, or None; its files opened once
+    each, hashed and rewound, for loading from the same handles). Every file is read through the
+    bound (bounded.py): a link, a FIFO or a file larger than hashes.json records is refused before
+    a byte of it is hashed."""
+    try:
+        recorded_all = json.loads(read_text_bounded(path / HASHES))
+    except FileNotFoundError:
+        return f"{HASHES} is missing (the checkpoint cannot be verified)", {}
+    except BoundError as exc:
+        return f"{HASHES} {exc}", {}
+    except (OSError, ValueError) as exc:
+        return f"{HASHES} is unreadable ({exc})", {}
+    recorded = recorded_all.get("sha256") if isinstance(recorded_all, dict) else None
+    if not isinstance(recorded, dict):
+        return f"{HASHES} is unreadable (no sha256 object)", {}
+    sizes = recorded_all.get("bytes")
+    sizes = sizes if isinstance(sizes, dict) else {}  # checkpoints written before sizes were recorded
+    streams: dict[str, BoundedStream] = {}
+    for name in _FILES:
+        want = recorded.get(name)
+        if not isinstance(want, str):
+            return f"{HASHES} records no hash of {name}", {}
+        bound = sizes.get(name)
+        bound = bound if isinstance(bound, int) and bound >= 0 else MAX_CHECKPOINT_FILE_BYTES
+        try:
+            stream = stack.enter_context(open_bounded(path / name, bound))
+            got = _sha256(stream)
+        except BoundError as exc:
+            return f"{name} {exc}", {}
+        except OSError as exc:
+            return f"{name} cannot be read ({exc.strerror or exc})", {}
+        if got != want:
+            return (f"{name} changed after it was written (sha256 {got[:12]}…, recorded {want[:12]}…; "
+                    f"{stream.size} bytes)"), {}
+        stream.seek(0)
+        streams[name] = stream
+    return None, streams
 
 
 def verify(path: Path) -> str | None:
     """Why the checkpoint folder `path` must not be resumed from, or None when every file still has
     the content hashes.json recorded when it was written."""
-    try:
-        recorded = json.loads((path / HASHES).read_text())["sha256"]
-    except FileNotFoundError:
-        return f"{HASHES} is missing (the checkpoint cannot be verified)"
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"{HASHES} is unreadable ({exc})"
-    for name in _FILES:
-        want = recorded.get(name) if isinstance(recorded, dict) else None
-        if not isinstance(want, str):
-            return f"{HASHES} records no hash of {name}"
-        try:
-            got = _sha256(path / name)
-        except OSError as exc:
-            return f"{name} cannot be read ({exc.strerror or exc})"
-        if got != want:
-            size = (path / name).stat().st_size
-            return f"{name} changed after it was written (sha256 {got[:12]}…, recorded {want[:12]}…; {size} bytes)"
-    return None
+    with ExitStack() as stack:
+        return _open_verified(path, stack)[0]
 
 
 def load_newest(out: Path, manifest_sha256: str, skipped: list[dict] | None = None) -> Saved | None:
@@ -139,22 +172,28 @@ def load_newest(out: Path, manifest_sha256: str, skipped: list[dict] | None = No
     for update in reversed(list_updates(out)):
         path = checkpoint_dir(out, update)
         try:
-            meta = json.loads((path / "meta.json").read_text())
+            meta = json.loads(read_text_bounded(path / "meta.json"))
         except (OSError, ValueError):
             meta = None
         if isinstance(meta, dict) and meta.get("manifest_sha256") != manifest_sha256:
             continue
-        reason = verify(path)
-        if reason is None and not isinstance(meta, dict):
-            reason = "meta.json is not a JSON object"
-        if reason is None and isinstance(meta, dict):
-            try:
-                weights = _load(path / "weights.pt")
-                rest = _load(path / "optimizer.pt")
-            except (OSError, ValueError, RuntimeError, EOFError, KeyError) as exc:
-                reason = f"does not load ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-            else:
-                return Saved(update, weights, rest["optimizer"], rest["rng"], meta)
+        with ExitStack() as stack:
+            reason, streams = _open_verified(path, stack)
+            if reason is None:
+                try:  # meta as hashed, from the same handle (the read above only chose the manifest)
+                    meta = json.loads(streams["meta.json"].read().decode("utf-8"))
+                except ValueError:
+                    meta = None
+            if reason is None and not isinstance(meta, dict):
+                reason = "meta.json is not a JSON object"
+            if reason is None and isinstance(meta, dict):
+                try:
+                    weights = _load(streams["weights.pt"])
+                    rest = _load(streams["optimizer.pt"])
+                except (OSError, ValueError, RuntimeError, EOFError, KeyError) as exc:
+                    reason = f"does not load ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+                else:
+                    return Saved(update, weights, rest["optimizer"], rest["rng"], meta)
         if skipped is not None:
             skipped.append({"update": update, "reason": reason or "unreadable"})
     return None

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ import torch
 
 from .backends.base import Backend
 from .batches import IGNORE, Encoded, collate
+from .bounded import MAX_CHECKPOINT_FILE_BYTES, open_bounded, read_text_bounded
 from .errors import BadManifest
 from .host import host
 from .memory import micro_size
@@ -249,12 +251,13 @@ def newest(out: Path, manifest_sha256: str, dist: Dist) -> SavedShards | None:
         for update_index in reversed(list_updates(out)):
             path = checkpoint_dir(out, update_index)
             try:
-                meta = json.loads((path / "meta.json").read_text())
+                meta = json.loads(read_text_bounded(path / "meta.json"))
             except (OSError, ValueError):
                 continue
-            if meta.get("manifest_sha256") != manifest_sha256 or meta.get("ranks") != dist.world:
+            if not isinstance(meta, dict) or meta.get("manifest_sha256") != manifest_sha256 \
+                    or meta.get("ranks") != dist.world:
                 continue
-            if not (path / "dcp" / ".metadata").is_file():
+            if not _regular_files(path / "dcp", ".metadata"):
                 continue
             found = (update_index, str(path), meta)
             break
@@ -271,7 +274,25 @@ def load(saved: SavedShards, backend: Backend, optimizer: torch.optim.Optimizer,
     state = {"model": model_sd, "optim": optim_sd}
     dcp.load(state, checkpoint_id=str(saved.path / "dcp"))
     set_state_dict(backend.model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
-    return torch.load(saved.path / f"rng-{dist.rank}.pt", map_location="cpu", weights_only=False)
+    with open_bounded(saved.path / f"rng-{dist.rank}.pt", MAX_CHECKPOINT_FILE_BYTES) as stream:
+        return torch.load(stream, map_location="cpu", weights_only=False)
+
+
+def _regular_files(folder: Path, required: str) -> bool:
+    """Whether `folder` holds `required` and only regular files of at most the checkpoint bound, by
+    lstat (no link followed). torch.distributed.checkpoint opens the shard files itself, by name: this
+    check before its open is what the trainer's read bound (bounded.py) can do for it."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    names = set()
+    for entry in entries:
+        st = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CHECKPOINT_FILE_BYTES:
+            return False
+        names.add(entry.name)
+    return required in names
 
 
 # ---- evaluation ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ limit: the tiny stem's max_pixels; Qwen2.5-VL's image processor max_pixels (it w
 larger image) and aspect ratio 200; Gemma 3 resizes every image to its fixed square, so only the
 decode is checked.
 
-Every file is read through one bound (`read_bounded`) before a byte of it is hashed or decoded:
+Every file is read through one bound (`bounded.read_bounded`) before a byte of it is hashed or decoded:
 opened without following a final symlink and without waiting on a FIFO, then a regular file of at
 most the size the manifest records (or MAX_IMAGE_FILE_BYTES) by fstat of that same handle. A run
 image that is a link to /dev/zero, a FIFO or an oversized file is refused in one line. The header
@@ -24,15 +24,13 @@ the file and the field.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
-import os
-import stat
 import warnings
 from pathlib import Path
 from typing import Any
 
+from .bounded import read_bounded
 from .errors import BadManifest, BadRows
 
 # Backends that read image parts of a message (tiny with model.tiny.vision, hf with a
@@ -45,54 +43,6 @@ MAX_IMAGE_FILE_BYTES = 256 * 1024 * 1024
 # Pixel cap checked from the header before any decode when the model states none: 8192 x 8192
 # (256 MB decoded as RGBA), the controller's plan-time cap; below PIL's own bomb limit (89.5 M).
 DEFAULT_MAX_PIXELS = 8192 * 8192
-
-_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def read_bounded(file: Path, limit: int) -> bytes:
-    """The bytes of `file`, opened once: no final symlink (O_NOFOLLOW), no wait on a FIFO
-    (O_NONBLOCK), then fstat of that handle: a regular file of at most `limit` bytes. ValueError
-    (a phrase) names why a file is refused; OSError when it cannot be opened at all."""
-    try:
-        fd = os.open(file, _O_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # the last component is a symlink (O_NOFOLLOW)
-            raise ValueError("is a symlink; run images are regular files the controller writes") from exc
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"is {_kind(st.st_mode)}, not a regular file")
-        if st.st_size > limit:
-            raise ValueError(f"holds {st.st_size} bytes, over the bound of {limit} bytes")
-        chunks: list[bytes] = []
-        got = 0
-        while got <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        if got > limit:
-            raise ValueError(f"grew past the bound of {limit} bytes while it was read")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
 
 def hf_config(model: dict) -> dict | None:
     """The hf model's config.json, read from its local folder or cached snapshot (None when it is

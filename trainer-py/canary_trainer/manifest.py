@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from . import schemas
+from .bounded import MAX_JSON_BYTES, BoundError, read_bounded
 from .errors import BadManifest
 from .images import check_images, check_parts
 from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain
@@ -202,7 +203,10 @@ def _check_rules(path: Path, m: dict) -> dict[str, str]:
 def load_manifest(path: str | Path) -> Manifest:
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_JSON_BYTES)
+    except BoundError as exc:
+        raise BadManifest(f"{path}: cannot read the manifest ({exc}); fix: pass the path of a run's manifest.json, "
+                          "a regular file the controller wrote") from exc
     except OSError as exc:
         raise BadManifest(f"{path}: cannot read the manifest ({exc.strerror}); fix: pass the path of a run's manifest.json") from exc
     try:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from . import schemas
+from .bounded import MAX_ROWS_BYTES, BoundError, read_bounded
 from .errors import BadRows
 
 
@@ -15,7 +16,10 @@ def check_lines(path: Path, sha256: str, count: int, label: str) -> list[str]:
     """The file's lines after checking its sha256 and line count against the manifest: cheap, so
     a run can check a file it may not need to parse (a cached base's pretraining rows)."""
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_ROWS_BYTES)
+    except BoundError as exc:
+        raise BadRows(f"{path}: cannot read {label} ({exc}); fix: re-plan the run so the file is the one the "
+                      "controller wrote") from exc
     except OSError as exc:
         raise BadRows(f"{path}: cannot read {label} ({exc.strerror}); fix: re-plan the run so the file exists") from exc
     digest = hashlib.sha256(raw).hexdigest()

@@ -22,6 +22,7 @@ from .backends.hf_load import tokenizers_read_once
 from .base_eval import SharedBase
 from .base_model import freeze_for_finetuning, frozen_in_finetuning, prepare_base
 from .batches import encode_rows
+from .bounded import read_text_bounded
 from .errors import Interrupted, TrainerError
 from .evaluate import Evaluator, preflight
 from .events import Events, log
@@ -74,7 +75,7 @@ def _run_locked(opts: RunOptions, manifest: Manifest, wall0: float, placement: P
     result_path = opts.out / "result.json"
     if not opts.force and _finished(opts.out, manifest):
         log(f"{result_path} already holds this manifest's result; nothing to do (--force reruns)")
-        result = json.loads(result_path.read_text())
+        result = json.loads(read_text_bounded(result_path))
     else:
         # Curves and phases go to TensorBoard / W&B from rank 0, beside the progress events.
         tracker = start_tracking(tracking_config(manifest), manifest, opts.out) if placement.main else Tracker()
@@ -102,7 +103,7 @@ def _both(first: Callable[[dict], None], second: Callable[[dict], None]) -> Call
 
 def _finished(out: Path, manifest: Manifest) -> bool:
     try:
-        done = json.loads((out / "result.json").read_text())
+        done = json.loads(read_text_bounded(out / "result.json"))
     except (OSError, ValueError):
         return False
     return done.get("manifest_sha256") == manifest.sha256 and done.get("run_id") == manifest.run_id

@@ -26,6 +26,7 @@ import torch
 from . import base_eval
 from .atomic import write_bytes_atomic
 from .backends.base import Backend
+from .bounded import read_text_bounded
 from .cache import cache_root
 from .events import log
 from .greedy_batch import run_batched
@@ -80,11 +81,11 @@ def cache_key(model_key: str, manifest: Manifest, max_new_tokens: int) -> str:
 
 def _load(path: Path, count: int) -> list[str] | None:
     try:
-        info = json.loads(path.read_text())
+        info = json.loads(read_text_bounded(path))
     except (OSError, ValueError):
         return None
     texts = info.get("texts") if isinstance(info, dict) else None
-    if info.get("format") != FORMAT or not isinstance(texts, list) or len(texts) != count \
+    if not isinstance(info, dict) or info.get("format") != FORMAT or not isinstance(texts, list) or len(texts) != count \
             or not all(isinstance(t, str) for t in texts):
         return None
     digest = hashlib.sha256(json.dumps(texts).encode()).hexdigest()

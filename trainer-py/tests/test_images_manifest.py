@@ -63,7 +63,7 @@ def _swap_image(tmp_path, make):
 def test_image_linked_to_dev_zero_is_refused_unread(tmp_path):
     # Before: read whole before its hash was checked (OOM-killed at 20 GB).
     manifest = _swap_image(tmp_path, lambda f: f.symlink_to("/dev/zero"))
-    with pytest.raises(BadManifest, match=r"field images\[0\]: .*\.png is a symlink; run images are regular files"):
+    with pytest.raises(BadManifest, match=r"field images\[0\]: .*\.png is a symlink; run files are regular files"):
         load_manifest(manifest)
 
 

@@ -1,0 +1,268 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { collectStatus, queueConnection, redisTargetFrom, submitAudit } from '../../../src/queue/index.js';
+import { sleep } from '../../../src/sleep.js';
+import { fastTuning, standInEnv, waitFor, writeFixtureAudit } from './fixtures.js';
+import { trainedTwice } from './outage-drill.js';
+
+/**
+ * The partition drill: a Redis host and `hosts` worker hosts, each a network namespace the drill
+ * makes itself, joined by one veth pair per worker host (10.231.<i>.0/30: Redis side .1, host side
+ * .2; the controller — this process — reaches Redis over 10.231.250.0/30). Each host runs the real
+ * `worker` CLI (`--cpu slots`, its own UTS name) with the stand-in trainer. The drill:
+ *  1. cuts host 0's link (link down on its side) for `cutMs` (> the lock) once it runs a trainer:
+ *     its runs must be handed to other hosts within the cut, and its trainers must stop (it cannot
+ *     renew its locks); the other hosts need free slots within the cut (runs < 2 x all slots);
+ *  2. heals it, then cuts every host from Redis for `outageMs`, and heals;
+ * then waits for the audit to finish. Every run must complete once (one `done` in the stand-in's
+ * .trained record), no update may be trained by two trainers, and every result must equal an
+ * undisturbed run of the same manifest. Everything made (namespaces, links, processes) is removed
+ * in `finally`, on failure too. Needs root and `ip`; touches no interface it did not make.
+ */
+export interface PartitionDrillOptions {
+  dir: string;
+  hosts: number;
+  slots: number;
+  runs: number;
+  updates: number;
+  stepS: number;
+  lockMs: number;
+  cutMs: number;
+  outageMs: number;
+}
+
+export interface PartitionDrillReport {
+  runs: number;
+  completed: number;
+  /** Runs with more than one attempt that trained to the end. */
+  completedTwice: number;
+  trainedTwice: number;
+  identical: number;
+  /** Runs host 0 trained when its link went down. */
+  cut: number;
+  /** Of those, runs another host had taken (active or completed there) by the end of the cut. */
+  handedOver: number;
+  /** Trainer pids of the cut host still alive after 2 locks with its link down. */
+  cutTrainersAlive: number;
+  failures: string[];
+}
+
+const CLI = resolve('dist/cli/main.js');
+
+function ip(...args: string[]): void {
+  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+export async function runPartitionDrill(o: PartitionDrillOptions): Promise<PartitionDrillReport> {
+  const tag = (process.pid % 0xffff).toString(16).padStart(4, '0');
+  const redisNs = `car-${tag}`;
+  const hostNs = (i: number) => `cah${i}-${tag}`;
+  const hostLink = (i: number) => `cv${i}h-${tag}`;
+  const made: string[] = [];
+  const procs: ChildProcess[] = [];
+  const artifacts = join(o.dir, 'artifacts');
+  mkdirSync(join(o.dir, 'redis'), { recursive: true });
+  try {
+    ip('netns', 'add', redisNs);
+    made.push(redisNs);
+    ip('-n', redisNs, 'link', 'set', 'lo', 'up');
+    // The controller's own link (this process stays in its namespace).
+    ip('link', 'add', `cvc-${tag}`, 'type', 'veth', 'peer', 'name', `cvcr-${tag}`, 'netns', redisNs);
+    made.push(`link:cvc-${tag}`);
+    ip('addr', 'add', '10.231.250.2/30', 'dev', `cvc-${tag}`);
+    ip('link', 'set', `cvc-${tag}`, 'up');
+    ip('-n', redisNs, 'addr', 'add', '10.231.250.1/30', 'dev', `cvcr-${tag}`);
+    ip('-n', redisNs, 'link', 'set', `cvcr-${tag}`, 'up');
+    for (let i = 0; i < o.hosts; i += 1) {
+      ip('netns', 'add', hostNs(i));
+      made.push(hostNs(i));
+      ip('-n', hostNs(i), 'link', 'set', 'lo', 'up');
+      ip(
+        '-n',
+        redisNs,
+        'link',
+        'add',
+        `cv${i}r-${tag}`,
+        'type',
+        'veth',
+        'peer',
+        'name',
+        hostLink(i),
+        'netns',
+        hostNs(i),
+      );
+      ip('-n', redisNs, 'addr', 'add', `10.231.${i}.1/30`, 'dev', `cv${i}r-${tag}`);
+      ip('-n', redisNs, 'link', 'set', `cv${i}r-${tag}`, 'up');
+      ip('-n', hostNs(i), 'addr', 'add', `10.231.${i}.2/30`, 'dev', hostLink(i));
+      ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'up');
+    }
+    const redis = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        redisNs,
+        'redis-server',
+        '--port',
+        '6379',
+        '--bind',
+        '0.0.0.0',
+        '--protected-mode',
+        'no',
+      ].concat(['--dir', join(o.dir, 'redis'), '--appendonly', 'yes', '--save', '']),
+      { stdio: 'ignore' },
+    );
+    procs.push(redis);
+    const target = redisTargetFrom('redis://10.231.250.1:6379');
+    if (!target) throw new Error('drill: no Redis target');
+    const conn = queueConnection(target, 'partition');
+    await waitFor('Redis in its namespace', async () => {
+      try {
+        await collectStatus(conn);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+
+    const knobs = { step_s: o.stepS };
+    const audit = writeFixtureAudit(
+      artifacts,
+      'partition',
+      Array.from({ length: o.runs }, (_, i) => ({ updates: o.updates + i, checkpointEvery: 10, knobs })),
+    );
+    const tuning = fastTuning({ lockMs: o.lockMs, stalledMs: Math.max(500, o.lockMs / 2), stopGraceMs: 10_000 });
+    await submitAudit(conn, artifacts, audit, tuning);
+    for (let i = 0; i < o.hosts; i += 1) {
+      const worker = spawn(
+        'ip',
+        ['netns', 'exec', hostNs(i), 'unshare', '--uts', 'sh', '-c', `hostname drill-h${i} && exec "$@"`, 'sh'].concat(
+          [process.execPath, CLI, 'worker', '--cpu', String(o.slots), '--redis', `redis://10.231.${i}.1:6379`],
+          ['--artifacts', artifacts, '--lock-ms', String(o.lockMs), '--stalled-ms', String(tuning.stalledMs)],
+          ['--stop-grace-s', '10'],
+        ),
+        {
+          stdio: ['ignore', 'ignore', 'pipe'],
+          env: {
+            ...process.env,
+            ...standInEnv(),
+            CANARY_AUDIT_QUEUE_PREFIX: 'partition',
+            CANARY_AUDIT_LOG_LEVEL: 'warn',
+            CANARY_TRAINER_LOCK_WAIT_S: '4',
+          },
+        },
+      );
+      worker.stderr?.resume();
+      procs.push(worker);
+    }
+
+    // 1. One host cut off, longer than the lock, while it trains.
+    const onHost0 = await waitFor(
+      'host 0 to train',
+      async () => {
+        const [s] = await collectStatus(conn, audit.auditId);
+        const runs = s?.runs.filter(
+          (r) => r.state === 'active' && r.progress?.host === 'drill-h0' && (r.progress?.update ?? 0) >= 3,
+        );
+        return runs && runs.length > 0 ? runs : undefined;
+      },
+      180_000,
+      200,
+    );
+    const cutRuns = onHost0.map((r) => r.run_id);
+    const cutPids = onHost0.map((r) => r.progress?.trainer_pid).filter((p): p is number => typeof p === 'number');
+    ip('-n', hostNs(0), 'link', 'set', hostLink(0), 'down');
+    await sleep(Math.max(o.cutMs, 2 * o.lockMs));
+    const cutTrainersAlive = cutPids.filter((pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    }).length;
+    // Where host 0's runs are at the end of the cut: taken by another host (or done there).
+    const [atCut] = await collectStatus(conn, audit.auditId);
+    const handedOver = (atCut?.runs ?? []).filter(
+      (r) =>
+        cutRuns.includes(r.run_id) &&
+        (r.state === 'active' || r.state === 'completed') &&
+        r.progress?.host !== undefined &&
+        r.progress.host !== 'drill-h0',
+    ).length;
+    ip('-n', hostNs(0), 'link', 'set', hostLink(0), 'up');
+
+    // 2. Redis cut from every host at once, then healed.
+    await sleep(2 * o.lockMs);
+    for (let i = 0; i < o.hosts; i += 1) ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'down');
+    await sleep(o.outageMs);
+    for (let i = 0; i < o.hosts; i += 1) ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'up');
+
+    const status = await waitFor(
+      'the audit to finish',
+      async () => {
+        const [s] = await collectStatus(conn, audit.auditId);
+        return s?.state === 'finished' ? s : undefined;
+      },
+      600_000,
+      500,
+    );
+    const report: PartitionDrillReport = {
+      runs: o.runs,
+      completed: 0,
+      completedTwice: 0,
+      trainedTwice: 0,
+      identical: 0,
+      cut: cutRuns.length,
+      handedOver,
+      cutTrainersAlive,
+      failures: [],
+    };
+    for (const run of audit.runs) {
+      const out = join(run.manifestPath, '..', 'output');
+      const state = status.runs.find((r) => r.run_id === run.runId);
+      if (state?.state === 'completed') report.completed += 1;
+      else report.failures.push(`${run.runId}: ${state?.state} ${state?.failure ?? ''}`);
+      const trained = existsSync(join(out, '.trained')) ? readFileSync(join(out, '.trained'), 'utf8') : '';
+      if (trained.split('\n').filter((l) => l.endsWith(' done')).length > 1) report.completedTwice += 1;
+      if (trainedTwice(join(out, '.trained'))) report.trainedTwice += 1;
+      if (
+        existsSync(join(out, 'result.json')) &&
+        acc(out) === referenceAcc(run.manifestPath, join(o.dir, 'ref', run.runId))
+      )
+        report.identical += 1;
+    }
+    return report;
+  } finally {
+    for (const p of procs.slice(1)) p.kill('SIGTERM');
+    await Promise.all(
+      procs
+        .slice(1)
+        .map((p) => new Promise<void>((done) => (p.exitCode !== null ? done() : p.once('exit', () => done())))),
+    ).catch(() => undefined);
+    procs[0]?.kill('SIGTERM');
+    await sleep(200);
+    // Deleting a namespace deletes the veth ends in it, and so their peers; the controller's link too.
+    for (const name of made.reverse()) {
+      try {
+        if (name.startsWith('link:')) ip('link', 'del', name.slice(5));
+        else ip('netns', 'del', name);
+      } catch {
+        // already gone with its peer
+      }
+    }
+  }
+}
+
+function acc(out: string): string {
+  return (JSON.parse(readFileSync(join(out, 'result.json'), 'utf8')) as { stand_in: { acc: string } }).stand_in.acc;
+}
+
+function referenceAcc(manifestPath: string, outDir: string): string {
+  execFileSync('/usr/bin/python3', ['-m', 'stand_in_trainer', 'run', '--manifest', manifestPath, '--out', outDir], {
+    env: { ...process.env, ...standInEnv(), PYTHONPATH: standInEnv().CANARY_AUDIT_TRAINER_PATH, STAND_IN_STEP_S: '0' },
+    stdio: 'ignore',
+  });
+  return acc(outDir);
+}
