@@ -17,6 +17,7 @@
  * Exit status 1 when an unflagged row falls below 93%; rows above 97% are counted as conservative
  * (docs/metrics.md says why each is).
  */
+import { recordStdout } from './records.js';
 import { parseArgs } from 'node:util';
 import {
   bootstrapMedian,
@@ -50,6 +51,7 @@ usage: npx tsx bench/coverage.ts [options]
                       (default: all)
   --designs LIST      only these designs: crossed, nested (default: both)
   --truth-draws N     Monte-Carlo draws for each case's population truth (default 1000000)
+  --record NAME       also write the output as the benchmark record bench/results/<date>-NAME.md
   -h, --help          this text
 
 Prints one row per case × estimand: runs, design, % of focal values at the ceiling, coverage per
@@ -66,6 +68,7 @@ const { values: opts } = parseArgs({
     estimands: { type: 'string', default: 'median,held-out,delta,paired,recovery,copy' },
     designs: { type: 'string', default: 'crossed,nested' },
     'truth-draws': { type: 'string', default: '1000000' },
+    record: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -73,6 +76,11 @@ if (opts.help) {
   console.log(HELP);
   process.exit(0);
 }
+if (opts.record !== undefined)
+  recordStdout(
+    opts.record,
+    "coverage of the report's 95% intervals on audits shaped like real ones (`bench/coverage.ts`)",
+  );
 function positiveInt(name: string, raw: string): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) {

@@ -16,6 +16,7 @@
  *                          [--run 1.5] [--canary 2] [--interaction 1] [--shifts 0,1,2,3]
  *                          [--runs 3,5] [--pilot-runs 3] [--family 4] [--families N]
  */
+import { recordStdout } from './records.js';
 import { parseArgs } from 'node:util';
 import { bootstrapMedian, clusteredSample, type MedianInterval } from '../src/metrics/bootstrap.js';
 import {
@@ -46,22 +47,26 @@ const { values } = parseArgs({
     'pilot-runs': { type: 'string', default: '3' },
     family: { type: 'string', default: '4' },
     families: { type: 'string' },
+    record: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   process.stdout.write(`usage: npx tsx bench/power.ts [--sims N] [--canaries N] [--resamples N] [--seed N] [--margin BITS]
        [--run SD] [--canary SD] [--interaction SD] [--shifts LIST] [--runs LIST] [--pilot-runs N] [--family M]
-       [--families F]
+       [--families F] [--record NAME]
 Predicted vs simulated decision rates of the report's verdicts, and their error rates (docs/metrics.md,
 "Verdicts and power"). Defaults: 1000 audits per row, 16 canaries, 1000 resamples, margin 1 bit,
 sd run 1.5 / canary 2 / canary x run 1 bits (the coverage bench's), shifts 0,1,2,3 bits, targets of
 3 and 5 run pairs predicted from 3-run-pair pilots, families of 4 (as many as --sims audits make, or
 --families F per row). Exit 1 when a power row is more than
-5 points off.
+5 points off. --record NAME also writes the output as the benchmark record
+bench/results/<date>-NAME.md.
 `);
   process.exit(0);
 }
+if (values.record !== undefined)
+  recordStdout(values.record, "verdicts' predicted vs simulated decision rates and error rates (`bench/power.ts`)");
 const sims = Number(values.sims);
 const canaries = Number(values.canaries);
 const resamples = Number(values.resamples);

@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 
@@ -135,4 +137,54 @@ export function commandFiles(command: string): string[] {
   return [...command.matchAll(/(?:^|[\s=])((?:bench|\.ci|configs|trainer-py|test)\/[\w./-]+)/g)]
     .map((m) => m[1] as string)
     .filter((f) => f.startsWith('.ci/') || /\.(ts|mts|js|mjs|py|sh|ya?ml)$/.test(f)); // not venv binaries
+}
+
+/**
+ * A bench's `--record SLUG`: everything the bench prints on stdout is kept, and when the process
+ * exits it becomes the record `bench/results/<date>-SLUG.md` (today's date), with the command as run
+ * (`--record` left out), the machine (cores, load average at the start, Node) and the commit. The
+ * record's body is the output as printed; what it means is written under it by hand before the page
+ * is regenerated (`npm run docs:update`).
+ */
+export function recordStdout(slug: string, title: string, argv: readonly string[] = process.argv): void {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(slug)) {
+    console.error(`--record: ${JSON.stringify(slug)} is not a record name; use lower-case letters, digits and -`);
+    process.exit(2);
+  }
+  const script = relative(ROOT, argv[1] ?? '');
+  const args: string[] = [];
+  for (let i = 2; i < argv.length; i += 1) {
+    const a = argv[i] as string;
+    if (a === '--record') i += 1;
+    else if (!a.startsWith('--record=')) args.push(/^[\w./,=:-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+  }
+  const command = ['npx tsx', script, ...args].join(' ');
+  const date = today();
+  const load = loadavg().map((x) => x.toFixed(1));
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    if (dirty) commit += ' with uncommitted changes';
+  } catch {
+    // not a git checkout: the commit stays unknown
+  }
+  const chunks: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
+    chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+    return (write as (c: string | Uint8Array, ...r: unknown[]) => boolean)(chunk, ...rest);
+  }) as typeof process.stdout.write;
+  process.on('exit', (code) => {
+    if (code !== 0 && code !== 1) return; // a crash or bad flags: nothing measured
+    const body = [
+      `One run of the command at commit \`${commit}\`, on ${cpus().length} cores (load average ${load.join(', ')} at the start), Node ${process.version.slice(1)}.`,
+      '',
+      '```',
+      chunks.join('').trimEnd(),
+      '```',
+    ].join('\n');
+    const path = writeRecord({ slug: `${date}-${slug}`, title, date, command, kind: 'measurement', body });
+    process.stderr.write(`record written: ${relative(ROOT, path)} (npm run docs:update rebuilds docs/benchmarks.md)\n`);
+  });
 }

@@ -8,6 +8,7 @@
  *   npx tsx bench/scale.ts --quick --baseline /tmp/base --sizes 100,1000,10000   # submit + status only,
  *                         side by side with the CLI built in /tmp/base (`git archive REV | tar -x`, `npx tsc`)
  *   npx tsx bench/scale.ts --help
+ *   --record NAME also writes the output as the benchmark record bench/results/<date>-NAME.md
  *
  * For each size N, on a fresh private redis-server (the one `run` starts: 127.0.0.1, append-only):
  * - submit      `canary-audit submit GRID --json` (the built CLI, one process, wall time): the
@@ -44,6 +45,7 @@
  * ratio (10), constant is 1. Goals (issue 36): submit of 10,000 runs <= 30 s, Redis <= 2 KB per
  * finished run, status <= 1 s, report <= 60 s.
  */
+import { recordStdout } from './records.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -64,6 +66,7 @@ const { values } = parseArgs({
     'report-only': { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     baseline: { type: 'string' },
+    record: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -71,6 +74,8 @@ if (values.help) {
   process.stdout.write(HELP);
   process.exit(0);
 }
+if (values.record !== undefined)
+  recordStdout(values.record, 'the controller at 100 / 1,000 / 10,000 runs (`bench/scale.ts`)');
 const SIZES = values.sizes!.split(',').map((s) => Number(s.trim()));
 const UPDATES = Number(values.updates);
 const DRAIN = Number(values.drain);

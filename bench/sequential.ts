@@ -19,6 +19,7 @@
  *                               [--seed 1] [--margin 1] [--run 1.5] [--canary 2] [--interaction 1]
  *                               [--shifts 0,0.5,1,2,4]
  */
+import { recordStdout } from './records.js';
 import { parseArgs } from 'node:util';
 import { bootstrapMedian, clusteredSample, type MedianInterval } from '../src/metrics/bootstrap.js';
 import { lookSchedule, type Look, type SpendingFunction } from '../src/metrics/sequential.js';
@@ -39,21 +40,25 @@ const { values } = parseArgs({
     canary: { type: 'string', default: '2' },
     interaction: { type: 'string', default: '1' },
     shifts: { type: 'string', default: '0,0.5,1,2,4' },
+    record: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   process.stdout.write(`usage: npx tsx bench/sequential.ts [--sims N] [--min N] [--max N] [--canaries N] [--resamples N]
-       [--seed N] [--margin BITS] [--run SD] [--canary SD] [--interaction SD] [--shifts LIST]
+       [--seed N] [--margin BITS] [--run SD] [--canary SD] [--interaction SD] [--shifts LIST] [--record NAME]
 Error rates, interval coverage and seeds used by sequential replicates (replicates: {until: decided})
 against the fixed design at max seeds, on the coverage bench's generator (docs/metrics.md,
 "Sequential replicates"). Defaults: 400 audits per row, looks at 3..8 run pairs, 16 canaries, 500
 resamples, margin 1 bit, sd run 1.5 / canary 2 / canary x run 1 bits, shifts 0,0.5,1,2,4 bits.
 Exit 1 when a spending rule's wrong-verdict rate or interval miss rate at some shift is above
-α = 0.05 by more than its binomial noise (2 standard errors).
+α = 0.05 by more than its binomial noise (2 standard errors). --record NAME also writes the output as the benchmark record
+bench/results/<date>-NAME.md.
 `);
   process.exit(0);
 }
+if (values.record !== undefined)
+  recordStdout(values.record, 'sequential replicates: error rates, coverage and seeds used (`bench/sequential.ts`)');
 const sims = Number(values.sims);
 const min = Number(values.min);
 const max = Number(values.max);
