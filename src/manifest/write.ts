@@ -17,7 +17,7 @@ import type { Provenance } from '../provenance/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
 import { auditIndex } from './audit-index.js';
-import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
+import { buildManifestCore, manifestCellLabels, runRenderer, type RunRenderer } from './manifest.js';
 import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrain.js';
 import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
@@ -250,7 +250,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const result = {
       runId: manifest.run_id,
       cellId: layout.cell.id,
-      cell: { ...layout.cell.labels },
+      cell: manifestCellLabels(grid, layout.cell),
       runDir,
       manifestPath,
     };

@@ -17,7 +17,8 @@ import { controlWarnings } from './control-checks.js';
 import { headline } from './findings.js';
 import { largestEpsilon, membershipPools } from './privacy-max.js';
 import { thresholdStrategy, type THRESHOLD_STRATEGIES } from '../metrics/privacy-fdp.js';
-import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
+import { buildSummary, PRIVACY_DELTA, PRIVACY_FPRS, privacyReadouts, type ReportSummary } from './summary.js';
+import { canaryDesigns } from './canary-designs.js';
 import { utilityHeadlines } from './utility.js';
 
 export interface WriteReportOptions {
@@ -170,6 +171,17 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     provenance: finishProvenance(atStart),
     ...(utilityHeadline ? { utilityHeadline } : {}),
     marginBits: options.marginBits ?? (await gridMargin(options.auditDir)) ?? undefined,
+    canaryDesigns: canaryDesigns({
+      audit,
+      groups,
+      observations,
+      confidence: settings.confidence,
+      resamples: settings.resamples,
+      seed: settings.seed,
+      delta: PRIVACY_DELTA,
+      fprs: PRIVACY_FPRS,
+      strategy: thresholdStrategy(options.thresholdStrategy ?? 'bonferroni', settings.seed),
+    }),
   });
   // The finding `run` prints, in summary.json too (report/findings.ts reads the summary built above).
   summary.headline = headline(summary);

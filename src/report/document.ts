@@ -18,6 +18,7 @@ import {
 } from './format.js';
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
+import { canaryDesignsSection } from './canary-designs.js';
 import { PAIRED_NOTE, privacyNote, RECOVERY_NOTE, resamplingNote, TASK_METRICS_NOTE } from './prose.js';
 import { CONTROL_WARNING_KINDS, type StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
@@ -758,6 +759,7 @@ export function buildDocument(s: ReportSummary): ReportDocument {
     auxiliary(s),
     checkpoints(s),
     privacy(s),
+    canaryDesignsSection(s.canary_designs),
     utility(s),
     notFinished(s),
     overview(s),

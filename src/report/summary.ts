@@ -1,3 +1,4 @@
+import type { CanaryDesigns } from './canary-designs.js';
 import { canonicalJson } from '../hash.js';
 import type { DatasetProvenance } from '../contracts/dataset.js';
 import { CanaryAuditError } from '../errors.js';
@@ -130,6 +131,8 @@ export interface ReportSummary {
   privacy?: PrivacyReadout[];
   /** With `privacy`: the largest ε lower bound over the runs, each run's bound at 1 − α/k (k runs searched). */
   epsilon_max?: EpsilonMax[];
+  /** Only for grids with a design axis: the designs side by side (report/canary-designs.ts). */
+  canary_designs?: CanaryDesigns;
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
   /** The replication design read from the manifests: what an interval over a cell's runs generalizes over. */
@@ -160,6 +163,8 @@ export interface SummaryInput {
   controlWarnings?: ReportWarning[];
   /** Equivalence margin of the verdicts (bits; the grid's analysis.margin_bits). Default 1. */
   marginBits?: number;
+  /** The designs side by side (`canaryDesigns`); null or absent: no design axis. */
+  canaryDesigns?: CanaryDesigns | null;
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -211,6 +216,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(privacy.length > 0 ? { privacy } : {}),
     ...(privacy.length > 0 && input.epsilonMax && input.epsilonMax.length > 0 ? { epsilon_max: input.epsilonMax } : {}),
     ...(design ? { design } : {}),
+    ...(input.canaryDesigns ? { canary_designs: input.canaryDesigns } : {}),
     warnings: [
       ...(input.controlWarnings ?? []),
       ...summaryWarnings(input, runs, roles),
