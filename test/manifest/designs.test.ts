@@ -1,6 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { UserInputErrors } from '../../src/errors.js';
-import { planAuditText } from '../../src/manifest/index.js';
+import { planAuditText, writeAudit } from '../../src/manifest/index.js';
 import { buildManifestCore } from '../../src/manifest/manifest.js';
 import { CORPUS_ROWS, rareTokens, TINY_TOKENS, tokenCounts } from '../../src/manifest/designs.js';
 
@@ -88,6 +91,16 @@ describe('design axis', () => {
     expect(core(plan(text), 1).canaries.map((c) => c.code)).toEqual(rare.canaries.map((c) => c.code));
     const other = core(plan(text.replace('seed: 3', 'seed: 4')), 1);
     expect(other.canaries.map((c) => c.code)).not.toEqual(rare.canaries.map((c) => c.code));
+  });
+
+  it('writes schema-valid manifests and audit.json that name the design', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'canary-designs-write-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const p = plan(grid('  design: [codes, rare-tokens]'));
+    const written = await writeAudit(p, dir);
+    const audit = JSON.parse(readFileSync(join(written.auditDir, 'audit.json'), 'utf8'));
+    expect(audit.axes.design).toEqual(['codes', 'rare-tokens']);
+    expect(audit.runs.map((r: { cell: { design: string } }) => r.cell.design)).toEqual(['codes', 'rare-tokens']);
   });
 
   it('refuses an encoded cue and a non-tiny model for rare tokens, naming the field and the fix', () => {
