@@ -206,7 +206,18 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const utility = await linkShared(shared.corpora, `utility|${taskKey}`, tmp, 'utility.jsonl', () => lines);
     let generation = shared.generation.get(taskKey);
     if (!generation) shared.generation.set(taskKey, (generation = utilityGeneration(renderer, lines)));
-    const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
+    const {
+      schema_version,
+      audit,
+      task,
+      training,
+      canaries,
+      held_out,
+      probes,
+      candidate_space,
+      eval: evalSpec,
+      inclusion,
+    } = core;
     const pretrainRef = await writePretrain(plan, layout, renderer, tmp, shared.corpora);
     const model = withPretrain(core.model, layout, pretrainRef);
     const store = renderer.task.images;
@@ -223,6 +234,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const manifest: Manifest = {
       schema_version,
       run_id: 'run-0000000000000000',
+      // Randomized inclusion: the report's one-run ε bounds hold only when the manifest says so.
+      ...(inclusion ? { inclusion } : {}),
       audit,
       task,
       model,

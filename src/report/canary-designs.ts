@@ -198,7 +198,9 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Secti
   };
   const tpr = (m: DesignMembership, f: number): string => {
     const t = m.tpr_at_fpr.find((x) => x.fpr === f);
-    return t ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]` : DASH;
+    return t
+      ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})`
+      : DASH;
   };
   return {
     id: 'canary-designs',
@@ -210,9 +212,18 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Secti
     tables: [
       {
         caption: 'Exposure by design',
-        columns: ['Context', 'Design', 'Candidates', 'Inserted exposure [95% CI]', 'Held-out exposure [95% CI]', 'n'],
+        columns: [
+          'Context',
+          'Dose',
+          'Design',
+          'Candidates',
+          'Inserted exposure [95% CI]',
+          'Held-out exposure [95% CI]',
+          'n',
+        ],
         rows: d.rows.map((r) => [
           r.context,
+          r.dose === null ? DASH : String(r.dose),
           r.design,
           `${r.space.kind} ${r.space.size} (ceiling ${num(r.space.ceiling)})`,
           medianCi(r.exposure),
@@ -224,6 +235,7 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Secti
         caption: 'Membership by design and score',
         columns: [
           'Context',
+          'Dose',
           'Design',
           'Score',
           'n in · out',
@@ -238,6 +250,7 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Secti
         rows: d.rows.flatMap((r) =>
           r.membership.map((m) => [
             r.context,
+            r.dose === null ? DASH : String(r.dose),
             r.design,
             SCORE_WORDS[m.score],
             `${m.n_in} · ${m.n_out}`,

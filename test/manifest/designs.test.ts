@@ -101,6 +101,16 @@ describe('design axis', () => {
     const audit = JSON.parse(readFileSync(join(written.auditDir, 'audit.json'), 'utf8'));
     expect(audit.axes.design).toEqual(['codes', 'rare-tokens']);
     expect(audit.runs.map((r: { cell: { design: string } }) => r.cell.design)).toEqual(['codes', 'rare-tokens']);
+    // Fixed inclusion: no `inclusion` in the manifest; randomized: recorded, so the one-run bounds apply.
+    const manifest = (run: { dir: string }, root: string) =>
+      JSON.parse(readFileSync(join(root, run.dir, 'manifest.json'), 'utf8'));
+    expect(manifest(audit.runs[0], written.auditDir)).not.toHaveProperty('inclusion');
+    const randomized = plan(
+      grid('  design: [rare-tokens]').replace('held_out: 4}', 'held_out: 4, inclusion: randomized}'),
+    );
+    const again = await writeAudit(randomized, dir);
+    const index = JSON.parse(readFileSync(join(again.auditDir, 'audit.json'), 'utf8'));
+    expect(manifest(index.runs[0], again.auditDir).inclusion).toEqual({ kind: 'randomized', p: 0.5, pool: 8, seed: 3 });
   });
 
   it('refuses an encoded cue and a non-tiny model for rare tokens, naming the field and the fix', () => {
