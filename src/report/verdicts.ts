@@ -328,11 +328,14 @@ function designMembers(d: CanaryDesigns | undefined, alpha: number): Member[] {
     for (const r of here) {
       if (r === base || !r.exposure || r.space.size !== base.space.size) continue;
       const { interval, spread } = welchDifference(r.exposure, base.exposure, alpha);
+      const where = [context === 'all runs' ? null : context, top === null ? null : `dose ${top}`]
+        .filter((x) => x !== null)
+        .join(', ');
       out.push({
         kind: 'design',
-        comparison: `${context}, ${d.probe_kind} probes: design ${r.design} − ${base.design}`,
+        comparison: `${where || context}, ${d.probe_kind} probes: design ${r.design} − ${base.design}`,
         probe_kind: d.probe_kind,
-        subject: `The ${r.design} design (${context})`,
+        subject: `The ${r.design} design${where ? ` (${where})` : ''}`,
         verbs: {
           higher: `gave higher exposure than ${base.design}`,
           lower: `gave lower exposure than ${base.design}`,

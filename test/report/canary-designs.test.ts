@@ -22,7 +22,7 @@ beforeAll(async () => {
     for (const seed of [0, 1, 2])
       runs.push({
         cell: { visibility: 'redacted', dose: 16, design, seed },
-        canaries: Array.from({ length: 8 }, (_, j) => ({ id: `f00${j}`, code: String(1000 + j) })),
+        canaries: Array.from({ length: 8 }, (_, j) => ({ id: `f00${j}`, code: String(1000 + j), dose: 16 })),
         heldOut: Array.from({ length: 8 }, (_, j) => ({ id: `h00${j}`, code: String(2000 + j) })),
         phases: ['base', 'final'],
         randomizedInclusion: true,
@@ -76,10 +76,10 @@ describe('canary designs section', () => {
   it('declares the comparison between designs in the verdict family', () => {
     const v = report.summary.verdicts?.filter((x) => x.kind === 'design') ?? [];
     expect(v).toHaveLength(1);
-    expect(v[0]?.comparison).toBe('all runs, hidden probes: design rare-tokens − codes');
+    expect(v[0]?.comparison).toBe('dose 16, hidden probes: design rare-tokens − codes');
     expect(v[0]?.estimate).toBeGreaterThan(0);
     expect(v[0]?.family_size).toBe(report.summary.verdicts?.length);
-    expect(v[0]?.sentence).toMatch(/^The rare-tokens design \(all runs\) /);
+    expect(v[0]?.sentence).toMatch(/^The rare-tokens design \(dose 16\) .* codes: \+\d/);
   });
 
   it('renders the section with both tables, and nothing for an audit without designs', () => {
