@@ -5,7 +5,6 @@ import type { Observation } from '../metrics/observation.js';
 import { tprAtFpr, type Interval, type TprAtFpr } from '../metrics/privacy.js';
 import type { ThresholdStrategy } from '../metrics/privacy-fdp.js';
 import type { SpaceSummary } from '../metrics/space-check.js';
-import type { Section } from './document.js';
 import { DASH, medianCi, num } from './format.js';
 import type { LoadedAudit } from './load-audit.js';
 import { largestEpsilon, type EpsilonMax } from './privacy-max.js';
@@ -180,6 +179,14 @@ function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, i
   };
 }
 
+/** The section in document.ts's Section shape (declared here: document.ts imports this file). */
+export interface DesignsSection {
+  id: string;
+  title: string;
+  paragraphs: string[];
+  tables: { caption?: string; columns: string[]; rows: string[][] }[];
+}
+
 const SCORE_WORDS: Record<MembershipScore, string> = {
   exposure: 'exposure (rank among candidates)',
   loss: 'loss (log-probability of the secret)',
@@ -188,7 +195,7 @@ const SCORE_WORDS: Record<MembershipScore, string> = {
 };
 
 /** The section of the report document; null for audits without a design axis. */
-export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Section | null {
+export function canaryDesignsSection(d: CanaryDesigns | null | undefined): DesignsSection | null {
   if (!d || d.rows.length === 0) return null;
   const ci = (i: { estimate: number; lo: number; hi: number } | null): string =>
     i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH;
