@@ -56,6 +56,7 @@ describe('configs/', () => {
       expect.arrayContaining([
         'banking77-cpu.yaml',
         'banking77.yaml',
+        'canary-designs-cpu.yaml',
         'cohort-order-cpu.yaml',
         'directions-cpu.yaml',
         'paper-email.yaml',
@@ -77,7 +78,13 @@ describe('configs/', () => {
   }
 
   it('runs at least three seeds per cell in every shipped CPU grid that backs a claim', async () => {
-    for (const file of ['quickstart.yaml', 'cohort-order-cpu.yaml', 'directions-cpu.yaml', 'banking77-cpu.yaml']) {
+    for (const file of [
+      'quickstart.yaml',
+      'cohort-order-cpu.yaml',
+      'directions-cpu.yaml',
+      'banking77-cpu.yaml',
+      'canary-designs-cpu.yaml',
+    ]) {
       const plan = await planOf(file);
       expect(plan.grid.expansion.axes.seed.length, file).toBeGreaterThanOrEqual(3);
     }
@@ -90,6 +97,7 @@ describe('configs/', () => {
       'directions-cpu.yaml',
       'banking77-cpu.yaml',
       'gui-vlm-cpu.yaml',
+      'canary-designs-cpu.yaml',
     ]) {
       const plan = await planOf(file);
       expect(plan.grid.design, file).toMatchObject({ joint: true, population: 'fine-tuning seeds of one base' });

@@ -11,6 +11,7 @@ import type {
   AxisValue,
   AxisValueTypes,
   CohortSpec,
+  DesignValue,
   ModelValue,
   PlacementValue,
   PopulationValue,
@@ -258,6 +259,33 @@ function resolveUtilityPath(params: Record<string, unknown>, path: GridPath, ctx
   if (source.path !== undefined) source.path = resolve(dirname(resolve(ctx.source.file)), source.path);
 }
 
+export const RARE_TOKEN_DEFAULTS = { length: 4, pool: 16, decoys: 9999 } as const;
+
+const design: Normaliser<'design'> = (raw) => {
+  const o = (typeof raw === 'string' ? { kind: raw } : raw) as {
+    kind: DesignValue['kind'];
+    length?: number;
+    pool?: number;
+    decoys?: number;
+    name?: string;
+  };
+  if (o.kind === 'codes') return { label: o.name ?? 'codes', value: { kind: 'codes' } };
+  const value: DesignValue = {
+    kind: 'rare-tokens',
+    length: o.length ?? RARE_TOKEN_DEFAULTS.length,
+    pool: o.pool ?? RARE_TOKEN_DEFAULTS.pool,
+    decoys: o.decoys ?? RARE_TOKEN_DEFAULTS.decoys,
+  };
+  const isDefault =
+    value.length === RARE_TOKEN_DEFAULTS.length &&
+    value.pool === RARE_TOKEN_DEFAULTS.pool &&
+    value.decoys === RARE_TOKEN_DEFAULTS.decoys;
+  return {
+    label: o.name ?? (isDefault ? 'rare-tokens' : `rare-tokens(l${value.length},p${value.pool},d${value.decoys})`),
+    value,
+  };
+};
+
 const NORMALISERS: { [A in AxisName]: Normaliser<A> } = {
   visibility,
   dose,
@@ -266,6 +294,7 @@ const NORMALISERS: { [A in AxisName]: Normaliser<A> } = {
   schedule,
   model,
   task,
+  design,
   seed,
 };
 
@@ -287,5 +316,6 @@ export const AXIS_DEFAULTS: { [A in Exclude<AxisName, 'visibility' | 'dose'>]: u
   schedule: 'constant',
   model: 'tiny',
   task: 'synthetic-email',
+  design: 'codes',
   seed: 0,
 };

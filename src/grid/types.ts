@@ -5,7 +5,16 @@ import type { GridPath } from './source.js';
  * Types of an audit grid: the document as written (after schema defaults) and the normalised axis
  * values that expansion and planning work with. schemas/grid.schema.json is the source of truth.
  */
-export type AxisName = 'visibility' | 'dose' | 'placement' | 'population' | 'schedule' | 'model' | 'task' | 'seed';
+export type AxisName =
+  | 'visibility'
+  | 'dose'
+  | 'placement'
+  | 'population'
+  | 'schedule'
+  | 'model'
+  | 'task'
+  | 'design'
+  | 'seed';
 
 /** Canonical axis order: cell ids list axes in it, and the product varies the last axis fastest. */
 export const AXES: readonly AxisName[] = [
@@ -16,6 +25,7 @@ export const AXES: readonly AxisName[] = [
   'schedule',
   'model',
   'task',
+  'design',
   'seed',
 ];
 
@@ -161,6 +171,13 @@ export interface ModelValue {
   finetune: FinetuneSpec;
 }
 
+/**
+ * Canary design (what the secret is): `codes`, the grid's code space as written; `rare-tokens`,
+ * `length` tokens drawn uniformly from the `pool` rarest tokens of the model's tokenizer, ranked
+ * against `decoys` sampled candidates drawn the same way (src/manifest/designs.ts).
+ */
+export type DesignValue = { kind: 'codes' } | { kind: 'rare-tokens'; length: number; pool: number; decoys: number };
+
 export interface TaskValue {
   name: string;
   params: Record<string, unknown>;
@@ -174,6 +191,7 @@ export interface AxisValueTypes {
   schedule: ScheduleValue;
   model: ModelValue;
   task: TaskValue;
+  design: DesignValue;
   seed: number;
 }
 

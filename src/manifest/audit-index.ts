@@ -12,6 +12,8 @@ export function auditIndex(plan: AuditPlan, runs: AuditRunEntry[], created?: str
       const label = run.cell.labels[axis];
       if (label !== null) labels.add(label);
     }
+    // Grids that do not name the design axis keep their audit.json as before.
+    if (axis === 'design' && !plan.grid.expansion.named.includes('design')) continue;
     axes[axis] = [...labels];
   }
   const { description } = plan.grid.doc;

@@ -89,6 +89,42 @@ export class CanaryPool {
     }
   }
 
+  /**
+   * The same canaries (ids, identities, messages, roles) with secrets drawn from another space,
+   * each with `decoys` sampled candidates: a canary design's pool (src/manifest/designs.ts). The
+   * identities and messages stay shared, so a canary differs between designs in its secret only.
+   * `tag` names the design in the streams, so each design draws its own secrets.
+   */
+  withSecrets(space: CodeSpace, decoys: number, tag: string): CanaryPool {
+    const total = this.all().length;
+    if (2 * total > spaceSize(space))
+      throw new RangeError(
+        `${total} canaries need ${2 * total} distinct secrets (each with a substitute) but design ${tag} holds ${spaceSize(space)}`,
+      );
+    if (decoys >= spaceSize(space))
+      throw new RangeError(
+        `${decoys} decoys need a space of more than ${decoys} secrets; design ${tag} holds ${spaceSize(space)}`,
+      );
+    const codes = new Rng(this.seed, 'codes', tag);
+    const taken = new Set<string>();
+    const draw = (c: PoolCanary): PoolCanary => ({ id: c.id, code: drawCode(space, codes, taken), substitute: '' });
+    const copy = Object.create(CanaryPool.prototype) as CanaryPool;
+    const fields = {
+      seed: this.seed,
+      identities: this.identities,
+      messages: this.messages,
+      focal: this.focal.map(draw),
+      heldOut: this.heldOut.map(draw),
+      aux: this.aux.map((cohort) => cohort.map(draw)),
+    };
+    Object.assign(copy, fields);
+    const substitutes = new Rng(this.seed, 'substitutes', tag);
+    for (const c of copy.all()) c.substitute = drawCode(space, substitutes, taken);
+    for (const c of copy.all())
+      c.candidates = sampledCandidates(space, c.code, decoys, new Rng(this.seed, 'candidates', tag, c.id));
+    return copy;
+  }
+
   all(): PoolCanary[] {
     return [...this.focal, ...this.heldOut, ...this.aux.flat()];
   }

@@ -48,8 +48,20 @@ export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
     task: layout.task,
     taskSpec,
     rowSpec: rowSpecOf(taskSpec),
-    cue: cueEncoding(layout.cell.values.visibility.value as VisibilityValue, codeSpaceOf(grid.doc)),
+    cue: cueEncoding(
+      layout.cell.values.visibility.value as VisibilityValue,
+      layout.secrets?.space ?? codeSpaceOf(grid.doc),
+    ),
   };
+}
+
+/**
+ * The cell's labels as the manifest records them: a grid that does not name the design axis (every
+ * grid before it existed) leaves it out, so its manifests, and run ids, stay byte for byte.
+ */
+export function manifestCellLabels(grid: LoadedGrid, cell: RunLayout['cell']): Record<string, string | number | null> {
+  const { design, ...rest } = cell.labels;
+  return grid.expansion.named.includes('design') ? { ...rest, design } : rest;
 }
 
 export function buildManifestCore(
@@ -61,8 +73,10 @@ export function buildManifestCore(
   const { doc } = grid;
   const { cell } = layout;
   const { task, rowSpec, cue } = runRenderer(grid, layout);
-  const space = codeSpaceOf(doc);
-  const sampled = doc.candidates.kind === 'sampled';
+  const secrets = layout.secrets;
+  const space = secrets?.space ?? codeSpaceOf(doc);
+  const sampled = secrets !== undefined || doc.candidates.kind === 'sampled';
+  const decoys = secrets?.decoys ?? (doc.candidates.decoys as number);
   const probeOptions = { kinds: doc.probes.kinds, decode: doc.probes.decode };
 
   const canaries: InsertedCanary[] = layout.canaries.map((c) => ({
@@ -127,8 +141,8 @@ export function buildManifestCore(
         kind: 'sampled',
         alphabet: space.alphabet,
         length: space.length,
-        size: 1 + (doc.candidates.decoys as number),
-        decoys: doc.candidates.decoys as number,
+        size: 1 + decoys,
+        decoys,
         seed: doc.seed,
       }
     : { kind: 'exhaustive', alphabet: space.alphabet, length: space.length, size: spaceSize(space) };
@@ -141,7 +155,7 @@ export function buildManifestCore(
       grid_file: GRID_FILE_FROM_RUN,
       grid_sha256: grid.sha256,
       cell_id: cell.id,
-      cell: { ...cell.labels },
+      cell: manifestCellLabels(grid, cell),
     },
     task: {
       name: task.name,

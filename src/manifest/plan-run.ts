@@ -12,6 +12,7 @@ import { InfeasiblePlacement, placeCohort, SlotBoard, updateRange, type CohortRe
 import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from './population.js';
 import { Rng } from '../random.js';
 import type { Task } from './tasks/index.js';
+import type { DesignSecrets } from './designs.js';
 
 /** One inserted canary of a run, with its exact rows. */
 export interface PlacedCanary {
@@ -45,6 +46,8 @@ export interface RunLayout {
   /** Never inserted in this run: the grid's held-out canaries, plus the focal ones in a no-canary run. */
   heldOut: PoolCanary[];
   stats: RunStats;
+  /** A non-codes canary design (the `design` axis): its secret space and decoys; absent: the grid's codes. */
+  secrets?: DesignSecrets;
 }
 
 export function resolveCellPopulation(grid: LoadedGrid, cell: Cell): ResolvedPopulation {

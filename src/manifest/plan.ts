@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
 import { messageText, type TaskData } from '../contracts/index.js';
-import { codeSpaceOf, formatPath, loadGrid, parseGrid, type LoadedGrid } from '../grid/index.js';
+import { codeSpaceOf, formatPath, loadGrid, parseGrid, type Cell, type LoadedGrid } from '../grid/index.js';
 import { codesIn } from '../codes/index.js';
 import {
   createTask,
@@ -16,6 +16,7 @@ import { controllerStamp, type Stamp } from '../provenance/index.js';
 import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
+import { DesignPools, designModelProblem } from './designs.js';
 
 /**
  * An audit planned in memory: the grid, its canary pool and one layout per cell (canaries and
@@ -230,9 +231,13 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   }
   const errors: UserInputError[] = [];
   const runs: RunLayout[] = [];
+  const designs = new DesignPools(pool, doc.seed);
   for (const cell of grid.expansion.cells) {
     try {
-      runs.push(layoutRun(grid, pool, cell, planTask({ tasks }, cell.values.task)));
+      const task = planTask({ tasks }, cell.values.task);
+      const design = designOf(grid, cell, designs, task);
+      const layout = layoutRun(grid, design?.pool ?? pool, cell, task);
+      runs.push(design ? { ...layout, secrets: design.secrets } : layout);
     } catch (error) {
       if (error instanceof UserInputError) errors.push(error);
       else throw error;
@@ -252,6 +257,28 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
     runs,
     startStamp,
   };
+}
+
+/** A cell's non-codes canary design (pool and secrets), or null; a design its model or cue cannot take fails here. */
+function designOf(grid: LoadedGrid, cell: Cell, designs: DesignPools, task: Task) {
+  const design = cell.values.design;
+  if (design.value.kind === 'codes') return null;
+  const at = { location: grid.source.locate(design.path), field: formatPath(design.path), code: 'E_DESIGN' };
+  const problem = designModelProblem(design.value, cell.values.model.value);
+  if (problem) throw new CellPlanError(cell.id, problem, at);
+  const scheme = cell.values.visibility.value.scheme;
+  if (scheme !== 'visible' && scheme !== 'redacted')
+    throw new CellPlanError(
+      cell.id,
+      `design ${design.label} shows its secret visible or redacted; ${scheme} encodes the grid's code alphabet only; exclude these cells (exclude: [{visibility: ${scheme}, design: ${design.label}}])`,
+      at,
+    );
+  try {
+    return designs.get(design, task, cell.values.task.key);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new CellPlanError(cell.id, `${error.message}; raise the design's pool or length, or use fewer canaries`, at);
+  }
 }
 
 /** Image rows need a vision-language model: the tiny model without a vision stem reads characters only. */

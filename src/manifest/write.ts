@@ -17,7 +17,7 @@ import type { Provenance } from '../provenance/index.js';
 import { describeSchemaErrors, validate } from '../schemas/index.js';
 import { finishProvenance } from '../provenance/index.js';
 import { auditIndex } from './audit-index.js';
-import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
+import { buildManifestCore, manifestCellLabels, runRenderer, type RunRenderer } from './manifest.js';
 import { pretrainManifestSpec, pretrainRowLines, PRETRAIN_FILE } from './pretrain.js';
 import { cleanStaleStaging, stagingName } from './staging.js';
 import type { AuditPlan } from './plan.js';
@@ -225,7 +225,18 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const utility = await linkShared(shared.corpora, `utility|${taskKey}`, tmp, 'utility.jsonl', () => lines);
     let generation = shared.generation.get(taskKey);
     if (!generation) shared.generation.set(taskKey, (generation = utilityGeneration(renderer, lines)));
-    const { schema_version, audit, task, training, canaries, held_out, probes, candidate_space, eval: evalSpec } = core;
+    const {
+      schema_version,
+      audit,
+      task,
+      training,
+      canaries,
+      held_out,
+      probes,
+      candidate_space,
+      eval: evalSpec,
+      inclusion,
+    } = core;
     const pretrainRef = await writePretrain(plan, layout, renderer, tmp, shared.corpora);
     const model = withPretrain(core.model, layout, pretrainRef);
     const store = renderer.task.images;
@@ -242,6 +253,8 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const manifest: Manifest = {
       schema_version,
       run_id: 'run-0000000000000000',
+      // Randomized inclusion: the report's one-run ε bounds hold only when the manifest says so.
+      ...(inclusion ? { inclusion } : {}),
       audit,
       task,
       model,
@@ -269,7 +282,7 @@ async function writeRun(plan: AuditPlan, layout: RunLayout, auditDir: string, sh
     const result = {
       runId: manifest.run_id,
       cellId: layout.cell.id,
-      cell: { ...layout.cell.labels },
+      cell: manifestCellLabels(grid, layout.cell),
       runDir,
       manifestPath,
     };

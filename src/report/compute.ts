@@ -19,7 +19,8 @@ import { headline } from './findings.js';
 import { cellAucs, largestEpsilon, membershipPools } from './privacy-max.js';
 import { extrapolationGroups } from './extrapolation.js';
 import { THRESHOLD_STRATEGIES, thresholdStrategy } from '../metrics/privacy-fdp.js';
-import { buildSummary, PRIVACY_DELTA, privacyReadouts, type ReportSummary } from './summary.js';
+import { buildSummary, PRIVACY_DELTA, PRIVACY_FPRS, privacyReadouts, type ReportSummary } from './summary.js';
+import { canaryDesigns } from './canary-designs.js';
 import { utilityHeadlines } from './utility.js';
 
 export interface WriteReportOptions {
@@ -204,6 +205,18 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
     ...(utilityHeadline ? { utilityHeadline } : {}),
     marginBits: options.marginBits ?? analysis.margin_bits ?? undefined,
     sequential: options.sequential === false ? null : await readSequentialRecord(options.auditDir),
+    canaryDesigns: canaryDesigns({
+      audit,
+      groups,
+      observations,
+      confidence: settings.confidence,
+      resamples: settings.resamples,
+      seed: settings.seed,
+      delta: PRIVACY_DELTA,
+      fprs: PRIVACY_FPRS,
+      strategy: thresholdStrategy(strategyName, settings.seed),
+      doseAxis: settings.dose_axis,
+    }),
   });
   // The finding `run` prints, in summary.json too (report/findings.ts reads the summary built above).
   summary.headline = headline(summary);

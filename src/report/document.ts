@@ -19,6 +19,7 @@ import {
 import { numericsLabel, type ReportSummary } from './summary.js';
 import { findings } from './findings.js';
 import { sequentialLooks } from './sequential-section.js';
+import { canaryDesignsSection } from './canary-designs.js';
 import { PAIRED_NOTE, privacyNote, RECOVERY_NOTE, resamplingNote, TASK_METRICS_NOTE } from './prose.js';
 import { CONTROL_WARNING_KINDS, type StampBrief } from './provenance-check.js';
 import { METRIC_WORDS, type UtilityMetricSummary } from './utility.js';
@@ -817,6 +818,7 @@ export function buildDocument(s: ReportSummary): ReportDocument {
     checkpoints(s),
     privacy(s),
     extrapolation(s),
+    canaryDesignsSection(s.canary_designs),
     utility(s),
     notFinished(s),
     overview(s),

@@ -1,3 +1,4 @@
+import type { CanaryDesigns } from './canary-designs.js';
 import { canonicalJson } from '../hash.js';
 import type { DatasetProvenance } from '../contracts/dataset.js';
 import { CanaryAuditError } from '../errors.js';
@@ -137,6 +138,8 @@ export interface ReportSummary {
   privacy_auc?: CellAuc[];
   /** Only when the report extrapolated (sampled spaces): extrapolated beside rank exposure per cell, role and probe kind. */
   extrapolation?: ExtrapolationGroup[];
+  /** Only for grids with a design axis: the designs side by side (report/canary-designs.ts). */
+  canary_designs?: CanaryDesigns;
   /** Only when some result records its numerics: each distinct floating-point path and its runs. */
   numerics?: NumericsPath[];
   /** The replication design read from the manifests: what an interval over a cell's runs generalizes over. */
@@ -175,6 +178,8 @@ export interface SummaryInput {
   marginBits?: number;
   /** Sequential replicates: the looks' record; its stopped comparisons' verdicts replace the fixed reading. */
   sequential?: SequentialRecord | null;
+  /** The designs side by side (`canaryDesigns`); null or absent: no design axis. */
+  canaryDesigns?: CanaryDesigns | null;
 }
 
 type Stat = { seed: number; resamples: number; confidence: number };
@@ -228,6 +233,7 @@ export function buildSummary(input: SummaryInput): ReportSummary {
     ...(privacy.length > 0 && input.privacyAuc && input.privacyAuc.length > 0 ? { privacy_auc: input.privacyAuc } : {}),
     ...(input.extrapolation && input.extrapolation.length > 0 ? { extrapolation: input.extrapolation } : {}),
     ...(design ? { design } : {}),
+    ...(input.canaryDesigns ? { canary_designs: input.canaryDesigns } : {}),
     warnings: [
       ...(input.controlWarnings ?? []),
       ...summaryWarnings(input, runs, roles),

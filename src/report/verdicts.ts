@@ -1,7 +1,7 @@
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { DifferenceInterval, MedianInterval, VarianceComponents } from '../metrics/bootstrap.js';
 import { formatValue } from '../metrics/cells.js';
-import { canonicalJson } from '../hash.js';
+import { armKey } from './arm-key.js';
 import { studentTQuantile } from '../metrics/distributions.js';
 import type { PairedSummary } from '../metrics/paired.js';
 import {
@@ -15,24 +15,19 @@ import {
   type VerdictKind,
 } from '../metrics/verdict.js';
 import { num, signed } from './format.js';
+import type { CanaryDesigns } from './canary-designs.js';
 
 /** What the verdicts read of a report summary (summary.ts's ReportSummary has these fields). */
 export interface VerdictInput {
   groups: GroupSummary[];
+  /** Grids with a design axis: the designs side by side, read for the `design` comparisons. */
+  canary_designs?: CanaryDesigns;
   paired: PairedSummary[];
   audit: { axes: { name: string; values: unknown[]; role: 'seed' | 'dose' | 'axis' }[] };
   settings: { confidence: number; dose_axis: string; seed_axes?: string[] };
 }
 
-/**
- * A cell's arm as a canonical key: its labels without the seed axes and without null values (the
- * cells that differ only in the seed are one arm). Sequential replicates add seeds per arm.
- */
-export function armKey(cell: Record<string, unknown>, seedAxes: readonly string[] = ['seed']): string {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(cell)) if (!seedAxes.includes(k) && v !== null && v !== undefined) out[k] = v;
-  return canonicalJson(out);
-}
+export { armKey } from './arm-key.js';
 
 /**
  * The declared family of an audit and a verdict for each member (the tests: metrics/verdict.ts).
@@ -52,7 +47,7 @@ export interface ComparisonReading {
 }
 
 export interface ComparisonVerdict {
-  kind: 'control' | 'dose' | 'paired';
+  kind: 'control' | 'dose' | 'paired' | 'design';
   /** What is compared, in words (`redacted, dose 16: inserted − held-out control`). */
   comparison: string;
   probe_kind: string;
@@ -324,6 +319,56 @@ function members(s: VerdictInput, alpha: number): Member[] {
     if (axis === doseAxis && doseCovered) continue;
     const list = paired.filter((p) => p.axis === axis).sort((a, b) => (b.dose ?? 0) - (a.dose ?? 0));
     if (list[0]) out.push(pairedMember(list[0], varying, alpha));
+  }
+  out.push(...designMembers(s.canary_designs, alpha));
+  return out;
+}
+
+/**
+ * The declared comparison between canary designs: at the highest dose, each design's inserted
+ * exposure against the first design's (the grid's first listed, usually codes), as a Welch
+ * difference of the two cells' medians with their crossed intervals. The designs' cells share
+ * seeds, rows and identities but not secrets, so canaries do not pair and the Welch difference
+ * ignores the seed pairing (conservative). Designs whose candidate spaces differ in size are on
+ * different exposure scales and are not compared.
+ */
+function designMembers(d: CanaryDesigns | undefined, alpha: number): Member[] {
+  if (!d || d.designs.length < 2) return [];
+  const doses = d.rows.flatMap((r) => (r.dose === null ? [] : [r.dose]));
+  const top = doses.length > 0 ? Math.max(...doses) : null;
+  const rows = d.rows.filter((r) => r.dose === top);
+  const out: Member[] = [];
+  for (const context of [...new Set(rows.map((r) => r.context))]) {
+    const here = rows.filter((r) => r.context === context);
+    const base = here.find((r) => r.design === d.designs[0]);
+    if (!base?.exposure) continue;
+    for (const r of here) {
+      if (r === base || !r.exposure || r.space.size !== base.space.size) continue;
+      const { interval, spread } = welchDifference(r.exposure, base.exposure, alpha);
+      const where = [context === 'all runs' ? null : context, top === null ? null : `dose ${top}`]
+        .filter((x) => x !== null)
+        .join(', ');
+      out.push({
+        kind: 'design',
+        comparison: `${where || context}, ${d.probe_kind} probes: design ${r.design} − ${base.design}`,
+        probe_kind: d.probe_kind,
+        subject: `The ${r.design} design${where ? ` (${where})` : ''}`,
+        verbs: {
+          higher: `gave higher exposure than ${base.design}`,
+          lower: `gave lower exposure than ${base.design}`,
+          equivalent: `gave exposure within ±MARGIN of ${base.design}`,
+          undecided: `is not yet told apart from ${base.design}`,
+        },
+        interval,
+        spread,
+        components: [...(r.exposure.components ?? []), ...(base.exposure.components ?? [])],
+        arms: [r.arm, base.arm],
+        n_runs: Math.min(r.n_runs, base.n_runs),
+        n_canaries: Math.min(r.n_canaries, base.n_canaries),
+        nText: `${r.n_runs} + ${plural(base.n_runs, 'run', 'runs')}, ${r.n_canaries} + ${plural(base.n_canaries, 'canary', 'canaries')}`,
+        one_run: r.exposure.resampling === 'flat' && base.exposure.resampling === 'flat',
+      });
+    }
   }
   return out;
 }

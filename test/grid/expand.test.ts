@@ -32,6 +32,7 @@ describe('grid expansion', () => {
       schedule: 'constant',
       model: 'tiny',
       task: 'synthetic-email/compact',
+      design: 'codes',
       seed: 0,
     });
     expect(cell?.values.placement?.value).toEqual({ window: [0, 1], spacing: null, final: null });

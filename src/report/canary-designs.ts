@@ -1,0 +1,282 @@
+import type { GroupSummary } from '../metrics/aggregate.js';
+import type { MedianInterval } from '../metrics/bootstrap.js';
+import { crossedAuc, MEMBERSHIP_SCORES, membershipScore, type MembershipScore } from '../metrics/membership-score.js';
+import type { Observation } from '../metrics/observation.js';
+import { tprAtFpr, type Interval, type TprAtFpr } from '../metrics/privacy.js';
+import type { ThresholdStrategy } from '../metrics/privacy-fdp.js';
+import type { SpaceSummary } from '../metrics/space-check.js';
+import { DASH, medianCi, num } from './format.js';
+import type { LoadedAudit } from './load-audit.js';
+import { largestEpsilon, type EpsilonMax } from './privacy-max.js';
+import { armKey } from './arm-key.js';
+
+/**
+ * The report's "Canary designs" section (grids with a `design` axis): each design's cells side by
+ * side, per context (the cell's other axes, seeds pooled): exposure of the inserted canaries and
+ * of the held-out control with the report's crossed intervals over seeds, and per membership score
+ * (metrics/membership-score.ts) the AUC with a crossed canary × run interval, TPR at 1% and 0.1%
+ * FPR and the four ε lower bounds (largest over the cell's runs, Bonferroni over them). The
+ * declared comparison between designs is in the verdicts (report/verdicts.ts, kind `design`).
+ */
+export interface DesignMembership {
+  score: MembershipScore;
+  /** Observations pooled over the cell's runs: members (inserted) and non-members (held out). */
+  n_in: number;
+  n_out: number;
+  /** Pooled AUC with a two-way (runs × canaries) bootstrap interval. */
+  auc: (Interval & { n_runs: number; n_in: number; n_out: number }) | null;
+  /** Over the pooled (run, canary) observations; the Clopper–Pearson interval treats them as independent. */
+  tpr_at_fpr: TprAtFpr[];
+  /** Per bound, the largest over the cell's runs, each run's bound at 1 − α/k (one-run bounds: randomized inclusion only). */
+  epsilon: EpsilonMax[];
+}
+
+export interface DesignRow {
+  design: string;
+  /** The cell's label without the design (`dose=16`), or `all runs`. */
+  context: string;
+  dose: number | null;
+  /** The cell's arm key (`armKey`), as the verdict family names the cells a comparison rests on. */
+  arm: string;
+  space: SpaceSummary;
+  n_runs: number;
+  n_canaries: number;
+  exposure: MedianInterval | null;
+  held_out: MedianInterval | null;
+  membership: DesignMembership[];
+}
+
+export interface CanaryDesigns {
+  probe_kind: string;
+  /** Design labels in the order the rows first show them. */
+  designs: string[];
+  rows: DesignRow[];
+}
+
+export interface CanaryDesignsInput {
+  audit: LoadedAudit;
+  groups: readonly GroupSummary[];
+  observations: readonly Observation[];
+  confidence: number;
+  resamples: number;
+  seed: number;
+  delta: number;
+  fprs: readonly number[];
+  strategy: ThresholdStrategy;
+  /** The grid's dose axis (default `dose`), for the rows' arm keys. */
+  doseAxis?: string;
+}
+
+/** The design label of a group's cell; null when the audit has no design axis. */
+export function designOf(cell: Record<string, unknown>): string | null {
+  return typeof cell.design === 'string' ? cell.design : null;
+}
+
+/** A label without its design part. */
+export function withoutDesign(label: string): string {
+  return (
+    label
+      .split(', ')
+      .filter((p) => !p.startsWith('design='))
+      .join(', ') || 'all runs'
+  );
+}
+
+export function canaryDesigns(input: CanaryDesignsInput): CanaryDesigns | null {
+  const focal = input.groups.filter((g) => g.cohort === 'focal' && g.phase === 'final' && designOf(g.cell) !== null);
+  if (focal.length === 0) return null;
+  const kinds = [...new Set(focal.map((g) => g.probe_kind))];
+  const kind = kinds.includes('hidden') ? 'hidden' : (kinds[0] as string);
+  const groups = focal.filter((g) => g.probe_kind === kind);
+  const byRun = new Map<string, Observation[]>();
+  for (const o of input.observations) {
+    if (o.probe_kind !== kind || (o.phase !== 'final' && o.phase !== 'base')) continue;
+    if (o.role !== 'focal' && o.role !== 'held_out') continue;
+    const list = byRun.get(o.run_id);
+    if (list) list.push(o);
+    else byRun.set(o.run_id, [o]);
+  }
+  const rows = groups.map((g) => designRow(g, byRun, input));
+  return { probe_kind: kind, designs: [...new Set(rows.map((r) => r.design))], rows };
+}
+
+function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, input: CanaryDesignsInput): DesignRow {
+  const runIds = g.inserted.run_medians.map((r) => r.run_id);
+  const runs = input.audit.runs.filter((r) => runIds.includes(r.run_id));
+  // Canary order: members then non-members as the first run lists them (crossed: the same in every run).
+  const roleOf = new Map<string, boolean>();
+  const inputs = runs.map((run) => {
+    const obs = byRun.get(run.run_id) ?? [];
+    const base = new Map(obs.filter((o) => o.phase === 'base').map((o) => [o.probe_id, o.true_score]));
+    const final = obs.filter((o) => o.phase === 'final');
+    for (const o of final) if (!roleOf.has(o.canary_id)) roleOf.set(o.canary_id, o.role === 'focal');
+    return new Map(
+      final.map((o) => [
+        o.canary_id,
+        {
+          member: o.role === 'focal',
+          input: {
+            exposure: o.exposure,
+            log_prob: o.true_score,
+            base_log_prob: base.get(o.probe_id) ?? null,
+            secret: o.code,
+          },
+        },
+      ]),
+    );
+  });
+  const canaries = [...roleOf.keys()];
+  const member = canaries.map((c) => roleOf.get(c) as boolean);
+  const membership = MEMBERSHIP_SCORES.flatMap((score): DesignMembership[] => {
+    const matrix = inputs.map((run) =>
+      canaries.map((c) => {
+        const x = run.get(c);
+        return x ? membershipScore(score, x.input) : null;
+      }),
+    );
+    const pooled = inputs.flatMap((run, r) =>
+      canaries.flatMap((c, j) => {
+        const s = matrix[r]?.[j];
+        return s === null || s === undefined ? [] : [{ score: s, member: run.get(c)?.member as boolean }];
+      }),
+    );
+    if (pooled.length === 0) return [];
+    const pools = runs.map((run, r) => ({
+      run,
+      probe_kind: g.probe_kind,
+      randomized: run.manifest?.inclusion === 'randomized',
+      scored: canaries.flatMap((_, j) => {
+        const s = matrix[r]?.[j];
+        return s === null || s === undefined ? [] : [{ score: s, member: member[j] as boolean }];
+      }),
+    }));
+    const nIn = pooled.filter((p) => p.member).length;
+    return [
+      {
+        score,
+        n_in: nIn,
+        n_out: pooled.length - nIn,
+        auc: crossedAuc(matrix, member, {
+          confidence: input.confidence,
+          resamples: Math.min(input.resamples, 1000),
+          seed: input.seed,
+        }),
+        tpr_at_fpr: input.fprs.flatMap((f) => tprAtFpr(pooled, f, input.confidence) ?? []),
+        epsilon: largestEpsilon(
+          pools.filter((p) => p.scored.some((x) => x.member) && p.scored.some((x) => !x.member)),
+          input.delta,
+          input.confidence,
+          input.strategy,
+        ),
+      },
+    ];
+  });
+  return {
+    design: designOf(g.cell) as string,
+    context: withoutDesign(g.label),
+    dose: g.dose,
+    arm: armKey(g.dose !== null ? { ...g.cell, [input.doseAxis ?? 'dose']: g.dose } : g.cell),
+    space: g.space,
+    n_runs: g.inserted.n_runs,
+    n_canaries: g.inserted.n_canaries,
+    exposure: g.inserted.exposure,
+    held_out: g.controls.held_out?.exposure ?? null,
+    membership,
+  };
+}
+
+/** The section in document.ts's Section shape (declared here: document.ts imports this file). */
+export interface DesignsSection {
+  id: string;
+  title: string;
+  paragraphs: string[];
+  tables: { caption?: string; columns: string[]; rows: string[][] }[];
+}
+
+const SCORE_WORDS: Record<MembershipScore, string> = {
+  exposure: 'exposure (rank among candidates)',
+  loss: 'loss (log-probability of the secret)',
+  reference_ratio: 'reference ratio (log-probability − base model’s)',
+  zlib_ratio: 'zlib ratio (log-probability / zlib bytes)',
+};
+
+/** The section of the report document; null for audits without a design axis. */
+export function canaryDesignsSection(d: CanaryDesigns | null | undefined): DesignsSection | null {
+  if (!d || d.rows.length === 0) return null;
+  const ci = (i: { estimate: number; lo: number; hi: number } | null): string =>
+    i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH;
+  const eps = (m: DesignMembership, bound: EpsilonMax['bound']): string => {
+    const e = m.epsilon.find((x) => x.bound === bound);
+    return e ? num(e.epsilon) : DASH;
+  };
+  const tpr = (m: DesignMembership, f: number): string => {
+    const t = m.tpr_at_fpr.find((x) => x.fpr === f);
+    return t
+      ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})`
+      : DASH;
+  };
+  return {
+    id: 'canary-designs',
+    title: 'Canary designs',
+    paragraphs: [
+      `Designs side by side (${d.designs.join(', ')}; ${d.probe_kind} probes, final model, seeds pooled). At one seed the designs' runs train the same background rows with the same canary identities at the same positions: they differ in the secrets only. Exposure: median with the report's crossed interval over canaries and seeds; each design's ceiling is log2|C| of its own candidate space.`,
+      'Membership scores (docs/metrics.md, Canary designs): members are the inserted canaries, non-members the held-out ones. AUC: pooled over the runs, interval from a two-way bootstrap over runs and canaries. TPR at FPR: pooled (run, canary) observations, Clopper–Pearson interval as if independent. ε ≥: the largest of the cell’s per-run bounds at δ = 1e-5, each at 1 − α/k (Bonferroni over the k runs); one-run bounds only where inclusion was randomized.',
+    ],
+    tables: [
+      {
+        caption: 'Exposure by design',
+        columns: [
+          'Context',
+          'Dose',
+          'Design',
+          'Candidates',
+          'Inserted exposure [95% CI]',
+          'Held-out exposure [95% CI]',
+          'n',
+        ],
+        rows: d.rows.map((r) => [
+          r.context,
+          r.dose === null ? DASH : String(r.dose),
+          r.design,
+          `${r.space.kind} ${r.space.size} (ceiling ${num(r.space.ceiling)})`,
+          medianCi(r.exposure),
+          medianCi(r.held_out),
+          `${r.n_canaries} canaries · ${r.n_runs} runs`,
+        ]),
+      },
+      {
+        caption: 'Membership by design and score',
+        columns: [
+          'Context',
+          'Dose',
+          'Design',
+          'Score',
+          'n in · out',
+          'AUC [95% CI]',
+          'TPR @ 1% FPR',
+          'TPR @ 0.1% FPR',
+          'ε ≥ (Clopper–Pearson)',
+          'ε ≥ (GDP)',
+          'ε ≥ (one run)',
+          'ε ≥ (f-DP one run)',
+        ],
+        rows: d.rows.flatMap((r) =>
+          r.membership.map((m) => [
+            r.context,
+            r.dose === null ? DASH : String(r.dose),
+            r.design,
+            SCORE_WORDS[m.score],
+            `${m.n_in} · ${m.n_out}`,
+            ci(m.auc),
+            tpr(m, 0.01),
+            tpr(m, 0.001),
+            eps(m, 'clopper_pearson'),
+            eps(m, 'gdp'),
+            eps(m, 'one_run'),
+            eps(m, 'fdp_one_run'),
+          ]),
+        ),
+      },
+    ],
+  };
+}
