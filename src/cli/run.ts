@@ -1,5 +1,5 @@
 import { log } from '../log.js';
-import { cliCommand, loadAuditSource, pathArg, runAuditLocally, sequentialOfAudit, shellWord } from '../app/index.js';
+import { cliCommand, loadAuditSource, pathArg, runAuditLocally, sequentialOfAudit } from '../app/index.js';
 import { UserInputError, terminalSafe } from '../errors.js';
 import { redisTargetFrom, type AuditStatus, type RedisTarget } from '../queue/index.js';
 import { LiveView } from './views/index.js';
