@@ -78,6 +78,11 @@ function splitMerge(merge: string): [string, string] {
 
 const PRINTABLE = /^[\p{L}\p{N}\p{P}\p{S}]$/u;
 
+/** A tokenizer that cannot give the pool; the message names the fix. */
+export class RareTokenPoolError extends RangeError {
+  override name = 'RareTokenPoolError';
+}
+
 /** Qualifying tokens, rarest first: one printable UTF-16 unit, made by a merge, not added. */
 export function rankedCandidates(tok: BpeTokenizer): RareToken[] {
   const out: RareToken[] = [];
@@ -107,7 +112,12 @@ export function roundTrips(tok: BpeTokenizer, text: string, ids: number[], neigh
  */
 export function hfRareTokens(tok: BpeTokenizer, pool: number, neighbours: SecretNeighbours[]): RareToken[] {
   const chosen: RareToken[] = [];
-  for (const c of rankedCandidates(tok)) {
+  const ranked = rankedCandidates(tok);
+  if (ranked.length === 0)
+    throw new RareTokenPoolError(
+      'no token of this tokenizer is one printable character made by a merge (a SentencePiece-style BPE, such as Gemma 3’s, has its characters in the base alphabet, so merge ranks do not rank them); use design codes with this model',
+    );
+  for (const c of ranked) {
     if (chosen.length === pool) break;
     if (!roundTrips(tok, c.token, [c.id], neighbours)) continue;
     if (!roundTrips(tok, c.token + c.token, [c.id, c.id], neighbours)) continue;
@@ -119,8 +129,8 @@ export function hfRareTokens(tok: BpeTokenizer, pool: number, neighbours: Secret
     if (pairs) chosen.push(c);
   }
   if (chosen.length < pool)
-    throw new RangeError(
-      `a pool of ${pool} rare tokens needs ${pool} tokens that round-trip in the canary's rows; the tokenizer has ${chosen.length}`,
+    throw new RareTokenPoolError(
+      `a pool of ${pool} rare tokens needs ${pool} tokens that round-trip in the canary's rows; of the tokenizer's ${ranked.length} single-character merged tokens, ${chosen.length} do; lower the design's pool to at most ${chosen.length}`,
     );
   return chosen;
 }

@@ -25,7 +25,7 @@ import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 import { DesignPools, designModelProblem } from './designs.js';
-import type { BpeTokenizer } from './hf-rare-tokens.js';
+import { type BpeTokenizer, RareTokenPoolError } from './hf-rare-tokens.js';
 
 /**
  * An audit planned in memory: the grid, its canary pool and one layout per cell (canaries and
@@ -345,7 +345,8 @@ function designOf(
     );
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
-    throw new CellPlanError(cell.id, `${error.message}; raise the design's pool or length, or use fewer canaries`, at);
+    const fix = error instanceof RareTokenPoolError ? '' : "; raise the design's pool or length, or use fewer canaries";
+    throw new CellPlanError(cell.id, `${error.message}${fix}`, at);
   }
 }
 
