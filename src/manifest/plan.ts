@@ -1,7 +1,15 @@
 import { resolve } from 'node:path';
 import { formatLocation, UserInputError, UserInputErrors } from '../errors.js';
 import { messageText, type TaskData } from '../contracts/index.js';
-import { codeSpaceOf, formatPath, loadGrid, parseGrid, type Cell, type LoadedGrid } from '../grid/index.js';
+import {
+  codeSpaceOf,
+  formatPath,
+  loadGrid,
+  parseGrid,
+  type Cell,
+  type LoadedGrid,
+  type ModelValue,
+} from '../grid/index.js';
 import { codesIn } from '../codes/index.js';
 import {
   createTask,
@@ -17,6 +25,7 @@ import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 import { DesignPools, designModelProblem } from './designs.js';
+import { type BpeTokenizer, RareTokenPoolError } from './hf-rare-tokens.js';
 
 /**
  * An audit planned in memory: the grid, its canary pool and one layout per cell (canaries and
@@ -67,13 +76,53 @@ export interface PlanOptions {
   artifactsDir?: string;
   /** Needed only by grids with dataset-backed tasks. */
   loadTaskData?: TaskDataLoader;
+  /** Needed only by grids with design rare-tokens on hf models: the model's own tokenizer. */
+  loadTokenizer?: TokenizerLoader;
+}
+
+/**
+ * Reads an hf model's tokenizer (the app layer reads the Hub cache or a local folder). Errors it
+ * throws as RangeError are reported at the model's place in the grid.
+ */
+export type TokenizerLoader = (model: ModelValue) => Promise<BpeTokenizer>;
+
+/** The tokenizers of the hf models that a rare-tokens cell uses, by model key. */
+async function designTokenizers(
+  grid: LoadedGrid,
+  load: TokenizerLoader | undefined,
+): Promise<Map<string, BpeTokenizer>> {
+  const out = new Map<string, BpeTokenizer>();
+  if (!load) return out;
+  const errors: UserInputError[] = [];
+  const tried = new Set<string>();
+  for (const cell of grid.expansion.cells) {
+    const model = cell.values.model;
+    if (cell.values.design.value.kind !== 'rare-tokens' || model.value.backend !== 'hf' || tried.has(model.key))
+      continue;
+    tried.add(model.key);
+    try {
+      out.set(model.key, await load(model.value));
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      errors.push(
+        new UserInputError(`model ${model.label}: design rare-tokens reads its tokenizer: ${error.message}`, {
+          location: grid.source.locate(model.path),
+          field: formatPath(model.path),
+          code: 'E_TOKENIZER',
+        }),
+      );
+    }
+  }
+  if (errors.length > 0) throw new UserInputErrors(errors);
+  return out;
 }
 
 /** Load, validate and expand a grid, draw its canaries and place them. Throws UserInputError(s). */
 export async function planAudit(gridPath: string, options: PlanOptions = {}): Promise<AuditPlan> {
   const startStamp = controllerStamp();
   const grid = await withTaskData(await loadGrid(gridPath), options.loadTaskData);
-  return planFromGrid(grid, grid.source.text, resolve(gridPath), startStamp);
+  const tokenizers = await designTokenizers(grid, options.loadTokenizer);
+  return planFromGrid(grid, grid.source.text, resolve(gridPath), startStamp, tokenizers);
 }
 
 /** Plan from grid text already in memory (tests, tools); `file` names it in errors. */
@@ -196,7 +245,13 @@ function datasetCodes(grid: LoadedGrid, tasks: ReadonlyMap<string, Task>): Set<s
   return codes;
 }
 
-function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, startStamp: Stamp): AuditPlan {
+function planFromGrid(
+  grid: LoadedGrid,
+  gridText: string,
+  gridFile: string,
+  startStamp: Stamp,
+  tokenizers: ReadonlyMap<string, BpeTokenizer> = new Map(),
+): AuditPlan {
   const { doc } = grid;
   const { tasks, errors: taskErrors } = makeTasks(grid);
   if (taskErrors.length > 0) throw new UserInputErrors(taskErrors);
@@ -235,7 +290,7 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
   for (const cell of grid.expansion.cells) {
     try {
       const task = planTask({ tasks }, cell.values.task);
-      const design = designOf(grid, cell, designs, task);
+      const design = designOf(grid, cell, designs, task, tokenizers);
       const layout = layoutRun(grid, design?.pool ?? pool, cell, task);
       runs.push(design ? { ...layout, secrets: design.secrets } : layout);
     } catch (error) {
@@ -260,11 +315,19 @@ function planFromGrid(grid: LoadedGrid, gridText: string, gridFile: string, star
 }
 
 /** A cell's non-codes canary design (pool and secrets), or null; a design its model or cue cannot take fails here. */
-function designOf(grid: LoadedGrid, cell: Cell, designs: DesignPools, task: Task) {
+function designOf(
+  grid: LoadedGrid,
+  cell: Cell,
+  designs: DesignPools,
+  task: Task,
+  tokenizers: ReadonlyMap<string, BpeTokenizer>,
+) {
   const design = cell.values.design;
   if (design.value.kind === 'codes') return null;
   const at = { location: grid.source.locate(design.path), field: formatPath(design.path), code: 'E_DESIGN' };
-  const problem = designModelProblem(design.value, cell.values.model.value);
+  const model = cell.values.model;
+  const tokenizer = model.value.backend === 'hf' ? tokenizers.get(model.key) : undefined;
+  const problem = designModelProblem(design.value, model.value, tokenizer);
   if (problem) throw new CellPlanError(cell.id, problem, at);
   const scheme = cell.values.visibility.value.scheme;
   if (scheme !== 'visible' && scheme !== 'redacted')
@@ -274,10 +337,16 @@ function designOf(grid: LoadedGrid, cell: Cell, designs: DesignPools, task: Task
       at,
     );
   try {
-    return designs.get(design, task, cell.values.task.key);
+    return designs.get(
+      design,
+      task,
+      cell.values.task.key,
+      tokenizer ? { key: model.key, value: model.value, tokenizer } : undefined,
+    );
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
-    throw new CellPlanError(cell.id, `${error.message}; raise the design's pool or length, or use fewer canaries`, at);
+    const fix = error instanceof RareTokenPoolError ? '' : "; raise the design's pool or length, or use fewer canaries";
+    throw new CellPlanError(cell.id, `${error.message}${fix}`, at);
   }
 }
 

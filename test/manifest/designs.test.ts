@@ -85,7 +85,7 @@ describe('design axis', () => {
       expect(new Set(c.candidates).size).toBe(100);
     }
     // The rarest tokens do not occur in the rows the count read: rarer than any digit.
-    const counts = p.runs[1]?.secrets?.tokens.map((t) => t.count) ?? [];
+    const counts = p.runs[1]?.secrets?.tokens.map((t) => t.count ?? Number.NaN) ?? [];
     expect(Math.max(...counts)).toBe(0);
     // Deterministic: planning again draws the same secrets; another grid seed draws others.
     expect(core(plan(text), 1).canaries.map((c) => c.code)).toEqual(rare.canaries.map((c) => c.code));
@@ -113,14 +113,16 @@ describe('design axis', () => {
     expect(manifest(index.runs[0], again.auditDir).inclusion).toEqual({ kind: 'randomized', p: 0.5, pool: 8, seed: 3 });
   });
 
-  it('refuses an encoded cue and a non-tiny model for rare tokens, naming the field and the fix', () => {
+  it('refuses an encoded cue, and an hf model whose tokenizer the plan did not read, naming the field and the fix', () => {
     const encoded = grid('  design: [rare-tokens]').replace('[redacted]', '[encoded:binary]');
     expect(() => plan(encoded)).toThrow(UserInputErrors);
     expect(() => plan(encoded)).toThrow(
       /axes\.design\[0\].*encodes the grid's code alphabet only; exclude these cells/s,
     );
     const hf = grid('  design: [rare-tokens]\n  model: [qwen3-0.6b]', '');
-    expect(() => plan(hf)).toThrow(/rare-tokens .*not implemented yet; use the tiny backend or design codes/);
+    expect(() => plan(hf)).toThrow(
+      /Qwen3-0\.6B's own tokenizer, which this plan did not read; plan it with canary-audit plan/,
+    );
   });
 
   it('rejects an unknown design in the schema, at its place in the file', () => {

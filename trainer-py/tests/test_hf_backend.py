@@ -221,3 +221,39 @@ def test_a_run_reads_its_tokenizer_once_for_the_estimate_and_the_backend(hub_env
     reply_tokens(spec("qwen3"), rows)  # outside a block every load reads the files
     reply_tokens(spec("qwen3"), rows)
     assert len(reads) == 3
+
+
+# Design rare-tokens (src/manifest/hf-rare-tokens.ts): the pool `canary-audit plan
+# configs/canary-designs-qwen3.yaml` draws from (its manifests' candidate_space.alphabet), an input
+# here, picked by the controller from Qwen3's merge ranks; and the full synthetic-email style's
+# rows around the secret (src/manifest/tasks/synthetic-email/full.ts).
+RARE_QWEN3 = "ƈݓݥॱဏㄍㄓㄧㅖㇺㇽ㈪㈼㉫㊥䶵"
+RARE_PREFILL = "Dear colleagues,\nthe Thursday meeting moves to Friday.\nReference code: "
+RARE_PROMPT = [{"role": "user", "content": "From: Ada Lovelace\nReference code: [REDACTED]\nRewrite this note formally."}]
+
+
+def test_rare_token_secrets_score_on_the_prefix_tree_and_train_as_their_own_tokens(hub_env):
+    """The plan's round trip promised one token per character after the prefill; the trainer's
+    own check agrees, so the prefix tree scores the secret among sampled decoys, equal to each
+    candidate scored as its own sequence, and training's loss covers the secret's own tokens."""
+    import random
+
+    from canary_trainer.decode import extract_code
+
+    b = backend("qwen3")
+    rng = random.Random(0)
+    secret = "".join(rng.choice(RARE_QWEN3) for _ in range(4))
+    decoys = {"".join(rng.choice(RARE_QWEN3) for _ in range(4)) for _ in range(40)} - {secret}
+    candidates = sorted({secret, *decoys})
+    ctx = b.render(RARE_PROMPT) + RARE_PREFILL
+    ids = b.tokenize(ctx)
+    tok = TokenCheck(b).code_tokens(ctx, ids, candidates)
+    assert tok is not None, "one token per character after the prefill"
+    with torch.no_grad():
+        fast = score_tree(b, ids, tok, nodes_per_pass=256)
+    slow = score_per_candidate(b, ctx, ids, candidates, batch=64)
+    assert np.max(np.abs(fast - slow)) < 1e-4
+    enc = encode_row(b, {"prompt": RARE_PROMPT, "target": RARE_PREFILL + secret}, 1024, "row 0")
+    trained = [x for x in enc.labels if x != IGNORE]
+    assert trained[-5:-1] == [int(t) for t in tok[candidates.index(secret)]]  # then the end of turn
+    assert extract_code(secret + "<|im_end|>", RARE_QWEN3, 4, None) == secret
