@@ -192,7 +192,7 @@ export function powerText(p: PowerPlan): string {
     `  variance: ${p.source}`,
     ...(p.sequential
       ? [
-          `  sequential: looks at ${p.sequential.min} to ≤${p.sequential.max} seeds per cell, ${p.sequential.spending} spending; "P(decided)" and the advice below are the fixed design at ${p.sequential.max} seeds and α ${p.alpha}; "by ${p.sequential.max}" treats the looks as independent tests at their own α_k (correlated in truth: it tends to overstate, "≥" holds regardless) and ignores Holm across comparisons`,
+          `  sequential: looks at ${p.sequential.min} to ≤${p.sequential.max} seeds per cell, ${p.sequential.spending} spending; "P(decided)" and the advice below are the fixed design at ${p.sequential.max} seeds and α ${p.alpha}; "by ${p.sequential.max}" reads the looks as one growing audit (correlated looks, src/metrics/sequential-power.ts; no Holm across comparisons), "≥" holds whatever the correlation, "independent looks" overstates`,
         ]
       : []),
     ...p.rows.flatMap((r) => [
@@ -205,9 +205,9 @@ export function powerText(p: PowerPlan): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `    sequential: P(decided by 6) ≈ 0.62 (≥ 0.48); expected 4.3 seeds per cell (looks: 0.31 at 3, …)` */
+/** `    sequential: P(decided by 6) ≈ 0.62 (≥ 0.48; independent looks 0.80); expected 4.3 of ≤6 seeds per cell (…)` */
 function sequentialText(s: SequentialPower | null, max: number): string {
   if (!s) return '    sequential: — (no run-to-run variance to plan with)';
   const looks = s.looks.map((l) => `${l.probability.toFixed(2)} at ${l.seeds}`).join(', ');
-  return `    sequential: P(decided by ${max}) ≈ ${s.probability.toFixed(2)} (≥ ${s.at_least.toFixed(2)}); expected ${s.expected_seeds.toFixed(1)} of ≤${max} seeds per cell (each look alone: ${looks})`;
+  return `    sequential: P(decided by ${max}) ≈ ${s.probability.toFixed(2)} (≥ ${s.at_least.toFixed(2)}; independent looks ${s.independent.toFixed(2)}); expected ${s.expected_seeds.toFixed(1)} of ≤${max} seeds per cell (each look alone: ${looks})`;
 }

@@ -138,7 +138,7 @@ describe('plan --power', () => {
     const text = powerText(seq);
     expect(text).toContain('sequential: looks at 3 to ≤6 seeds per cell, obrien-fleming spending');
     expect(text).toMatch(
-      /\n {4}sequential: P\(decided by 6\) ≈ \d\.\d\d \(≥ \d\.\d\d\); expected \d\.\d of ≤6 seeds per cell \(each look alone: \d\.\d\d at 3, /,
+      /\n {4}sequential: P\(decided by 6\) ≈ \d\.\d\d \(≥ \d\.\d\d; independent looks \d\.\d\d\); expected \d\.\d of ≤6 seeds per cell \(each look alone: \d\.\d\d at 3, /,
     );
     expect(text.match(/P\(decided by 6\)/g)).toHaveLength(seq.rows.length);
   });
