@@ -12,6 +12,11 @@
  *   a verdict of the wrong sign);
  * - coverage: share whose reported interval (the stopping look's, at 1 − its α) holds Δ;
  * - seeds: mean run pairs used, against max for the fixed design.
+ * - predicted decided / run pairs: what `plan GRID --power --pilot` would print for the rule
+ *   (src/metrics/sequential-power.ts: correlated looks), from each audit's first `--min` run pairs
+ *   read as a pilot (its variance components, the true Δ as the effect), averaged over the audits;
+ *   beside it the bound that holds whatever the looks' correlation (≥) and the looks read as
+ *   independent tests (indep.).
  * Rules: Pocock- and O'Brien–Fleming-type spending; "no spending" (α at every look: the error
  * control a naive "add seeds until significant" loses); the fixed design at max run pairs.
  *
@@ -23,6 +28,7 @@ import { recordStdout } from './records.js';
 import { parseArgs } from 'node:util';
 import { bootstrapMedian, clusteredSample, type MedianInterval } from '../src/metrics/bootstrap.js';
 import { lookSchedule, type Look, type SpendingFunction } from '../src/metrics/sequential.js';
+import { sequentialPower } from '../src/metrics/sequential-power.js';
 import { readVerdict, spreadOf, testSpread, type VerdictKind } from '../src/metrics/verdict.js';
 import { Rng } from '../src/random.js';
 import { syntheticPaired, type SyntheticSample } from '../test/fixtures/synthetic-audit.js';
@@ -133,9 +139,9 @@ console.log(
   `paired differences, crossed; sd run ${components.run}, canary ${components.canary}, canary×run ${components.interaction} bits; ${canaries} canaries; looks at ${min}..${max} run pairs; margin ±${margin} bits, α ${alpha}; ${sims} audits per row; ${resamples} resamples; seed ${seed}`,
 );
 console.log(
-  '| Δ (bits) | rule | decided | wrong verdicts | interval coverage | mean run pairs | run pairs saved vs fixed |',
+  '| Δ (bits) | rule | decided | predicted decided (≥; indep.) | wrong verdicts | interval coverage | mean run pairs | predicted run pairs | run pairs saved vs fixed |',
 );
-console.log('|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|');
 const noise = 2 * Math.sqrt((alpha * (1 - alpha)) / sims);
 let failed = false;
 let s = seed;
@@ -145,8 +151,15 @@ for (const shift of shifts) {
   const audits = Array.from({ length: sims }, () =>
     syntheticPaired(rng, { design: 'crossed', runs: max, canaries, components }, shift),
   );
+  // Each audit's first `min` run pairs as a pilot: the components `plan --power --pilot` plans with.
+  const pilots = audits.map((a, i) => read(a, min, alpha, `pilot-${shift}-${i}`).i.components ?? []);
   for (const rule of rules) {
     const outcomes = audits.map((a, i) => sequential(a, rule.looks, `${shift}-${i}`));
+    const predictions = pilots
+      .map((c) => sequentialPower(shift, c, canaries, rule.looks, margin))
+      .filter((p) => p !== null);
+    const mean = (f: (p: (typeof predictions)[number]) => number): number =>
+      predictions.reduce((n, p) => n + f(p), 0) / Math.max(1, predictions.length);
     const decided = outcomes.filter((o) => o.verdict !== 'undecided').length / sims;
     const wrongRate = outcomes.filter((o) => wrong(o.verdict, shift)).length / sims;
     const coverage = outcomes.filter((o) => o.covered).length / sims;
@@ -158,7 +171,7 @@ for (const shift of shifts) {
     )
       failed = true;
     console.log(
-      `| ${shift} | ${rule.name} | ${pct(decided)} | ${pct(wrongRate)} | ${pct(coverage)} | ${seeds.toFixed(2)} | ${pct(1 - seeds / max)} |`,
+      `| ${shift} | ${rule.name} | ${pct(decided)} | ${pct(mean((p) => p.probability))} (≥ ${pct(mean((p) => p.at_least))}; ${pct(mean((p) => p.independent))}) | ${pct(wrongRate)} | ${pct(coverage)} | ${seeds.toFixed(2)} | ${mean((p) => p.expected_seeds).toFixed(2)} | ${pct(1 - seeds / max)} |`,
     );
   }
 }

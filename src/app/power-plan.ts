@@ -1,5 +1,7 @@
 import type { AuditPlan } from '../manifest/index.js';
 import type { VarianceComponents } from '../metrics/bootstrap.js';
+import { DEFAULT_SPENDING, lookSchedule, type SpendingFunction } from '../metrics/sequential.js';
+import { sequentialPower, type SequentialPower } from '../metrics/sequential-power.js';
 import { assumedComponents, powerAdvice, rescaleComponents, TARGET_POWER } from '../metrics/verdict.js';
 import { computeReport } from '../report/compute.js';
 import { DEFAULT_MARGIN_BITS, declaredFamily } from '../report/verdicts.js';
@@ -27,6 +29,12 @@ export interface PowerRow {
   canaries: number | null;
   /** The change in words. */
   advice: string;
+  /**
+   * A sequential grid: the probability of a decision by max under its spending rule and the
+   * expected seeds per cell (looks as independent tests; src/metrics/sequential-power.ts); null
+   * when the components cannot say. Absent for a fixed grid.
+   */
+  sequential?: SequentialPower | null;
 }
 
 export interface PowerPlan {
@@ -37,6 +45,8 @@ export interface PowerPlan {
   canaries: number;
   /** Without a pilot: the backend defaults used (null with a pilot). */
   defaults: PowerDefaults | null;
+  /** `replicates: {until: decided}`: the looks' design (`seeds` is then max). Absent for a fixed grid. */
+  sequential?: { min: number; max: number; spending: SpendingFunction };
   rows: PowerRow[];
 }
 
@@ -143,6 +153,12 @@ export async function planPower(
     planned = assumedFamily(plan, seeds, effect, defaults);
     source = defaultsText(defaults, chosen.backends);
   }
+  const r = doc.replicates;
+  const design =
+    r?.until === 'decided' && r.min !== undefined && r.max !== undefined
+      ? { min: r.min, max: r.max, spending: r.spending ?? DEFAULT_SPENDING }
+      : null;
+  const schedule = design ? lookSchedule({ ...design, alpha: ALPHA }) : [];
   return {
     source,
     margin_bits: margin,
@@ -150,7 +166,11 @@ export async function planPower(
     seeds,
     canaries,
     defaults,
-    rows: planned.map((p) => row(p, seeds, canaries, margin, cells)),
+    ...(design ? { sequential: design } : {}),
+    rows: planned.map((p) => ({
+      ...row(p, seeds, canaries, margin, cells),
+      ...(design ? { sequential: sequentialPower(p.effect, p.components, canaries, schedule, margin) } : {}),
+    })),
   };
 }
 
@@ -170,12 +190,24 @@ export function powerText(p: PowerPlan): string {
   const lines = [
     `power: ${p.seeds} seed(s) per cell × ${p.canaries} focal canaries per run; α ${p.alpha}, margin ±${p.margin_bits} bits, target 80%`,
     `  variance: ${p.source}`,
-    ...p.rows.map(
-      (r) =>
-        `  ${r.comparison} at effect ${r.effect >= 0 ? '+' : ''}${r.effect.toFixed(2)} bits: ${r.probability === null ? '—' : `P(decided) ${r.probability.toFixed(2)}`}; ${r.advice}`,
-    ),
+    ...(p.sequential
+      ? [
+          `  sequential: looks at ${p.sequential.min} to ≤${p.sequential.max} seeds per cell, ${p.sequential.spending} spending; "P(decided)" and the advice below are the fixed design at ${p.sequential.max} seeds and α ${p.alpha}; "by ${p.sequential.max}" reads the looks as one growing audit (correlated looks, src/metrics/sequential-power.ts; no Holm across comparisons), "≥" holds whatever the correlation, "independent looks" overstates`,
+        ]
+      : []),
+    ...p.rows.flatMap((r) => [
+      `  ${r.comparison} at effect ${r.effect >= 0 ? '+' : ''}${r.effect.toFixed(2)} bits: ${r.probability === null ? '—' : `P(decided) ${r.probability.toFixed(2)}`}; ${r.advice}`,
+      ...(r.sequential !== undefined && p.sequential ? [sequentialText(r.sequential, p.sequential.max)] : []),
+    ]),
   ];
   if (p.rows.length === 0)
     lines.push('  no declared comparison (the grid has no held-out canaries, one dose and no compared axis)');
   return `${lines.join('\n')}\n`;
+}
+
+/** `    sequential: P(decided by 6) ≈ 0.62 (≥ 0.48; independent looks 0.80); expected 4.3 of ≤6 seeds per cell (…)` */
+function sequentialText(s: SequentialPower | null, max: number): string {
+  if (!s) return '    sequential: — (no run-to-run variance to plan with)';
+  const looks = s.looks.map((l) => `${l.probability.toFixed(2)} at ${l.seeds}`).join(', ');
+  return `    sequential: P(decided by ${max}) ≈ ${s.probability.toFixed(2)} (≥ ${s.at_least.toFixed(2)}; independent looks ${s.independent.toFixed(2)}); expected ${s.expected_seeds.toFixed(1)} of ≤${max} seeds per cell (each look alone: ${looks})`;
 }

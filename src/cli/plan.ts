@@ -47,7 +47,11 @@ components and effects come from --pilot AUDIT_DIR (a finished audit with >= 2 s
 run, canary and run × canary components, rescaled to this grid); without a pilot, from the
 documented defaults of the grid's model backend (tiny: pooled from the claim-grid audits; tiny VLM
 and hf: the coverage bench's generator, not yet measured on them), named in the output, at
---effect (default 2 bits). See docs/metrics.md, "Verdicts and power".`,
+--effect (default 2 bits). A grid with sequential replicates (replicates: {until: decided}) also
+gets, per comparison, the probability of a decision by max seeds under its spending rule and the
+expected seeds per cell, the looks read as one growing audit (beside them a bound that holds
+whatever the looks' correlation, and the looks read as independent tests). See docs/metrics.md,
+"Verdicts and power" and "Sequential replicates".`,
   options: {
     json: { type: 'boolean', description: 'Print the plan as JSON on stdout (schemas/plan-output.schema.json).' },
     out: {

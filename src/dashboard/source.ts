@@ -1,4 +1,7 @@
 import { sequentialStatus } from '../queue/sequential-status.js';
+import { progressOf } from '../app/sequential-audit.js';
+import { readSequentialRecord } from '../contracts/index.js';
+import { lookLine } from '../metrics/sequential.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -74,6 +77,8 @@ export interface AuditView {
   report: string | null;
   /** Sequential replicates: `seed 5 of ≤10: 2 comparisons undecided`; absent for a fixed grid. */
   looks?: string;
+  /** Sequential replicates, from the audit's sequential.json (disk views): one line per look read. */
+  look_lines?: string[];
 }
 
 export interface HostView {
@@ -172,11 +177,15 @@ export function auditView(
  * An audit read from its folder (audit.json, each run's result.json or failure.json): for an audit
  * the queue does not hold, or when Redis is gone (`canary-audit run` stops its private one at the
  * end). Finished when every run has a result or a failure; otherwise stopped, its other runs
- * "not run".
+ * "not run". With sequential replicates (sequential.json) the audit is the runs its looks took, as
+ * the queue lists them, and it is finished once the looks are done; where the looks stand reads as
+ * it does live (`seed 3 of ≤6: 1 comparison undecided`), with a line per look read.
  */
 export async function diskAuditView(auditDir: string): Promise<AuditView> {
   const audit = await loadAudit(auditDir);
+  const record = await readSequentialRecord(audit.dir);
   const runs: RunView[] = [];
+  // With sequential replicates loadAudit holds the runs the looks took only, as the queue does.
   for (const r of audit.runs) {
     // Loss, curve, rows/s and attempts from the run's own files (dashboard/run-files.ts).
     const files = await runFiles(r.outputDir);
@@ -206,10 +215,17 @@ export async function diskAuditView(auditDir: string): Promise<AuditView> {
   const count = (state: string) => runs.filter((r) => r.state === state).length;
   const missing = count('not run');
   const report = join(audit.dir, 'report', 'report.html');
+  let decided = 0;
+  const lookLines = (record?.looks ?? []).map((l) => {
+    decided += l.stopped.filter((c) =>
+      record?.stopped.some((s) => s.comparison === c && s.reason === 'decided'),
+    ).length;
+    return lookLine(l, record?.max ?? l.seeds, decided);
+  });
   return {
     audit_id: audit.id,
     name: audit.name,
-    state: missing === 0 ? 'finished' : 'stopped',
+    state: missing === 0 && (!record || record.done) ? 'finished' : 'stopped',
     submitted: '',
     cancelled_at: null,
     total: runs.length,
@@ -224,6 +240,7 @@ export async function diskAuditView(auditDir: string): Promise<AuditView> {
     source: 'disk',
     audit_dir: audit.dir,
     report: existsSync(report) ? report : null,
+    ...(record ? { looks: sequentialStatus(progressOf(record, null)), look_lines: lookLines } : {}),
   };
 }
 

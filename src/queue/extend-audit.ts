@@ -1,5 +1,5 @@
 import { CanaryAuditError } from '../errors.js';
-import type { SequentialProgress } from './job-data.js';
+import type { AuditReturn, SequentialProgress } from './job-data.js';
 import { openQueues, type QueueConnection } from './queues.js';
 import { collectStatus } from './status.js';
 import { submitAudit, type SubmitAuditInput, type SubmitOutcome } from './submit-audit.js';
@@ -24,6 +24,7 @@ export async function extendAudit(
 ): Promise<SubmitOutcome> {
   const queues = openQueues(conn);
   let submitted: string | undefined;
+  let earlier: AuditReturn | undefined;
   let fresh = input.runs;
   try {
     const parent = await queues.audits.getJob(input.auditId);
@@ -47,6 +48,8 @@ export async function extendAudit(
           `audit ${input.auditId}: the next look's runs arrived while the previous look is ${state}; wait for it to finish`,
         );
       submitted = parent.data.submitted;
+      // The replaced parent's summary (itself merged over the looks before it) carries on.
+      if (state === 'completed' && parent.returnvalue) earlier = parent.returnvalue;
       await parent.remove({ removeChildren: false });
     }
   } finally {
@@ -56,5 +59,6 @@ export async function extendAudit(
     listed: input.runs.map((r) => ({ run_id: r.runId, cell_id: r.cellId })),
     sequential,
     ...(submitted ? { submitted } : {}),
+    ...(earlier ? { earlier } : {}),
   });
 }

@@ -27,6 +27,8 @@ export interface AuditJobData {
   submit_id?: string;
   /** Sequential replicates: where the looks stand (absent for a fixed grid). */
   sequential?: SequentialProgress;
+  /** Sequential replicates: the previous looks' summary, merged into this parent's (src/queue/audit-return.ts). */
+  earlier?: AuditReturn;
 }
 
 /** An audit with sequential replicates as `status` shows it: `seed 5 of ≤10: 2 comparisons undecided`. */

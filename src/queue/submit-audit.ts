@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { toArtifactRelative } from '../fs/artifact-path.js';
-import type { AuditJobData, RunJobData } from './job-data.js';
+import type { AuditJobData, AuditReturn, RunJobData } from './job-data.js';
 import { AUDIT_JOB, AUDITS_QUEUE, RUN_JOB, RUNS_QUEUE } from './names.js';
 import { openFlowProducer, openQueues, type QueueConnection } from './queues.js';
 import type { QueueTuning } from './tuning.js';
@@ -54,6 +54,8 @@ export interface SubmitExtras {
   listed?: { run_id: string; cell_id: string }[];
   sequential?: AuditJobData['sequential'];
   submitted?: string;
+  /** The previous looks' summary (the replaced parent's return value). */
+  earlier?: AuditReturn;
 }
 
 export async function submitAudit(
@@ -84,6 +86,7 @@ export async function submitAudit(
       submitted: extras.submitted ?? new Date().toISOString(),
       submit_id: randomBytes(12).toString('hex'),
       ...(extras.sequential ? { sequential: extras.sequential } : {}),
+      ...(extras.earlier ? { earlier: extras.earlier } : {}),
     };
     const flow = openFlowProducer(conn);
     try {

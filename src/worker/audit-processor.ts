@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { checkOutputInsideArtifacts, resolveInsideArtifacts } from '../fs/artifact-path.js';
 import { log } from '../log.js';
 import { kindFromReason, writeFailureRecordIfMissing } from '../queue/failure-record.js';
+import { mergeAuditReturns } from '../queue/audit-return.js';
 import type { AuditJobData, AuditReturn } from '../queue/job-data.js';
 import type { QueueKeys } from '../queue/names.js';
 import { jobIdFromKey } from '../queue/queues.js';
@@ -58,7 +59,7 @@ export function createAuditProcessor(ctx: {
         });
       }
     }
-    return {
+    return mergeAuditReturns(job.data.earlier, {
       audit_id: job.data.audit_id,
       completed: Object.keys(values).map(jobIdFromKey).sort(),
       failed: failed.sort((a, b) => a.run_id.localeCompare(b.run_id)),
@@ -69,7 +70,7 @@ export function createAuditProcessor(ctx: {
         ]),
       ].sort(),
       finished: new Date().toISOString(),
-    };
+    });
   };
 }
 

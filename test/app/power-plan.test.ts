@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planPower, powerText } from '../../src/app/power-plan.js';
 import { POWER_DEFAULTS, pooledSd, powerBackendOf, sdOfComponents } from '../../src/app/power-defaults.js';
 import { planAuditText } from '../../src/manifest/index.js';
+import { lookSchedule } from '../../src/metrics/sequential.js';
+import { sequentialPower } from '../../src/metrics/sequential-power.js';
 import { assumedComponents, decisionProbability, scaledVariance } from '../../src/metrics/verdict.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
 
@@ -115,6 +117,30 @@ describe('plan --power', () => {
     expect(more.margin_bits).toBe(2);
     expect(more.rows[4]?.probability as number).toBeGreaterThan(p.rows[4]?.probability as number);
     for (const r of p.rows) expect(r.advice).toMatch(/^(reaches 80% as written|cheapest: |not within )/);
+  });
+
+  it('a sequential grid: P(decided by max) under its spending rule and the expected seeds', async () => {
+    const fixed = await planPower(plan(grid('0, 1, 2, 3, 4, 5')), { effect: 2 });
+    expect(fixed.sequential).toBeUndefined();
+    expect(fixed.rows[0]?.sequential).toBeUndefined();
+    const seq = await planPower(
+      plan(grid('0, 1, 2, 3, 4, 5', 'replicates: {until: decided, min: 3, max: 6, spending: obrien-fleming}')),
+      { effect: 2 },
+    );
+    expect(seq.sequential).toEqual({ min: 3, max: 6, spending: 'obrien-fleming' });
+    const schedule = lookSchedule({ min: 3, max: 6, spending: 'obrien-fleming', alpha: 0.05 });
+    const arm = POWER_DEFAULTS.tiny.arm;
+    const expected = sequentialPower(2, [assumedComponents(arm, 6, 8), assumedComponents(arm, 6, 6)], 8, schedule, 1);
+    expect(seq.rows[0]?.sequential?.probability).toBeCloseTo(expected?.probability as number, 12);
+    expect(seq.rows[0]?.sequential?.expected_seeds).toBeCloseTo(expected?.expected_seeds as number, 12);
+    // The fixed figures stay those of max seeds.
+    expect(seq.rows.map((r) => r.probability)).toEqual(fixed.rows.map((r) => r.probability));
+    const text = powerText(seq);
+    expect(text).toContain('sequential: looks at 3 to ≤6 seeds per cell, obrien-fleming spending');
+    expect(text).toMatch(
+      /\n {4}sequential: P\(decided by 6\) ≈ \d\.\d\d \(≥ \d\.\d\d; independent looks \d\.\d\d\); expected \d\.\d of ≤6 seeds per cell \(each look alone: \d\.\d\d at 3, /,
+    );
+    expect(text.match(/P\(decided by 6\)/g)).toHaveLength(seq.rows.length);
   });
 
   it('with a pilot audit: its family, effects and components, rescaled to the grid', async () => {

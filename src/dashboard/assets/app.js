@@ -386,6 +386,13 @@
       ),
       summary,
       origin,
+      a.look_lines?.length
+        ? el(
+            'ul',
+            { id: 'audit-look-lines' },
+            a.look_lines.map((l) => el('li', {}, l)),
+          )
+        : null,
       el('table', { id: 'runs' }, el('thead', {}, head), el('tbody', {}, body)),
       el('h3', {}, 'Exposure vs dose'),
       el(
