@@ -46,6 +46,8 @@ export interface PartitionDrillReport {
   /** Trainer pids of the cut host still alive after 2 locks with its link down. */
   cutTrainersAlive: number;
   failures: string[];
+  /** For each run completed or trained twice: its stand-in records (.trained: pid first last how; .slots: start end). */
+  doubles: string[];
 }
 
 const CLI = resolve('dist/cli/main.js');
@@ -218,6 +220,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       handedOver,
       cutTrainersAlive,
       failures: [],
+      doubles: [],
     };
     for (const run of audit.runs) {
       const out = join(run.manifestPath, '..', 'output');
@@ -225,8 +228,14 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       if (state?.state === 'completed') report.completed += 1;
       else report.failures.push(`${run.runId}: ${state?.state} ${state?.failure ?? ''}`);
       const trained = existsSync(join(out, '.trained')) ? readFileSync(join(out, '.trained'), 'utf8') : '';
-      if (trained.split('\n').filter((l) => l.endsWith(' done')).length > 1) report.completedTwice += 1;
-      if (trainedTwice(join(out, '.trained'))) report.trainedTwice += 1;
+      const twice = trained.split('\n').filter((l) => l.endsWith(' done')).length > 1;
+      const overlap = trainedTwice(join(out, '.trained'));
+      if (twice) report.completedTwice += 1;
+      if (overlap) report.trainedTwice += 1;
+      if (twice || overlap) {
+        const slots = existsSync(join(out, '.slots')) ? readFileSync(join(out, '.slots'), 'utf8') : '';
+        report.doubles.push(`${run.runId}: .trained [${lines(trained)}] .slots [${lines(slots)}]`);
+      }
       if (
         existsSync(join(out, 'result.json')) &&
         acc(out) === referenceAcc(run.manifestPath, join(o.dir, 'ref', run.runId))
@@ -253,6 +262,10 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       }
     }
   }
+}
+
+function lines(text: string): string {
+  return text.trim().split('\n').join('; ');
 }
 
 function acc(out: string): string {
