@@ -80,6 +80,7 @@ try {
   process.stdout.write(
     `partition drill: ${options.hosts} hosts x ${options.slots} slots, ${options.runs} runs of ${options.updates}+ updates at ${options.stepS} s, lock ${options.lockMs} ms; one host cut ${options.cutMs} ms, then all hosts ${options.outageMs} ms; ${s} s\n` +
       `  completed ${report.completed}/${report.runs}, completed twice ${report.completedTwice}, an update trained twice ${report.trainedTwice}, identical to an undisturbed run ${report.identical}\n` +
+      `  takeovers of a run whose lock expired ${report.stalls} (at most ${report.maxStalls} for one run)\n` +
       `  the cut host's runs ${report.cut}, taken by other hosts within the cut ${report.handedOver}; its trainers alive after the cut ${report.cutTrainersAlive}\n` +
       (report.failures.length ? `  failures: ${report.failures.join('; ')}\n` : '') +
       (report.doubles.length ? `  trained twice: ${report.doubles.join('\n    ')}\n` : ''),
