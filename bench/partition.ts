@@ -12,7 +12,8 @@
  *
  * Options (defaults): --hosts 8, --slots 8 (CPU slots per host), --runs 96, --updates 120 (per run,
  * plus the run's index), --step-s 0.05 (seconds per update), --lock-ms 2000, --cut-ms 10000,
- * --outage-ms 6000. `npm run build` first: the hosts run dist/cli/main.js.
+ * --outage-ms 6000. `npm run build` first: the hosts run dist/cli/main.js. --record NAME also writes
+ * the output as the benchmark record bench/results/<date>-NAME.md (see bench/records.ts).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ const { values } = parseArgs({
     'lock-ms': { type: 'string', default: '2000' },
     'cut-ms': { type: 'string', default: '10000' },
     'outage-ms': { type: 'string', default: '6000' },
+    record: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -63,6 +65,10 @@ if (options.hosts > 200) {
   process.stderr.write('bench/partition.ts: --hosts is at most 200 (one 10.231.<i>.0/30 per host)\n');
   process.exit(2);
 }
+if (values.record !== undefined) {
+  const { recordStdout } = await import('./records.js');
+  recordStdout(values.record, 'Partition drill: a host cut off, then Redis cut from every host');
+}
 process.env.CANARY_AUDIT_LOG_LEVEL ??= 'warn';
 const { removeDir, tempDir } = await import('../test/queue/helpers/fixtures.js');
 const { runPartitionDrill } = await import('../test/queue/helpers/partition-drill.js');
@@ -74,8 +80,10 @@ try {
   process.stdout.write(
     `partition drill: ${options.hosts} hosts x ${options.slots} slots, ${options.runs} runs of ${options.updates}+ updates at ${options.stepS} s, lock ${options.lockMs} ms; one host cut ${options.cutMs} ms, then all hosts ${options.outageMs} ms; ${s} s\n` +
       `  completed ${report.completed}/${report.runs}, completed twice ${report.completedTwice}, an update trained twice ${report.trainedTwice}, identical to an undisturbed run ${report.identical}\n` +
+      `  takeovers of a run whose lock expired ${report.stalls} (at most ${report.maxStalls} for one run)\n` +
       `  the cut host's runs ${report.cut}, taken by other hosts within the cut ${report.handedOver}; its trainers alive after the cut ${report.cutTrainersAlive}\n` +
-      (report.failures.length ? `  failures: ${report.failures.join('; ')}\n` : ''),
+      (report.failures.length ? `  failures: ${report.failures.join('; ')}\n` : '') +
+      (report.doubles.length ? `  trained twice: ${report.doubles.join('\n    ')}\n` : ''),
   );
 } finally {
   removeDir(root);

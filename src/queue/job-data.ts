@@ -108,11 +108,11 @@ export interface RunReturn {
   /** The trainer's output folder, relative to the artifact root. */
   output: string;
   wall_s: number;
-  /** Seconds the trainer process ran, as the worker measured it (start-up included); 0 when reused. */
+  /** Seconds the trainer process ran, as the worker measured it (start-up included); 0 when reused before a trainer started. */
   process_s: number;
   host: string;
   gpu: string | null;
-  /** True when result.json already existed for this manifest and the trainer did not run again. */
+  /** True when result.json already existed for this manifest and nothing trained: found by the worker before starting a trainer, or by the trainer once it held the output folder. */
   reused: boolean;
 }
 

@@ -15,3 +15,4 @@ export {
 export { createAuditProcessor } from './audit-processor.js';
 export { cpuSlots, defaultCpuSlotCount, describeSlot, detectGpus, gangSlot, gpuSlots, SlotBook } from './slots.js';
 export { ProgressTracker, type TrackerLimits, type TrackerOutput } from './progress-tracker.js';
+export { shortLockWarning, TESTED_LOCK_MS } from './lock-floor.js';

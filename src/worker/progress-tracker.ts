@@ -34,6 +34,11 @@ export class ProgressTracker {
   private evalStart: { phase: string; done: number; t: number } | null = null;
   /** Wall ms up to which `progress.phase_s` counts. */
   private clock: number;
+  /**
+   * Whether the trainer announced training (`started`). A trainer that finds its output folder's
+   * result.json complete for this manifest once it holds the folder lock emits `done` alone.
+   */
+  trained = false;
 
   constructor(
     base: Omit<
@@ -93,6 +98,7 @@ export class ProgressTracker {
     p.updated = now;
     switch (event.event) {
       case 'started':
+        this.trained = true;
         p.phase = 'training';
         p.trainer_pid = event.pid;
         p.device = event.device;

@@ -78,7 +78,7 @@ export function createRunProcessor(ctx: RunProcessorContext): Processor<RunJobDa
         `trainer exit ${outcome.exitCode ?? outcome.signal}: ${outcome.outcome} (${outcome.kind}) after ${(outcome.wallMs / 1000).toFixed(1)} s`,
       )
       .catch(() => undefined);
-    return attempt.settle(outcome, stopReason);
+    return attempt.settle(outcome, stopReason, tracker.trained);
   };
 }
 
@@ -152,8 +152,13 @@ class RunAttempt {
     return null;
   }
 
-  /** The trainer's exit in the queue's language (see the table at the top of this file). */
-  settle(outcome: TrainerOutcome, stopReason: StopReason | null): Promise<RunReturn> {
+  /**
+   * The trainer's exit in the queue's language (see the table at the top of this file). `trained`:
+   * whether the trainer announced training; a trainer that ends `done` without it found result.json
+   * complete for this manifest under the folder lock (another trainer, whose worker had lost the
+   * run's lock, finished it while this one waited): the run is reused, not trained twice.
+   */
+  async settle(outcome: TrainerOutcome, stopReason: StopReason | null, trained = true): Promise<RunReturn> {
     if (outcome.outcome === 'ok') {
       const reported = outcome.done
         ? (this.ctx.runner.toHostPath?.(outcome.done.result, this.trainerJob) ?? outcome.done.result)
@@ -161,16 +166,20 @@ class RunAttempt {
       const resultPath = resolveResult(this.outDir, reported);
       if (!existsSync(resultPath))
         return this.failRetryable('missing_result', `trainer reported done but ${resultPath} does not exist`);
-      return Promise.resolve(
-        runReturn(
-          this.ctx,
-          this.data,
-          this.outDir,
-          resultPath,
-          outcome.done?.wall_s ?? outcome.wallMs / 1000,
-          outcome.wallMs / 1000,
-          false,
-        ),
+      if (!trained)
+        await this.job
+          .log(
+            'the trainer found result.json complete for this manifest once it held the output folder: not trained again',
+          )
+          .catch(() => undefined);
+      return runReturn(
+        this.ctx,
+        this.data,
+        this.outDir,
+        resultPath,
+        outcome.done?.wall_s ?? outcome.wallMs / 1000,
+        outcome.wallMs / 1000,
+        !trained,
       );
     }
     if (stopReason === ABORT_CANCEL) return this.failFinal('cancelled', `cancelled while running (${outcome.message})`);

@@ -1,6 +1,6 @@
 """Stand-in trainer: speaks the trainer's CLI, progress protocol and exit codes without tensors.
 
-    PYTHONPATH=test/runner python3 -m stand_in_trainer run --manifest M --out DIR [--resume]
+    PYTHONPATH=test/runner python3 -m stand_in_trainer run --manifest M --out DIR [--resume] [--force]
 
 Queue tests, the queue benchmark and `worker` tests use it where the real trainer would cost
 minutes. It keeps the contract the real trainer keeps:
@@ -9,6 +9,8 @@ minutes. It keeps the contract the real trainer keeps:
 - SIGTERM: checkpoint, emit an `interrupted` error event, exit 75; parent gone: the same;
 - a stdout whose reader is gone (EPIPE) is ignored, so the checkpoint still happens;
 - --resume continues from <out>/checkpoints/state.json;
+- a result.json of this manifest, found once it holds the folder lock, is the run done: it emits
+  `done` and exits 0 without training (--force trains anyway);
 - exit codes as TRAINER_EXIT (0 ok, 1 retryable, 2 bad input, 3 diverged, 6 folder busy, 75 interrupted);
   it waits CANARY_TRAINER_LOCK_WAIT_S (default 30) for the folder lock.
 
@@ -70,6 +72,15 @@ def step_hash(acc, update):
     return hashlib.sha256(f"{acc}:{update}".encode()).hexdigest()
 
 
+def finished(out, run_id, manifest_sha):
+    try:
+        with open(os.path.join(out, "result.json"), "rb") as handle:
+            done = json.loads(handle.read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(done, dict) and done.get("run_id") == run_id and done.get("manifest_sha256") == manifest_sha
+
+
 class Stop:
     requested = False
 
@@ -81,6 +92,7 @@ def main(argv):
     run.add_argument("--manifest", required=True)
     run.add_argument("--out", required=True)
     run.add_argument("--resume", action="store_true")
+    run.add_argument("--force", action="store_true")
     args = parser.parse_args(argv)
 
     try:
@@ -127,6 +139,15 @@ def main(argv):
                 return EXIT_BUSY
             time.sleep(0.05)
 
+    # Like the real trainer (canary_trainer.run._finished), under the folder lock: a result.json of
+    # this manifest means the run is done. A trainer that waited for the lock while the one it
+    # waited for finished the run must not train it again.
+    manifest_sha = hashlib.sha256(manifest_bytes).hexdigest()
+    if not args.force and finished(out, run_id, manifest_sha):
+        print(f"stand-in: {out}/result.json already holds this manifest's result", file=sys.stderr)
+        emit("done", result="result.json", wall_s=0.0)
+        return EXIT_OK
+
     if knobs.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     else:
@@ -137,7 +158,6 @@ def main(argv):
         print("Loading weights: 100%", flush=True)
     parent = os.getppid()
     started = time.time()
-    manifest_sha = hashlib.sha256(manifest_bytes).hexdigest()
     state_path = os.path.join(out, "checkpoints", "state.json")
     state = {"update": 0, "acc": run_id, "attempts": []}
     if args.resume and os.path.exists(state_path):

@@ -15,6 +15,29 @@ const step = (update: number, t: number): ProgressEvent => ({
 });
 
 describe('ProgressTracker', () => {
+  it('tells a trainer that trained from one that found the run done (`done` alone)', () => {
+    const found = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 10_000 }, 0);
+    found.apply({ v: 1, event: 'done', t: 1, result: 'result.json', wall_s: 0 }, 10);
+    expect(found.trained).toBe(false);
+    const trained = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 10_000 }, 0);
+    trained.apply(
+      {
+        v: 1,
+        event: 'started',
+        t: 1,
+        run_id: 'run-x',
+        pid: 77,
+        device: 'cpu',
+        backend: 'tiny',
+        total_updates: 10,
+        resumed_from: 5,
+      },
+      10,
+    );
+    trained.apply({ v: 1, event: 'done', t: 2, result: 'result.json', wall_s: 1 }, 20);
+    expect(trained.trained).toBe(true);
+  });
+
   it('starts from the resumed update and measures the ETA on this attempt only', () => {
     const tracker = new ProgressTracker(base, { progressMs: 1_000, stepLogMs: 10_000 }, 0);
     const started = tracker.apply(

@@ -1,7 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Queue } from 'bullmq';
 import { collectStatus, queueConnection, redisTargetFrom, submitAudit } from '../../../src/queue/index.js';
+import { RUNS_QUEUE } from '../../../src/queue/names.js';
 import { sleep } from '../../../src/sleep.js';
 import { fastTuning, standInEnv, waitFor, writeFixtureAudit } from './fixtures.js';
 import { trainedTwice } from './outage-drill.js';
@@ -46,6 +48,11 @@ export interface PartitionDrillReport {
   /** Trainer pids of the cut host still alive after 2 locks with its link down. */
   cutTrainersAlive: number;
   failures: string[];
+  /** Takeovers of a run whose lock expired (BullMQ's stalled counter), summed over runs, and the most for one run. */
+  stalls: number;
+  maxStalls: number;
+  /** For each run completed or trained twice: its stand-in records (.trained: pid first last how; .slots: start end). */
+  doubles: string[];
 }
 
 const CLI = resolve('dist/cli/main.js');
@@ -218,15 +225,31 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       handedOver,
       cutTrainersAlive,
       failures: [],
+      doubles: [],
+      stalls: 0,
+      maxStalls: 0,
     };
+    const runsQueue = new Queue(RUNS_QUEUE, { connection: conn.options, prefix: conn.prefix });
+    for (const run of audit.runs) {
+      const stalled = (await runsQueue.getJob(run.runId))?.stalledCounter ?? 0;
+      report.stalls += stalled;
+      report.maxStalls = Math.max(report.maxStalls, stalled);
+    }
+    await runsQueue.close();
     for (const run of audit.runs) {
       const out = join(run.manifestPath, '..', 'output');
       const state = status.runs.find((r) => r.run_id === run.runId);
       if (state?.state === 'completed') report.completed += 1;
       else report.failures.push(`${run.runId}: ${state?.state} ${state?.failure ?? ''}`);
       const trained = existsSync(join(out, '.trained')) ? readFileSync(join(out, '.trained'), 'utf8') : '';
-      if (trained.split('\n').filter((l) => l.endsWith(' done')).length > 1) report.completedTwice += 1;
-      if (trainedTwice(join(out, '.trained'))) report.trainedTwice += 1;
+      const twice = trained.split('\n').filter((l) => l.endsWith(' done')).length > 1;
+      const overlap = trainedTwice(join(out, '.trained'));
+      if (twice) report.completedTwice += 1;
+      if (overlap) report.trainedTwice += 1;
+      if (twice || overlap) {
+        const slots = existsSync(join(out, '.slots')) ? readFileSync(join(out, '.slots'), 'utf8') : '';
+        report.doubles.push(`${run.runId}: .trained [${lines(trained)}] .slots [${lines(slots)}]`);
+      }
       if (
         existsSync(join(out, 'result.json')) &&
         acc(out) === referenceAcc(run.manifestPath, join(o.dir, 'ref', run.runId))
@@ -253,6 +276,10 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       }
     }
   }
+}
+
+function lines(text: string): string {
+  return text.trim().split('\n').join('; ');
 }
 
 function acc(out: string): string {
