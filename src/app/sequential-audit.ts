@@ -22,6 +22,7 @@ import {
 import type { SequentialProgress, SubmitAuditInput } from '../queue/index.js';
 import { armKey, computeReport, declaredFamily, verdicts, type ComparisonVerdict } from '../report/index.js';
 import { num } from '../report/format.js';
+import { progressOf } from '../queue/sequential-status.js';
 
 /**
  * Sequential replicates, the controller's side (the stopping rule is metrics/sequential.ts): which
@@ -160,22 +161,7 @@ export async function readLook(
   return { readings: readingsOf(read, family, look, record.schedule.length), family };
 }
 
-/** Where the looks stand, for the audit parent (status, dashboard). */
-export function progressOf(record: SequentialRecord, familySize: number | null): SequentialProgress {
-  const last = record.looks.at(-1);
-  const lookNo = record.pending_look ?? last?.look ?? 1;
-  const look = record.schedule[lookNo - 1] as Look;
-  const decided = record.stopped.filter((s) => s.reason === 'decided').length;
-  const undecided = last ? last.open.length : (familySize ?? 0);
-  return {
-    look: lookNo,
-    seeds: look.seeds,
-    max: record.max,
-    undecided: record.done ? record.stopped.filter((s) => s.reason === 'max').length : undecided,
-    decided,
-    done: record.done,
-  };
-}
+export { progressOf };
 
 export interface LookDriver {
   /** Queue the taken runs (first look: submit; later: extend the audit) with where the looks stand. */

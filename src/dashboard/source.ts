@@ -1,5 +1,4 @@
-import { sequentialStatus } from '../queue/sequential-status.js';
-import { progressOf } from '../app/sequential-audit.js';
+import { progressOf, sequentialStatus } from '../queue/sequential-status.js';
 import { readSequentialRecord } from '../contracts/index.js';
 import { lookLine } from '../metrics/sequential.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
