@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { UserInputError } from '../errors.js';
 import { log } from '../log.js';
 import { assertRedisReachable, passwordInFlagWarning, queueConnection, requireRedisTarget } from '../queue/index.js';
-import { SHUTDOWN_MARGIN_MS, WorkerPool, describeSlot } from '../worker/index.js';
+import { SHUTDOWN_MARGIN_MS, WorkerPool, describeSlot, shortLockWarning } from '../worker/index.js';
 import {
   ARTIFACTS_OPTION,
   REDIS_OPTION,
@@ -55,6 +55,9 @@ newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED
     const slots = slotsFrom(args);
     const runner = runnerFrom(args);
     const tuning = tuningFrom(args);
+    // `run` starts its own workers with the lock it chooses; a worker the user starts hears about a short one.
+    const short = shortLockWarning(tuning.lockMs);
+    if (short) process.stderr.write(`canary-audit worker: warning: ${short}\n`);
     // The trainers inherit the worker's environment (the docker runner forwards the variable).
     const wandbProject = wandbFrom(args, true);
     if (wandbProject !== undefined) process.env[WANDB_PROJECT_ENV] = wandbProject;

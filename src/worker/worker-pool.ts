@@ -9,7 +9,6 @@ import { createAuditProcessor } from './audit-processor.js';
 import { kindFromReason, writeFailureRecordIfMissing } from '../queue/failure-record.js';
 import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from '../queue/job-data.js';
 import { LeaseWatch } from './lease-watch.js';
-import { shortLockWarning } from './lock-floor.js';
 import { AUDITS_QUEUE, RUNS_QUEUE } from '../queue/names.js';
 import { openRedis, type QueueConnection } from '../queue/queues.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
@@ -92,8 +91,6 @@ export class WorkerPool {
   }
 
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
-    const short = shortLockWarning(options.tuning.lockMs);
-    if (short) log.warn({ lock_ms: options.tuning.lockMs }, short);
     const pool = new WorkerPool(options);
     await pool.listenForCancel();
     pool.startWorkers();
