@@ -11,10 +11,11 @@
  * - GDP (`test_epsilon_from_gdp_tight`, there 500,000 random normals, rtol 0.05): here 500,000
  *   deterministic normals, significance 0.1, δ = 0.05, against the true ε of μ-GDP at δ.
  */
+import { jaxOneRunSearch } from '../test/fixtures/one-run-search.js';
 import { gdpEpsilonAt, normalPpf } from '../src/metrics/gaussian.js';
 import { fdpOneRunBound } from '../src/metrics/privacy-fdp.js';
 import { gdpEpsilon, rocHull } from '../src/metrics/privacy-gdp.js';
-import { oneRunEpsilon, oneRunPValue, type ScoredCanary } from '../src/metrics/privacy.js';
+import type { ScoredCanary } from '../src/metrics/privacy.js';
 
 const det = (mu: number, n: number): number[] => Array.from({ length: n }, (_, i) => normalPpf((i + 0.5) / n) + mu);
 const pool = (ins: number[], outs: number[]): ScoredCanary[] => [
@@ -39,23 +40,7 @@ const expectedBinomial: Record<number, number> = { 1: 1.13346, 2: 2.311945, 4: 4
 console.log('binomial one run: shift, ε here, ε jax_privacy, relative difference');
 for (const shift of [1, 2, 4]) {
   const h = rocHull(pool(det(shift, 10_000), det(0, 10_000))) as NonNullable<ReturnType<typeof rocHull>>;
-  const level = 0.05 / h.thresholds.length;
-  const cands = h.thresholds
-    .map((_, i) => ({
-      correct: h.nIn - (h.fn[i] as number),
-      guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number),
-    }))
-    .filter((x) => x.guesses > 0)
-    .sort((a, b) => b.correct * a.guesses - a.correct * b.guesses);
-  let best = 0;
-  for (const x of cands) {
-    if (
-      x.correct / x.guesses <= 1 / (1 + Math.exp(-best)) ||
-      oneRunPValue(20_000, x.guesses, x.correct, best, 1e-6) >= level
-    )
-      continue;
-    best = Math.max(best, oneRunEpsilon(20_000, x.guesses, x.correct, 1e-6, level));
-  }
+  const best = jaxOneRunSearch(h);
   const e = expectedBinomial[shift] as number;
   console.log(shift, best.toFixed(7), e, (best / e - 1).toExponential(1));
 }

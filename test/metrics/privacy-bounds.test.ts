@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { jaxOneRunSearch } from '../fixtures/one-run-search.js';
 import { Rng } from '../../src/random.js';
 import {
   erfc,
@@ -9,14 +10,7 @@ import {
   normalLogCdf,
   normalPpf,
 } from '../../src/metrics/gaussian.js';
-import {
-  clopperPearsonEpsilon,
-  membershipAuc,
-  oneRunBound,
-  oneRunEpsilon,
-  oneRunPValue,
-  type ScoredCanary,
-} from '../../src/metrics/privacy.js';
+import { clopperPearsonEpsilon, membershipAuc, oneRunBound, type ScoredCanary } from '../../src/metrics/privacy.js';
 import { gdpEpsilon, hullAuc, rocHull } from '../../src/metrics/privacy-gdp.js';
 import { fdpOneRunBound, strategyLabel, thresholdStrategy } from '../../src/metrics/privacy-fdp.js';
 
@@ -147,24 +141,7 @@ describe('binomial one-run ε core (jax_privacy test_epsilon_one_run_close, non-
     const h = rocHull(pool(deterministicNormal(shift, 1, 10_000), deterministicNormal(0, 1, 10_000))) as NonNullable<
       ReturnType<typeof rocHull>
     >;
-    const level = 0.05 / h.thresholds.length;
-    const cands = h.thresholds
-      .map((_, i) => ({
-        correct: h.nIn - (h.fn[i] as number),
-        guesses: h.nIn - (h.fn[i] as number) + h.nOut - (h.tn[i] as number),
-      }))
-      .filter((x) => x.guesses > 0)
-      .sort((a, b) => b.correct * a.guesses - a.correct * b.guesses);
-    let best = 0;
-    for (const x of cands) {
-      // jax_privacy's two shortcuts: precision below logistic(best), or no rejection at best.
-      if (
-        x.correct / x.guesses <= 1 / (1 + Math.exp(-best)) ||
-        oneRunPValue(20_000, x.guesses, x.correct, best, 1e-6) >= level
-      )
-        continue;
-      best = Math.max(best, oneRunEpsilon(20_000, x.guesses, x.correct, 1e-6, level));
-    }
+    const best = jaxOneRunSearch(h);
     if (expected === 0) expect(best).toBe(0);
     else expect(Math.abs(best / expected - 1)).toBeLessThan(1e-5);
   });
