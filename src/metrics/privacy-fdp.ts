@@ -1,7 +1,7 @@
-import { Rng } from '../random.js';
 import { gdpMuFor, normalCdf, normalPpf } from './gaussian.js';
 import type { EpsilonBound, ScoredCanary } from './privacy.js';
 import { rocHull } from './privacy-gdp.js';
+import { checkStrategy, splitStrategy, strategyLabel, type ThresholdStrategy } from './threshold-strategy.js';
 
 /**
  * The f-DP one-run ε lower bound of Mahloujifar, Melis & Chaudhuri ("Auditing f-Differential
@@ -16,27 +16,8 @@ import { rocHull } from './privacy-gdp.js';
  * only when each canary's inclusion was a fair coin.
  */
 
-export type ThresholdStrategy =
-  | { kind: 'bonferroni' }
-  | { kind: 'split'; fraction: number; seed: number }
-  | { kind: 'multisplit'; fraction: number; seed: number; samples: number };
-
-export const THRESHOLD_STRATEGIES = ['bonferroni', 'split', 'multisplit'] as const;
-
-/** The strategy of a name with jax_privacy's defaults (fraction ½, 100 splits). */
-export function thresholdStrategy(name: (typeof THRESHOLD_STRATEGIES)[number], seed = 0): ThresholdStrategy {
-  if (name === 'bonferroni') return { kind: 'bonferroni' };
-  if (name === 'split') return { kind: 'split', fraction: 0.5, seed };
-  if (name === 'multisplit') return { kind: 'multisplit', fraction: 0.5, seed, samples: 100 };
-  throw new RangeError(`unknown threshold strategy '${String(name)}' (one of: ${THRESHOLD_STRATEGIES.join(', ')})`);
-}
-
-/** Name of a strategy as the report prints it: `bonferroni`, `split(0.5, seed 0)`, `multisplit(100 × 0.5, seed 0)`. */
-export function strategyLabel(s: ThresholdStrategy): string {
-  if (s.kind === 'bonferroni') return 'bonferroni';
-  if (s.kind === 'split') return `split(${s.fraction}, seed ${s.seed})`;
-  return `multisplit(${s.samples} × ${s.fraction}, seed ${s.seed})`;
-}
+export { THRESHOLD_STRATEGIES, strategyLabel, thresholdStrategy } from './threshold-strategy.js';
+export type { ThresholdStrategy } from './threshold-strategy.js';
 
 const muCache = new Map<string, number>();
 /** μ of the Gaussian mechanism at (ε, δ), memoised (the root search asks for the same ε often). */
@@ -165,29 +146,12 @@ function auditThresholds(
   return best;
 }
 
-/** Members and non-members each split at ⌊fraction · n⌋ after a seeded shuffle (jax_privacy's `_random_partition`). */
-function splitPool(canaries: readonly ScoredCanary[], fraction: number, rng: Rng): [ScoredCanary[], ScoredCanary[]] {
-  const a: ScoredCanary[] = [];
-  const b: ScoredCanary[] = [];
-  for (const member of [true, false]) {
-    // Sorted by score first: the split depends on the seed and the score multiset, not the input order.
-    const group = canaries.filter((c) => c.member === member).sort((x, y) => x.score - y.score);
-    rng.shuffle(group);
-    const cut = Math.floor(group.length * fraction);
-    a.push(...group.slice(0, cut));
-    b.push(...group.slice(cut));
-  }
-  return [a, b];
-}
-
 function singleSplit(
-  canaries: readonly ScoredCanary[],
-  fraction: number,
+  choose: ScoredCanary[],
+  audit: ScoredCanary[],
   significance: number,
   delta: number,
-  rng: Rng,
 ): ThresholdAudit | null {
-  const [choose, audit] = splitPool(canaries, fraction, rng);
   const chosen = auditThresholds(choose, significance, delta, null);
   if (!chosen) return null;
   // No threshold falsified anything on the first half: nothing to test on the second.
@@ -241,31 +205,19 @@ export function fdpOneRunBound(
       }
     );
   }
-  if (!(strategy.fraction > 0 && strategy.fraction < 1))
-    throw new RangeError(`fdpOneRunBound: split fraction must be in (0, 1), got ${strategy.fraction}`);
+  checkStrategy(strategy, 'fdpOneRunBound');
   if (!rocHull(canaries)) return null;
-  const rng = Rng.fromSeed(strategy.seed);
-  if (strategy.kind === 'split') {
-    const a = singleSplit(canaries, strategy.fraction, significance, delta, rng);
+  const s = splitStrategy(canaries, significance, strategy, (a, b, sig) => singleSplit(a, b, sig, delta));
+  if (s.kind === 'split')
     return (
-      a && {
+      s.result && {
         ...base,
-        epsilon: a.epsilon,
+        epsilon: s.result.epsilon,
         thresholds: 1,
-        guesses: a.guesses,
-        correct: a.correct,
-        threshold: a.threshold,
+        guesses: s.result.guesses,
+        correct: s.result.correct,
+        threshold: s.result.threshold,
       }
     );
-  }
-  if (!(Number.isInteger(strategy.samples) && strategy.samples >= 1))
-    throw new RangeError(`fdpOneRunBound: multisplit samples must be a positive integer, got ${strategy.samples}`);
-  const values: number[] = [];
-  for (let i = 0; i < strategy.samples; i += 1)
-    values.push(singleSplit(canaries, strategy.fraction, significance / 2, delta, rng)?.epsilon ?? 0);
-  values.sort((a, b) => a - b);
-  const n = values.length;
-  const median =
-    n % 2 === 1 ? (values[(n - 1) / 2] as number) : 0.5 * ((values[n / 2 - 1] as number) + (values[n / 2] as number));
-  return { ...base, epsilon: median, thresholds: 1, guesses: 0, correct: 0, threshold: null };
+  return { ...base, epsilon: s.epsilon, thresholds: 1, guesses: 0, correct: 0, threshold: null };
 }

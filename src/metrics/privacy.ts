@@ -1,4 +1,5 @@
 import { betaIncomplete, clopperPearson, logGamma } from './distributions.js';
+import { checkStrategy, splitStrategy, strategyLabel, type ThresholdStrategy } from './threshold-strategy.js';
 import { normalQuantile } from './wilson.js';
 
 /**
@@ -97,8 +98,10 @@ export interface EpsilonBound {
   epsilon: number;
   delta: number;
   confidence: number;
-  /** Thresholds searched (the Bonferroni factor of the Clopper–Pearson bound). */
+  /** Thresholds searched (the Bonferroni factor of the Clopper–Pearson bound; 1 under split and multisplit). */
   thresholds: number;
+  /** How the threshold was chosen: `bonferroni`, `split(…)` or `multisplit(…)` (`strategyLabel`). */
+  threshold_strategy?: string;
 }
 
 /**
@@ -118,30 +121,87 @@ function clopperPearsonMemo(k: number, n: number, confidence: number): { lo: num
   return v;
 }
 
-/** The Clopper–Pearson ε lower bound over every threshold, Bonferroni-corrected. */
+/**
+ * ε from Clopper–Pearson bounds at one threshold t (a canary scoring ≥ t is guessed "member"), each
+ * interval two-sided at `level` (so each of TPR_lo and FPR_hi one-sided at (1 − level)/2): the
+ * forward and the reverse rule both follow from those two bounds.
+ */
+function clopperPearsonAt(
+  members: readonly number[],
+  others: readonly number[],
+  t: number,
+  level: number,
+  delta: number,
+): number {
+  const tp = members.filter((s) => s >= t).length;
+  const fp = others.filter((s) => s >= t).length;
+  const tpr = clopperPearsonMemo(tp, members.length, level);
+  const fprB = clopperPearsonMemo(fp, others.length, level);
+  const a = tpr.lo - delta > 0 && fprB.hi > 0 ? Math.log((tpr.lo - delta) / fprB.hi) : 0;
+  // FNR = 1 − TPR: its upper bound is 1 − TPR_lo.
+  const b = 1 - fprB.hi - delta > 0 && 1 - tpr.lo > 0 ? Math.log((1 - fprB.hi - delta) / (1 - tpr.lo)) : 0;
+  return Math.max(0, a, b);
+}
+
+/** The best threshold among the distinct scores at `level` each, or null when none gives ε > 0. */
+function clopperPearsonSearch(
+  members: readonly number[],
+  others: readonly number[],
+  level: number,
+  delta: number,
+): { epsilon: number; threshold: number | null; thresholds: number } {
+  const thresholds = [...new Set([...members, ...others])].sort((a, b) => a - b);
+  let best = 0;
+  let threshold: number | null = null;
+  for (const t of thresholds) {
+    const eps = clopperPearsonAt(members, others, t, level, delta);
+    if (eps > best) {
+      best = eps;
+      threshold = t;
+    }
+  }
+  return { epsilon: best, threshold, thresholds: thresholds.length };
+}
+
+const scoresOf = (canaries: readonly ScoredCanary[], member: boolean): number[] =>
+  canaries.filter((c) => c.member === member).map((c) => c.score);
+
+/**
+ * The Clopper–Pearson ε lower bound, the threshold chosen by `strategy` (`threshold-strategy.ts`):
+ * Bonferroni (default) over every distinct score; Split chooses the threshold on one part and
+ * audits it alone on the other at the full level; MultiSplit takes the median of split bounds at
+ * half the level (jax_privacy `epsilon_clopper_pearson` with `threshold_strategy`).
+ */
 export function clopperPearsonEpsilon(
   canaries: readonly ScoredCanary[],
   delta: number,
   confidence = 0.95,
+  strategy: ThresholdStrategy = { kind: 'bonferroni' },
 ): EpsilonBound | null {
-  const members = canaries.filter((c) => c.member).map((c) => c.score);
-  const others = canaries.filter((c) => !c.member).map((c) => c.score);
+  const members = scoresOf(canaries, true);
+  const others = scoresOf(canaries, false);
   if (members.length === 0 || others.length === 0) return null;
-  const thresholds = [...new Set([...members, ...others])].sort((a, b) => a - b);
-  // Two bounds per threshold, each one-sided at (1 − confidence)/(2T): a two-sided interval at 1 − (1 − confidence)/T.
-  const each = 1 - (1 - confidence) / thresholds.length;
-  let best = 0;
-  for (const t of thresholds) {
-    const tp = members.filter((s) => s >= t).length;
-    const fp = others.filter((s) => s >= t).length;
-    const tpr = clopperPearsonMemo(tp, members.length, each);
-    const fprB = clopperPearsonMemo(fp, others.length, each);
-    const a = tpr.lo - delta > 0 && fprB.hi > 0 ? Math.log((tpr.lo - delta) / fprB.hi) : 0;
-    // FNR = 1 − TPR: its upper bound is 1 − TPR_lo.
-    const b = 1 - fprB.hi - delta > 0 && 1 - tpr.lo > 0 ? Math.log((1 - fprB.hi - delta) / (1 - tpr.lo)) : 0;
-    best = Math.max(best, a, b);
+  const threshold_strategy = strategyLabel(strategy);
+  if (strategy.kind === 'bonferroni') {
+    const thresholds = new Set([...members, ...others]).size;
+    // Two bounds per threshold, each one-sided at (1 − confidence)/(2T): a two-sided interval at 1 − (1 − confidence)/T.
+    const best = clopperPearsonSearch(members, others, 1 - (1 - confidence) / thresholds, delta);
+    return { epsilon: best.epsilon, delta, confidence, thresholds, threshold_strategy };
   }
-  return { epsilon: best, delta, confidence, thresholds: thresholds.length };
+  checkStrategy(strategy, 'clopperPearsonEpsilon');
+  const s = splitStrategy(canaries, 1 - confidence, strategy, (choose, audit, significance) => {
+    const cIn = scoresOf(choose, true);
+    const cOut = scoresOf(choose, false);
+    const aIn = scoresOf(audit, true);
+    const aOut = scoresOf(audit, false);
+    if (cIn.length === 0 || cOut.length === 0 || aIn.length === 0 || aOut.length === 0) return null;
+    const chosen = clopperPearsonSearch(cIn, cOut, 1 - significance, delta);
+    // No threshold gave evidence on the first part: nothing to test on the second.
+    if (chosen.threshold === null) return { epsilon: 0 };
+    return { epsilon: clopperPearsonAt(aIn, aOut, chosen.threshold, 1 - significance, delta) };
+  });
+  const epsilon = s.kind === 'split' ? s.result?.epsilon : s.epsilon;
+  return epsilon === undefined ? null : { epsilon, delta, confidence, thresholds: 1, threshold_strategy };
 }
 
 function logBinomialPmf(k: number, n: number, q: number): number {
@@ -231,26 +291,83 @@ export function oneRunGuesses(
   };
 }
 
+/** The guess fractions r/m the one-run bound chooses among. */
+const ONE_RUN_FRACTIONS = [1 / 8, 1 / 4, 1 / 2, 1] as const;
+
+/** r for a pool of m ≥ 2 and a fraction: m·fraction rounded down to even, at least 2 (so at most m). */
+function guessCount(m: number, fraction: number): number {
+  return Math.max(2, 2 * Math.floor((m * fraction) / 2));
+}
+
+/** The best guess fraction on a pool at level p each, with the guesses it made (first best wins). */
+function oneRunSearch(
+  sorted: readonly ScoredCanary[],
+  delta: number,
+  p: number,
+): { epsilon: number; fraction: number; guesses: number; correct: number; abstained: number } {
+  const m = sorted.length;
+  const seen = new Set<number>();
+  let best: ReturnType<typeof oneRunSearch> | null = null;
+  for (const fraction of ONE_RUN_FRACTIONS) {
+    const r = guessCount(m, fraction);
+    if (seen.has(r)) continue;
+    seen.add(r);
+    const g = oneRunGuesses(sorted, r);
+    const eps = oneRunEpsilon(m, g.guesses, g.correct, delta, p);
+    if (best === null || eps > best.epsilon) best = { epsilon: eps, fraction, ...g };
+  }
+  return best as NonNullable<typeof best>;
+}
+
+const oneRunUsable = (canaries: readonly ScoredCanary[]): boolean =>
+  canaries.length >= 2 && canaries.some((c) => c.member) && !canaries.every((c) => c.member);
+
+const byScoreDesc = (canaries: readonly ScoredCanary[]): ScoredCanary[] =>
+  [...canaries].sort((a, b) => b.score - a.score);
+
 /**
  * The one-run bound with the auditor guessing "in" for the r/2 highest scores and "out" for the
  * r/2 lowest, abstaining on a tied block that straddles a cut. r is chosen among m/8, m/4, m/2
- * and m (rounded down to even, at least 2) and the level split over those choices (Bonferroni),
- * so choosing the best after looking stays valid.
+ * and m (rounded down to even, at least 2), by `strategy`: Bonferroni (default) splits the level
+ * over those choices, so choosing the best after looking stays valid; Split chooses the fraction
+ * r/m on one part of the pool and audits that fraction of the other part alone (its m is that
+ * part's size: the first part's coins are then known, the second's still fair); MultiSplit takes
+ * the median of split bounds at half the level.
  */
-export function oneRunBound(canaries: readonly ScoredCanary[], delta: number, confidence = 0.95): OneRunBound | null {
+export function oneRunBound(
+  canaries: readonly ScoredCanary[],
+  delta: number,
+  confidence = 0.95,
+  strategy: ThresholdStrategy = { kind: 'bonferroni' },
+): OneRunBound | null {
   const m = canaries.length;
-  if (m < 2 || !canaries.some((c) => c.member) || canaries.every((c) => c.member)) return null;
-  const sorted = [...canaries].sort((a, b) => b.score - a.score);
-  const choices = [
-    ...new Set([m / 8, m / 4, m / 2, m].map((x) => Math.max(2, 2 * Math.floor(x / 2))).filter((r) => r <= m)),
-  ];
-  const p = (1 - confidence) / choices.length;
-  let best: OneRunBound | null = null;
-  for (const r of choices) {
-    const g = oneRunGuesses(sorted, r);
-    const eps = oneRunEpsilon(m, g.guesses, g.correct, delta, p);
-    if (best === null || eps > best.epsilon)
-      best = { epsilon: eps, delta, confidence, thresholds: choices.length, m, ...g };
+  if (!oneRunUsable(canaries)) return null;
+  const threshold_strategy = strategyLabel(strategy);
+  if (strategy.kind === 'bonferroni') {
+    const choices = new Set(ONE_RUN_FRACTIONS.map((f) => guessCount(m, f))).size;
+    const b = oneRunSearch(byScoreDesc(canaries), delta, (1 - confidence) / choices);
+    return {
+      epsilon: b.epsilon,
+      delta,
+      confidence,
+      thresholds: choices,
+      m,
+      guesses: b.guesses,
+      correct: b.correct,
+      abstained: b.abstained,
+      threshold_strategy,
+    };
   }
-  return best;
+  checkStrategy(strategy, 'oneRunBound');
+  const s = splitStrategy(canaries, 1 - confidence, strategy, (choose, audit, p) => {
+    if (!oneRunUsable(choose) || !oneRunUsable(audit)) return null;
+    const chosen = oneRunSearch(byScoreDesc(choose), delta, p);
+    // No fraction gave evidence on the first part: nothing to test on the second.
+    if (chosen.epsilon === 0) return { epsilon: 0, guesses: 0, correct: 0, abstained: 0 };
+    const g = oneRunGuesses(byScoreDesc(audit), guessCount(audit.length, chosen.fraction));
+    return { epsilon: oneRunEpsilon(audit.length, g.guesses, g.correct, delta, p), ...g };
+  });
+  const base = { delta, confidence, thresholds: 1, m, threshold_strategy };
+  if (s.kind === 'multisplit') return { ...base, epsilon: s.epsilon, guesses: 0, correct: 0, abstained: 0 };
+  return s.result && { ...base, ...s.result };
 }
