@@ -81,7 +81,7 @@ export interface GridDocument {
   };
   /**
    * How the report reads the runs: `margin_bits` (default 1), the verdicts' equivalence margin in
-   * bits; `threshold_strategy` (default bonferroni) of the f-DP one-run ε bound; `extrapolate`
+   * bits; `threshold_strategy` (default bonferroni) of the Clopper–Pearson and both one-run ε bounds; `extrapolate`
    * (default false), extrapolated exposure for sampled spaces. Not part of the audit id.
    */
   analysis?: {

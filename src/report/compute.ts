@@ -48,7 +48,7 @@ export interface WriteReportOptions {
    * (sequential.json). Default true; false reads the runs as a fixed grid would (a look itself).
    */
   sequential?: boolean;
-  /** How the f-DP one-run ε bound picks its threshold (split seeds: `seed`). Default: the grid's analysis.threshold_strategy, else bonferroni. */
+  /** How the Clopper–Pearson and both one-run ε bounds pick their threshold (split seeds: `seed`; GDP: always bonferroni). Default: the grid's analysis.threshold_strategy, else bonferroni. */
   thresholdStrategy?: (typeof THRESHOLD_STRATEGIES)[number];
   /** Extrapolated exposure for probes of sampled spaces. Default: the grid's analysis.extrapolate, else false. */
   extrapolate?: boolean;

@@ -681,19 +681,26 @@ const BOUND_NAMES: Record<string, string> = {
   fdp_one_run: 'f-DP one run',
 };
 
+/** A bound's threshold strategy in words (`chosen` where the bound is absent): `bonferroni` as the bound's own search, else its label. */
+function strategyOf(bound: { threshold_strategy?: string } | null, chosen: string, bonferroni: string): string {
+  const label = bound?.threshold_strategy ?? chosen;
+  return label === 'bonferroni' ? bonferroni : label;
+}
+
 /** Membership and ε readouts per run, only for an audit whose manifests randomize inclusion. */
 function privacy(s: ReportSummary): Section | null {
   if (!s.privacy || s.privacy.length === 0) return null;
   const ci = (i: { estimate: number; lo: number; hi: number } | null): string =>
     i ? `${num(i.estimate)} [${num(i.lo)}, ${num(i.hi)}]` : DASH;
   const first = s.privacy[0] as NonNullable<ReportSummary['privacy']>[number];
+  const chosen = first.epsilon.threshold_strategy;
   return {
     id: 'privacy',
     title: 'Privacy readouts',
     paragraphs: [
       privacyNote(first),
       `Two more ε lower bounds at the same δ and confidence (docs/metrics.md, Privacy readouts): Gaussian DP (μ from Clopper–Pearson bounds on FPR and FNR at every ROC-hull threshold, Bonferroni over 2 × the hull's thresholds, converted to ε; Nasr et al. 2023) and the f-DP one-run bound of Mahloujifar et al. (2024), refused like the one-run bound unless inclusion was randomized; its threshold strategy: ${first.epsilon.threshold_strategy}. AUC (hull) is the area under the ROC convex hull (randomizing between thresholds allowed), never below ½.`,
-      `Threshold strategy of each ε bound (all at δ = ${first.epsilon.delta}, ${Math.round(first.epsilon.confidence * 100)}% confidence): Clopper–Pearson — Bonferroni over every distinct score; one run — Bonferroni over the guess counts r ∈ {m/8, m/4, m/2, m}; Gaussian DP — Bonferroni over the ROC hull's thresholds; f-DP one run — ${first.epsilon.threshold_strategy} (report --threshold-strategy or the grid's analysis.threshold_strategy: bonferroni, split, multisplit).`,
+      `Threshold strategy of each ε bound (all at δ = ${first.epsilon.delta}, ${Math.round(first.epsilon.confidence * 100)}% confidence): Clopper–Pearson — ${strategyOf(first.epsilon.clopper_pearson, chosen, 'Bonferroni over every distinct score')}; one run — ${strategyOf(first.epsilon.one_run, chosen, 'Bonferroni over the guess counts r ∈ {m/8, m/4, m/2, m}')}; Gaussian DP — Bonferroni over the ROC hull's thresholds (always: jax_privacy gives this bound no other strategy); f-DP one run — ${first.epsilon.fdp_one_run?.threshold_strategy ?? chosen} (report --threshold-strategy or the grid's analysis.threshold_strategy: bonferroni, split — choose on half the canaries, audit the other half —, multisplit — the median of 100 splits at half the level).`,
       ...(s.epsilon_max ?? []).map(
         (x) =>
           `**Largest ε bound (${BOUND_NAMES[x.bound] ?? x.bound})**: ${num(x.epsilon)}${x.run_id ? ` (${x.run_id}, ${x.cell_id})` : ''} over the ${x.searched} run${x.searched === 1 ? '' : 's'} searched — picking the largest is a search, so each run's bound here is at ${(100 * x.confidence_each).toPrecision(4)}% (1 − ${num(1 - x.confidence)}/${x.searched}, Bonferroni) and the largest holds at ${Math.round(x.confidence * 100)}% after the search; the table's per-run bounds are at ${Math.round(x.confidence * 100)}% each and are not selection-corrected.`,

@@ -84,12 +84,12 @@ export function largestEpsilon(
   const out: EpsilonMax[] = [];
   const boundAt = (bound: EpsilonMax['bound'], scored: ScoredCanary[], each: number): number | undefined =>
     (bound === 'one_run'
-      ? oneRunBound(scored, delta, each)
+      ? oneRunBound(scored, delta, each, strategy)
       : bound === 'gdp'
         ? gdpEpsilon(scored, delta, each)
         : bound === 'fdp_one_run'
           ? fdpOneRunBound(scored, delta, each, strategy)
-          : clopperPearsonEpsilon(scored, delta, each)
+          : clopperPearsonEpsilon(scored, delta, each, strategy)
     )?.epsilon;
   for (const bound of ['clopper_pearson', 'one_run', 'gdp', 'fdp_one_run'] as const) {
     // The one-run bounds exist only for randomized inclusion: only those runs are searched for them.

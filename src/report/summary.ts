@@ -393,7 +393,7 @@ export interface PrivacyReadout {
     gdp: GdpBound | null;
     /** f-DP one-run bound (Mahloujifar et al.), same refusal as `one_run`. */
     fdp_one_run: FdpOneRunBound | null;
-    /** How the f-DP one-run bound chose its threshold: `bonferroni`, `split(…)`, `multisplit(…)`. */
+    /** How the Clopper–Pearson and both one-run bounds chose their threshold: `bonferroni`, `split(…)`, `multisplit(…)` (GDP: always bonferroni). */
     threshold_strategy: string;
   };
 }
@@ -424,8 +424,8 @@ export function privacyReadouts(
       epsilon: {
         delta: PRIVACY_DELTA,
         confidence,
-        clopper_pearson: clopperPearsonEpsilon(scored, PRIVACY_DELTA, confidence),
-        one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence) : null,
+        clopper_pearson: clopperPearsonEpsilon(scored, PRIVACY_DELTA, confidence, strategy),
+        one_run: randomized ? oneRunBound(scored, PRIVACY_DELTA, confidence, strategy) : null,
         one_run_refused: randomized
           ? null
           : 'inclusion was not randomized (grid canaries.inclusion: randomized draws each canary by a fair coin); the one-run bound holds only then',
