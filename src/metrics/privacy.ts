@@ -122,49 +122,77 @@ function clopperPearsonMemo(k: number, n: number, confidence: number): { lo: num
 }
 
 /**
- * ε from Clopper–Pearson bounds at one threshold t (a canary scoring ≥ t is guessed "member"), each
- * interval two-sided at `level` (so each of TPR_lo and FPR_hi one-sided at (1 − level)/2): the
- * forward and the reverse rule both follow from those two bounds.
+ * ε from Clopper–Pearson bounds on `tp` of `nIn` members and `fp` of `nOut` non-members guessed
+ * "member" at one threshold, each interval two-sided at `level` (so TPR_lo and FPR_hi each one-sided
+ * at (1 − level)/2): the forward and the reverse rule both follow from those two bounds.
  */
-function clopperPearsonAt(
-  members: readonly number[],
-  others: readonly number[],
-  t: number,
-  level: number,
-  delta: number,
-): number {
-  const tp = members.filter((s) => s >= t).length;
-  const fp = others.filter((s) => s >= t).length;
-  const tpr = clopperPearsonMemo(tp, members.length, level);
-  const fprB = clopperPearsonMemo(fp, others.length, level);
+function clopperPearsonAt(tp: number, nIn: number, fp: number, nOut: number, level: number, delta: number): number {
+  const tpr = clopperPearsonMemo(tp, nIn, level);
+  const fprB = clopperPearsonMemo(fp, nOut, level);
   const a = tpr.lo - delta > 0 && fprB.hi > 0 ? Math.log((tpr.lo - delta) / fprB.hi) : 0;
   // FNR = 1 − TPR: its upper bound is 1 − TPR_lo.
   const b = 1 - fprB.hi - delta > 0 && 1 - tpr.lo > 0 ? Math.log((1 - fprB.hi - delta) / (1 - tpr.lo)) : 0;
   return Math.max(0, a, b);
 }
 
-/** The best threshold among the distinct scores at `level` each, or null when none gives ε > 0. */
+/** Scores ≥ t in an ascending list (binary search). */
+function countAtLeast(ascending: readonly number[], t: number): number {
+  let lo = 0;
+  let hi = ascending.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((ascending[mid] as number) < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return ascending.length - lo;
+}
+
+/**
+ * The best threshold among the distinct scores at `level` each (a canary scoring ≥ it is guessed
+ * "member"), or a null threshold when none gives ε > 0; `members` and `others` ascending. The
+ * raw rates bound each threshold's ε from above (TPR_lo ≤ TPR, FPR_hi ≥ FPR), so thresholds are
+ * tried by decreasing raw ε and the search stops once that cannot beat the best: the same maximum
+ * as trying all, for a fraction of the Clopper–Pearson inversions. Ties go to the lowest threshold.
+ */
 function clopperPearsonSearch(
   members: readonly number[],
   others: readonly number[],
   level: number,
   delta: number,
-): { epsilon: number; threshold: number | null; thresholds: number } {
-  const thresholds = [...new Set([...members, ...others])].sort((a, b) => a - b);
+): { epsilon: number; threshold: number | null } {
+  const nIn = members.length;
+  const nOut = others.length;
+  const cands = distinctScores(members, others).map((t) => {
+    const tp = countAtLeast(members, t);
+    const fp = countAtLeast(others, t);
+    const tpr = tp / nIn;
+    const fpr = fp / nOut;
+    const forward = tpr - delta > 0 ? (fp === 0 ? Infinity : Math.log((tpr - delta) / fpr)) : 0;
+    const reverse = 1 - fpr - delta > 0 ? (tp === nIn ? Infinity : Math.log((1 - fpr - delta) / (1 - tpr))) : 0;
+    return { t, tp, fp, raw: Math.max(forward, reverse) };
+  });
+  cands.sort((a, b) => b.raw - a.raw || a.t - b.t);
   let best = 0;
   let threshold: number | null = null;
-  for (const t of thresholds) {
-    const eps = clopperPearsonAt(members, others, t, level, delta);
-    if (eps > best) {
+  for (const c of cands) {
+    if (c.raw <= best) break;
+    const eps = clopperPearsonAt(c.tp, nIn, c.fp, nOut, level, delta);
+    if (eps > best || (eps === best && eps > 0 && c.t < (threshold as number))) {
       best = eps;
-      threshold = t;
+      threshold = c.t;
     }
   }
-  return { epsilon: best, threshold, thresholds: thresholds.length };
+  return { epsilon: best, threshold };
 }
 
+const distinctScores = (members: readonly number[], others: readonly number[]): number[] =>
+  [...new Set([...members, ...others])].sort((a, b) => a - b);
+
 const scoresOf = (canaries: readonly ScoredCanary[], member: boolean): number[] =>
-  canaries.filter((c) => c.member === member).map((c) => c.score);
+  canaries
+    .filter((c) => c.member === member)
+    .map((c) => c.score)
+    .sort((a, b) => a - b);
 
 /**
  * The Clopper–Pearson ε lower bound, the threshold chosen by `strategy` (`threshold-strategy.ts`):
@@ -183,7 +211,7 @@ export function clopperPearsonEpsilon(
   if (members.length === 0 || others.length === 0) return null;
   const threshold_strategy = strategyLabel(strategy);
   if (strategy.kind === 'bonferroni') {
-    const thresholds = new Set([...members, ...others]).size;
+    const thresholds = distinctScores(members, others).length;
     // Two bounds per threshold, each one-sided at (1 − confidence)/(2T): a two-sided interval at 1 − (1 − confidence)/T.
     const best = clopperPearsonSearch(members, others, 1 - (1 - confidence) / thresholds, delta);
     return { epsilon: best.epsilon, delta, confidence, thresholds, threshold_strategy };
@@ -198,7 +226,10 @@ export function clopperPearsonEpsilon(
     const chosen = clopperPearsonSearch(cIn, cOut, 1 - significance, delta);
     // No threshold gave evidence on the first part: nothing to test on the second.
     if (chosen.threshold === null) return { epsilon: 0 };
-    return { epsilon: clopperPearsonAt(aIn, aOut, chosen.threshold, 1 - significance, delta) };
+    const t = chosen.threshold;
+    return {
+      epsilon: clopperPearsonAt(countAtLeast(aIn, t), aIn.length, countAtLeast(aOut, t), aOut.length, 1 - significance, delta),
+    };
   });
   const epsilon = s.kind === 'split' ? s.result?.epsilon : s.epsilon;
   return epsilon === undefined ? null : { epsilon, delta, confidence, thresholds: 1, threshold_strategy };

@@ -66,8 +66,8 @@ export function splitPool(
     const group = canaries.filter((c) => c.member === member).sort((x, y) => x.score - y.score);
     rng.shuffle(group);
     const cut = Math.floor(group.length * fraction);
-    a.push(...group.slice(0, cut));
-    b.push(...group.slice(cut));
+    // A loop, not push(...slice): spreading a large pool overflows the call stack.
+    for (let i = 0; i < group.length; i += 1) (i < cut ? a : b).push(group[i] as ScoredCanary);
   }
   return [a, b];
 }

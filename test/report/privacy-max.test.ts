@@ -145,6 +145,20 @@ describe('the report’s ε readout', () => {
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
       ['split(0.5, seed 3)', 'split(0.5, seed 3)'],
     ]);
+    // The Clopper–Pearson and binomial one-run bounds take the strategy too; GDP stays Bonferroni.
+    expect(
+      split.privacy?.map((p) => [
+        p.epsilon.clopper_pearson?.threshold_strategy,
+        p.epsilon.one_run?.threshold_strategy,
+        p.epsilon.gdp?.threshold_strategy,
+      ]),
+    ).toEqual([
+      ['split(0.5, seed 3)', 'split(0.5, seed 3)', 'bonferroni'],
+      ['split(0.5, seed 3)', 'split(0.5, seed 3)', 'bonferroni'],
+    ]);
+    expect(renderMarkdown(buildDocument(split))).toContain(
+      'Clopper–Pearson — split(0.5, seed 3); one run — split(0.5, seed 3); Gaussian DP — Bonferroni',
+    );
     // The grid's analysis.threshold_strategy is the default the flag overrides.
     await writeFile(join(a.auditDir, 'grid.yaml'), 'analysis:\n  threshold_strategy: split\n');
     const fromGrid = (await computeReport({ auditDir: a.auditDir, resamples: 20, seed: 3 })).summary;

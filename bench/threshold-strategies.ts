@@ -1,0 +1,50 @@
+/**
+ * The Clopper–Pearson ε bound under jax_privacy's Split and MultiSplit strategies on the inputs of
+ * its own tightness tests (google-deepmind/jax_privacy `tests/auditing_test.py`,
+ * `test_epsilon_clopper_pearson_tight` with `Split(seed=0)` and
+ * `test_epsilon_clopper_pearson_tight_multi_split` with `MultiSplit(seed=0)`): members
+ * `_deterministic_normal(mu, 1, n)` against non-members `_deterministic_normal(0, 1, ratio · n)`,
+ * δ = 0.1, printed against the true ε of μ-GDP at δ (jax_privacy asserts below it and within
+ * relative 0.2). jax_privacy runs n = 2,000,000 (Split, significance 0.2) and n = 100,000 with
+ * 100 splits (MultiSplit, significance 0.1); the sizes here are arguments (seeds differ from
+ * numpy's, so the splits are not jax_privacy's):
+ *
+ *   npx tsx bench/threshold-strategies.ts [n_split] [n_multisplit] [splits]   (default 5000 4000 11)
+ */
+import { gdpEpsilonAt, normalPpf } from '../src/metrics/gaussian.js';
+import { clopperPearsonEpsilon, type ScoredCanary } from '../src/metrics/privacy.js';
+
+const det = (mu: number, n: number): number[] => Array.from({ length: n }, (_, i) => normalPpf((i + 0.5) / n) + mu);
+const pool = (ins: number[], outs: number[]): ScoredCanary[] => [
+  ...ins.map((score) => ({ score, member: true })),
+  ...outs.map((score) => ({ score, member: false })),
+];
+const [nSplit, nMulti, samples] = [process.argv[2] ?? '5000', process.argv[3] ?? '4000', process.argv[4] ?? '11'].map(
+  Number,
+) as [number, number, number];
+
+console.log(`Split(seed 0), n = ${nSplit}, significance 0.2, δ = 0.1: mu, n_out/n_in, ε, true ε, relative`);
+for (const mu of [0.3, 1, 1.5])
+  for (const ratio of [0.5, 1, 1.5]) {
+    const b = clopperPearsonEpsilon(pool(det(mu, nSplit), det(0, Math.floor(nSplit * ratio))), 0.1, 0.8, {
+      kind: 'split',
+      fraction: 0.5,
+      seed: 0,
+    });
+    const truth = gdpEpsilonAt(mu, 0.1);
+    console.log(mu, ratio, b?.epsilon.toFixed(5), truth.toFixed(5), ((b?.epsilon as number) / truth - 1).toFixed(4));
+  }
+console.log(
+  `MultiSplit(${samples} splits, seed 0), n = ${nMulti}, significance 0.1, δ = 0.1: mu, n_out/n_in, ε, true ε, relative`,
+);
+for (const mu of [0.7, 1, 1.5])
+  for (const ratio of [0.5, 1, 1.5]) {
+    const b = clopperPearsonEpsilon(pool(det(mu, nMulti), det(0, Math.floor(nMulti * ratio))), 0.1, 0.9, {
+      kind: 'multisplit',
+      fraction: 0.5,
+      seed: 0,
+      samples,
+    });
+    const truth = gdpEpsilonAt(mu, 0.1);
+    console.log(mu, ratio, b?.epsilon.toFixed(5), truth.toFixed(5), ((b?.epsilon as number) / truth - 1).toFixed(4));
+  }
