@@ -228,7 +228,14 @@ export function clopperPearsonEpsilon(
     if (chosen.threshold === null) return { epsilon: 0 };
     const t = chosen.threshold;
     return {
-      epsilon: clopperPearsonAt(countAtLeast(aIn, t), aIn.length, countAtLeast(aOut, t), aOut.length, 1 - significance, delta),
+      epsilon: clopperPearsonAt(
+        countAtLeast(aIn, t),
+        aIn.length,
+        countAtLeast(aOut, t),
+        aOut.length,
+        1 - significance,
+        delta,
+      ),
     };
   });
   const epsilon = s.kind === 'split' ? s.result?.epsilon : s.epsilon;
