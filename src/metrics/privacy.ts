@@ -13,7 +13,8 @@ import { normalQuantile } from './wilson.js';
  * - an empirical ε lower bound at δ: for every threshold, Clopper–Pearson bounds on its FPR and
  *   TPR, ε ≥ max(ln((TPR_lo − δ)/FPR_hi), ln((1 − FPR_hi − δ)/(1 − TPR_lo))) (the hypothesis-test
  *   view of (ε, δ)-DP, Kairouz et al. 2015; used for auditing by Jagielski et al. 2020 and Nasr et
- *   al. 2021), the confidence split over every threshold searched (Bonferroni);
+ *   al. 2021), the confidence split over every threshold searched (Bonferroni; or Split, MultiSplit:
+ *   `threshold-strategy.ts`);
  * - the one-run bound of Steinke, Nasr & Jagielski (2023, "Privacy Auditing with One (1) Training
  *   Run", Appendix D): valid only when each canary's inclusion was a fair coin.
  *
