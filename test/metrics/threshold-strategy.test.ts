@@ -123,6 +123,7 @@ describe('Clopper–Pearson ε is a tight lower bound under Split and MultiSplit
   // jax_privacy: members _deterministic_normal(mu, 1, n), non-members _deterministic_normal(0, 1,
   // ratio · n), δ = 0.1; the bound must lie below the true ε of the μ-GDP Gaussian mechanism
   // (dp_accounting.get_epsilon_gaussian(1/μ, δ) = gdpEpsilonAt) and within relative 0.2 of it.
+  // jax_privacy runs one_sided True and False; the bound here is always two-sided (one_sided=False).
   // There n = 2,000,000 (Split, significance 0.2) and 100,000 with 100 splits (MultiSplit,
   // significance 0.1): minutes here. The fast tier keeps the inputs at n = 5,000 (Split) and 4,000
   // with 11 splits (MultiSplit), where the bound is looser (`npx tsx bench/threshold-strategies.ts`,
