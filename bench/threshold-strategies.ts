@@ -12,12 +12,16 @@
  *   npx tsx bench/threshold-strategies.ts [n_split] [n_multisplit] [splits]   (default 5000 4000 11)
  *
  * Then the cost of each strategy as a ratio to Bonferroni, measured side by side, for the three
- * bounds that take one, on a report-sized pool (500 members N(1, 1), 500 non-members N(0, 1)).
+ * bounds that take one, on a report-sized pool (500 members N(1, 1), 500 non-members N(0, 1));
+ * and how often each bound under each strategy claims ε > 0 on null pools (60 canaries, each a
+ * member by a fair coin, scores uniform on 0..7 with many ties, independent of membership) at
+ * 80% confidence: a valid bound does so at most 20% of the time.
  */
 import { gdpEpsilonAt, normalPpf } from '../src/metrics/gaussian.js';
 import { clopperPearsonEpsilon, oneRunBound, type ScoredCanary } from '../src/metrics/privacy.js';
 import { fdpOneRunBound } from '../src/metrics/privacy-fdp.js';
 import type { ThresholdStrategy } from '../src/metrics/threshold-strategy.js';
+import { Rng } from '../src/random.js';
 
 const det = (mu: number, n: number): number[] => Array.from({ length: n }, (_, i) => normalPpf((i + 0.5) / n) + mu);
 const pool = (ins: number[], outs: number[]): ScoredCanary[] => [
@@ -84,4 +88,23 @@ for (const [name, bound] of [
     ((ms[1] as number) / (ms[0] as number)).toFixed(1),
     ((ms[2] as number) / (ms[0] as number)).toFixed(1),
   );
+}
+
+const trials = 300;
+console.log(
+  `Null pools, ${trials} trials, 80% confidence: strategy, share with ε > 0 (Clopper–Pearson, binomial one run, f-DP one run)`,
+);
+const rng = new Rng('threshold-strategies-null');
+const nulls = Array.from({ length: trials }, () =>
+  Array.from({ length: 60 }, () => ({ score: Math.floor(rng.float() * 8), member: rng.float() < 0.5 })),
+);
+for (const st of [
+  strategies[0],
+  strategies[1],
+  { kind: 'multisplit', fraction: 0.5, seed: 0, samples: 11 },
+] as ThresholdStrategy[]) {
+  const shares = [clopperPearsonEpsilon, oneRunBound, fdpOneRunBound].map(
+    (bound) => nulls.filter((p) => (bound(p, 1e-5, 0.8, st)?.epsilon ?? 0) > 0).length / trials,
+  );
+  console.log(st.kind, ...shares.map((x) => x.toFixed(3)));
 }
