@@ -1,5 +1,10 @@
 import { Rng } from '../random.js';
-import type { ScoredCanary } from './privacy.js';
+
+/** A canary as the strategies see it (privacy.ts's `ScoredCanary`; that file imports this one). */
+interface Scored {
+  score: number;
+  member: boolean;
+}
 
 /**
  * How an ε lower bound picks the threshold (or guess count) it reports, after google-deepmind/
@@ -55,19 +60,15 @@ export function checkStrategy(s: ThresholdStrategy, bound: string): void {
  * `_random_partition`, members first). Each group is sorted by score before the shuffle, so the
  * split depends on the seed and the score multiset, not on the input order.
  */
-export function splitPool(
-  canaries: readonly ScoredCanary[],
-  fraction: number,
-  rng: Rng,
-): [ScoredCanary[], ScoredCanary[]] {
-  const a: ScoredCanary[] = [];
-  const b: ScoredCanary[] = [];
+export function splitPool<C extends Scored>(canaries: readonly C[], fraction: number, rng: Rng): [C[], C[]] {
+  const a: C[] = [];
+  const b: C[] = [];
   for (const member of [true, false]) {
     const group = canaries.filter((c) => c.member === member).sort((x, y) => x.score - y.score);
     rng.shuffle(group);
     const cut = Math.floor(group.length * fraction);
     // A loop, not push(...slice): spreading a large pool overflows the call stack.
-    for (let i = 0; i < group.length; i += 1) (i < cut ? a : b).push(group[i] as ScoredCanary);
+    for (let i = 0; i < group.length; i += 1) (i < cut ? a : b).push(group[i] as C);
   }
   return [a, b];
 }
@@ -83,18 +84,18 @@ export function median(values: readonly number[]): number {
  * One split audit: `choose` picks on the first part at `significance` (null: nothing can be chosen
  * there), `audit` tests the choice on the second part at `significance`.
  */
-export type SplitAudit<R> = (choose: ScoredCanary[], audit: ScoredCanary[], significance: number) => R | null;
+export type SplitAudit<C, R> = (choose: C[], audit: C[], significance: number) => R | null;
 
 /**
  * The split and multisplit bounds of a pool: `split` runs one split audit at α; `multisplit` the
  * median ε of `samples` split audits at α/2 (a split that cannot be audited counts 0), all drawing
  * their partitions from one stream seeded by `strategy.seed`.
  */
-export function splitStrategy<R extends { epsilon: number }>(
-  canaries: readonly ScoredCanary[],
+export function splitStrategy<C extends Scored, R extends { epsilon: number }>(
+  canaries: readonly C[],
   significance: number,
   strategy: Exclude<ThresholdStrategy, { kind: 'bonferroni' }>,
-  single: SplitAudit<R>,
+  single: SplitAudit<C, R>,
 ): { kind: 'split'; result: R | null } | { kind: 'multisplit'; epsilon: number } {
   const rng = Rng.fromSeed(strategy.seed);
   if (strategy.kind === 'split') {
