@@ -6,11 +6,13 @@ import {
   formatPath,
   loadGrid,
   parseGrid,
+  type AxisValue,
   type Cell,
+  type DesignValue,
   type LoadedGrid,
   type ModelValue,
 } from '../grid/index.js';
-import { codesIn } from '../codes/index.js';
+import { codesIn, spaceSize } from '../codes/index.js';
 import {
   createTask,
   taskDataRequest,
@@ -25,6 +27,7 @@ import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 import { DesignPools, designModelProblem } from './designs.js';
+import { designShare, togetherSpace } from './designs-together.js';
 import { type BpeTokenizer, RareTokenPoolError } from './hf-rare-tokens.js';
 
 /**
@@ -97,7 +100,8 @@ async function designTokenizers(
   const tried = new Set<string>();
   for (const cell of grid.expansion.cells) {
     const model = cell.values.model;
-    if (cell.values.design.value.kind !== 'rare-tokens' || model.value.backend !== 'hf' || tried.has(model.key))
+    const rare = (cell.designs ?? [cell.values.design]).some((d) => d.value.kind === 'rare-tokens');
+    if (!rare || model.value.backend !== 'hf' || tried.has(model.key))
       continue;
     tried.add(model.key);
     try {
@@ -290,7 +294,11 @@ function planFromGrid(
   for (const cell of grid.expansion.cells) {
     try {
       const task = planTask({ tasks }, cell.values.task);
-      const design = designOf(grid, cell, designs, task, tokenizers);
+      if (cell.designs) {
+        runs.push(togetherLayout(grid, cell, cell.designs, pool, designs, task, tokenizers));
+        continue;
+      }
+      const design = designOf(grid, cell, cell.values.design, designs, task, tokenizers);
       const layout = layoutRun(grid, design?.pool ?? pool, cell, task);
       runs.push(design ? { ...layout, secrets: design.secrets } : layout);
     } catch (error) {
@@ -314,15 +322,62 @@ function planFromGrid(
   };
 }
 
-/** A cell's non-codes canary design (pool and secrets), or null; a design its model or cue cannot take fails here. */
+/**
+ * One run holding several designs' canaries (`canaries.designs: together`): each canary takes its
+ * secret from its design's pool (src/manifest/designs-together.ts), the placement is the one run's.
+ */
+function togetherLayout(
+  grid: LoadedGrid,
+  cell: Cell,
+  list: readonly AxisValue<DesignValue>[],
+  pool: CanaryPool,
+  designs: DesignPools,
+  task: Task,
+  tokenizers: ReadonlyMap<string, BpeTokenizer>,
+): RunLayout {
+  const { doc } = grid;
+  const codes = codeSpaceOf(doc);
+  const parts = list.map((design) => {
+    const made = designOf(grid, cell, design, designs, task, tokenizers);
+    if (made) return { label: design.label, pool: made.pool, secrets: made.secrets, space: made.secrets.space, size: 1 + made.secrets.decoys };
+    const size = doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys as number) : spaceSize(codes);
+    return { label: design.label, pool, secrets: null, space: codes, size };
+  });
+  const joined = togetherSpace(parts);
+  if ('problem' in joined) {
+    const path = ['canaries', 'designs'];
+    throw new CellPlanError(cell.id, joined.problem, {
+      location: grid.source.locate(path),
+      field: formatPath(path),
+      code: 'E_DESIGN',
+    });
+  }
+  const shares = new Map(pool.all().map((c) => [c.id, designShare(c.id, doc.canaries.focal, parts.length)]));
+  const mixed = pool.together(
+    parts.map((p) => p.pool),
+    (id) => shares.get(id) ?? 0,
+  );
+  const layout = layoutRun(grid, mixed, cell, task);
+  return {
+    ...layout,
+    together: {
+      designs: parts.map(({ label, space, secrets }) => ({ label, space, secrets })),
+      size: joined.size,
+      space: joined.space,
+      shares,
+    },
+  };
+}
+
+/** A non-codes canary design's pool and secrets for a cell, or null; a design its model or cue cannot take fails here. */
 function designOf(
   grid: LoadedGrid,
   cell: Cell,
+  design: AxisValue<DesignValue>,
   designs: DesignPools,
   task: Task,
   tokenizers: ReadonlyMap<string, BpeTokenizer>,
 ) {
-  const design = cell.values.design;
   if (design.value.kind === 'codes') return null;
   const at = { location: grid.source.locate(design.path), field: formatPath(design.path), code: 'E_DESIGN' };
   const model = cell.values.model;
