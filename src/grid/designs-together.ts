@@ -18,7 +18,9 @@ export function designsTogether(cells: readonly Cell[]): Cell[] {
   }
   return [...groups.values()].map((group) => {
     const first = group[0] as Cell;
-    const designs = group.map((c) => c.values.design).filter((d, i, all) => all.findIndex((x) => x.key === d.key) === i);
+    const designs = group
+      .map((c) => c.values.design)
+      .filter((d, i, all) => all.findIndex((x) => x.key === d.key) === i);
     if (designs.length < 2) return first;
     return {
       id: withoutDesignPart(first.id, first.labels.design),

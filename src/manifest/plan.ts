@@ -101,8 +101,7 @@ async function designTokenizers(
   for (const cell of grid.expansion.cells) {
     const model = cell.values.model;
     const rare = (cell.designs ?? [cell.values.design]).some((d) => d.value.kind === 'rare-tokens');
-    if (!rare || model.value.backend !== 'hf' || tried.has(model.key))
-      continue;
+    if (!rare || model.value.backend !== 'hf' || tried.has(model.key)) continue;
     tried.add(model.key);
     try {
       out.set(model.key, await load(model.value));
@@ -339,7 +338,14 @@ function togetherLayout(
   const codes = codeSpaceOf(doc);
   const parts = list.map((design) => {
     const made = designOf(grid, cell, design, designs, task, tokenizers);
-    if (made) return { label: design.label, pool: made.pool, secrets: made.secrets, space: made.secrets.space, size: 1 + made.secrets.decoys };
+    if (made)
+      return {
+        label: design.label,
+        pool: made.pool,
+        secrets: made.secrets,
+        space: made.secrets.space,
+        size: 1 + made.secrets.decoys,
+      };
     const size = doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys as number) : spaceSize(codes);
     return { label: design.label, pool, secrets: null, space: codes, size };
   });

@@ -207,7 +207,15 @@ export function pairedDesignDifference(
   row: Pick<DesignRow, 'run_medians'>,
   base: Pick<DesignRow, 'run_medians'>,
   confidence: number,
-): { estimate: number; lo: number; hi: number; se: number; df: number; n_runs: number; components: VarianceComponents[] } | null {
+): {
+  estimate: number;
+  lo: number;
+  hi: number;
+  se: number;
+  df: number;
+  n_runs: number;
+  components: VarianceComponents[];
+} | null {
   const baseBy = new Map(base.run_medians.map((r) => [r.run_id, r]));
   const pairs = row.run_medians.flatMap((r) => {
     const b = baseBy.get(r.run_id);
