@@ -12,7 +12,7 @@ import {
   type LoadedGrid,
   type ModelValue,
 } from '../grid/index.js';
-import { codesIn, spaceSize } from '../codes/index.js';
+import { codesIn } from '../codes/index.js';
 import {
   createTask,
   taskDataRequest,
@@ -27,7 +27,7 @@ import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 import { DesignPools, designModelProblem } from './designs.js';
-import { designShare, togetherSpace } from './designs-together.js';
+import { togetherLayout } from './together-layout.js';
 import { type BpeTokenizer, RareTokenPoolError } from './hf-rare-tokens.js';
 
 /**
@@ -294,7 +294,8 @@ function planFromGrid(
     try {
       const task = planTask({ tasks }, cell.values.task);
       if (cell.designs) {
-        runs.push(togetherLayout(grid, cell, cell.designs, pool, designs, task, tokenizers));
+        const made = (d: AxisValue<DesignValue>) => designOf(grid, cell, d, designs, task, tokenizers);
+        runs.push(togetherLayout(grid, cell, cell.designs, pool, made, task));
         continue;
       }
       const design = designOf(grid, cell, cell.values.design, designs, task, tokenizers);
@@ -318,60 +319,6 @@ function planFromGrid(
     tasks,
     runs,
     startStamp,
-  };
-}
-
-/**
- * One run holding several designs' canaries (`canaries.designs: together`): each canary takes its
- * secret from its design's pool (src/manifest/designs-together.ts), the placement is the one run's.
- */
-function togetherLayout(
-  grid: LoadedGrid,
-  cell: Cell,
-  list: readonly AxisValue<DesignValue>[],
-  pool: CanaryPool,
-  designs: DesignPools,
-  task: Task,
-  tokenizers: ReadonlyMap<string, BpeTokenizer>,
-): RunLayout {
-  const { doc } = grid;
-  const codes = codeSpaceOf(doc);
-  const parts = list.map((design) => {
-    const made = designOf(grid, cell, design, designs, task, tokenizers);
-    if (made)
-      return {
-        label: design.label,
-        pool: made.pool,
-        secrets: made.secrets,
-        space: made.secrets.space,
-        size: 1 + made.secrets.decoys,
-      };
-    const size = doc.candidates.kind === 'sampled' ? 1 + (doc.candidates.decoys as number) : spaceSize(codes);
-    return { label: design.label, pool, secrets: null, space: codes, size };
-  });
-  const joined = togetherSpace(parts);
-  if ('problem' in joined) {
-    const path = ['canaries', 'designs'];
-    throw new CellPlanError(cell.id, joined.problem, {
-      location: grid.source.locate(path),
-      field: formatPath(path),
-      code: 'E_DESIGN',
-    });
-  }
-  const shares = new Map(pool.all().map((c) => [c.id, designShare(c.id, doc.canaries.focal, parts.length)]));
-  const mixed = pool.together(
-    parts.map((p) => p.pool),
-    (id) => shares.get(id) ?? 0,
-  );
-  const layout = layoutRun(grid, mixed, cell, task);
-  return {
-    ...layout,
-    together: {
-      designs: parts.map(({ label, space, secrets }) => ({ label, space, secrets })),
-      size: joined.size,
-      space: joined.space,
-      shares,
-    },
   };
 }
 
