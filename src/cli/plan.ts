@@ -203,6 +203,17 @@ export function planJson(plan: AuditPlan, written?: WrittenAudit, models?: Model
   };
 }
 
+/** `canaries.designs: together`: which designs share each run and how many canaries each takes. */
+function togetherLines(plan: AuditPlan, n: (x: number) => string): string[] {
+  const run = plan.runs.find((r) => r.together);
+  if (!run?.together) return [];
+  const t = run.together;
+  const share = plan.pool.all().filter((c) => c.id.startsWith('f') || c.id.startsWith('h')).length / t.designs.length;
+  return [
+    `designs together: ${t.designs.map((d) => d.label).join(' + ')} in each run, ${share} canaries each (split by draw order); every canary ranked among ${n(t.size)} candidates of its own design`,
+  ];
+}
+
 export function planText(plan: AuditPlan, written?: WrittenAudit, models?: ModelRevisions): string {
   const { doc } = plan.grid;
   const n = (x: number): string => x.toLocaleString('en-US');
@@ -210,6 +221,7 @@ export function planText(plan: AuditPlan, written?: WrittenAudit, models?: Model
   const lines = [
     `${plan.auditId}  ${plan.name}: ${plan.runs.length} run(s), ${n(plan.grid.rows)} rows each (${n(plan.grid.updates)} updates x batch ${doc.training.batch_size})`,
     `held-out canaries: ${doc.canaries.held_out} per run; probes: ${doc.probes.kinds.join(', ')} (decode ${doc.probes.decode.join(', ')}); candidates: ${doc.candidates.kind} ${n(size)}`,
+    ...togetherLines(plan, n),
     ...baseModelLines(plan),
     designLine(
       plan.grid.design,

@@ -215,6 +215,8 @@ export interface InsertedCanary {
   /** Row indices in rows.jsonl, ascending; length === dose. */
   positions: number[];
   candidates?: string[];
+  /** Designs together in one run: the label of the design this canary's secret comes from. */
+  design?: string;
 }
 
 export interface HeldOutCanary {
@@ -222,6 +224,8 @@ export interface HeldOutCanary {
   identity: string;
   code: string;
   candidates?: string[];
+  /** Designs together in one run: the label of the design this canary's secret comes from. */
+  design?: string;
 }
 
 export type ProbeKind = 'hidden' | 'supplied' | 'substituted';

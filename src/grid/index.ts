@@ -1,5 +1,6 @@
 export { loadGrid, parseGrid, MAX_EXHAUSTIVE, type LoadedGrid } from './load.js';
 export { expandGrid, type Expansion } from './expand.js';
+export { designsTogether, togetherProblem } from './designs-together.js';
 export { PLACEMENT_PRESETS, AXIS_DEFAULTS } from './axes.js';
 export { BUILTIN_MODELS } from './models.js';
 export { PRETRAIN_DEFAULTS, describePretrain, pretrainRows } from './pretrain.js';

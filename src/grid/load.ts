@@ -13,6 +13,7 @@ import { expandGrid, type Expansion } from './expand.js';
 import { hfModelProblem, modelFromObject, modelProblem } from './models.js';
 import { pretrainProblem } from './pretrain.js';
 import { cellsUnderDesign, designProblems, replicationDesign, type ReplicationDesign } from './design.js';
+import { designsTogether, togetherProblem } from './designs-together.js';
 import { explainGridErrors } from './schema-errors.js';
 import { formatPath, GridSource, type GridPath } from './source.js';
 import type { GridDocument, ModelValue, VisibilityValue } from './types.js';
@@ -217,7 +218,11 @@ export function parseGrid(file: string, text: string): LoadedGrid {
   }
   if (errors.length > 0) throw new UserInputErrors(errors);
   const ctx: AxisContext = { source, models };
-  const expanded = expandGrid(doc, ctx);
+  const product = expandGrid(doc, ctx);
+  const expanded =
+    doc.canaries.designs === 'together' ? { ...product, cells: designsTogether(product.cells) } : product;
+  const together = togetherProblem(doc, expanded.cells);
+  if (together) fail(together.path, together.message);
   const design = replicationDesign(doc, expanded.cells);
   for (const problem of designProblems(doc, expanded.cells)) fail(problem.path, problem.message);
   if (errors.length > 0) throw new UserInputErrors(errors);

@@ -55,6 +55,8 @@ export interface GridDocument {
     focal: number;
     held_out: number;
     inclusion?: 'fixed' | 'randomized';
+    /** With a design axis: `together` puts every design's canaries in one run per cell and seed (absent: separate). */
+    designs?: 'separate' | 'together';
     code: { alphabet: string; length: number };
   };
   candidates: { kind: 'exhaustive' | 'sampled'; decoys?: number };
@@ -209,6 +211,11 @@ export interface Cell {
   /** Stable readable id, e.g. visibility=redacted,dose=8,seed=0. */
   id: string;
   values: CellValues;
+  /**
+   * `canaries.designs: together`: the designs whose canaries share this cell's run, in the grid's
+   * order (values.design is the first); absent: the cell's one design.
+   */
+  designs?: AxisValue<DesignValue>[];
   /** Axis labels for manifests and reports (dose and seed as numbers, null where not applicable). */
   labels: Record<AxisName, string | number | null>;
 }

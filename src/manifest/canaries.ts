@@ -125,6 +125,32 @@ export class CanaryPool {
     return copy;
   }
 
+  /**
+   * Several designs' canaries in one run (`canaries.designs: together`): every canary keeps its
+   * id, identity, message and role, and takes its secret, substitute and candidates from the pool
+   * of the design `share` names (pools made by `withSecrets` of this pool, or this pool itself).
+   */
+  together(pools: readonly CanaryPool[], share: (id: string) => number): CanaryPool {
+    const pick = (list: (p: CanaryPool) => PoolCanary[]) =>
+      list(this).map((c, j) => {
+        const from = pools[share(c.id)];
+        const mine = from ? list(from)[j] : undefined;
+        if (mine?.id !== c.id) throw new RangeError(`canary ${c.id} is not in the pool of its design`);
+        return mine;
+      });
+    const copy = Object.create(CanaryPool.prototype) as CanaryPool;
+    Object.assign(copy, {
+      seed: this.seed,
+      identities: this.identities,
+      messages: this.messages,
+      specJson: this.specJson,
+      focal: pick((p) => p.focal),
+      heldOut: pick((p) => p.heldOut),
+      aux: this.aux.map((_, k) => pick((p) => p.aux[k] ?? [])),
+    });
+    return copy;
+  }
+
   all(): PoolCanary[] {
     return [...this.focal, ...this.heldOut, ...this.aux.flat()];
   }

@@ -14,6 +14,7 @@ import type { CanaryPool, PoolCanary } from './canaries.js';
 import { cueEncoding, type CueEncoding } from '../codes/index.js';
 import { GRID_FILE } from '../layout.js';
 import type { RunLayout } from './plan-run.js';
+import { togetherCandidates } from './designs-together.js';
 import { canaryProbes } from './probes.js';
 import type { Task, TaskSpec } from './tasks/index.js';
 
@@ -50,7 +51,7 @@ export function runRenderer(grid: LoadedGrid, layout: RunLayout): RunRenderer {
     rowSpec: rowSpecOf(taskSpec),
     cue: cueEncoding(
       layout.cell.values.visibility.value as VisibilityValue,
-      layout.secrets?.space ?? codeSpaceOf(grid.doc),
+      layout.together?.space ?? layout.secrets?.space ?? codeSpaceOf(grid.doc),
     ),
   };
 }
@@ -73,10 +74,20 @@ export function buildManifestCore(
   const { doc } = grid;
   const { cell } = layout;
   const { task, rowSpec, cue } = runRenderer(grid, layout);
-  const secrets = layout.secrets;
-  const space = secrets?.space ?? codeSpaceOf(doc);
-  const sampled = secrets !== undefined || doc.candidates.kind === 'sampled';
-  const decoys = secrets?.decoys ?? (doc.candidates.decoys as number);
+  const { secrets, together } = layout;
+  const space = together?.space ?? secrets?.space ?? codeSpaceOf(doc);
+  const sampled = together !== undefined || secrets !== undefined || doc.candidates.kind === 'sampled';
+  const decoys = together ? together.size - 1 : (secrets?.decoys ?? (doc.candidates.decoys as number));
+  // Designs together: each canary's candidates and design come from its own design's space.
+  const candidatesOf = (c: PoolCanary): string[] => {
+    if (!together) return c.candidates as string[];
+    const design = together.designs[together.shares.get(c.id) ?? 0];
+    return togetherCandidates(c, design?.space ?? space);
+  };
+  const designTag = (c: PoolCanary): { design?: string } => {
+    const design = together?.designs[together.shares.get(c.id) ?? 0];
+    return design ? { design: design.label } : {};
+  };
   const probeOptions = { kinds: doc.probes.kinds, decode: doc.probes.decode };
 
   const canaries: InsertedCanary[] = layout.canaries.map((c) => ({
@@ -92,13 +103,15 @@ export function buildManifestCore(
     dose: c.dose,
     window: [c.window[0], c.window[1]],
     positions: c.positions,
-    ...(sampled ? { candidates: c.canary.candidates as string[] } : {}),
+    ...(sampled ? { candidates: candidatesOf(c.canary) } : {}),
+    ...designTag(c.canary),
   }));
   const heldOut: HeldOutCanary[] = layout.heldOut.map((c) => ({
     id: c.id,
     identity: pool.identity(task, c.id).text,
     code: c.code,
-    ...(sampled ? { candidates: c.candidates as string[] } : {}),
+    ...(sampled ? { candidates: candidatesOf(c) } : {}),
+    ...designTag(c),
   }));
 
   const probed: PoolCanary[] = [

@@ -13,6 +13,7 @@ import { resolvePopulation, type ResolvedCohort, type ResolvedPopulation } from 
 import { Rng } from '../random.js';
 import type { Task } from './tasks/index.js';
 import type { DesignSecrets } from './designs.js';
+import type { TogetherRun } from './designs-together.js';
 
 /** One inserted canary of a run, with its exact rows. */
 export interface PlacedCanary {
@@ -48,6 +49,8 @@ export interface RunLayout {
   stats: RunStats;
   /** A non-codes canary design (the `design` axis): its secret space and decoys; absent: the grid's codes. */
   secrets?: DesignSecrets;
+  /** Several designs' canaries in this run (`canaries.designs: together`); absent: one design. */
+  together?: TogetherRun;
 }
 
 export function resolveCellPopulation(grid: LoadedGrid, cell: Cell): ResolvedPopulation {

@@ -6,7 +6,9 @@ import {
   formatPath,
   loadGrid,
   parseGrid,
+  type AxisValue,
   type Cell,
+  type DesignValue,
   type LoadedGrid,
   type ModelValue,
 } from '../grid/index.js';
@@ -25,6 +27,7 @@ import { CanaryPool, randomizedInclusion } from './canaries.js';
 import { checkTinyLengths } from './length-check.js';
 import { CellPlanError, layoutRun, resolveCellPopulation, type RunLayout } from './plan-run.js';
 import { DesignPools, designModelProblem } from './designs.js';
+import { togetherLayout } from './together-layout.js';
 import { type BpeTokenizer, RareTokenPoolError } from './hf-rare-tokens.js';
 
 /**
@@ -97,8 +100,8 @@ async function designTokenizers(
   const tried = new Set<string>();
   for (const cell of grid.expansion.cells) {
     const model = cell.values.model;
-    if (cell.values.design.value.kind !== 'rare-tokens' || model.value.backend !== 'hf' || tried.has(model.key))
-      continue;
+    const rare = (cell.designs ?? [cell.values.design]).some((d) => d.value.kind === 'rare-tokens');
+    if (!rare || model.value.backend !== 'hf' || tried.has(model.key)) continue;
     tried.add(model.key);
     try {
       out.set(model.key, await load(model.value));
@@ -290,7 +293,12 @@ function planFromGrid(
   for (const cell of grid.expansion.cells) {
     try {
       const task = planTask({ tasks }, cell.values.task);
-      const design = designOf(grid, cell, designs, task, tokenizers);
+      if (cell.designs) {
+        const made = (d: AxisValue<DesignValue>) => designOf(grid, cell, d, designs, task, tokenizers);
+        runs.push(togetherLayout(grid, cell, cell.designs, pool, made, task));
+        continue;
+      }
+      const design = designOf(grid, cell, cell.values.design, designs, task, tokenizers);
       const layout = layoutRun(grid, design?.pool ?? pool, cell, task);
       runs.push(design ? { ...layout, secrets: design.secrets } : layout);
     } catch (error) {
@@ -314,15 +322,15 @@ function planFromGrid(
   };
 }
 
-/** A cell's non-codes canary design (pool and secrets), or null; a design its model or cue cannot take fails here. */
+/** A non-codes canary design's pool and secrets for a cell, or null; a design its model or cue cannot take fails here. */
 function designOf(
   grid: LoadedGrid,
   cell: Cell,
+  design: AxisValue<DesignValue>,
   designs: DesignPools,
   task: Task,
   tokenizers: ReadonlyMap<string, BpeTokenizer>,
 ) {
-  const design = cell.values.design;
   if (design.value.kind === 'codes') return null;
   const at = { location: grid.source.locate(design.path), field: formatPath(design.path), code: 'E_DESIGN' };
   const model = cell.values.model;

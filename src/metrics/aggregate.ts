@@ -2,7 +2,7 @@ import { canonicalJson } from '../hash.js';
 import { exposuresByRun, summarizeArm, type ArmSummary, type StatOptions } from './arm.js';
 import { bootstrapMedianDifference, type DifferenceInterval } from './bootstrap.js';
 import { cellLabel, compareCells, groupCell, valueKey, type Axis, type AxisRoles, type Cell } from './cells.js';
-import { canaryKey, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
+import { canaryKey, designCell, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
 import { commonSpace, type RunMeta, type SpaceSummary } from './space-check.js';
 import type { ProbeKind } from '../contracts/manifest.js';
 
@@ -113,13 +113,13 @@ export function aggregateGroups(
     const run = runById.get(o.run_id);
     if (!run) continue;
     if (o.role === 'held_out') {
-      push(heldOut, `${o.run_id}|${o.probe_kind}|${o.phase}`, o);
+      push(heldOut, `${o.run_id}|${o.probe_kind}|${o.phase}|${o.design ?? ''}`, o);
     } else if (o.role === 'no_canary') {
       push(unseen, `${o.run_id}|${o.probe_kind}|${o.phase}|${canaryKey(o)}`, o);
     } else if (o.phase === 'base') {
       push(base, `${o.run_id}|${o.probe_kind}|${canaryKey(o)}`, o);
     } else {
-      const cell = groupCell(run.cell, options.roles);
+      const cell = groupCell(designCell(run.cell, o), options.roles);
       const key = canonicalJson({
         cell,
         cohort: o.cohort,
@@ -143,7 +143,9 @@ export function aggregateGroups(
     const what = `group "${label}" (${first.cohort}, dose ${first.dose}, ${first.probe_kind}, ${first.phase})`;
     const space = commonSpace(what, obs, runById) as SpaceSummary;
 
-    const heldObs = runIds.flatMap((r) => heldOut.get(`${r}|${first.probe_kind}|${first.phase}`) ?? []);
+    const heldObs = runIds.flatMap(
+      (r) => heldOut.get(`${r}|${first.probe_kind}|${first.phase}|${first.design ?? ''}`) ?? [],
+    );
     const baseObs = obs.flatMap((o) => base.get(`${o.run_id}|${o.probe_kind}|${canaryKey(o)}`) ?? []);
     const unseenSet = new Set<Observation>();
     for (const o of obs) {

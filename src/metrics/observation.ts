@@ -56,6 +56,16 @@ export interface Observation {
   greedy_free: GreedyObservation | null;
   /** Extrapolated exposure (sampled spaces, when the report asks for it; `src/metrics/exposure-extrapolation.ts`). */
   extrapolated?: ExtrapolatedReading;
+  /**
+   * Designs together in one run: the canary's design. The report groups such a run's canaries by
+   * it, as if the design were the run's cell value (`designCell`).
+   */
+  design?: string;
+}
+
+/** The cell an observation counts in: its run's, with the canary's own design where the run holds several. */
+export function designCell<C extends Record<string, unknown>>(cell: C, o: Pick<Observation, 'design'>): C {
+  return o.design === undefined ? cell : { ...cell, design: o.design };
 }
 
 /** What an observation keeps of `extrapolatedExposure`. */

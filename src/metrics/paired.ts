@@ -12,7 +12,7 @@ import {
   type Cell,
 } from './cells.js';
 import { median } from './statistics.js';
-import { canaryKey, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
+import { canaryKey, designCell, phaseOrder, PROBE_KIND_ORDER, type Observation } from './observation.js';
 import { commonSpace, type RunMeta, type SpaceSummary } from './space-check.js';
 import type { StatOptions } from './arm.js';
 import type { ProbeKind } from '../contracts/manifest.js';
@@ -188,12 +188,14 @@ function pairObservations(
     const cohort = fc === tc ? fc : `${fc}→${tc}`;
     const doses = [f.dose, t.dose].filter((d): d is number => d !== null);
     const dose = doses.length > 0 && doses.every((d) => d === doses[0]) ? (doses[0] as number) : null;
+    // Designs together: a canary pairs with itself (same id and code, so the same design), per design.
+    const here = designCell(context, f);
     const meta: PairMeta = {
       axis,
       from: from.cell[axis],
       to: to.cell[axis],
-      context,
-      label: cellLabel(context, options.labelAxes),
+      context: here,
+      label: cellLabel(here, options.labelAxes),
       cohort,
       dose,
       probe_kind: f.probe_kind,

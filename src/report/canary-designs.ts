@@ -1,5 +1,8 @@
 import type { GroupSummary } from '../metrics/aggregate.js';
+import type { RunMedian } from '../metrics/arm.js';
 import type { MedianInterval } from '../metrics/bootstrap.js';
+import type { VarianceComponents } from '../metrics/clustered-sample.js';
+import { studentTQuantile } from '../metrics/distributions.js';
 import { crossedAuc, MEMBERSHIP_SCORES, membershipScore, type MembershipScore } from '../metrics/membership-score.js';
 import type { Observation } from '../metrics/observation.js';
 import { tprAtFpr, type Interval, type TprAtFpr } from '../metrics/privacy.js';
@@ -44,10 +47,14 @@ export interface DesignRow {
   exposure: MedianInterval | null;
   held_out: MedianInterval | null;
   membership: DesignMembership[];
+  /** Per run, the median exposure of this design's inserted canaries in it (runs shared by every design when together). */
+  run_medians: RunMedian[];
 }
 
 export interface CanaryDesigns {
   probe_kind: string;
+  /** true: the designs' canaries shared each run (`canaries.designs: together`); false: one run per design. */
+  together: boolean;
   /** Design labels in the order the rows first show them. */
   designs: string[];
   rows: DesignRow[];
@@ -97,16 +104,19 @@ export function canaryDesigns(input: CanaryDesignsInput): CanaryDesigns | null {
     else byRun.set(o.run_id, [o]);
   }
   const rows = groups.map((g) => designRow(g, byRun, input));
-  return { probe_kind: kind, designs: [...new Set(rows.map((r) => r.design))], rows };
+  const together = input.observations.some((o) => o.design !== undefined);
+  return { probe_kind: kind, together, designs: [...new Set(rows.map((r) => r.design))], rows };
 }
 
 function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, input: CanaryDesignsInput): DesignRow {
   const runIds = g.inserted.run_medians.map((r) => r.run_id);
   const runs = input.audit.runs.filter((r) => runIds.includes(r.run_id));
+  const design = designOf(g.cell) as string;
   // Canary order: members then non-members as the first run lists them (crossed: the same in every run).
   const roleOf = new Map<string, boolean>();
   const inputs = runs.map((run) => {
-    const obs = byRun.get(run.run_id) ?? [];
+    // Designs together: the run's other designs' canaries are not this row's members or non-members.
+    const obs = (byRun.get(run.run_id) ?? []).filter((o) => o.design === undefined || o.design === design);
     const base = new Map(obs.filter((o) => o.phase === 'base').map((o) => [o.probe_id, o.true_score]));
     const final = obs.filter((o) => o.phase === 'final');
     for (const o of final) if (!roleOf.has(o.canary_id)) roleOf.set(o.canary_id, o.role === 'focal');
@@ -172,7 +182,7 @@ function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, i
     ];
   });
   return {
-    design: designOf(g.cell) as string,
+    design,
     context: withoutDesign(g.label),
     dose: g.dose,
     arm: armKey(g.dose !== null ? { ...g.cell, [input.doseAxis ?? 'dose']: g.dose } : g.cell),
@@ -182,6 +192,50 @@ function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, i
     exposure: g.inserted.exposure,
     held_out: g.controls.held_out?.exposure ?? null,
     membership,
+    run_medians: g.inserted.run_medians,
+  };
+}
+
+/**
+ * Designs together: `row` − `base` paired within each run, the difference of the two designs'
+ * median inserted exposure in the same run, over the runs both hold. The estimate is the mean
+ * of those differences, its interval Student's t over runs (df = runs − 1): the runs are the
+ * units, so what a run shifts for both designs alike cancels. Null under 2 shared runs.
+ * `components` give the power advice in runs (nested: the whole variance is between runs).
+ */
+export function pairedDesignDifference(
+  row: Pick<DesignRow, 'run_medians'>,
+  base: Pick<DesignRow, 'run_medians'>,
+  confidence: number,
+): {
+  estimate: number;
+  lo: number;
+  hi: number;
+  se: number;
+  df: number;
+  n_runs: number;
+  components: VarianceComponents[];
+} | null {
+  const baseBy = new Map(base.run_medians.map((r) => [r.run_id, r]));
+  const pairs = row.run_medians.flatMap((r) => {
+    const b = baseBy.get(r.run_id);
+    return b ? [{ d: r.median - b.median, n: Math.min(r.n, b.n) }] : [];
+  });
+  const k = pairs.length;
+  if (k < 2) return null;
+  const mean = pairs.reduce((s, p) => s + p.d, 0) / k;
+  const variance = pairs.reduce((s, p) => s + (p.d - mean) ** 2, 0) / (k - 1);
+  const se = Math.sqrt(variance / k);
+  const half = studentTQuantile(1 - (1 - confidence) / 2, k - 1) * se;
+  const canaries = pairs.reduce((s, p) => s + p.n, 0) / k;
+  return {
+    estimate: mean,
+    lo: mean - half,
+    hi: mean + half,
+    se,
+    df: k - 1,
+    n_runs: k,
+    components: [{ design: 'nested', run: se * se, canary: 0, residual: 0, runs: k, canaries }],
   };
 }
 
@@ -219,7 +273,11 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Desig
     id: 'canary-designs',
     title: 'Canary designs',
     paragraphs: [
-      `Designs side by side (${d.designs.join(', ')}; ${d.probe_kind} probes, final model, seeds pooled). At one seed the designs' runs train the same background rows with the same canary identities at the same positions: they differ in the secrets only. Exposure: median with the report's crossed interval over canaries and seeds; each design's ceiling is log2|C| of its own candidate space.`,
+      `Designs side by side (${d.designs.join(', ')}; ${d.probe_kind} probes, final model, seeds pooled). ${
+        d.together
+          ? 'The designs were together: each run held every design’s canaries (the canaries split among the designs by draw order, each design its own inserted and held-out ones), so the designs share every run and their comparison is paired within runs.'
+          : 'The designs were in separate runs: at one seed the designs’ runs train the same background rows with the same canary identities at the same positions, and differ in the secrets only.'
+      } Exposure: median with the report's crossed interval over canaries and seeds; each design's ceiling is log2|C| of its own candidate space.`,
       'Membership scores (docs/metrics.md, Canary designs): members are the inserted canaries, non-members the held-out ones. AUC: pooled over the runs, interval from a two-way bootstrap over runs and canaries. TPR at FPR: pooled (run, canary) observations, Clopper–Pearson interval as if independent. ε ≥: the largest of the cell’s per-run bounds at δ = 1e-5, each at 1 − α/k (Bonferroni over the k runs); one-run bounds only where inclusion was randomized.',
     ],
     tables: [

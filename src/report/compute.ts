@@ -141,6 +141,8 @@ export async function computeReport(options: WriteReportOptions): Promise<Comput
   };
   // Labels name the axes that vary over the whole grid (failed and missing runs included).
   const labelAxes = varyingAxes(audit.runs.map((r) => r.cell));
+  // Designs together: a run's canaries are grouped by their design, which then names the groups.
+  if (observations.some((o) => o.design !== undefined)) labelAxes.add('design');
   const groups = aggregateGroups(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   const paired = pairedComparisons(metas, observations, { ...stat, roles, axes: audit.axes, labelAxes });
   // The utility headline only where some run measured task utility beyond loss: loss-only audits

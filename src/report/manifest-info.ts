@@ -20,6 +20,8 @@ export interface CanaryInfo {
   visibility: string | null;
   /** Index of the true code in this canary's candidate order. */
   trueIndex: number;
+  /** Designs together in one run: the design of this canary's secret (manifest `design`). */
+  design?: string;
 }
 
 export interface ProbeInfo {
@@ -78,8 +80,8 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
   const lists = new Map<string, readonly string[] | undefined>();
   const add = (
     where: string,
-    c: { id: string; code: string; candidates?: string[] },
-    info: Omit<CanaryInfo, 'id' | 'code' | 'trueIndex'>,
+    c: { id: string; code: string; candidates?: string[]; design?: string },
+    info: Omit<CanaryInfo, 'id' | 'code' | 'trueIndex' | 'design'>,
   ): void => {
     if (canaries.has(c.id))
       throw artifactError(
@@ -97,7 +99,7 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
     const trueIndex = candidateIndex(space, c.code, c.candidates);
     if (trueIndex < 0)
       throw artifactError(path, `${where}.code`, `true code ${quoteValue(c.code)} is not in the candidate space`);
-    canaries.set(c.id, { id: c.id, code: c.code, trueIndex, ...info });
+    canaries.set(c.id, { id: c.id, code: c.code, trueIndex, ...info, ...(c.design ? { design: c.design } : {}) });
     lists.set(c.id, c.candidates);
   };
   m.canaries.forEach((c, i) =>

@@ -175,6 +175,7 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
         ...(hooks.extrapolate && space.kind === 'sampled'
           ? { extrapolated: extrapolate(scores, canary.trueIndex, summary.trueScore) }
           : {}),
+        ...(canary.design !== undefined ? { design: canary.design } : {}),
       });
     }
   }

@@ -15,7 +15,7 @@ import {
   type VerdictKind,
 } from '../metrics/verdict.js';
 import { num, signed } from './format.js';
-import type { CanaryDesigns } from './canary-designs.js';
+import { pairedDesignDifference, type CanaryDesigns } from './canary-designs.js';
 
 /** What the verdicts read of a report summary (summary.ts's ReportSummary has these fields). */
 export interface VerdictInput {
@@ -305,7 +305,8 @@ function members(s: VerdictInput, alpha: number): Member[] {
           p.axis === doseAxis &&
           p.from === low.dose &&
           p.to === high.dose &&
-          (low.visibility === null || p.context.visibility === low.visibility),
+          (low.visibility === null || p.context.visibility === low.visibility) &&
+          (p.context.design === undefined || p.context.design === low.cell.design),
       );
       const m = doseMember(low, high, match, doseAxis, alpha);
       if (m) {
@@ -329,8 +330,10 @@ function members(s: VerdictInput, alpha: number): Member[] {
  * exposure against the first design's (the grid's first listed, usually codes), as a Welch
  * difference of the two cells' medians with their crossed intervals. The designs' cells share
  * seeds, rows and identities but not secrets, so canaries do not pair and the Welch difference
- * ignores the seed pairing (conservative). Designs whose candidate spaces differ in size are on
- * different exposure scales and are not compared.
+ * ignores the seed pairing (conservative). Designs together in one run (`canaries.designs:
+ * together`) are compared paired within each run instead (`pairedDesignDifference`: the mean of
+ * the per-run differences of medians, Student's t over runs), once two or more runs hold both.
+ * Designs whose candidate spaces differ in size are on different exposure scales and are not compared.
  */
 function designMembers(d: CanaryDesigns | undefined, alpha: number): Member[] {
   if (!d || d.designs.length < 2) return [];
@@ -344,21 +347,29 @@ function designMembers(d: CanaryDesigns | undefined, alpha: number): Member[] {
     if (!base?.exposure) continue;
     for (const r of here) {
       if (r === base || !r.exposure || r.space.size !== base.space.size) continue;
-      const { interval, spread } = welchDifference(r.exposure, base.exposure, alpha);
       const where = [context === 'all runs' ? null : context, top === null ? null : `dose ${top}`]
         .filter((x) => x !== null)
         .join(', ');
+      const paired = d.together ? pairedDesignDifference(r, base, 1 - alpha) : null;
+      if (paired) {
+        out.push({
+          ...designVerbs(d.probe_kind, r.design, base.design, where),
+          comparison: `${where || context}, ${d.probe_kind} probes: design ${r.design} − ${base.design}, paired within runs`,
+          interval: paired,
+          spread: spreadOf(paired, alpha),
+          components: paired.components,
+          arms: [r.arm, base.arm],
+          n_runs: paired.n_runs,
+          n_canaries: Math.min(r.n_canaries, base.n_canaries),
+          nText: `${plural(paired.n_runs, 'run', 'runs')} holding both designs, ${r.n_canaries} + ${plural(base.n_canaries, 'canary', 'canaries')}, paired within runs`,
+          one_run: false,
+        });
+        continue;
+      }
+      const { interval, spread } = welchDifference(r.exposure, base.exposure, alpha);
       out.push({
-        kind: 'design',
+        ...designVerbs(d.probe_kind, r.design, base.design, where),
         comparison: `${where || context}, ${d.probe_kind} probes: design ${r.design} − ${base.design}`,
-        probe_kind: d.probe_kind,
-        subject: `The ${r.design} design${where ? ` (${where})` : ''}`,
-        verbs: {
-          higher: `gave higher exposure than ${base.design}`,
-          lower: `gave lower exposure than ${base.design}`,
-          equivalent: `gave exposure within ±MARGIN of ${base.design}`,
-          undecided: `is not yet told apart from ${base.design}`,
-        },
         interval,
         spread,
         components: [...(r.exposure.components ?? []), ...(base.exposure.components ?? [])],
@@ -371,6 +382,25 @@ function designMembers(d: CanaryDesigns | undefined, alpha: number): Member[] {
     }
   }
   return out;
+}
+
+function designVerbs(
+  probeKind: string,
+  design: string,
+  base: string,
+  where: string,
+): Pick<Member, 'kind' | 'probe_kind' | 'subject' | 'verbs'> {
+  return {
+    kind: 'design',
+    probe_kind: probeKind,
+    subject: `The ${design} design${where ? ` (${where})` : ''}`,
+    verbs: {
+      higher: `gave higher exposure than ${base}`,
+      lower: `gave lower exposure than ${base}`,
+      equivalent: `gave exposure within ±MARGIN of ${base}`,
+      undecided: `is not yet told apart from ${base}`,
+    },
+  };
 }
 
 /** What power planning needs of each declared comparison: its name, observed effect and variance components. */

@@ -179,6 +179,7 @@ class Canary(TypedDict):
     window: NotRequired[list[float]]
     positions: list[int]
     candidates: NotRequired[list[str]]
+    design: NotRequired[str]  # designs together in one run: the design of this canary's secret
 
 
 class HeldOut(TypedDict):
@@ -186,6 +187,7 @@ class HeldOut(TypedDict):
     identity: str
     code: str
     candidates: NotRequired[list[str]]
+    design: NotRequired[str]
 
 
 class Probe(TypedDict):

@@ -77,6 +77,29 @@ def test_sampled_space_needs_candidates_with_the_true_code(tmp_path):
         load_manifest(path)
 
 
+def test_designs_together_each_canary_scored_over_its_own_design_candidates(tmp_path):
+    """canaries.designs: together: one sampled space over the designs' joined alphabet, each
+    canary tagged with its design and listing candidates from its own design's space only."""
+    space = {"kind": "sampled", "alphabet": "!#0123456789", "length": 4, "size": 3, "decoys": 2, "seed": 0}
+    path = make_run(tmp_path, updates=2, batch_size=2, space=space)
+
+    def together(d):
+        f000, f001 = d["canaries"][0], d["canaries"][1]
+        f000.update(design="codes", candidates=[f000["code"], *[c for c in ("0000", "1111", "2222") if c != f000["code"]][:2]])
+        f001.update(design="rare-tokens", code="!#!#", candidates=["!#!#", "####", "!!!!"])
+        h = d["held_out"][0]
+        h.update(design="codes", candidates=[h["code"], *[c for c in ("0000", "1111", "2222") if c != h["code"]][:2]])
+
+    rewrite_manifest(path, together)
+    m = load_manifest(path)
+    assert m.canary("f001")["design"] == "rare-tokens"
+    assert m.candidates("f001") == ["!#!#", "####", "!!!!"]
+    assert all(ch.isdigit() for c in m.candidates("f000") for ch in c)
+    rewrite_manifest(path, lambda d: d["canaries"][1].update(design=""))
+    with pytest.raises(BadManifest, match="design"):
+        load_manifest(path)
+
+
 def test_invalid_json_names_line_and_column(tmp_path):
     path = tmp_path / "manifest.json"
     path.write_text('{\n  "run_id": oops\n}')
