@@ -3,10 +3,11 @@
  * for every probe of every finished run of an audit, it samples `--decoys` decoys from the probe's
  * exhaustive score file (the true code left out), extrapolates the true code's exposure from them,
  * and compares with the exact exposure from its rank among all |C| candidates. Printed: median and
- * IQR of (extrapolated − exact) and of (sampled-rank − exact) by exact-exposure band, and how often
- * the fit was flagged or withheld.
+ * IQR of (extrapolated − exact), with its extremes, and of (sampled-rank − exact) by exact-exposure
+ * band, and how often the fit was flagged or withheld. Tiny and hf audits read the same way.
  *
- *   npx tsx bench/extrapolation.ts artifacts/audits/audit-a35aae3dbbda
+ *   npx tsx bench/extrapolation.ts artifacts/audits/audit-a35aae3dbbda   # configs/quickstart.yaml (tiny)
+ *   npx tsx bench/extrapolation.ts artifacts/audits/audit-3f5288c07081   # configs/extrapolation-hf-cpu.yaml
  *   npx tsx bench/extrapolation.ts <audit-dir> --decoys 1000 --seed 1 --phase final
  */
 import { exposureCeiling } from '../src/metrics/exposure.js';
@@ -105,6 +106,12 @@ function ksPerPoint(scores: ArrayLike<number>, d: SkewNormal): number {
   return worst;
 }
 
+/** The smallest and largest value, e.g. the worst under- and over-estimate. */
+function range(xs: number[]): string {
+  if (xs.length === 0) return '–';
+  return `${Math.min(...xs).toFixed(2)}, ${Math.max(...xs).toFixed(2)}`;
+}
+
 function medIqr(xs: number[]): string {
   if (xs.length === 0) return '–';
   const s = [...xs].sort((a, b) => a - b);
@@ -185,9 +192,9 @@ async function main(): Promise<void> {
     );
   console.log('');
   console.log(
-    '| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |',
+    '| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | all fits: min, max | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   const ceiling = exposureCeiling(space);
   const bands: [string, (x: number) => boolean][] = [
     ['< 4 bits', (x) => x < 4],
@@ -199,12 +206,13 @@ async function main(): Promise<void> {
   ];
   for (const [label, inBand] of bands) {
     const b = rows.filter((r) => inBand(r.exact));
+    const errors = b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact);
     const count = (s: ExtrapolationStatus): string =>
       b.length === 0
         ? '–'
         : `${b.filter((r) => r.status === s).length} (${((100 * b.filter((r) => r.status === s).length) / b.length).toFixed(0)}%)`;
     console.log(
-      `| ${label} | ${b.length} | ${medIqr(b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact))} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${b.filter((r) => r.reported !== null && r.reported > Math.log2(args.decoys + 1)).length} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
+      `| ${label} | ${b.length} | ${medIqr(errors)} | ${range(errors)} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${b.filter((r) => r.reported !== null && r.reported > Math.log2(args.decoys + 1)).length} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
     );
   }
 }
