@@ -3,10 +3,12 @@
  * for every probe of every finished run of an audit, it samples `--decoys` decoys from the probe's
  * exhaustive score file (the true code left out), extrapolates the true code's exposure from them,
  * and compares with the exact exposure from its rank among all |C| candidates. Printed: median and
- * IQR of (extrapolated − exact) and of (sampled-rank − exact) by exact-exposure band, and how often
- * the fit was flagged or withheld.
+ * IQR of (extrapolated − exact), with its extremes, and of (sampled-rank − exact) by exact-exposure
+ * band, and how often the fit was flagged or withheld; with --tail, how far the fitted upper tail
+ * lies from the exhaustive one. Tiny and hf audits read the same way.
  *
- *   npx tsx bench/extrapolation.ts artifacts/audits/audit-a35aae3dbbda
+ *   npx tsx bench/extrapolation.ts artifacts/audits/audit-a35aae3dbbda   # configs/quickstart.yaml (tiny)
+ *   npx tsx bench/extrapolation.ts artifacts/audits/audit-3f5288c07081   # configs/extrapolation-hf-cpu.yaml
  *   npx tsx bench/extrapolation.ts <audit-dir> --decoys 1000 --seed 1 --phase final
  */
 import { exposureCeiling } from '../src/metrics/exposure.js';
@@ -23,7 +25,7 @@ import { loadAudit } from '../src/report/load-audit.js';
 import { observeRun } from '../src/report/observe.js';
 import { readScoreFile } from '../src/report/scores.js';
 
-const HELP = `usage: npx tsx bench/extrapolation.ts <audit-dir> [--decoys N] [--seed S] [--phase NAME] [--runs K] [--timing]
+const HELP = `usage: npx tsx bench/extrapolation.ts <audit-dir> [--decoys N] [--seed S] [--phase NAME] [--runs K] [--timing] [--tail]
 
 Extrapolated exposure from N sampled decoys per probe against the exact exposure of the audit's
 exhaustive candidate space (a 4-digit audit: 10,000 candidates).
@@ -35,7 +37,13 @@ exhaustive candidate space (a 4-digit audit: 10,000 candidates).
   --timing     also time, side by side on every probe, the reference path (exact log Φ in the
                likelihood search, one tail integral per decoy in the KS distance) and print the
                ratio of the two and the largest difference of their extrapolated exposures
+  --tail       also compare the fitted upper tail with the exhaustive one: log2 of the fitted
+               P(decoy ≥ x) over the exhaustive share, at the 100th, 10th and 1st highest of the
+               |C| − 1 other codes, beside the fit's own diagnostic on the sampled decoys
   --help       this text`;
+
+/** Ranks (1 = highest) among the |C| − 1 other codes at which --tail reads the fitted tail. */
+const TAIL_RANKS = [100, 10, 1];
 
 interface Row {
   exact: number;
@@ -43,6 +51,10 @@ interface Row {
   reported: number | null;
   sampledRank: number;
   status: ExtrapolationStatus;
+  /** The fit's diagnostic on the sampled decoys (bits). */
+  tailError: number | null;
+  /** --tail: fitted − exhaustive log2 P(decoy ≥ x) at each of TAIL_RANKS (bits). */
+  spaceTail: number[] | null;
 }
 
 function parseArgs(argv: string[]): {
@@ -52,12 +64,21 @@ function parseArgs(argv: string[]): {
   phase: string | null;
   runs: number;
   timing: boolean;
+  tail: boolean;
 } {
   if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
     console.log(HELP);
     process.exit(argv.length === 0 ? 2 : 0);
   }
-  const out = { audit: '', decoys: 1000, seed: 1, phase: null as string | null, runs: Infinity, timing: false };
+  const out = {
+    audit: '',
+    decoys: 1000,
+    seed: 1,
+    phase: null as string | null,
+    runs: Infinity,
+    timing: false,
+    tail: false,
+  };
   for (let i = 0; i < argv.length; i += 1) {
     const a = argv[i] as string;
     const value = (): string => {
@@ -77,6 +98,7 @@ function parseArgs(argv: string[]): {
     else if (a === '--phase') out.phase = value();
     else if (a === '--runs') out.runs = int(a, value());
     else if (a === '--timing') out.timing = true;
+    else if (a === '--tail') out.tail = true;
     else if (a.startsWith('--')) throw new Error(`unknown option ${a} (see --help)`);
     else out.audit = a;
   }
@@ -103,6 +125,12 @@ function ksPerPoint(scores: ArrayLike<number>, d: SkewNormal): number {
     worst = Math.max(worst, Math.abs(f - i / n), Math.abs((i + 1) / n - f));
   }
   return worst;
+}
+
+/** The smallest and largest value, e.g. the worst under- and over-estimate. */
+function range(xs: number[]): string {
+  if (xs.length === 0) return '–';
+  return `${Math.min(...xs).toFixed(2)}, ${Math.max(...xs).toFixed(2)}`;
 }
 
 function medIqr(xs: number[]): string {
@@ -166,8 +194,18 @@ async function main(): Promise<void> {
           timing.worstDiff = Math.max(timing.worstDiff, Math.abs(r.fitted_exposure - fitted));
         if (r.ks !== null) timing.worstKsDiff = Math.max(timing.worstKsDiff, Math.abs(r.ks - ks));
       }
+      let spaceTail: number[] | null = null;
+      if (args.tail && r.fit !== null) {
+        const all = Float64Array.from(others, (k) => scores[k] as number).sort();
+        const fit = r.fit.distribution;
+        spaceTail = TAIL_RANKS.map(
+          (k) => skewNormalLogSf(all[all.length - k] as number, fit) / Math.LN2 - Math.log2(k / all.length),
+        );
+      }
       rows.push({
         exact: o.exposure,
+        tailError: r.tail_error_bits,
+        spaceTail,
         fitted: r.fitted_exposure,
         reported: r.exposure,
         sampledRank: Math.log2(args.decoys + 1) - Math.log2(1 + atLeast),
@@ -185,9 +223,9 @@ async function main(): Promise<void> {
     );
   console.log('');
   console.log(
-    '| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |',
+    '| exact exposure | probes | extrapolated − exact, all fits: median [IQR] | all fits: min, max | reported only: median [IQR] | sampled rank − exact: median [IQR] | reported above the rank ceiling | flagged | withheld | unfit |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   const ceiling = exposureCeiling(space);
   const bands: [string, (x: number) => boolean][] = [
     ['< 4 bits', (x) => x < 4],
@@ -199,12 +237,27 @@ async function main(): Promise<void> {
   ];
   for (const [label, inBand] of bands) {
     const b = rows.filter((r) => inBand(r.exact));
+    const errors = b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact);
     const count = (s: ExtrapolationStatus): string =>
       b.length === 0
         ? '–'
         : `${b.filter((r) => r.status === s).length} (${((100 * b.filter((r) => r.status === s).length) / b.length).toFixed(0)}%)`;
     console.log(
-      `| ${label} | ${b.length} | ${medIqr(b.filter((r) => r.fitted !== null).map((r) => (r.fitted as number) - r.exact))} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${b.filter((r) => r.reported !== null && r.reported > Math.log2(args.decoys + 1)).length} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
+      `| ${label} | ${b.length} | ${medIqr(errors)} | ${range(errors)} | ${medIqr(b.filter((r) => r.reported !== null).map((r) => (r.reported as number) - r.exact))} | ${medIqr(b.map((r) => r.sampledRank - r.exact))} | ${b.filter((r) => r.reported !== null && r.reported > Math.log2(args.decoys + 1)).length} | ${count('flagged')} | ${count('withheld')} | ${count('unfit')} |`,
+    );
+  }
+  if (!args.tail) return;
+  // Where the fitted tail departs from the real one: the diagnostic sees only the sampled decoys,
+  // the extrapolation reads the tail beyond them.
+  console.log('');
+  console.log(
+    `| exact exposure | probes | diagnostic: fitted − sampled log2 tail at the top max(5, n/100) decoys, median [IQR] | ${TAIL_RANKS.map((k) => `fitted − exhaustive log2 tail at the ${k === 1 ? 'highest' : `${k}th highest`} other code, median [IQR]`).join(' | ')} |`,
+  );
+  console.log(`|---|---|---|${TAIL_RANKS.map(() => '---|').join('')}`);
+  for (const [label, inBand] of bands) {
+    const b = rows.filter((r) => inBand(r.exact) && r.spaceTail !== null);
+    console.log(
+      `| ${label} | ${b.length} | ${medIqr(b.map((r) => r.tailError as number))} | ${TAIL_RANKS.map((_, i) => medIqr(b.map((r) => (r.spaceTail as number[])[i] as number))).join(' | ')} |`,
     );
   }
 }
