@@ -11,8 +11,8 @@ import type { Cell, GridDocument, ModelValue } from './types.js';
  *
  * | `replicates.vary` | a tiny pretrained base | data order and placement | population |
  * |---|---|---|---|
- * | absent, tiny base pretrained, 2+ seeds | one (init 0 or `init_seed`) | per seed (joint) | fine-tuning seeds of one base |
- * | absent otherwise (hf only, from scratch, one seed) | the run's seed (as before) | fixed | as the models say |
+ * | absent, tiny base pretrained or an hf checkpoint, 2+ seeds | one (init 0 or `init_seed`; hf: the checkpoint) | per seed (joint) | fine-tuning seeds of one base |
+ * | absent otherwise (from scratch, hf random init, one seed) | the run's seed (as before) | fixed | as the models say |
  * | `joint` | one (init 0 or `init_seed`) | per seed | fine-tuning seeds of one base |
  * | `base` | the run's seed: one per seed | per seed | bases and seeds |
  * | `training` | the run's seed unless `init_seed` | fixed | bases and seeds, or seeds of one base |
@@ -59,9 +59,13 @@ function baseKind(m: ModelValue, baseInit: number | null): 'one' | 'per-seed' | 
 export function replicationDesign(doc: Pick<GridDocument, 'replicates'>, cells: readonly Cell[]): ReplicationDesign {
   const seeds = [...new Set(cells.map((c) => c.values.seed.value))].sort((a, b) => a - b);
   const models = [...new Set(cells.map((c) => c.values.model.value))];
-  const pretrainsTiny = models.some((m) => m.backend === 'tiny' && m.pretrain);
+  // A base every seed starts from (a tiny pretrained base, an hf checkpoint): with the rows fixed,
+  // seeds of a full fine-tune would be the same run, so by default each seed draws its own rows.
+  const sharedBase = models.some(
+    (m) => (m.backend === 'tiny' && m.pretrain) || (m.backend === 'hf' && !m.hf?.random_init),
+  );
   const writtenVary = doc.replicates?.vary;
-  const vary: SeedVariation = writtenVary ?? (pretrainsTiny && seeds.length > 1 ? 'joint' : 'training');
+  const vary: SeedVariation = writtenVary ?? (sharedBase && seeds.length > 1 ? 'joint' : 'training');
   const baseInit = vary === 'joint' ? ONE_BASE_INIT_SEED : null;
   const kinds = new Set(models.map((m) => baseKind(m, baseInit)));
   const population: DesignPopulation =

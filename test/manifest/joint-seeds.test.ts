@@ -157,6 +157,28 @@ describe('joint seeds (replicates: {vary: joint})', () => {
     expect(one.runs[0]?.cell.values.model.value.pretrain?.init_seed).toBeUndefined();
   });
 
+  it('is the default of an hf checkpoint with 2+ seeds (else its seeds of a full fine-tune are one run); not of a random init', () => {
+    const hf = (extra: string): AuditPlan =>
+      plan(
+        grid('').replace(
+          '  seed: [0, 1, 2]',
+          `  seed: [0, 1, 2]\n  model: [{backend: hf, name: org/base, revision: ${'a'.repeat(40)}${extra}}]`,
+        ),
+      );
+    const checkpoint = hf('');
+    expect(checkpoint.grid.design).toMatchObject({
+      vary: 'joint',
+      written: false,
+      joint: true,
+      population: 'fine-tuning seeds of one base',
+    });
+    const [s0, s1] = [0, 1].map((s) => cellOf(checkpoint, `${cell},seed=${s}`)) as [RunLayout, RunLayout];
+    expect(positions(s0)).not.toBe(positions(s1));
+    expect(rows(checkpoint, s0)).not.toEqual(rows(checkpoint, s1));
+    const scratch = hf(', random_init: true');
+    expect(scratch.grid.design).toMatchObject({ vary: 'training', joint: false });
+  });
+
   it('vary: base gives each seed its own base; refused where there is no base to vary or init_seed fixes one', () => {
     const p = plan(grid('replicates: {vary: base}'));
     expect(p.grid.design).toMatchObject({
