@@ -130,6 +130,7 @@ export function backgroundRows(
 /**
  * Write a run's rows.jsonl from the shared background bytes with its canary rows spliced in: the
  * same bytes as `writeLines(path, trainingRowLines(...))`, without generating the background again.
+ * Not fsynced: the caller makes a whole write's files durable in one pass (`syncPaths`).
  */
 export async function writeTrainingRows(
   path: string,
@@ -178,7 +179,6 @@ export async function writeTrainingRows(
     }
     if (from < grid.rows) await push(background.bytes.subarray(offsets[from] as number, offsets[grid.rows] as number));
     await flush();
-    await handle.sync();
   } finally {
     await handle.close();
   }
