@@ -48,9 +48,13 @@ async function fsyncEach(paths: readonly string[]): Promise<void> {
   let next = 0;
   const lane = async (): Promise<void> => {
     for (let i = next++; i < paths.length; i = next++) {
-      const handle = await open(paths[i] as string, 'r');
+      const path = paths[i] as string;
+      const handle = await open(path, 'r');
       try {
-        await handle.sync();
+        // Node's fsync error names no path: the file's, for the one-line explanation of a write.
+        await handle.sync().catch((error: NodeJS.ErrnoException) => {
+          throw Object.assign(error, { path: error.path ?? path });
+        });
       } finally {
         await handle.close();
       }
