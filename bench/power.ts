@@ -31,24 +31,15 @@ import {
 } from '../src/metrics/verdict.js';
 import { Rng } from '../src/random.js';
 import { syntheticPaired, type SyntheticSpec } from '../test/fixtures/synthetic-audit.js';
+import { syntheticOptions, syntheticSettings } from './synthetic-options.js';
 
 const { values } = parseArgs({
   options: {
-    sims: { type: 'string', default: '1000' },
-    canaries: { type: 'string', default: '16' },
-    resamples: { type: 'string', default: '1000' },
-    seed: { type: 'string', default: '1' },
-    margin: { type: 'string', default: '1' },
-    run: { type: 'string', default: '1.5' },
-    canary: { type: 'string', default: '2' },
-    interaction: { type: 'string', default: '1' },
-    shifts: { type: 'string', default: '0,1,2,3' },
+    ...syntheticOptions({ sims: '1000', resamples: '1000', shifts: '0,1,2,3' }),
     runs: { type: 'string', default: '3,5' },
     'pilot-runs': { type: 'string', default: '3' },
     family: { type: 'string', default: '4' },
     families: { type: 'string' },
-    record: { type: 'string' },
-    help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
@@ -67,14 +58,8 @@ bench/results/<date>-NAME.md.
 }
 if (values.record !== undefined)
   recordStdout(values.record, "verdicts' predicted vs simulated decision rates and error rates (`bench/power.ts`)");
-const sims = Number(values.sims);
-const canaries = Number(values.canaries);
-const resamples = Number(values.resamples);
-const seed = Number(values.seed);
-const margin = Number(values.margin);
+const { sims, canaries, resamples, seed, margin, components, shifts } = syntheticSettings(values);
 const alpha = 0.05;
-const components = { run: Number(values.run), canary: Number(values.canary), interaction: Number(values.interaction) };
-const shifts = values.shifts.split(',').map(Number);
 const targets = values.runs.split(',').map(Number);
 const pilotRuns = Number(values['pilot-runs']);
 const familySize = Number(values.family);

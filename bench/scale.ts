@@ -39,8 +39,8 @@
  * --quick skips the dashboard, the drain and `report` (their rows print '-'). --baseline DIR runs the
  * CLI built in DIR (DIR/dist/cli/main.js, another commit of this project) beside this one: its
  * `submit` of the same grid (its own queue prefix and artifact folder, just before this one's) and its
- * `status AUDIT --json` on this one's audit (alternated with this one's), each a row of its own with
- * the ratio baseline / this one.
+ * `status AUDIT --json` on this one's audit and its `status --help` (each alternated with this one's),
+ * each a row of its own with the ratio baseline / this one.
  * The growth column is each figure over the one at the previous size: linear growth is the size
  * ratio (10), constant is 1. Goals (issue 36): submit of 10,000 runs <= 30 s, Redis <= 2 KB per
  * finished run, status <= 1 s, report <= 60 s.
@@ -218,6 +218,8 @@ interface Point {
   baseSubmitS: number | null;
   baseSubmitCpuS: number | null;
   baseCliJsonMs: number | null;
+  baseCliHelpMs: number | null;
+  baseCliHelpCpuMs: number | null;
   dashboardMs: number | null;
   overheadMs: number | null;
   reportS: number | null;
@@ -266,8 +268,6 @@ async function measure(n: number, root: string): Promise<Point> {
       : null;
     const mem0 = await usedMemory(admin);
     const submitted = await timedSubmit(CLI, gridPath, artifacts, env);
-    const submitS = submitted.wallS;
-    const submitCpuS = submitted.cpuS;
     const auditId = (JSON.parse(submitted.stdout) as { audit_id: string }).audit_id;
     const mem1 = await usedMemory(admin);
     const diskMB = Number(execFileSync('du', ['-sm', artifacts], { encoding: 'utf8' }).split('\t')[0]);
@@ -306,47 +306,46 @@ async function measure(n: number, root: string): Promise<Point> {
       };
     };
     const jsonTimes = await cli([auditId, '--json'], BASE_CLI ?? undefined);
-    const cliJsonMs = jsonTimes.ms;
-    const cliJsonCpuMs = jsonTimes.cpuMs;
     const cliPlainMs = (await cli([auditId])).ms;
     // The floor of any CLI call on this machine: Node's start-up and the command's modules.
-    const helpTimes = await cli(['--help']);
-    const cliHelpMs = helpTimes.ms;
-    const cliHelpCpuMs = helpTimes.cpuMs;
+    const helpTimes = await cli(['--help'], BASE_CLI ?? undefined);
+    // What --quick measures too: submit, Redis per queued run, status.
+    const common = {
+      runs: grid.runs,
+      submitS: submitted.wallS,
+      submitCpuS: submitted.cpuS,
+      queuedBytes: (mem1 - mem0) / grid.runs,
+      statusMs: median(news.map((x) => x.ms)),
+      statusRedisMs: median(news.map((x) => x.redisMs)),
+      statusCalls: median(news.map((x) => x.calls)),
+      oldMs: median(olds.map((x) => x.ms)),
+      oldRedisMs: median(olds.map((x) => x.redisMs)),
+      oldCalls: median(olds.map((x) => x.calls)),
+      cliJsonMs: jsonTimes.ms,
+      cliPlainMs,
+      cliHelpMs: helpTimes.ms,
+      cliJsonCpuMs: jsonTimes.cpuMs,
+      cliHelpCpuMs: helpTimes.cpuMs,
+      baseCliJsonCpuMs: jsonTimes.otherCpuMs,
+      baseSubmitS: baseSubmit?.wallS ?? null,
+      baseSubmitCpuS: baseSubmit?.cpuS ?? null,
+      baseCliJsonMs: jsonTimes.otherMs,
+      baseCliHelpMs: helpTimes.otherMs,
+      baseCliHelpCpuMs: helpTimes.otherCpuMs,
+      diskMB,
+    };
     if (QUICK) {
-      const status = {
-        statusMs: median(news.map((x) => x.ms)),
-        statusRedisMs: median(news.map((x) => x.redisMs)),
-        statusCalls: median(news.map((x) => x.calls)),
-        oldMs: median(olds.map((x) => x.ms)),
-        oldRedisMs: median(olds.map((x) => x.redisMs)),
-        oldCalls: median(olds.map((x) => x.calls)),
-      };
       return {
-        runs: grid.runs,
-        submitS,
-        submitCpuS,
-        queuedBytes: (mem1 - mem0) / grid.runs,
+        ...common,
         finishedBytes: null,
         queuedRunBytes: null,
         finished: 0,
         drainGrowth: 0,
         queuedHash: 0,
         parts: { hash: 0, logs: 0, loss: 0, events: { len: 0, bytes: 0 } },
-        ...status,
-        cliJsonMs,
-        cliPlainMs,
-        cliHelpMs,
-        cliJsonCpuMs,
-        cliHelpCpuMs,
-        baseCliJsonCpuMs: jsonTimes.otherCpuMs,
-        baseSubmitS: baseSubmit?.wallS ?? null,
-        baseSubmitCpuS: baseSubmit?.cpuS ?? null,
-        baseCliJsonMs: jsonTimes.otherMs,
         dashboardMs: null,
         overheadMs: null,
         reportS: null,
-        diskMB,
       };
     }
 
@@ -414,40 +413,17 @@ async function measure(n: number, root: string): Promise<Point> {
     };
     await source.close();
 
-    const reportS = await timeReport(join(dir, 'report'), grid.runs);
-    const status = {
-      statusMs: median(news.map((x) => x.ms)),
-      statusRedisMs: median(news.map((x) => x.redisMs)),
-      statusCalls: median(news.map((x) => x.calls)),
-      oldMs: median(olds.map((x) => x.ms)),
-      oldRedisMs: median(olds.map((x) => x.redisMs)),
-      oldCalls: median(olds.map((x) => x.calls)),
-    };
     return {
-      runs: grid.runs,
-      submitS,
-      submitCpuS,
-      queuedBytes: (mem1 - mem0) / grid.runs,
+      ...common,
       finishedBytes: done.length > 0 ? median(parts.hash) + median(parts.logs) + median(parts.loss) : null,
       queuedRunBytes,
       finished: done.length,
       drainGrowth,
       queuedHash,
       parts: { hash: median(parts.hash), logs: median(parts.logs), loss: median(parts.loss), events },
-      ...status,
-      cliJsonMs,
-      cliPlainMs,
-      cliHelpMs,
-      cliJsonCpuMs,
-      cliHelpCpuMs,
-      baseCliJsonCpuMs: jsonTimes.otherCpuMs,
-      baseSubmitS: baseSubmit?.wallS ?? null,
-      baseSubmitCpuS: baseSubmit?.cpuS ?? null,
-      baseCliJsonMs: jsonTimes.otherMs,
       dashboardMs: median(dash),
       overheadMs: overhead.length ? median(overhead) : null,
-      reportS,
-      diskMB,
+      reportS: await timeReport(join(dir, 'report'), grid.runs),
     };
   } finally {
     client.disconnect();
@@ -548,6 +524,12 @@ const rows: [string, (p: Point) => number | null, number, string][] = [
   ['status AUDIT (CLI, plain)', (p) => p.cliPlainMs, 0, 'ms'],
   ['  CLI start-up (status --help)', (p) => p.cliHelpMs, 0, 'ms'],
   ['  its CPU (user + system)', (p) => p.cliHelpCpuMs, 0, 'ms'],
+  ...(BASE_CLI
+    ? ([
+        ['baseline status --help (CLI)', (p) => p.baseCliHelpMs, 0, 'ms'],
+        ['  its CPU (user + system)', (p) => p.baseCliHelpCpuMs, 0, 'ms'],
+      ] as [string, (p: Point) => number | null, number, string][])
+    : []),
   ['dashboard snapshot', (p) => p.dashboardMs, 1, 'ms'],
   ['queue overhead per job', (p) => p.overheadMs, 1, 'ms'],
   ['report (2,000 resamples)', (p) => p.reportS, 1, 's'],
@@ -570,7 +552,7 @@ lines.push(
 if (BASE_CLI) {
   const r = (a: number | null, b: number | null) => (a !== null && b ? `${(a / b).toFixed(2)}x` : '-');
   lines.push(
-    `baseline (${values.baseline}) / this: submit wall ${points.map((p) => r(p.baseSubmitS, p.submitS)).join(' / ')}, submit CPU ${points.map((p) => r(p.baseSubmitCpuS, p.submitCpuS)).join(' / ')}, status --json ${points.map((p) => r(p.baseCliJsonMs, p.cliJsonMs)).join(' / ')}, its CPU ${points.map((p) => r(p.baseCliJsonCpuMs, p.cliJsonCpuMs)).join(' / ')}`,
+    `baseline (${values.baseline}) / this: submit wall ${points.map((p) => r(p.baseSubmitS, p.submitS)).join(' / ')}, submit CPU ${points.map((p) => r(p.baseSubmitCpuS, p.submitCpuS)).join(' / ')}, status --json ${points.map((p) => r(p.baseCliJsonMs, p.cliJsonMs)).join(' / ')}, its CPU ${points.map((p) => r(p.baseCliJsonCpuMs, p.cliJsonCpuMs)).join(' / ')}, status --help ${points.map((p) => r(p.baseCliHelpMs, p.cliHelpMs)).join(' / ')}, its CPU ${points.map((p) => r(p.baseCliHelpCpuMs, p.cliHelpCpuMs)).join(' / ')}`,
   );
 }
 for (const p of QUICK ? [] : points) {

@@ -32,22 +32,13 @@ import { sequentialPower } from '../src/metrics/sequential-power.js';
 import { readVerdict, spreadOf, testSpread, type VerdictKind } from '../src/metrics/verdict.js';
 import { Rng } from '../src/random.js';
 import { syntheticPaired, type SyntheticSample } from '../test/fixtures/synthetic-audit.js';
+import { syntheticOptions, syntheticSettings } from './synthetic-options.js';
 
 const { values } = parseArgs({
   options: {
-    sims: { type: 'string', default: '400' },
+    ...syntheticOptions({ sims: '400', resamples: '500', shifts: '0,0.5,1,2,4' }),
     min: { type: 'string', default: '3' },
     max: { type: 'string', default: '8' },
-    canaries: { type: 'string', default: '16' },
-    resamples: { type: 'string', default: '500' },
-    seed: { type: 'string', default: '1' },
-    margin: { type: 'string', default: '1' },
-    run: { type: 'string', default: '1.5' },
-    canary: { type: 'string', default: '2' },
-    interaction: { type: 'string', default: '1' },
-    shifts: { type: 'string', default: '0,0.5,1,2,4' },
-    record: { type: 'string' },
-    help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
@@ -65,16 +56,10 @@ bench/results/<date>-NAME.md.
 }
 if (values.record !== undefined)
   recordStdout(values.record, 'sequential replicates: error rates, coverage and seeds used (`bench/sequential.ts`)');
-const sims = Number(values.sims);
+const { sims, canaries, resamples, seed, margin, components, shifts } = syntheticSettings(values);
 const min = Number(values.min);
 const max = Number(values.max);
-const canaries = Number(values.canaries);
-const resamples = Number(values.resamples);
-const seed = Number(values.seed);
-const margin = Number(values.margin);
 const alpha = 0.05;
-const components = { run: Number(values.run), canary: Number(values.canary), interaction: Number(values.interaction) };
-const shifts = values.shifts.split(',').map(Number);
 
 /** The first `n` run pairs of a sample (values are laid out run pair by run pair). */
 function prefix(s: SyntheticSample, n: number): SyntheticSample {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readAuditIndex } from '../contracts/index.js';
+import { AUDIT_VERSION } from '../contracts/index.js';
+import { readJsonFile } from '../fs/index.js';
 import { auditIndexPath, auditsRoot } from '../layout.js';
 import { cliCommand, pathArg } from './invocation.js';
 
@@ -21,12 +22,16 @@ export async function auditsOnDisk(artifactsDir: string): Promise<DiskAudit[]> {
   const found: DiskAudit[] = [];
   for (const id of readdirSync(root).sort()) {
     const dir = join(root, id);
-    try {
-      const index = await readAuditIndex(auditIndexPath(dir));
-      found.push({ auditId: index.id, name: index.name, dir });
-    } catch {
-      // Not an audit folder (or a damaged one): status is no place to report it.
-    }
+    // Only its id and name, without the schema check of every run entry: a list of 10,000 runs
+    // took the schema's compilation and a pass over each entry on every `status` call. Commands
+    // that use the runs (submit, run, report) read it through readAuditIndex, validated.
+    const index = (await readJsonFile(auditIndexPath(dir)).catch(() => undefined)) as
+      | { schema_version?: unknown; id?: unknown; name?: unknown }
+      | undefined;
+    // Not an audit folder (or a damaged one): status is no place to report it.
+    if (index?.schema_version !== AUDIT_VERSION || typeof index.id !== 'string' || typeof index.name !== 'string')
+      continue;
+    found.push({ auditId: index.id, name: index.name, dir });
   }
   return found;
 }

@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { reportDirOf } from '../layout.js';
 import { log } from '../log.js';
 import type { AuditStatus } from '../queue/index.js';
-import { REPORT_FILES, type ComparisonVerdict } from '../report/index.js';
+// From its own module: the report's index loads the charts (vega) and metrics, seconds of start-up for status.
+import { REPORT_FILES } from '../report/formats.js';
+import type { ComparisonVerdict } from '../report/index.js';
 
 /**
  * The verdicts an audit's written report holds (`<audit>/report/summary.json`, `verdicts`), for

@@ -1,9 +1,6 @@
 import { resolve } from 'node:path';
-import { UserInputError, quoteValue } from '../errors.js';
 import { defaultArtifactsDir } from '../paths.js';
-import { resolveTuning, type QueueTuning } from '../queue/index.js';
-import { cpuSlots, defaultCpuSlotCount, detectGpus, gpuSlots, type WorkerSlot } from '../worker/index.js';
-import { createRunner, type TrainerRunner } from '../runner/index.js';
+import { resolveTuning, type QueueTuning } from '../queue/tuning.js';
 import { intOption, stringOption, type OptionSpec, type ParsedArgs } from './command.js';
 
 /** Options shared by the queue commands (submit, worker, status, cancel, run). */
@@ -116,45 +113,4 @@ export function tuningFrom(args: ParsedArgs): QueueTuning {
   set('attempts', optionalInt(args, 'attempts', 1));
   set('backoffMs', optionalInt(args, 'backoff-s', 0, 1000));
   return resolveTuning(overrides);
-}
-
-export function slotsFrom(args: ParsedArgs): WorkerSlot[] {
-  const gpus = stringOption(args, 'gpus');
-  const cpu = stringOption(args, 'cpu');
-  if (gpus !== undefined && cpu !== undefined) {
-    throw new UserInputError('--gpus and --cpu exclude each other: a host runs GPU workers or CPU workers', {
-      code: 'E_BAD_FLAG',
-    });
-  }
-  if (gpus !== undefined) return checkedGpuSlots(gpus, stringOption(args, 'runner') ?? 'local');
-  if (cpu !== undefined) return cpuSlots(intOption(args, 'cpu', 1, 1));
-  const detected = detectGpus();
-  return detected.length > 0 ? gpuSlots(detected.join(',')) : cpuSlots(defaultCpuSlotCount());
-}
-
-/**
- * --gpus on a host where nvidia-smi lists no GPU: with the local runner the trainers would run on
- * the CPU with torch's default thread count, so their scores would differ from --cpu runs'. Refused.
- * The docker runner's GPUs may be visible only to the engine, not to this process (a worker in a
- * container without nvidia-smi): a warning only, since pinning threads there would also cap a real
- * GPU trainer's container (--cpus).
- */
-export function checkedGpuSlots(spec: string, runner: string, detected: string[] = detectGpus()): WorkerSlot[] {
-  const slots = gpuSlots(spec);
-  if (detected.length > 0) return slots;
-  if (runner !== 'docker') {
-    throw new UserInputError(
-      `GPU ${quoteValue(spec)} asked for, but nvidia-smi lists no GPU on this host; use --cpu N for CPU workers (each trainer then runs with a fixed thread count, so its scores match other CPU runs)`,
-      { field: '--gpus', code: 'E_NO_GPU' },
-    );
-  }
-  process.stderr.write(
-    `canary-audit: warning: --gpus ${spec}: nvidia-smi lists no GPU here; if the trainer containers find none either, they run on the CPU with torch's default threads (use --cpu N for CPU runs)\n`,
-  );
-  return slots;
-}
-
-export function runnerFrom(args: ParsedArgs): TrainerRunner {
-  const image = stringOption(args, 'image');
-  return createRunner(stringOption(args, 'runner') ?? 'local', image !== undefined ? { image } : {});
 }

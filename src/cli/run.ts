@@ -10,10 +10,9 @@ import {
   SLOT_OPTIONS,
   TIMING_OPTIONS,
   artifactsFrom,
-  runnerFrom,
-  slotsFrom,
   tuningFrom,
 } from './queue-options.js';
+import { runnerFrom, slotsFrom } from './worker-options.js';
 import { stringOption, type Command } from './command.js';
 import { NO_PIN_OPTION, revisionLines, revisionsJson, warnUnpinned } from './model-revisions.js';
 import { jsonLine } from './json-output.js';

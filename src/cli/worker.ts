@@ -9,10 +9,9 @@ import {
   SLOT_OPTIONS,
   TIMING_OPTIONS,
   artifactsFrom,
-  runnerFrom,
-  slotsFrom,
   tuningFrom,
 } from './queue-options.js';
+import { runnerFrom, slotsFrom } from './worker-options.js';
 import { stringOption, type Command } from './command.js';
 import { WANDB_PROJECT_ENV, WORKER_WANDB_OPTION, wandbFrom } from './tracking-option.js';
 

@@ -3,10 +3,11 @@ import { canonicalJson } from '../hash.js';
 import { formatPath, type LoadedGrid } from '../grid/index.js';
 import { messageText, type Message, type ModelSpec } from '../contracts/index.js';
 import { log } from '../log.js';
-import type { CanaryPool } from './canaries.js';
+import type { CanaryPool, PoolCanary } from './canaries.js';
 import { buildManifestCore, runRenderer, type RunRenderer } from './manifest.js';
+import { canaryProbes } from './probes.js';
 import { canaryTrainingRow, utilityRowLines } from './rows.js';
-import type { TaskExample } from './tasks/index.js';
+import type { Task, TaskExample } from './tasks/index.js';
 import type { RunLayout } from './plan-run.js';
 import { pretrainCorpusKey, pretrainRowLines } from './pretrain.js';
 import { Rng } from '../random.js';
@@ -54,6 +55,18 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
   >();
   const backgroundLongest = new Map<string, number>();
   const pretrainLongest = new Map<string, number>();
+  // A canary's training row and probes are the same in every run that shares its task and cue
+  // (every seed of a cell): counted once each, not once per run (10,000 runs built 10,000 probe sets).
+  const canaryLongest = new Map<Task, Map<string, number>>();
+  const probeOptions = { kinds: grid.doc.probes.kinds, decode: grid.doc.probes.decode };
+  const codeTail = 'x'.repeat(grid.doc.canaries.code.length + 1);
+  const counted = (renderer: RunRenderer, key: string, count: () => number): number => {
+    let known = canaryLongest.get(renderer.task);
+    if (!known) canaryLongest.set(renderer.task, (known = new Map()));
+    let n = known.get(key);
+    if (n === undefined) known.set(key, (n = count()));
+    return n;
+  };
   for (const run of runs) {
     const model = run.cell.values.model.value;
     if (model.backend !== 'tiny' || !model.tiny) continue;
@@ -81,13 +94,28 @@ export function checkTinyLengths(grid: LoadedGrid, pool: CanaryPool, runs: RunLa
       }
       longest = Math.max(longest, pretrainLongest.get(corpusKey) as number);
     }
-    const manifest = buildManifestCore(grid, 'audit-000000000000', pool, run);
+    const cueKey = `${canonicalJson(renderer.rowSpec)}|${canonicalJson([run.cell.values.visibility.value, run.secrets?.space ?? null])}`;
+    const canaryKey = (c: PoolCanary) => `${cueKey}|${c.id}|${c.code}|${c.substitute}`;
     for (const c of run.canaries) {
-      const row = canaryTrainingRow(pool, renderer, c.canary);
-      longest = Math.max(longest, tinyTokens(row.prompt, row.target));
+      const row = () => {
+        const example = canaryTrainingRow(pool, renderer, c.canary);
+        return tinyTokens(example.prompt, example.target);
+      };
+      longest = Math.max(longest, counted(renderer, `row|${canaryKey(c.canary)}`, row));
     }
-    for (const p of manifest.probes)
-      longest = Math.max(longest, tinyTokens(p.prompt, `${p.prefill}${'x'.repeat(grid.doc.canaries.code.length + 1)}`));
+    // The probed canaries as the manifest lists them (buildManifestCore): focal (and auxiliary), then held out.
+    const probed = [
+      ...run.canaries.filter((c) => grid.doc.probes.auxiliary || c.cohort === 'focal').map((c) => c.canary),
+      ...run.heldOut,
+    ];
+    for (const c of probed) {
+      const probes = () =>
+        canaryProbes(pool, renderer.task, renderer.rowSpec, renderer.cue, c, probeOptions).reduce(
+          (n, p) => Math.max(n, tinyTokens(p.prompt, `${p.prefill}${codeTail}`)),
+          0,
+        );
+      longest = Math.max(longest, counted(renderer, `probes|${canaryKey(c)}`, probes));
+    }
     // One line per task and model: every visibility whose rows are too long, the longest figure.
     const key = `${run.cell.values.task.key}|${run.cell.values.model.key}`;
     if (longest > limit) {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { closeSync, openSync, writevSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { canonicalJson } from '../hash.js';
 import { replicateKey, type LoadedGrid } from '../grid/index.js';
@@ -130,6 +131,7 @@ export function backgroundRows(
 /**
  * Write a run's rows.jsonl from the shared background bytes with its canary rows spliced in: the
  * same bytes as `writeLines(path, trainingRowLines(...))`, without generating the background again.
+ * Not fsynced: the caller makes a whole write's files durable in one pass (`syncPaths`).
  */
 export async function writeTrainingRows(
   path: string,
@@ -148,23 +150,24 @@ export async function writeTrainingRows(
   });
   const positions = [...canaryAt.keys()].sort((a, b) => a - b);
   const hash = createHash('sha256');
-  const handle = await open(path, 'w');
+  const fd = openSync(path, 'w');
   let bytes = 0;
   let pending: Buffer[] = [];
   let pendingSize = 0;
-  const push = async (buffer: Buffer): Promise<void> => {
+  const push = (buffer: Buffer): void => {
     // Every buffer holds whole lines, so no image part is split between two.
     if (scan) imageShas(buffer.toString('utf8'), images);
     hash.update(buffer);
     bytes += buffer.length;
     pending.push(buffer);
     pendingSize += buffer.length;
-    if (pendingSize >= 1 << 20) await flush();
+    if (pendingSize >= 1 << 20) flush();
   };
-  const flush = async (): Promise<void> => {
+  const flush = (): void => {
     if (pending.length === 0) return;
     // libuv writes every buffer in full (it loops over partial writes); no copy into one buffer.
-    await handle.writev(pending);
+    // Synchronous: a write into the page cache costs less than a trip through the thread pool.
+    writevSync(fd, pending);
     pending = [];
     pendingSize = 0;
   };
@@ -172,15 +175,14 @@ export async function writeTrainingRows(
   try {
     let from = 0;
     for (const r of positions) {
-      if (r > from) await push(background.bytes.subarray(offsets[from] as number, offsets[r] as number));
-      await push(Buffer.from(`{"i":${r},${canaryAt.get(r) as string}\n`, 'utf8'));
+      if (r > from) push(background.bytes.subarray(offsets[from] as number, offsets[r] as number));
+      push(Buffer.from(`{"i":${r},${canaryAt.get(r) as string}\n`, 'utf8'));
       from = r + 1;
     }
-    if (from < grid.rows) await push(background.bytes.subarray(offsets[from] as number, offsets[grid.rows] as number));
-    await flush();
-    await handle.sync();
+    if (from < grid.rows) push(background.bytes.subarray(offsets[from] as number, offsets[grid.rows] as number));
+    flush();
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
   return { sha256: hash.digest('hex'), count: grid.rows, bytes, images };
 }

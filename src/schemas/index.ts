@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import { SCHEMAS_DIR } from '../paths.js';
 
 /**
@@ -31,10 +32,24 @@ const REFERENCED: Partial<Record<SchemaName, SchemaName[]>> = {
   'status-output': ['report'],
 };
 
-const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
-let sharedAdded = false;
+let ajv: Ajv2020 | undefined;
 const compiled = new Map<SchemaName, ValidateFunction>();
 
+/**
+ * Ajv, loaded at the first validation rather than at import (a tenth of a second or more of start-up):
+ * commands that import the contracts without validating anything, like `status`, never load it.
+ */
+function schemaCompiler(): Ajv2020 {
+  if (!ajv) {
+    const { Ajv2020: Compiler } = createRequire(import.meta.url)(
+      'ajv/dist/2020.js',
+    ) as typeof import('ajv/dist/2020.js');
+    ajv = new Compiler({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
+    for (const shared of SHARED_SCHEMAS)
+      ajv.addSchema(JSON.parse(readFileSync(join(SCHEMAS_DIR, `${shared}.schema.json`), 'utf8')) as object);
+  }
+  return ajv;
+}
 export function schemaPath(name: SchemaName | 'stamp'): string {
   return join(SCHEMAS_DIR, `${name}.schema.json`);
 }
@@ -46,14 +61,8 @@ export function loadSchema(name: SchemaName | 'stamp'): Record<string, unknown> 
 export function validator(name: SchemaName): ValidateFunction {
   let fn = compiled.get(name);
   if (!fn) {
-    if (!sharedAdded) {
-      for (const shared of SHARED_SCHEMAS) {
-        ajv.addSchema(JSON.parse(readFileSync(join(SCHEMAS_DIR, `${shared}.schema.json`), 'utf8')) as object);
-      }
-      sharedAdded = true;
-    }
     for (const dependency of REFERENCED[name] ?? []) validator(dependency);
-    fn = ajv.compile(loadSchema(name));
+    fn = schemaCompiler().compile(loadSchema(name));
     compiled.set(name, fn);
   }
   return fn;

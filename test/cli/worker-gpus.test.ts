@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { checkedGpuSlots } from '../../src/cli/queue-options.js';
+import { checkedGpuSlots } from '../../src/cli/worker-options.js';
 import { runMain } from '../queue/helpers/main.js';
 import { removeDir, tempDir } from '../queue/helpers/fixtures.js';
 

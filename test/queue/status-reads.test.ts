@@ -49,6 +49,32 @@ async function commandsOfStatus(conn: QueueConnection, auditId: string): Promise
   }
 }
 
+/**
+ * An audit of `runs` runs submitted on its own connection, and a worker that takes its runs by hand
+ * (autorun off), as a test moves them through BullMQ's states. `close` stops both.
+ */
+async function auditWithWorker(name: string, runs: number) {
+  const conn = isolatedConnection(redis);
+  const artifacts = join(root, name);
+  const audit = writeFixtureAudit(
+    artifacts,
+    name,
+    Array.from({ length: runs }, (_, i) => ({ updates: 3, cell: `c=${i}` })),
+  );
+  await submitAudit(conn, artifacts, audit, fastTuning());
+  const queues = openQueues(conn);
+  const worker = new Worker<RunJobData, RunReturn>(queues.runs.name, null, {
+    connection: conn.options,
+    prefix: conn.prefix,
+    autorun: false,
+  });
+  const close = async () => {
+    await worker.close(true);
+    await queues.close();
+  };
+  return { conn, audit, queues, worker, close };
+}
+
 const total = (calls: Map<string, number>) => [...calls.values()].reduce((a, b) => a + b, 0);
 /** Commands that read a whole list: once per status call, never once per run. */
 const scans = (calls: Map<string, number>) =>
@@ -76,20 +102,7 @@ describe('status reads', () => {
   });
 
   it('gives every run the state BullMQ gives it', async () => {
-    const conn = isolatedConnection(redis);
-    const artifacts = join(root, 'states');
-    const audit = writeFixtureAudit(
-      artifacts,
-      'states',
-      Array.from({ length: 6 }, (_, i) => ({ updates: 3, cell: `c=${i}` })),
-    );
-    await submitAudit(conn, artifacts, audit, fastTuning());
-    const queues = openQueues(conn);
-    const worker = new Worker<RunJobData, RunReturn>(queues.runs.name, null, {
-      connection: conn.options,
-      prefix: conn.prefix,
-      autorun: false,
-    });
+    const { conn, audit, queues, worker, close } = await auditWithWorker('states', 6);
     try {
       // Take four runs as a worker would, then move them through BullMQ's own states: completed,
       // failed for good, delayed for a retry, and one left active; two stay waiting.
@@ -118,26 +131,12 @@ describe('status reads', () => {
       expect(status?.runs.map((r) => r.state)).toEqual(expected);
       expect(new Set(expected)).toEqual(new Set(['completed', 'failed', 'delayed', 'active', 'waiting']));
     } finally {
-      await worker.close(true);
-      await queues.close();
+      await close();
     }
   });
 
   it('reads a run still as submitted as its job says, and a run a worker touched in full', async () => {
-    const conn = isolatedConnection(redis);
-    const artifacts = join(root, 'fields');
-    const audit = writeFixtureAudit(
-      artifacts,
-      'fields',
-      Array.from({ length: 5 }, (_, i) => ({ updates: 3, cell: `c=${i}` })),
-    );
-    await submitAudit(conn, artifacts, audit, fastTuning());
-    const queues = openQueues(conn);
-    const worker = new Worker<RunJobData, RunReturn>(queues.runs.name, null, {
-      connection: conn.options,
-      prefix: conn.prefix,
-      autorun: false,
-    });
+    const { conn, audit, queues, worker, close } = await auditWithWorker('fields', 5);
     try {
       const token = 'status-fields';
       const job = await worker.getNextJob(token);
@@ -171,8 +170,7 @@ describe('status reads', () => {
       expect(expected.filter((r) => r.attempts_made === 1)).toHaveLength(1);
       expect(expected.every((r) => r.max_attempts === 2)).toBe(true);
     } finally {
-      await worker.close(true);
-      await queues.close();
+      await close();
     }
   });
 });
