@@ -29,7 +29,7 @@ afterAll(async () => {
 const STOP_GRACE_S = 5;
 const BOUND_MS = STOP_GRACE_S * 1000 + SHUTDOWN_MARGIN_MS;
 
-function signal(pid: number, name: NodeJS.Signals): boolean {
+function signal(pid: number, name: NodeJS.Signals | 0): boolean {
   try {
     process.kill(pid, name);
     return true;
