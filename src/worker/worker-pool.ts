@@ -310,7 +310,11 @@ export class WorkerPool {
 
   /** Keep `work` in `set` until it settles. */
   private track<T>(set: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
-    const held = work.finally(() => set.delete(held));
+    // `held` never rejects: the caller handles `work`'s own rejection.
+    const held: Promise<unknown> = work.then(
+      () => set.delete(held),
+      () => set.delete(held),
+    );
     set.add(held);
     return work;
   }
