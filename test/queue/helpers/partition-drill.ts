@@ -16,14 +16,16 @@ import { trainedTwice } from './outage-drill.js';
  * `worker` CLI (`--cpu slots`, its own UTS name) with the stand-in trainer. The drill:
  *  1. cuts host 0's link (link down on its side) for `cutMs` (> the lock) once it runs a trainer:
  *     its runs must be handed to other hosts within the cut, and its trainers must stop (it cannot
- *     renew its locks); the other hosts need free slots within the cut (runs < 2 x all slots);
+ *     renew its locks); the other hosts need free slots within the cut (fewer runs than slots, or runs
+ *     short enough that some end within it);
  *  2. heals it, then cuts every host from Redis for `outageMs`, and heals: the runs active then
  *     (there must be some: runs must last longer than step 1) must stop their trainers too;
  * then waits for the audit to finish, and stops every worker with one SIGTERM, which each must obey
- * within its bound (--stop-grace-s 10 + SHUTDOWN_MARGIN_MS). Every run must complete once (one `done` in the stand-in's
- * .trained record), no update may be trained by two trainers, and every result must equal an
- * undisturbed run of the same manifest. Everything made (namespaces, links, processes) is removed
- * in `finally`, on failure too. Needs root and `ip`; touches no interface it did not make.
+ * within its bound (--stop-grace-s 10 + SHUTDOWN_MARGIN_MS). Every run must complete once (one
+ * `done` in the stand-in's .trained record), no update may be trained by two trainers, and every
+ * result must equal an undisturbed run of the same manifest. Everything made (namespaces, links,
+ * processes) is removed in `finally`, on failure too, with no unbounded wait: a process that does
+ * not stop is killed -9. Needs root and `ip`; touches no interface it did not make.
  */
 export interface PartitionDrillOptions {
   dir: string;
@@ -59,6 +61,8 @@ export interface PartitionDrillReport {
   maxStalls: number;
   /** Seconds each host's worker took to exit after the drill's one SIGTERM (null: not within the bound). */
   workerExitS?: (number | null)[];
+  /** Each worker's own last line ("stopped in ... s; ..."): whether it force-closed, and why. */
+  workerStops?: string[];
   /** For each run completed or trained twice: its stand-in records (.trained: pid first last how; .slots: start end). */
   doubles: string[];
 }
@@ -150,7 +154,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     );
     const tuning = fastTuning({ lockMs: o.lockMs, stalledMs: Math.max(500, o.lockMs / 2), stopGraceMs: 10_000 });
     await submitAudit(conn, artifacts, audit, tuning);
-    for (let i = 0; i < o.hosts; i += 1) {
+    const startHost = (i: number) => {
       const worker = spawn(
         'ip',
         ['netns', 'exec', hostNs(i), 'unshare', '--uts', 'sh', '-c', `hostname drill-h${i} && exec "$@"`, 'sh'].concat(
@@ -174,7 +178,25 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       logs.push(logFile);
       worker.stderr?.pipe(logFile);
       workers.push(worker);
-    }
+    };
+    const active = async () =>
+      ((await collectStatus(conn, audit.auditId))[0]?.runs ?? []).filter((r) => r.state === 'active');
+    // Host 0 first, until its slots train, so that it holds runs when its link goes down however
+    // the hosts race for them; then the others, until every slot (or every run) trains.
+    startHost(0);
+    await waitFor(
+      'host 0 to fill its slots',
+      async () => (await active()).filter((r) => r.progress?.host === 'drill-h0').length >= Math.min(o.slots, o.runs),
+      180_000,
+      200,
+    );
+    for (let i = 1; i < o.hosts; i += 1) startHost(i);
+    await waitFor(
+      'every slot to train',
+      async () => (await active()).length >= Math.min(o.runs, o.hosts * o.slots),
+      180_000,
+      200,
+    );
 
     // 1. One host cut off, longer than the lock, while it trains.
     const onHost0 = await waitFor(
@@ -273,10 +295,16 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     // 3. Every worker must stop on one SIGTERM within its documented bound.
     const exits = await stopWithin(workers, 'SIGTERM', WORKER_STOP_BOUND_MS);
     report.workerExitS = exits.map((ms) => (ms === null ? null : Math.round(ms / 100) / 10));
+    await sleep(100);
+    report.workerStops = workers.map((_, i) => {
+      const path = join(o.dir, `worker-h${i}.log`);
+      const line = existsSync(path) ? /stopped in [^\n]*/.exec(readFileSync(path, 'utf8'))?.[0] : undefined;
+      return line ?? '(no stop line)';
+    });
     exits.forEach((ms, i) => {
       if (ms === null)
         report.failures.push(
-          `host ${i}'s worker did not exit within ${WORKER_STOP_BOUND_MS / 1000} s of SIGTERM (log: worker-h${i}.log)`,
+          `host ${i}'s worker did not exit within ${WORKER_STOP_BOUND_MS / 1000} s of SIGTERM; its log ends: ${logTail(join(o.dir, `worker-h${i}.log`))}`,
         );
     });
     return report;
@@ -329,6 +357,19 @@ async function stopWithin(
           child.kill(signal);
         }),
     ),
+  );
+}
+
+/** The last lines of a worker's log, each cut to 300 characters (the drill's folder is removed after). */
+function logTail(path: string, count = 3): string {
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  return lines(
+    text
+      .trim()
+      .split('\n')
+      .slice(-count)
+      .map((l) => l.slice(0, 300))
+      .join('\n'),
   );
 }
 
