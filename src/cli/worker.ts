@@ -41,7 +41,8 @@ for good (output/failure.json) without holding up the rest of the audit.
 SIGTERM or SIGINT: every trainer checkpoints and exits, its run goes back to the front of the queue
 (no attempt spent), and the process exits within --stop-grace-s + ${SHUTDOWN_MARGIN_MS / 1000} s, whatever Redis does:
 when Redis is gone or does not answer, the worker does not wait for it (its runs go back to the queue
-when their locks expire). A second signal exits at once (the trainers still checkpoint).
+when their locks expire). A second signal exits at once (local trainers still checkpoint: the kernel
+tells them their parent died).
 SIGUSR1 (what \`canary-audit slurm\` job scripts send before a time limit or on \`scancel --signal=USR1\`):
 the same, then exit code ${WORKER_EXIT_HANDED_BACK}, which tells the job script to requeue itself.
 A worker killed with SIGKILL loses its runs after --lock-ms; another worker resumes them from their
@@ -82,7 +83,7 @@ newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED
         if (signal === 'SIGUSR1') exitCode = WORKER_EXIT_HANDED_BACK;
         signals += 1;
         if (signals > 1) {
-          // The trainers are told by the kernel (parent death): they checkpoint and exit by themselves.
+          // Local trainers are told by the kernel (parent death): they checkpoint and exit by themselves.
           process.stderr.write(`canary-audit worker: second signal (${signal}): exiting now\n`);
           process.exit(1);
         }
