@@ -7,12 +7,14 @@
  * hosts had taken by the end of the cut.
  *
  *   npx tsx bench/partition.ts                       # 8 hosts x 8 slots (64 workers), 96 runs
- *   npx tsx bench/partition.ts --hosts 4 --slots 2 --runs 12   # the shape of test/queue/partition.test.ts
+ *   npx tsx bench/partition.ts --hosts 4 --slots 2 --runs 6 --updates 600 --outage-ms 120000
+ *       # the shape of test/queue/partition.test.ts: every host cut from Redis for 2 minutes
  *   npx tsx bench/partition.ts --help
  *
  * Options (defaults): --hosts 8, --slots 8 (CPU slots per host), --runs 96, --updates 120 (per run,
  * plus the run's index), --step-s 0.05 (seconds per update), --lock-ms 2000, --cut-ms 10000,
- * --outage-ms 6000. `npm run build` first: the hosts run dist/cli/main.js. --record NAME also writes
+ * --outage-ms 6000 (every host cut from Redis; runs must last past the first cut to be training
+ * then: the report counts those that were). `npm run build` first: the hosts run dist/cli/main.js. --record NAME also writes
  * the output as the benchmark record bench/results/<date>-NAME.md (see bench/records.ts).
  */
 import { readFileSync } from 'node:fs';
@@ -82,6 +84,9 @@ try {
       `  completed ${report.completed}/${report.runs}, completed twice ${report.completedTwice}, an update trained twice ${report.trainedTwice}, identical to an undisturbed run ${report.identical}\n` +
       `  takeovers of a run whose lock expired ${report.stalls} (at most ${report.maxStalls} for one run)\n` +
       `  the cut host's runs ${report.cut}, taken by other hosts within the cut ${report.handedOver}; its trainers alive after the cut ${report.cutTrainersAlive}\n` +
+      `  runs training when every host lost Redis ${report.outageRuns}; their trainers alive at the end of the outage ${report.outageTrainersAlive}\n` +
+      `  seconds each worker took to exit after one SIGTERM: ${(report.workerExitS ?? []).map((s) => (s === null ? 'did not exit' : s)).join(', ')}\n` +
+      `  their stop lines: ${(report.workerStops ?? []).join(' | ')}\n` +
       (report.failures.length ? `  failures: ${report.failures.join('; ')}\n` : '') +
       (report.doubles.length ? `  trained twice: ${report.doubles.join('\n    ')}\n` : ''),
   );

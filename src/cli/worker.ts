@@ -2,7 +2,13 @@ import { existsSync } from 'node:fs';
 import { UserInputError } from '../errors.js';
 import { log } from '../log.js';
 import { assertRedisReachable, passwordInFlagWarning, queueConnection, requireRedisTarget } from '../queue/index.js';
-import { SHUTDOWN_MARGIN_MS, WorkerPool, describeSlot, shortLockWarning } from '../worker/index.js';
+import {
+  SHUTDOWN_MARGIN_MS,
+  type ShutdownReport,
+  WorkerPool,
+  describeSlot,
+  shortLockWarning,
+} from '../worker/index.js';
 import {
   ARTIFACTS_OPTION,
   REDIS_OPTION,
@@ -32,7 +38,10 @@ set to its GPU), relays its progress to Redis (\`canary-audit status\`) and reco
 is. A crash is retried with backoff; a bad manifest, divergence, a missing model or OOM fail the run
 for good (output/failure.json) without holding up the rest of the audit.
 SIGTERM or SIGINT: every trainer checkpoints and exits, its run goes back to the front of the queue
-(no attempt spent), and the process exits within --stop-grace-s + ${SHUTDOWN_MARGIN_MS / 1000} s.
+(no attempt spent), and the process exits within --stop-grace-s + ${SHUTDOWN_MARGIN_MS / 1000} s, whatever Redis does:
+when Redis is gone or does not answer, the worker does not wait for it (its runs go back to the queue
+when their locks expire). A second signal exits at once (local trainers still checkpoint: the kernel
+tells them their parent died).
 SIGUSR1 (what \`canary-audit slurm\` job scripts send before a time limit or on \`scancel --signal=USR1\`):
 the same, then exit code ${WORKER_EXIT_HANDED_BACK}, which tells the job script to requeue itself.
 A worker killed with SIGKILL loses its runs after --lock-ms; another worker resumes them from their
@@ -66,20 +75,35 @@ newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED
       `canary-audit worker: ${slots.map(describeSlot).join(', ')} on ${pool.host}, runner ${runner.name}, ${target.redacted}; artifacts ${artifactsDir}\n`,
     );
     let exitCode = 0;
+    const bound = tuning.stopGraceMs + SHUTDOWN_MARGIN_MS;
     await new Promise<void>((resolve) => {
       let signals = 0;
       const onSignal = (signal: NodeJS.Signals) => {
         if (signal === 'SIGUSR1') exitCode = WORKER_EXIT_HANDED_BACK;
         signals += 1;
         if (signals > 1) {
-          log.warn({ signal }, 'second signal: exiting now');
+          // Local trainers are told by the kernel (parent death): they checkpoint and exit by themselves.
+          process.stderr.write(`canary-audit worker: second signal (${signal}): exiting now\n`);
           process.exit(1);
         }
         log.info({ signal, running: pool.activeRuns() }, 'stopping: trainers checkpoint, runs go back to the queue');
-        pool.shutdown().then(resolve, (error: unknown) => {
-          log.error({ err: error }, 'shutdown failed');
-          resolve();
-        });
+        // The pool's shutdown is bounded step by step; this is the bound of last resort.
+        setTimeout(() => {
+          process.stderr.write(
+            `canary-audit worker: not stopped within ${bound / 1000} s of ${signal} (--stop-grace-s + ${SHUTDOWN_MARGIN_MS / 1000} s): exiting now\n`,
+          );
+          process.exit(1);
+        }, bound).unref();
+        pool.shutdown().then(
+          (report) => {
+            process.stderr.write(`${shutdownLine(report, tuning.lockMs)}\n`);
+            resolve();
+          },
+          (error: unknown) => {
+            log.error({ err: error }, 'shutdown failed');
+            resolve();
+          },
+        );
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
@@ -89,3 +113,15 @@ newest checkpoint. Exit codes: 0 stopped on SIGTERM/SIGINT, ${WORKER_EXIT_HANDED
     return exitCode;
   },
 };
+
+/** The one line a stopped worker prints: how long it took, and what it left to the lock's expiry. */
+export function shutdownLine(report: ShutdownReport, lockMs: number): string {
+  const took = `canary-audit worker: stopped in ${(report.ms / 1000).toFixed(1)} s`;
+  if (report.forced === null) return `${took}; every run handed back to the queue`;
+  const runs = report.notHandedBack;
+  const left =
+    runs.length === 0
+      ? 'no run was running'
+      : `${runs.length} run${runs.length > 1 ? 's' : ''} not handed back (${runs.join(', ')}) go${runs.length > 1 ? '' : 'es'} back to the queue when ${runs.length > 1 ? 'their locks expire' : 'its lock expires'} (--lock-ms ${lockMs})`;
+  return `${took}; ${report.forced}: connections force-closed; ${left}`;
+}

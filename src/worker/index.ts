@@ -3,7 +3,7 @@
  * queue, runs the trainer for each as a supervised child process, folds its progress events into
  * the job, and gives a job back on shutdown or a lost lease.
  */
-export { WorkerPool, SHUTDOWN_MARGIN_MS, type WorkerPoolOptions } from './worker-pool.js';
+export { WorkerPool, SHUTDOWN_MARGIN_MS, type ShutdownReport, type WorkerPoolOptions } from './worker-pool.js';
 export {
   createRunProcessor,
   ABORT_CANCEL,

@@ -36,6 +36,8 @@ export interface SupervisorContext {
   leaseLost?(jobId: string): string | null;
   /** Called with each progress record written to Redis (the fleet's loss curves). */
   onProgress?(runId: string, progress: RunProgress): void;
+  /** Called with each trainer started, as a promise of its exit (a shutdown waits for these). */
+  onTrainer?(finished: Promise<unknown>): void;
 }
 
 export interface SupervisedAttempt {
@@ -76,6 +78,7 @@ export async function superviseTrainer(
     },
   });
 
+  ctx.onTrainer?.(trainer.finished);
   let stopReason: StopReason | null = null;
   const stop = (reason: StopReason, why?: string) => {
     if (stopReason !== null) return;

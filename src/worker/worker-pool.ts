@@ -16,17 +16,37 @@ import { FleetHeartbeat, LossCurveWriter } from '../queue/fleet.js';
 import { describeSlot, gangSlot, SlotBook } from './slots.js';
 import type { QueueTuning } from '../queue/tuning.js';
 import { outputDirOf } from '../layout.js';
+import {
+  CLOSE_MS,
+  HANDBACK_MS,
+  REDIS_PROBE_MS,
+  SHUTDOWN_MARGIN_MS,
+  TRAINER_REAP_MS,
+  redisSilence,
+  within,
+} from './shutdown-steps.js';
 
 /**
  * The workers of one host: one BullMQ Worker per slot (GPU or CPU share), concurrency 1 each, plus
  * one Worker for audit parents and one Redis subscriber for cancel messages.
  *
- * Shutdown (SIGTERM/SIGINT) is bounded: every trainer gets SIGTERM, checkpoints and exits, its job
- * goes back to the front of the queue without spending an attempt, and the pool is closed within
- * stopGraceMs + SHUTDOWN_MARGIN_MS. Past that bound the workers are force-closed; a trainer still
- * alive then was already sent SIGKILL at stopGraceMs.
+ * Shutdown (SIGTERM/SIGINT) is bounded whatever Redis does: every trainer gets SIGTERM, checkpoints
+ * and exits, its job goes back to the front of the queue without spending an attempt, and the pool
+ * is closed within stopGraceMs + SHUTDOWN_MARGIN_MS (the steps: shutdown-steps.ts). A Redis that is
+ * gone or silent is not waited for: connections are force-closed and the runs not handed back return
+ * to the queue when their lock expires.
  */
-export const SHUTDOWN_MARGIN_MS = 15_000;
+export { SHUTDOWN_MARGIN_MS };
+
+/** How a shutdown ended. */
+export interface ShutdownReport {
+  /** Wall ms from the call to the end. */
+  ms: number;
+  /** Why connections were force-closed before the orderly close ended, or null. */
+  forced: string | null;
+  /** Runs whose hand-back Redis did not confirm: they go back to the queue when their lock expires. */
+  notHandedBack: string[];
+}
 
 export interface WorkerPoolOptions {
   conn: QueueConnection;
@@ -61,7 +81,10 @@ export class WorkerPool {
   private readonly active = new Map<string, ActiveRun>();
   private readonly leases: LeaseWatch;
   private stopping = false;
-  private closing: Promise<void> | null = null;
+  private closing: Promise<ShutdownReport> | null = null;
+  /** Run processors in progress and trainers alive: what a shutdown waits for. */
+  private readonly processing = new Set<Promise<unknown>>();
+  private readonly trainers = new Set<Promise<unknown>>();
   private readonly heartbeat: FleetHeartbeat;
   private readonly lossCurves: LossCurveWriter;
   private readonly book: SlotBook;
@@ -147,32 +170,34 @@ export class WorkerPool {
         shuttingDown: () => this.stopping,
         leaseLost: (jobId) => this.leases.lost(jobId),
         onProgress: (runId, progress) => this.lossCurves.record(runId, progress),
+        onTrainer: (finished) => this.track(this.trainers, finished),
         ...(this.options.cancelPollMs !== undefined ? { cancelPollMs: this.options.cancelPollMs } : {}),
       });
     this.options.slots.forEach((slot, index) => {
-      // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
+      const runJob = async (job: Job<RunJobData, RunReturn>, token: string | undefined, signal?: AbortSignal) => {
+        const taken = await this.takeSlots(job, token, index);
+        const slots = taken.map((i) => this.options.slots[i] as WorkerSlot);
+        // The other slots of a gang stop fetching runs until it ends.
+        const lent = taken.filter((i) => i !== index).map((i) => this.runWorkers[i] as Worker<RunJobData, RunReturn>);
+        await Promise.all(lent.map((w) => w.pause(true)));
+        this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
+        this.leases.begin(job.id ?? '');
+        void this.heartbeat.beat();
+        try {
+          return await processorFor(gangSlot(slots))(job, token, signal);
+        } finally {
+          this.active.delete(job.id ?? '');
+          this.leases.end(job.id ?? '');
+          this.lossCurves.forget(job.id ?? '');
+          this.book.release(taken);
+          if (!this.stopping) for (const w of lent) w.resume();
+          void this.heartbeat.beat();
+        }
+      };
       const worker: Worker<RunJobData, RunReturn> = new Worker<RunJobData, RunReturn>(
         RUNS_QUEUE,
-        async (job, token, signal) => {
-          const taken = await this.takeSlots(job, token, index);
-          const slots = taken.map((i) => this.options.slots[i] as WorkerSlot);
-          // The other slots of a gang stop fetching runs until it ends.
-          const lent = taken.filter((i) => i !== index).map((i) => this.runWorkers[i] as Worker<RunJobData, RunReturn>);
-          await Promise.all(lent.map((w) => w.pause(true)));
-          this.active.set(job.id ?? '', { worker, auditId: job.data.audit_id });
-          this.leases.begin(job.id ?? '');
-          void this.heartbeat.beat();
-          try {
-            return await processorFor(gangSlot(slots))(job, token, signal);
-          } finally {
-            this.active.delete(job.id ?? '');
-            this.leases.end(job.id ?? '');
-            this.lossCurves.forget(job.id ?? '');
-            this.book.release(taken);
-            if (!this.stopping) for (const w of lent) w.resume();
-            void this.heartbeat.beat();
-          }
-        },
+        // Declared with three parameters: BullMQ creates the AbortSignal only for such processors.
+        (job, token, signal) => this.track(this.processing, runJob(job, token, signal)),
         {
           connection: conn.options,
           prefix: conn.prefix,
@@ -283,37 +308,69 @@ export class WorkerPool {
     }
   }
 
+  /** Keep `work` in `set` until it settles. */
+  private track<T>(set: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
+    // `held` never rejects: the caller handles `work`'s own rejection.
+    const held: Promise<unknown> = work.then(
+      () => set.delete(held),
+      () => set.delete(held),
+    );
+    set.add(held);
+    return work;
+  }
+
   /**
    * Stop taking jobs, ask every trainer to checkpoint and exit, put their jobs back in the queue,
-   * and close. Resolves within stopGraceMs + SHUTDOWN_MARGIN_MS.
+   * and close. Resolves within stopGraceMs + SHUTDOWN_MARGIN_MS, whatever Redis does.
    */
-  shutdown(): Promise<void> {
+  shutdown(): Promise<ShutdownReport> {
     this.closing ??= this.doShutdown();
     return this.closing;
   }
 
-  private async doShutdown(): Promise<void> {
+  private async doShutdown(): Promise<ShutdownReport> {
+    const t0 = Date.now();
     this.stopping = true;
-    const closes = this.runWorkers.map((w) => w.close());
-    // After close() began, so no new job is fetched between the cancel and the close.
+    // Not BullMQ's close() yet: its graceful form waits for the blocking connection's 'end' event,
+    // which ioredis never emits for a connection that is reconnecting (Redis unreachable), and a
+    // later close(true) returns that same pending promise. pause(true) only stops the fetching.
+    const workers = [...this.runWorkers, ...(this.auditWorker ? [this.auditWorker] : [])];
+    await Promise.all(workers.map((w) => w.pause(true)));
     for (const worker of this.runWorkers) worker.cancelAllJobs(ABORT_SHUTDOWN);
-    const bound = this.options.tuning.stopGraceMs + SHUTDOWN_MARGIN_MS;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      Promise.all(closes).then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), bound);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
-      log.warn({ bound_ms: bound }, 'workers did not close in time: forcing');
-      await Promise.all(this.runWorkers.map((w) => w.close(true)));
+    // The trainers checkpoint and exit; run-trainer.ts sends SIGKILL at the end of the grace.
+    await within(Promise.allSettled(this.trainers), this.options.tuning.stopGraceMs + TRAINER_REAP_MS);
+    let forced = await redisSilence(this.client, REDIS_PROBE_MS);
+    if (forced === null && !(await within(Promise.allSettled(this.processing), HANDBACK_MS)))
+      forced = `runs not handed back within ${HANDBACK_MS / 1000} s`;
+    const notHandedBack = this.activeRuns();
+    if (forced === null) {
+      // BullMQ's graceful close hangs on a connection that is reconnecting (see above): bounded.
+      const closed = await within(
+        Promise.all([...workers.map((w) => w.close()), this.runsQueue?.close(), this.heartbeat.stop()]),
+        CLOSE_MS,
+      );
+      if (!closed) forced = `connections not closed within ${CLOSE_MS / 1000} s`;
     }
-    await this.auditWorker?.close();
-    await this.runsQueue?.close();
-    await this.heartbeat.stop();
+    if (forced !== null) {
+      log.warn(
+        { why: forced, runs: notHandedBack, lock_ms: this.options.tuning.lockMs },
+        'shutdown: connections force-closed; runs not handed back return to the queue when their lock expires',
+      );
+      this.forceClose();
+    }
     this.subscriber.disconnect();
     this.client.disconnect();
+    return { ms: Date.now() - t0, forced, notHandedBack };
+  }
+
+  /** Drop every connection now, without waiting for Redis (ioredis stops reconnecting too). */
+  private forceClose(): void {
+    const drop = (closing: Promise<unknown> | undefined) => void closing?.catch(() => undefined);
+    const workers = [...this.runWorkers, ...(this.auditWorker ? [this.auditWorker] : [])];
+    // close(true) disconnects both of a worker's connections at once unless a close already began.
+    for (const worker of workers) drop(worker.close(true));
+    for (const worker of workers) drop(worker.disconnect());
+    drop(this.runsQueue?.disconnect());
+    drop(this.heartbeat.stop());
   }
 }

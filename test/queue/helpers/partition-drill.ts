@@ -1,10 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, type WriteStream } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import { collectStatus, queueConnection, redisTargetFrom, submitAudit } from '../../../src/queue/index.js';
 import { RUNS_QUEUE } from '../../../src/queue/names.js';
 import { sleep } from '../../../src/sleep.js';
+import { SHUTDOWN_MARGIN_MS } from '../../../src/worker/index.js';
 import { fastTuning, standInEnv, waitFor, writeFixtureAudit } from './fixtures.js';
 import { trainedTwice } from './outage-drill.js';
 
@@ -15,12 +16,16 @@ import { trainedTwice } from './outage-drill.js';
  * `worker` CLI (`--cpu slots`, its own UTS name) with the stand-in trainer. The drill:
  *  1. cuts host 0's link (link down on its side) for `cutMs` (> the lock) once it runs a trainer:
  *     its runs must be handed to other hosts within the cut, and its trainers must stop (it cannot
- *     renew its locks); the other hosts need free slots within the cut (runs < 2 x all slots);
- *  2. heals it, then cuts every host from Redis for `outageMs`, and heals;
- * then waits for the audit to finish. Every run must complete once (one `done` in the stand-in's
- * .trained record), no update may be trained by two trainers, and every result must equal an
- * undisturbed run of the same manifest. Everything made (namespaces, links, processes) is removed
- * in `finally`, on failure too. Needs root and `ip`; touches no interface it did not make.
+ *     renew its locks); the other hosts need free slots within the cut (fewer runs than slots, or runs
+ *     short enough that some end within it);
+ *  2. heals it, then cuts every host from Redis for `outageMs`, and heals: the runs active then
+ *     (there must be some: runs must last longer than step 1) must stop their trainers too;
+ * then waits for the audit to finish, and stops every worker with one SIGTERM, which each must obey
+ * within its bound (--stop-grace-s 10 + SHUTDOWN_MARGIN_MS). Every run must complete once (one
+ * `done` in the stand-in's .trained record), no update may be trained by two trainers, and every
+ * result must equal an undisturbed run of the same manifest. Everything made (namespaces, links,
+ * processes) is removed in `finally`, on failure too, with no unbounded wait: a process that does
+ * not stop is killed -9. Needs root and `ip`; touches no interface it did not make.
  */
 export interface PartitionDrillOptions {
   dir: string;
@@ -47,10 +52,17 @@ export interface PartitionDrillReport {
   handedOver: number;
   /** Trainer pids of the cut host still alive after 2 locks with its link down. */
   cutTrainersAlive: number;
+  /** Runs active when every host lost Redis, and how many of their trainers were alive at its end. */
+  outageRuns: number;
+  outageTrainersAlive: number;
   failures: string[];
   /** Takeovers of a run whose lock expired (BullMQ's stalled counter), summed over runs, and the most for one run. */
   stalls: number;
   maxStalls: number;
+  /** Seconds each host's worker took to exit after the drill's one SIGTERM (null: not within the bound). */
+  workerExitS?: (number | null)[];
+  /** Each worker's own last line ("stopped in ... s; ..."): whether it force-closed, and why. */
+  workerStops?: string[];
   /** For each run completed or trained twice: its stand-in records (.trained: pid first last how; .slots: start end). */
   doubles: string[];
 }
@@ -67,7 +79,9 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
   const hostNs = (i: number) => `cah${i}-${tag}`;
   const hostLink = (i: number) => `cv${i}h-${tag}`;
   const made: string[] = [];
-  const procs: ChildProcess[] = [];
+  let redis: ChildProcess | undefined;
+  const workers: ChildProcess[] = [];
+  const logs: WriteStream[] = [];
   const artifacts = join(o.dir, 'artifacts');
   mkdirSync(join(o.dir, 'redis'), { recursive: true });
   try {
@@ -104,7 +118,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       ip('-n', hostNs(i), 'addr', 'add', `10.231.${i}.2/30`, 'dev', hostLink(i));
       ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'up');
     }
-    const redis = spawn(
+    redis = spawn(
       'ip',
       [
         'netns',
@@ -120,7 +134,6 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       ].concat(['--dir', join(o.dir, 'redis'), '--appendonly', 'yes', '--save', '']),
       { stdio: 'ignore' },
     );
-    procs.push(redis);
     const target = redisTargetFrom('redis://10.231.250.1:6379');
     if (!target) throw new Error('drill: no Redis target');
     const conn = queueConnection(target, 'partition');
@@ -141,7 +154,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     );
     const tuning = fastTuning({ lockMs: o.lockMs, stalledMs: Math.max(500, o.lockMs / 2), stopGraceMs: 10_000 });
     await submitAudit(conn, artifacts, audit, tuning);
-    for (let i = 0; i < o.hosts; i += 1) {
+    const startHost = (i: number) => {
       const worker = spawn(
         'ip',
         ['netns', 'exec', hostNs(i), 'unshare', '--uts', 'sh', '-c', `hostname drill-h${i} && exec "$@"`, 'sh'].concat(
@@ -155,14 +168,35 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
             ...process.env,
             ...standInEnv(),
             CANARY_AUDIT_QUEUE_PREFIX: 'partition',
-            CANARY_AUDIT_LOG_LEVEL: 'warn',
+            CANARY_AUDIT_LOG_LEVEL: 'info',
             CANARY_TRAINER_LOCK_WAIT_S: '4',
           },
         },
       );
-      worker.stderr?.resume();
-      procs.push(worker);
-    }
+      // Each host's log stays in the drill's folder (what a failed drill is diagnosed from).
+      const logFile = createWriteStream(join(o.dir, `worker-h${i}.log`));
+      logs.push(logFile);
+      worker.stderr?.pipe(logFile);
+      workers.push(worker);
+    };
+    const active = async () =>
+      ((await collectStatus(conn, audit.auditId))[0]?.runs ?? []).filter((r) => r.state === 'active');
+    // Host 0 first, until its slots train, so that it holds runs when its link goes down however
+    // the hosts race for them; then the others, until every slot (or every run) trains.
+    startHost(0);
+    await waitFor(
+      'host 0 to fill its slots',
+      async () => (await active()).filter((r) => r.progress?.host === 'drill-h0').length >= Math.min(o.slots, o.runs),
+      180_000,
+      200,
+    );
+    for (let i = 1; i < o.hosts; i += 1) startHost(i);
+    await waitFor(
+      'every slot to train',
+      async () => (await active()).length >= Math.min(o.runs, o.hosts * o.slots),
+      180_000,
+      200,
+    );
 
     // 1. One host cut off, longer than the lock, while it trains.
     const onHost0 = await waitFor(
@@ -181,14 +215,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     const cutPids = onHost0.map((r) => r.progress?.trainer_pid).filter((p): p is number => typeof p === 'number');
     ip('-n', hostNs(0), 'link', 'set', hostLink(0), 'down');
     await sleep(Math.max(o.cutMs, 2 * o.lockMs));
-    const cutTrainersAlive = cutPids.filter((pid) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    }).length;
+    const cutTrainersAlive = cutPids.filter(alive).length;
     // Where host 0's runs are at the end of the cut: taken by another host (or done there).
     const [atCut] = await collectStatus(conn, audit.auditId);
     const handedOver = (atCut?.runs ?? []).filter(
@@ -202,8 +229,15 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
 
     // 2. Redis cut from every host at once, then healed.
     await sleep(2 * o.lockMs);
+    const [atOutage] = await collectStatus(conn, audit.auditId);
+    const outageActive = (atOutage?.runs ?? []).filter((r) => r.state === 'active');
+    const outagePids = outageActive
+      .map((r) => r.progress?.trainer_pid)
+      .filter((p): p is number => typeof p === 'number');
     for (let i = 0; i < o.hosts; i += 1) ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'down');
     await sleep(o.outageMs);
+    // No host can renew a lock: every trainer must have stopped (when the outage outlasts the lock).
+    const outageTrainersAlive = outagePids.filter(alive).length;
     for (let i = 0; i < o.hosts; i += 1) ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'up');
 
     const status = await waitFor(
@@ -224,6 +258,8 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       cut: cutRuns.length,
       handedOver,
       cutTrainersAlive,
+      outageRuns: outageActive.length,
+      outageTrainersAlive,
       failures: [],
       doubles: [],
       stalls: 0,
@@ -256,16 +292,33 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       )
         report.identical += 1;
     }
+    // 3. Every worker must stop on one SIGTERM within its documented bound.
+    const exits = await stopWithin(workers, 'SIGTERM', WORKER_STOP_BOUND_MS);
+    report.workerExitS = exits.map((ms) => (ms === null ? null : Math.round(ms / 100) / 10));
+    await sleep(100);
+    report.workerStops = workers.map((_, i) => {
+      const path = join(o.dir, `worker-h${i}.log`);
+      const line = existsSync(path) ? /stopped in [^\n]*/.exec(readFileSync(path, 'utf8'))?.[0] : undefined;
+      return line ?? '(no stop line)';
+    });
+    exits.forEach((ms, i) => {
+      if (ms === null)
+        report.failures.push(
+          `host ${i}'s worker did not exit within ${WORKER_STOP_BOUND_MS / 1000} s of SIGTERM; its log ends: ${logTail(join(o.dir, `worker-h${i}.log`))}`,
+        );
+    });
     return report;
   } finally {
-    for (const p of procs.slice(1)) p.kill('SIGTERM');
-    await Promise.all(
-      procs
-        .slice(1)
-        .map((p) => new Promise<void>((done) => (p.exitCode !== null ? done() : p.once('exit', () => done())))),
-    ).catch(() => undefined);
-    procs[0]?.kill('SIGTERM');
-    await sleep(200);
+    // Nothing here may wait without a bound: a worker (or Redis) that ignores SIGTERM is killed.
+    await stopWithin(workers, 'SIGTERM', WORKER_STOP_BOUND_MS);
+    await stopWithin(workers, 'SIGKILL', 5_000);
+    if (redis) {
+      await stopWithin([redis], 'SIGTERM', 5_000);
+      await stopWithin([redis], 'SIGKILL', 5_000);
+    }
+    // Trainers (or anything else) still running inside the drill's namespaces.
+    for (const name of made) if (!name.startsWith('link:')) killNamespace(name);
+    for (const logFile of logs) logFile.end();
     // Deleting a namespace deletes the veth ends in it, and so their peers; the controller's link too.
     for (const name of made.reverse()) {
       try {
@@ -274,6 +327,74 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
       } catch {
         // already gone with its peer
       }
+    }
+  }
+}
+
+/** A worker's documented bound after SIGTERM: the drill's --stop-grace-s 10 + SHUTDOWN_MARGIN_MS. */
+const WORKER_STOP_BOUND_MS = 10_000 + SHUTDOWN_MARGIN_MS;
+
+/**
+ * Send `signal` to every child still running and wait at most `boundMs` for each: the ms each took
+ * to exit (0 if it had already exited), or null if it was still running at the bound.
+ */
+async function stopWithin(
+  children: ChildProcess[],
+  signal: NodeJS.Signals,
+  boundMs: number,
+): Promise<(number | null)[]> {
+  const t0 = performance.now();
+  return Promise.all(
+    children.map(
+      (child) =>
+        new Promise<number | null>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done(0);
+          const timer = setTimeout(() => done(null), boundMs);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            done(performance.now() - t0);
+          });
+          child.kill(signal);
+        }),
+    ),
+  );
+}
+
+/** The last lines of a worker's log, each cut to 300 characters (the drill's folder is removed after). */
+function logTail(path: string, count = 3): string {
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  return lines(
+    text
+      .trim()
+      .split('\n')
+      .slice(-count)
+      .map((l) => l.slice(0, 300))
+      .join('\n'),
+  );
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** kill -9 every process left in a network namespace the drill made. */
+function killNamespace(name: string): void {
+  let pids: string[] = [];
+  try {
+    pids = execFileSync('ip', ['netns', 'pids', name], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // already gone
     }
   }
 }
