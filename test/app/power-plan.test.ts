@@ -9,16 +9,8 @@ import { lookSchedule } from '../../src/metrics/sequential.js';
 import { sequentialPower } from '../../src/metrics/sequential-power.js';
 import { assumedComponents, decisionProbability, scaledVariance } from '../../src/metrics/verdict.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
+import { STAMP } from '../helpers/stamp.js';
 
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 const grid = (seeds: string, extra = ''): string => `
 axes:
   visibility: [visible, redacted]

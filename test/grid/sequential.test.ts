@@ -9,17 +9,9 @@ import {
   type RunLayout,
 } from '../../src/manifest/index.js';
 import { BASE, expectOneError, inputErrors } from './helpers.js';
+import { STAMP } from '../helpers/stamp.js';
 
 const F = 'grids/sequential.yaml';
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 
 const grid = (seeds: string, replicates: string): string => `
 seed: 5

@@ -5,16 +5,8 @@ import type { Cell } from '../../src/grid/index.js';
 import { planAuditText } from '../../src/manifest/index.js';
 import { buildManifestCore } from '../../src/manifest/manifest.js';
 import { designShare, togetherSpace } from '../../src/manifest/designs-together.js';
+import { STAMP } from '../helpers/stamp.js';
 
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 const plan = (text: string) => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
 // Two-character secrets keep the candidate lists small: codes 10^2 = 100 (exhaustive), rare
 // tokens the secret + 99 decoys from 16^2 = 256.

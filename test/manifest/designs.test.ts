@@ -6,16 +6,8 @@ import { UserInputErrors } from '../../src/errors.js';
 import { planAuditText, writeAudit } from '../../src/manifest/index.js';
 import { buildManifestCore } from '../../src/manifest/manifest.js';
 import { CORPUS_ROWS, rareTokens, TINY_TOKENS, tokenCounts } from '../../src/manifest/designs.js';
+import { STAMP } from '../helpers/stamp.js';
 
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 const plan = (text: string) => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
 const grid = (axes: string, extra = ''): string => `
 seed: 3

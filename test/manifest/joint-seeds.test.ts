@@ -13,16 +13,8 @@ import {
 } from '../../src/manifest/index.js';
 import { computeReport } from '../../src/report/index.js';
 import { buildFixtureAudit, type FixtureRun } from '../fixtures/audit-builder.js';
+import { STAMP } from '../helpers/stamp.js';
 
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 const plan = (text: string): AuditPlan => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
 
 const grid = (replicates: string): string => `

@@ -14,19 +14,11 @@ import {
 import type { Task } from '../../src/manifest/tasks/index.js';
 import { describeSchemaErrors, validate } from '../../src/schemas/index.js';
 import { verifyPretrainFile, verifyRunFolder } from './verify-run.js';
+import { STAMP } from '../helpers/stamp.js';
 
 const root = mkdtempSync(join(tmpdir(), 'canary-pretrain-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 const plan = (text: string): AuditPlan => planAuditText('pretrain.yaml', text, { ...STAMP, versions: {} });
 
 /** A small pretraining (40 updates x 8 = 320 rows) so the test writes little. */
