@@ -258,7 +258,7 @@ export interface SampledTextSpec {
   temperature: number;
   /** Decoys sampled per canary. */
   decoys: number;
-  /** The sampling context: the start of an assistant reply with no messages. */
+  /** The sampling context: the start of an assistant reply to one empty user message. */
   context: 'reply-start';
   grid_seed: number;
   /** Per canary id: its sampling seed, from the grid seed and the id (src/manifest/sampled-text.ts). */

@@ -10,7 +10,8 @@ Per canary, one CPU `torch.Generator` seeded with the manifest's seed for that c
 grid seed and the canary id, never the run seed) draws `1 + 1 + decoys` distinct texts of `length`
 tokens, in order: the secret, the substitute the `substituted` probes show, then the decoys. Each
 token is drawn from softmax(logits / temperature) of the base model given the start of an assistant
-reply with no messages (`backend.render([])`) and the tokens drawn so far, over the tokens that
+reply to an empty user message (`CONTEXT`; chat templates refuse an empty conversation) and the
+tokens drawn so far, over the tokens that
 decode to text on their own and tokenize back to themselves (no special markers); a text is kept
 when it tokenizes back to the drawn ids and is new for the canary. The generator never touches the
 global RNG, so training's random stream is the same as without the design.
@@ -46,6 +47,8 @@ BATCH = 512
 MAX_ROUNDS = 50
 # A special marker as chat templates spell them (the tiny tokenizer's <|unk|> decodes to one).
 _MARKER = re.compile(r"<\|[^|]*\|>")
+# The conversation the samples continue (manifest `sampled_text.context`: reply-start).
+CONTEXT = [{"role": "user", "content": ""}]
 
 
 @dataclass
@@ -60,12 +63,11 @@ def allowed_tokens(backend: Backend, vocab: int) -> torch.Tensor:
     marker, tokenize back to themselves alone, and are neither padding nor a stop token."""
     stop = backend.stop_ids() | {backend.pad_id}
     ok = torch.zeros(vocab, dtype=torch.bool)
-    for i in range(vocab):
-        if i in stop:
-            continue
-        text = backend.decode([i])
-        if text and not _MARKER.search(text) and backend.tokenize(text) == [i]:
-            ok[i] = True
+    ids = [i for i in range(vocab) if i not in stop]
+    texts = [backend.decode([i]) for i in ids]
+    kept = [(i, t) for i, t in zip(ids, texts) if t and not _MARKER.search(t)]
+    for (i, _), back in zip(kept, backend.tokenize_batch([t for _, t in kept])):
+        ok[i] = back == [i]
     return ok
 
 
@@ -109,7 +111,7 @@ def sample(backend: Backend, manifest: Manifest) -> dict[str, CanaryTexts]:
     """Every canary's texts from the weights in `backend.model` (the base)."""
     spec = manifest.sampled_text
     assert spec is not None
-    context = backend.tokenize(backend.render([]))
+    context = backend.tokenize(backend.render(CONTEXT))
     was_training = backend.model.training
     backend.model.eval()
     try:

@@ -20,6 +20,7 @@ from canary_trainer.run import RunOptions, run
 
 from .conftest import run_here
 from .fixtures import _file_ref, make_run, rewrite_manifest
+from .hf_fixtures import hub_env  # noqa: F401  (fixture)
 
 # The controller's placeholder alphabet (src/manifest/sampled-text.ts): U+E000-U+E00F.
 ALPHABET = "".join(chr(0xE000 + i) for i in range(16))
@@ -85,7 +86,7 @@ def base():
 
 
 def test_sampling_is_deterministic_in_the_seed_and_leaves_the_global_rng(base):
-    ctx = base.tokenize(base.render([]))
+    ctx = base.tokenize(base.render(sampled_text.CONTEXT))
     allowed = sampled_text.allowed_tokens(base, base.config.vocab_size)
     state = torch.get_rng_state()
     with torch.no_grad():
@@ -103,7 +104,7 @@ def test_sampling_is_deterministic_in_the_seed_and_leaves_the_global_rng(base):
 
 def test_a_colder_temperature_concentrates_the_samples(base):
     """At a low temperature the draws pile onto the base's likeliest tokens: fewer distinct ones."""
-    ctx = base.tokenize(base.render([]))
+    ctx = base.tokenize(base.render(sampled_text.CONTEXT))
     allowed = sampled_text.allowed_tokens(base, base.config.vocab_size)
     gen = torch.Generator().manual_seed(3)
     with torch.no_grad():
@@ -190,3 +191,23 @@ def test_run_samples_fills_and_a_resumed_run_reuses_the_texts(tmp_path, monkeypa
     assert resumed["sampled_text"]["canaries"] == st["canaries"]
     scores = [p["scores_sha256"] for e in resumed["evaluations"] for p in e["probes"]]
     assert scores == [p["scores_sha256"] for e in straight["evaluations"] for p in e["probes"]]
+
+
+@pytest.mark.full
+def test_an_hf_base_samples_through_the_same_interface(hub_env):
+    """Qwen3's real tokenizer and chat template on a random-initialised model: the allowed tokens
+    exclude the special ones, and a text tokenizes back to the ids drawn. About 20 s of CPU (the
+    round trip of 151,669 tokens), hence the full tier."""
+    from .test_hf_backend import backend
+
+    b = backend("qwen3")
+    ctx = b.tokenize(b.render(sampled_text.CONTEXT))
+    with torch.no_grad():
+        vocab = b.logits(torch.tensor([ctx]), keep_last=1).shape[-1]
+        allowed = sampled_text.allowed_tokens(b, vocab)
+        a = sampled_text.sample_canary(b, ctx, allowed, 5, 6, 1.0, 8)
+        again = sampled_text.sample_canary(b, ctx, allowed, 5, 6, 1.0, 8)
+    assert a == again and len(set(a)) == 8
+    assert not any(allowed[i] for i in b.stop_ids())
+    for text in a:
+        assert len(b.tokenize(text)) == 6
