@@ -23,7 +23,10 @@ texts. result.json repeats each canary's secret and substitute (`sampled_text`).
 
 from __future__ import annotations
 
+import argparse
+import collections
 import hashlib
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -33,17 +36,20 @@ from typing import Any
 import torch
 
 from .atomic import write_json_atomic
+from .backends import load_backend
 from .backends.base import Backend
+from .base_model import prepare_base
 from .bounded import read_text_bounded
 from .errors import BadManifest, TrainerError
-from .events import log
-from .manifest import Manifest
+from .events import Events, log
+from .interrupt import StopFlag
+from .manifest import Manifest, load_manifest
 
 FILE = "sampled-text.json"
 FORMAT = "canary-audit.sampled-text/1"
 # Sequences sampled per forward pass (rows of one batch).
 BATCH = 512
-# Rounds of sampling before a canary that still lacks distinct texts is an error.
+# Rounds of BATCH draws before a canary that still lacks distinct texts is an error.
 MAX_ROUNDS = 50
 # A special marker as chat templates spell them (the tiny tokenizer's <|unk|> decodes to one).
 _MARKER = re.compile(r"<\|[^|]*\|>")
@@ -79,8 +85,7 @@ def sample_canary(backend: Backend, context: list[int], allowed: torch.Tensor, s
     texts: list[str] = []
     seen: set[str] = set()
     for _ in range(MAX_ROUNDS):
-        want = count - len(texts)
-        for ids in _draw(backend, context, allowed, gen, length, temperature, min(BATCH, max(want, 1))):
+        for ids in _draw(backend, context, allowed, gen, length, temperature, BATCH):
             text = backend.decode(ids)
             if text in seen or backend.tokenize(text) != ids:
                 continue
@@ -88,9 +93,9 @@ def sample_canary(backend: Backend, context: list[int], allowed: torch.Tensor, s
             texts.append(text)
             if len(texts) == count:
                 return texts
-    raise TrainerError(f"sampled {MAX_ROUNDS} rounds and found only {len(texts)} of {count} distinct texts of "
-                       f"{length} tokens at temperature {temperature}; fix: raise the design's length or temperature, "
-                       "or lower its decoys", recoverable=False)
+    raise BadManifest(f"sampled_text: {MAX_ROUNDS * BATCH} draws of {length} tokens at temperature {temperature} "
+                      f"gave only {len(texts)} of the {count} distinct texts a canary needs (the base repeats itself); "
+                      "fix: raise the grid design's temperature or length, or lower its decoys")
 
 
 def _draw(backend: Backend, context: list[int], allowed: torch.Tensor, gen: torch.Generator, length: int,
@@ -230,3 +235,38 @@ def prepare(backend: Backend, manifest: Manifest, out: Path, rows: list[dict], r
             f"each into {out / FILE}")
     fill(manifest, rows, texts)
     return result_entry(texts, sha, manifest)
+
+
+def _survey(argv: list[str] | None = None) -> None:
+    """How alike a base's samples are at a few temperatures: distinct texts among N draws, the most
+    frequent ones. Reads a sampled-text run's manifest and its base (the cache, or built)."""
+    ap = argparse.ArgumentParser(prog="python -m canary_trainer.sampled_text",
+                                 description=_survey.__doc__)
+    ap.add_argument("--manifest", required=True, help="a run's manifest.json with a sampled_text block")
+    ap.add_argument("--draws", type=int, default=2048, help="texts drawn per temperature (default 2048)")
+    ap.add_argument("--temperature", type=float, nargs="+", default=[1.0, 1.5, 2.0],
+                    help="temperatures to survey (default 1.0 1.5 2.0)")
+    ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
+    args = ap.parse_args(argv)
+    m = load_manifest(args.manifest)
+    if m.sampled_text is None:
+        raise SystemExit(f"{args.manifest}: no sampled_text block; pass a run of design sampled-text")
+    b = load_backend(m.model, torch.device("cpu"))
+    prepare_base(b, m, Events(stream=io.StringIO()), StopFlag())
+    b.model.eval()
+    ctx = b.tokenize(b.render(CONTEXT))
+    with torch.no_grad():
+        vocab = b.logits(torch.tensor([ctx]), keep_last=1).shape[-1]
+        allowed = allowed_tokens(b, vocab)
+        for t in args.temperature:
+            gen = torch.Generator(device="cpu").manual_seed(args.seed)
+            drawn: collections.Counter[str] = collections.Counter()
+            for start in range(0, args.draws, BATCH):
+                n = min(BATCH, args.draws - start)
+                drawn.update(b.decode(ids) for ids in _draw(b, ctx, allowed, gen, m.sampled_text["length"], t, n))
+            print(f"temperature {t}: {len(drawn)} distinct of {args.draws} draws of {m.sampled_text['length']} tokens; "
+                  f"most frequent {drawn.most_common(3)}")
+
+
+if __name__ == "__main__":
+    _survey()
