@@ -42,6 +42,7 @@ from .base_model import prepare_base
 from .bounded import read_text_bounded
 from .errors import BadManifest, TrainerError
 from .events import Events, log
+from .host import host
 from .interrupt import StopFlag
 from .manifest import Manifest, load_manifest
 
@@ -248,6 +249,9 @@ def _survey(argv: list[str] | None = None) -> None:
                     help="temperatures to survey (default 1.0 1.5 2.0)")
     ap.add_argument("--seed", type=int, default=1, help="generator seed (default 1)")
     args = ap.parse_args(argv)
+    threads = host().threads  # as the trainer's CLI: the cached base is keyed by the thread count too
+    if threads is not None:
+        torch.set_num_threads(max(1, int(threads)))
     m = load_manifest(args.manifest)
     if m.sampled_text is None:
         raise SystemExit(f"{args.manifest}: no sampled_text block; pass a run of design sampled-text")
