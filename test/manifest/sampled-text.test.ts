@@ -103,6 +103,14 @@ describe('sampled-text manifests', () => {
     expect(isPlaceholder(substitute, 7) && substitute !== first).toBe(true);
   });
 
+  it('plans an hf model without reading its tokenizer: the trainer samples with it', () => {
+    const p = plan(grid('[sampled-text]').replace('  seed: [0, 1]', '  seed: [0]\n  model: [qwen3-0.6b]'));
+    const m = core(p, 0);
+    expect(m.model.backend).toBe('hf');
+    expect(m.sampled_text).toMatchObject({ length: 8, temperature: 1, decoys: 999 });
+    expect(m.candidate_space).toMatchObject({ kind: 'sampled', length: 8, size: 1000 });
+  });
+
   it('derives each canary seed from the grid seed and the id only, as a 48-bit integer', () => {
     const seeds = ['f000', 'f001', 'h000'].map((id) => sampledTextSeed(3, id));
     expect(new Set(seeds).size).toBe(3);
