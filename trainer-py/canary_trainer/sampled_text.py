@@ -79,16 +79,16 @@ def allowed_tokens(backend: Backend, vocab: int) -> torch.Tensor:
 
 
 def sample_canary(backend: Backend, context: list[int], allowed: torch.Tensor, seed: int, length: int,
-                  temperature: float, count: int) -> list[str]:
+                  temperature: float, count: int, avoid: frozenset[str] = frozenset()) -> list[str]:
     """`count` distinct texts of `length` tokens for one canary, in draw order (deterministic in `seed`
-    for the same weights and numerics)."""
+    for the same weights and numerics); the first two (secret and substitute) are none of `avoid`."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     texts: list[str] = []
     seen: set[str] = set()
     for _ in range(MAX_ROUNDS):
         for ids in _draw(backend, context, allowed, gen, length, temperature, BATCH):
             text = backend.decode(ids)
-            if text in seen or backend.tokenize(text) != ids:
+            if text in seen or backend.tokenize(text) != ids or (len(texts) < 2 and text in avoid):
                 continue
             seen.add(text)
             texts.append(text)
@@ -125,9 +125,13 @@ def sample(backend: Backend, manifest: Manifest) -> dict[str, CanaryTexts]:
             vocab = backend.logits(torch.tensor([context], device=backend.device), keep_last=1).shape[-1]
             allowed = allowed_tokens(backend, vocab)
             out = {}
-            for cid, seed in spec["seeds"].items():
-                texts = sample_canary(backend, context, allowed, seed, spec["length"], spec["temperature"],
-                                      2 + spec["decoys"])
+            # In id order, no canary takes a secret or substitute an earlier one holds: a held-out
+            # canary whose secret an inserted one trained would look memorized.
+            taken: set[str] = set()
+            for cid in sorted(spec["seeds"]):
+                texts = sample_canary(backend, context, allowed, spec["seeds"][cid], spec["length"],
+                                      spec["temperature"], 2 + spec["decoys"], frozenset(taken))
+                taken.update(texts[:2])
                 out[cid] = CanaryTexts(secret=texts[0], substitute=texts[1], decoys=texts[2:])
     finally:
         backend.model.train(was_training)

@@ -102,6 +102,31 @@ def test_sampling_is_deterministic_in_the_seed_and_leaves_the_global_rng(base):
         assert "<|" not in text  # no special marker, <|unk|> included
 
 
+def test_no_two_canaries_share_a_secret_or_substitute(base, tmp_path, monkeypatch):
+    """A base that repeats itself would give independent canaries the same secret; in id order each
+    canary's secret and substitute skip what an earlier canary holds."""
+    ctx = base.tokenize(base.render(sampled_text.CONTEXT))
+    allowed = sampled_text.allowed_tokens(base, base.config.vocab_size)
+    with torch.no_grad():
+        first = sampled_text.sample_canary(base, ctx, allowed, 11, LENGTH, 1.0, 4)
+        avoiding = sampled_text.sample_canary(base, ctx, allowed, 11, LENGTH, 1.0, 4, frozenset(first[:1]))
+    assert avoiding[0] == first[1] and first[0] not in avoiding
+
+    # Every canary's generator yields the same texts (the extreme of a repetitive base).
+    same = [f"t{j}" for j in range(100)]
+
+    def repetitive(_b, _c, _a, _seed, _length, _t, count, avoid=frozenset()):
+        head = [t for t in same if t not in avoid][:2]
+        return head + [t for t in same if t not in head][:count - 2]
+
+    monkeypatch.setattr(sampled_text, "sample_canary", repetitive)
+    m = load_manifest(sampled_run(tmp_path / "run", n_focal=3, n_held=3, kinds=("hidden",)))
+    texts = sampled_text.sample(base, m)
+    held = [t.secret for t in texts.values()] + [t.substitute for t in texts.values()]
+    assert len(set(held)) == len(held) == 12
+    assert [texts[c].secret for c in sorted(texts)] == ["t0", "t2", "t4", "t6", "t8", "t10"]
+
+
 def test_a_colder_temperature_concentrates_the_samples(base):
     """At a low temperature the draws pile onto the base's likeliest tokens: fewer distinct ones."""
     ctx = base.tokenize(base.render(sampled_text.CONTEXT))
