@@ -16,6 +16,10 @@ decode to text on their own and tokenize back to themselves (no special markers)
 when it tokenizes back to the drawn ids and is new for the canary. The generator never touches the
 global RNG, so training's random stream is the same as without the design.
 
+Canaries are sampled in id order, and a canary's secret and substitute skip any text an earlier
+canary holds as either: a held-out canary whose secret an inserted one trained would look
+memorized.
+
 The texts go to `sampled-text.json` in the run folder once, before training; a resumed run (whose
 checkpoint holds fine-tuned weights, not the base) reads them from there, so it fills identical
 texts. result.json repeats each canary's secret and substitute (`sampled_text`).
