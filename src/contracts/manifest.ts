@@ -251,6 +251,24 @@ export interface CandidateSpace {
   seed?: number;
 }
 
+/**
+ * Design sampled-text (manifest `sampled_text`): the canaries' codes, substitutes and candidates
+ * are placeholders the trainer fills with texts it samples from the base model before training.
+ */
+export interface SampledTextSpec {
+  /** Tokens per sampled text. */
+  length: number;
+  /** Softmax temperature of the sampling. */
+  temperature: number;
+  /** Decoys sampled per canary. */
+  decoys: number;
+  /** The sampling context: the start of an assistant reply to one empty user message. */
+  context: 'reply-start';
+  grid_seed: number;
+  /** Per canary id: its sampling seed, from the grid seed and the id (src/manifest/sampled-text.ts). */
+  seeds: Record<string, number>;
+}
+
 export interface EvalSpec {
   base_model: boolean;
   checkpoints: number[];
@@ -263,6 +281,8 @@ export interface Manifest {
   run_id: string;
   /** Randomized inclusion (grid `canaries.inclusion: randomized`): each pool canary inserted by a fair coin. */
   inclusion?: { kind: 'randomized'; p: number; pool: number; seed: number };
+  /** Design sampled-text: how the trainer fills the placeholder secrets. */
+  sampled_text?: SampledTextSpec;
   audit: {
     id: string;
     name: string;

@@ -95,6 +95,8 @@ export interface Result {
   numerics?: Numerics;
   /** How far fine-tuning moved each trainable parameter group (absent in older results and sharded runs). */
   weight_change?: WeightChange;
+  /** Design sampled-text: the texts the trainer sampled and filled in for the manifest's placeholders. */
+  sampled_text?: SampledTextResult;
 }
 
 /** result.json `weight_change`: per trainable parameter group, ‖W₁ − W₀‖ and ‖W₀‖. */
@@ -162,4 +164,17 @@ export interface RunFailure {
 export interface SkippedCheckpoint {
   update: number;
   reason: string;
+}
+
+/** result.json `sampled_text`: the manifest's spec repeated, the run folder's file of every text, each canary's secret and substitute. */
+export interface SampledTextResult {
+  file: string;
+  sha256: string;
+  length: number;
+  temperature: number;
+  decoys: number;
+  context: 'reply-start';
+  grid_seed: number;
+  seeds: Record<string, number>;
+  canaries: Record<string, { secret: string; substitute: string }>;
 }

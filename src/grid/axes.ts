@@ -261,15 +261,29 @@ function resolveUtilityPath(params: Record<string, unknown>, path: GridPath, ctx
 
 export const RARE_TOKEN_DEFAULTS = { length: 4, pool: 16, decoys: 9999 } as const;
 
-const design: Normaliser<'design'> = (raw) => {
+/** sampled-text: 8 tokens at the base model's own temperature, 999 decoys (1,000 candidates). */
+export const SAMPLED_TEXT_DEFAULTS = { length: 8, temperature: 1, decoys: 999 } as const;
+
+/** The most decoys a sampled-text canary may ask the trainer to sample. */
+export const SAMPLED_TEXT_MAX_DECOYS = 100_000;
+
+const design: Normaliser<'design'> = (raw, path, ctx) => {
   const o = (typeof raw === 'string' ? { kind: raw } : raw) as {
     kind: DesignValue['kind'];
     length?: number;
     pool?: number;
     decoys?: number;
+    temperature?: number;
     name?: string;
   };
   if (o.kind === 'codes') return { label: o.name ?? 'codes', value: { kind: 'codes' } };
+  if (o.kind === 'sampled-text') return sampledTextDesign(o, path, ctx);
+  if (o.temperature !== undefined)
+    fail(
+      ctx,
+      [...path, 'temperature'],
+      `temperature ${o.temperature} applies to design sampled-text only (rare-tokens draws tokens uniformly); remove it, or write kind: sampled-text`,
+    );
   const value: DesignValue = {
     kind: 'rare-tokens',
     length: o.length ?? RARE_TOKEN_DEFAULTS.length,
@@ -285,6 +299,38 @@ const design: Normaliser<'design'> = (raw) => {
     value,
   };
 };
+
+function sampledTextDesign(
+  o: { length?: number; pool?: number; decoys?: number; temperature?: number; name?: string },
+  path: GridPath,
+  ctx: AxisContext,
+): { label: string; value: DesignValue } {
+  if (o.pool !== undefined)
+    fail(
+      ctx,
+      [...path, 'pool'],
+      `pool ${o.pool} applies to design rare-tokens only: sampled-text draws its tokens from the base model's whole distribution; remove pool, or set temperature to sharpen (below 1) or flatten (above 1) that distribution`,
+    );
+  if (o.decoys !== undefined && o.decoys > SAMPLED_TEXT_MAX_DECOYS)
+    fail(
+      ctx,
+      [...path, 'decoys'],
+      `decoys ${o.decoys} would have the trainer sample ${o.decoys} texts per canary before training; use at most ${SAMPLED_TEXT_MAX_DECOYS} (extrapolated exposure reaches beyond the sampled candidates)`,
+    );
+  const d = SAMPLED_TEXT_DEFAULTS;
+  const value = {
+    kind: 'sampled-text' as const,
+    length: o.length ?? d.length,
+    temperature: o.temperature ?? d.temperature,
+    decoys: o.decoys ?? d.decoys,
+  };
+  const isDefault = value.length === d.length && value.temperature === d.temperature && value.decoys === d.decoys;
+  return {
+    label:
+      o.name ?? (isDefault ? 'sampled-text' : `sampled-text(l${value.length},t${value.temperature},d${value.decoys})`),
+    value,
+  };
+}
 
 const NORMALISERS: { [A in AxisName]: Normaliser<A> } = {
   visibility,

@@ -176,9 +176,29 @@ export interface ModelValue {
 /**
  * Canary design (what the secret is): `codes`, the grid's code space as written; `rare-tokens`,
  * `length` tokens drawn uniformly from the `pool` rarest tokens of the model's tokenizer, ranked
- * against `decoys` sampled candidates drawn the same way (src/manifest/designs.ts).
+ * against `decoys` sampled candidates drawn the same way (src/manifest/designs.ts); `sampled-text`,
+ * texts sampled from the base model by the trainer (below).
  */
-export type DesignValue = { kind: 'codes' } | { kind: 'rare-tokens'; length: number; pool: number; decoys: number };
+export type DesignValue =
+  | { kind: 'codes' }
+  | { kind: 'rare-tokens'; length: number; pool: number; decoys: number }
+  | SampledTextDesign;
+
+/**
+ * `sampled-text`: each canary's secret is `length` tokens the trainer samples from the base model
+ * at `temperature`, ranked against `decoys` samples drawn the same way. The controller cannot know
+ * the texts (only the trainer has the base): the manifest carries placeholders and the sampling
+ * spec, the trainer fills them (src/manifest/sampled-text.ts, trainer-py sampled_text.py).
+ */
+export interface SampledTextDesign {
+  kind: 'sampled-text';
+  /** Tokens per secret (default 8). */
+  length: number;
+  /** Softmax temperature of the sampling (default 1.0: the base model's own distribution). */
+  temperature: number;
+  /** Sampled decoys per canary (default 999). */
+  decoys: number;
+}
 
 export interface TaskValue {
   name: string;

@@ -4,6 +4,7 @@ import type { AxisValue, DesignValue, ModelValue } from '../grid/index.js';
 import { Rng } from '../random.js';
 import type { CanaryPool } from './canaries.js';
 import { type BpeTokenizer, hfRareTokens, type SecretNeighbours } from './hf-rare-tokens.js';
+import { placeholderSpace } from './sampled-text.js';
 import type { Task } from './tasks/index.js';
 
 /**
@@ -44,6 +45,8 @@ export interface DesignSecrets {
   corpusRows?: number;
   /** hf: the tokenizer's model and revision the merge ranks came from. */
   tokenizer?: { model: string; revision: string | null };
+  /** sampled-text: what the trainer samples (the space above is the placeholders'; src/manifest/sampled-text.ts). */
+  sampling?: { length: number; temperature: number };
 }
 
 /** How often each vocabulary token occurs in `texts` (tokens of the tiny tokenizer: characters). */
@@ -130,6 +133,16 @@ export function designSecrets(
   seed: number,
   model?: { value: ModelValue; tokenizer: BpeTokenizer },
 ): DesignSecrets {
+  if (design.kind === 'sampled-text') {
+    const { length, temperature, decoys } = design;
+    return {
+      kind: design.kind,
+      space: placeholderSpace(design),
+      decoys,
+      tokens: [],
+      sampling: { length, temperature },
+    };
+  }
   if (model) {
     const tokens = hfRareTokens(model.tokenizer, design.pool, secretNeighbours(task, pool));
     return {

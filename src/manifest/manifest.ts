@@ -16,6 +16,7 @@ import { GRID_FILE } from '../layout.js';
 import type { RunLayout } from './plan-run.js';
 import { togetherCandidates } from './designs-together.js';
 import { canaryProbes } from './probes.js';
+import { sampledTextSpec } from './sampled-text.js';
 import type { Task, TaskSpec } from './tasks/index.js';
 
 /** Where a manifest says the audit's grid is, relative to its own folder (runs/<run_id>/). */
@@ -189,6 +190,15 @@ export function buildManifestCore(
       max_new_tokens: doc.eval.max_new_tokens,
       score_batch_size: doc.eval.score_batch_size,
     },
+    ...(secrets?.kind === 'sampled-text' && secrets.sampling
+      ? {
+          sampled_text: sampledTextSpec(
+            { ...secrets.sampling, decoys: secrets.decoys },
+            doc.seed,
+            [...canaries, ...heldOut].map((c) => c.id),
+          ),
+        }
+      : {}),
     ...(doc.canaries.inclusion === 'randomized'
       ? {
           inclusion: {

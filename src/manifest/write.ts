@@ -300,6 +300,7 @@ async function writeRun(
       candidate_space,
       eval: evalSpec,
       inclusion,
+      sampled_text,
     } = core;
     const pretrainRef = await writePretrain(plan, layout, renderer, tmp, shared.corpora);
     const model = withPretrain(core.model, layout, pretrainRef);
@@ -319,6 +320,8 @@ async function writeRun(
       run_id: 'run-0000000000000000',
       // Randomized inclusion: the report's one-run ε bounds hold only when the manifest says so.
       ...(inclusion ? { inclusion } : {}),
+      // Design sampled-text: the trainer fills the placeholder secrets as this block says.
+      ...(sampled_text ? { sampled_text } : {}),
       audit,
       task,
       model,

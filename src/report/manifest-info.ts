@@ -54,6 +54,8 @@ export interface ManifestInfo {
   base: string | null;
   /** sha256 of rows.jsonl: equal across seeds when the seeds do not vary the rows. */
   rows_sha256: string;
+  /** Design sampled-text: codes are placeholders, the texts are in result.json's `sampled_text`. */
+  sampled_text?: boolean;
 }
 
 export function manifestInfo(path: string, raw: unknown): ManifestInfo {
@@ -147,6 +149,7 @@ export function manifestInfo(path: string, raw: unknown): ManifestInfo {
     inclusion: m.inclusion?.kind === 'randomized' ? 'randomized' : 'fixed',
     base: baseKeyOf(m.model),
     rows_sha256: m.rows.sha256,
+    ...(m.sampled_text ? { sampled_text: true } : {}),
   };
 }
 

@@ -80,6 +80,20 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
       `is ${result.candidate_space.kind} |C|=${result.candidate_space.size} but manifest.json asks for ${space.kind} |C|=${space.size}: the scores were computed over another space — rerun the run`,
     );
   }
+  // Design sampled-text: the manifest's codes are placeholders; the trainer's texts replace them.
+  const texts = result.sampled_text?.canaries;
+  if (manifest.sampled_text && !texts)
+    throw artifactError(
+      path,
+      'sampled_text',
+      'is missing but manifest.json plans sampled-text canaries: the trainer that wrote it did not sample their secrets — rerun the run',
+    );
+  const textOf = (canaryId: string, placeholder: string, kind: string): string => {
+    const t = texts?.[canaryId];
+    if (!texts) return placeholder;
+    if (!t) throw artifactError(path, 'sampled_text.canaries', `has no texts for canary ${quoteValue(canaryId)}`);
+    return kind === 'substituted' ? t.substitute : t.secret;
+  };
   const ceiling = exposureCeiling(space.size);
   const read = hooks.readScores ?? readScoreFile;
   const observations: Observation[] = [];
@@ -146,20 +160,22 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
           });
         throw error;
       }
+      const code = textOf(canary.id, canary.code, 'secret');
+      const shown = info.shown_code === null ? null : textOf(canary.id, info.shown_code, info.kind);
       // Only this summary outlives the iteration; the score vector is garbage from here on.
       observations.push({
         run_id: run.run_id,
         phase: evaluation.phase,
         update: evaluation.update,
         canary_id: canary.id,
-        code: canary.code,
+        code,
         role: canary.role,
         cohort: canary.cohort,
         dose: canary.dose,
         visibility: canary.visibility,
         probe_id: info.id,
         probe_kind: info.kind,
-        shown_code: info.shown_code,
+        shown_code: shown,
         space_kind: space.kind,
         space_size: space.size,
         rank: summary.rank,
@@ -170,8 +186,8 @@ export async function observeRun(run: LoadedRun, hooks: ObserveHooks = {}): Prom
         best_other_score: summary.bestOtherScore,
         shown_rank: shownRank,
         shown_exposure: shownRank === null ? null : exposure(shownRank, space.size),
-        greedy_prefill: greedyObservation(probe.greedy.prefill, canary.code, info.shown_code),
-        greedy_free: greedyObservation(probe.greedy.free, canary.code, info.shown_code),
+        greedy_prefill: greedyObservation(probe.greedy.prefill, code, shown),
+        greedy_free: greedyObservation(probe.greedy.free, code, shown),
         ...(hooks.extrapolate && space.kind === 'sampled'
           ? { extrapolated: extrapolate(scores, canary.trueIndex, summary.trueScore) }
           : {}),

@@ -58,6 +58,30 @@ def decided(text: str, alphabet: str, length: int, prefill: str | None) -> bool:
     return m is not None and m.end() < len(text)
 
 
+def extract_text(text: str, secret: str, prefill: str | None) -> str | None:
+    """sampled-text: what a greedy continuation put where the secret goes, or None.
+
+    A sampled secret has no alphabet to read a code by, so the code is the continuation's first
+    len(secret) characters (prefill mode, or free mode once the response reproduced the prefill);
+    shorter output (the turn ended) is None. Free mode otherwise: the secret when the response
+    holds it anywhere, else None.
+    """
+    if prefill is None or text.startswith(prefill):
+        rest = text if prefill is None else text[len(prefill):]
+        return rest[:len(secret)] if len(rest) >= len(secret) else None
+    return secret if secret in text else None
+
+
+def decided_text(text: str, secret: str, prefill: str | None) -> bool:
+    """Whether no continuation of `text` can change extract_text's answer."""
+    if prefill is None or text.startswith(prefill):
+        rest = text if prefill is None else text[len(prefill):]
+        return len(rest) >= len(secret)
+    if prefill.startswith(text):
+        return False
+    return secret in text
+
+
 def free_limit(backend: TextModel, prefill: str, length: int, max_new_tokens: int) -> int:
     """Free mode must be able to reproduce the prefill and then write the code: at least the
     prefill's tokens, one token per code character and a margin."""
@@ -65,26 +89,29 @@ def free_limit(backend: TextModel, prefill: str, length: int, max_new_tokens: in
 
 
 def requests(backend: TextModel, messages: Sequence[Mapping[str, Any]], prefill: str, modes: Sequence[str], max_new_tokens: int,
-             alphabet: str, length: int) -> list[tuple]:
-    """(context ids, limit, stop rule) for each decode mode of one probe."""
+             alphabet: str, length: int, secret: str | None = None) -> list[tuple]:
+    """(context ids, limit, stop rule) for each decode mode of one probe (`secret`: a sampled-text
+    canary's secret, read by extract_text instead of the alphabet)."""
     out = []
     for mode in modes:
         pre = None if mode == "prefill" else prefill
         ctx = backend.render(messages) + (prefill if mode == "prefill" else "")
         limit = max_new_tokens if mode == "prefill" else free_limit(backend, prefill, length, max_new_tokens)
-        out.append((backend.tokenize(ctx), limit,
-                    lambda text, pre=pre: decided(text, alphabet, length, pre)))
+        rule = (lambda text, pre=pre: decided(text, alphabet, length, pre)) if secret is None else \
+            (lambda text, pre=pre: decided_text(text, secret, pre))
+        out.append((backend.tokenize(ctx), limit, rule))
     return out
 
 
 def greedy_many(backend: Backend, probes: list[Probe], max_new_tokens: int, alphabet: str, length: int,
-                stop: StopFlag | None = None) -> list[dict]:
+                stop: StopFlag | None = None, secrets: Mapping[str, str] | None = None) -> list[dict]:
     """{mode: {"text", "code"}} for each probe (its "prompt", "prefill", "decode" modes), decoded in
-    batches across probes."""
+    batches across probes. `secrets` (sampled-text): each canary's secret, read as extract_text says."""
     reqs, where = [], []
     for i, p in enumerate(probes):
+        secret = None if secrets is None else secrets[p["canary_id"]]
         for mode, req in zip(p["decode"], requests(backend, p["prompt"], p["prefill"], p["decode"],
-                                                   max_new_tokens, alphabet, length)):
+                                                   max_new_tokens, alphabet, length, secret)):
             reqs.append(req)
             where.append((i, mode))
     outs = run_batched(backend, reqs, stop)
@@ -92,5 +119,7 @@ def greedy_many(backend: Backend, probes: list[Probe], max_new_tokens: int, alph
     for (i, mode), ids in zip(where, outs):
         text = backend.decode(ids)
         pre = None if mode == "prefill" else probes[i]["prefill"]
-        result[i][mode] = {"text": text, "code": extract_code(text, alphabet, length, pre)}
+        code = extract_code(text, alphabet, length, pre) if secrets is None else \
+            extract_text(text, secrets[probes[i]["canary_id"]], pre)
+        result[i][mode] = {"text": text, "code": code}
     return result

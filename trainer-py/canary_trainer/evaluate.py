@@ -81,7 +81,7 @@ class Evaluator:
             self.stats["scoring_s"] = t1 - t0
             with torch.no_grad(), self.backend.autocast():
                 decoded = greedy_many(self.backend, probes, m.eval["max_new_tokens"], m.space["alphabet"],
-                                      m.space["length"], self.stop)
+                                      m.space["length"], self.stop, m.secrets)
             for entry, dec in zip(results, decoded):
                 entry["greedy"] = dec
             self.stats["greedy_s"] = time.monotonic() - t1

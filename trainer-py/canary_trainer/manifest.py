@@ -15,7 +15,7 @@ from . import schemas
 from .bounded import MAX_JSON_BYTES, BoundError, read_bounded
 from .errors import BadManifest
 from .images import check_images, check_parts
-from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain
+from .manifest_types import Canary, CandidateSpace, Eval, HeldOut, ManifestData, ModelSpec, Pretrain, SampledText
 from .train_config import TrainingConfig
 
 
@@ -28,6 +28,8 @@ class Manifest:
     arms: dict[str, str] = field(default_factory=dict)
     # (width, height) of each listed image, by path, when the model reads images
     image_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # sampled-text: each canary's secret once sampled_text.fill replaced the placeholders (else None)
+    secrets: dict[str, str] | None = None
 
     @property
     def folder(self) -> Path:
@@ -53,6 +55,11 @@ class Manifest:
     @property
     def eval(self) -> Eval:
         return self.data["eval"]
+
+    @property
+    def sampled_text(self) -> SampledText | None:
+        """The sampled-text design's spec: codes, substitutes and candidates are placeholders."""
+        return self.data.get("sampled_text")
 
     @property
     def space(self) -> CandidateSpace:
@@ -197,7 +204,23 @@ def _check_rules(path: Path, m: dict) -> dict[str, str]:
                                 "list the true code plus candidate_space.decoys decoys")
                 for j, code in enumerate(cands):
                     _check_code(path, f"{where}[{j}]", code, space)
+    if "sampled_text" in m:
+        _check_sampled_text(path, m, arms)
     return arms
+
+
+def _check_sampled_text(path: Path, m: dict, arms: dict[str, str]) -> None:
+    st, space = m["sampled_text"], m["candidate_space"]
+    if space["kind"] != "sampled" or space.get("decoys") != st["decoys"]:
+        raise _fail(path, "sampled_text.decoys", f"{st['decoys']} decoys but candidate_space is {space['kind']} with "
+                    f"{space.get('decoys')} decoys", "plan the run again with canary-audit plan")
+    missing = sorted(set(arms) - set(st["seeds"]))
+    if missing:
+        raise _fail(path, "sampled_text.seeds", f"no seed for canary {missing[0]!r}",
+                    "list a seed for every canary and held-out canary")
+    if m["training"].get("gpus", 1) > 1:
+        raise _fail(path, "training.gpus", "design sampled-text samples its secrets in one process",
+                    "run sampled-text cells on one GPU (training.gpus: 1)")
 
 
 def load_manifest(path: str | Path) -> Manifest:

@@ -36,6 +36,16 @@ class Inclusion(TypedDict):
     seed: int
 
 
+class SampledText(TypedDict):
+    # Design sampled-text: how the trainer fills the placeholder secrets (sampled_text.py).
+    length: int
+    temperature: float
+    decoys: int
+    context: Literal["reply-start"]
+    grid_seed: int
+    seeds: dict[str, int]
+
+
 class Audit(TypedDict):
     id: str
     name: str
@@ -219,6 +229,7 @@ class Eval(TypedDict):
 class ManifestData(TypedDict):
     schema_version: Literal["canary-audit.manifest/1"]
     inclusion: NotRequired[Inclusion]
+    sampled_text: NotRequired[SampledText]
     run_id: str
     audit: Audit
     task: Task

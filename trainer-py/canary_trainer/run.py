@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from . import checkpoint, provenance, utility, weight_change
+from . import checkpoint, provenance, sampled_text, utility, weight_change
 from .atomic import write_text_atomic
 from .backends import load_backend, pick_device, reply_tokens
 from .backends.base import Backend
@@ -185,21 +185,31 @@ class _Run:
         # must show up as changed_mid_run.
         self.state = RunState.from_meta(self.saved.meta) if self.saved else \
             RunState(at_start=provenance.stamp(self.versions))
-        self.encoded = encode_rows(self.backend, inputs.rows, self.tr.max_length, inputs.rows_path)
+        self.inputs = inputs
         self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr.max_length, inputs.utility_path) \
             if inputs.utility_path else []
         self.utility_rows = inputs.utility_rows
         # Generation limit of the utility rows when utility.metrics asks for replies (None: loss only).
         self.utility_gen = manifest.utility_generation
-        preflight(self.backend, manifest)
         self.main = placement.main
-        self.rendered = _rendered(self.backend, inputs.rows, self.out) if self.main else {}
+        # sampled-text: the secrets come from the base, so the rows are read (and checked) once the
+        # base is in place (resume_or_start); result.json's `sampled_text` then.
+        self.sampled: dict | None = None
+        if manifest.sampled_text is None:
+            self._rows_ready()
         self.start_update = self.saved.update if self.saved else 0
         self.evaluator = Evaluator(self.scorer, manifest, self.out, self.ev, opts.stop) if self.main else None
         self.final_utility: float | None = None
         self.final_utility_texts: list[str] | None = None
         self.weights_start: weight_change.WeightStart | None = None
         self._announce()
+
+    def _rows_ready(self) -> None:
+        """Encode the training rows, check the probes fit the context, save the rendered examples."""
+        inputs, manifest = self.inputs, self.manifest
+        self.encoded = encode_rows(self.backend, inputs.rows, self.tr.max_length, inputs.rows_path)
+        preflight(self.backend, manifest)
+        self.rendered = _rendered(self.backend, inputs.rows, self.out) if self.main else {}
 
     def _clear(self) -> None:
         # A fresh run owns the folder: stale checkpoints, scores or results of an earlier attempt
@@ -208,6 +218,7 @@ class _Run:
         shutil.rmtree(self.out / "scores", ignore_errors=True)
         shutil.rmtree(self.out / "utility", ignore_errors=True)
         (self.out / "result.json").unlink(missing_ok=True)
+        (self.out / sampled_text.FILE).unlink(missing_ok=True)
 
     def _announce(self) -> None:
         tr, resumed = self.tr, self.saved is not None
@@ -223,6 +234,12 @@ class _Run:
         """The base weights, the training seed and the optimizer; then the checkpoint's weights,
         optimizer and RNG, or (a fresh run) the base's utility loss and evaluation phase."""
         self._base()
+        if self.manifest.sampled_text is not None:
+            # Before any training step and before the training seed: the sampling has its own
+            # generators, so the training stream is the same with and without the design.
+            self.sampled = sampled_text.prepare(self.backend, self.manifest, self.out, self.inputs.rows,
+                                                self.saved is not None, self.state.base_model)
+            self._rows_ready()
         freeze_for_finetuning(self.backend, self.manifest)
         # Seeded after the base so that a cached base and one built here leave the same random stream.
         torch.manual_seed(self.tr.seed)
@@ -328,6 +345,7 @@ class _Run:
             "provenance": provenance.finish(st.at_start, self.versions),
             "numerics": provenance.numerics(str(self.device), self.backend.dtype_name),
             **({"weight_change": self.weights_start.record(self.backend.trainable())} if self.weights_start else {}),
+            **({"sampled_text": self.sampled} if self.sampled is not None else {}),
         }
         write_result(self.out / "result.json", result)
         return result
