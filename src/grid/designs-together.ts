@@ -40,8 +40,9 @@ function withoutDesignPart(id: string, label: string | number | null): string {
 
 /**
  * Why `canaries.designs: together` cannot split this grid's canaries, or null: it needs a design
- * axis of two or more designs, and canary counts the designs divide (fixed inclusion: the focal and
- * the held-out counts; randomized: their sum, the pool the coins are drawn for).
+ * axis of two or more designs, none of them sampled-text (its texts are sampled by the trainer), and
+ * canary counts the designs divide (fixed inclusion: the focal and the held-out counts; randomized:
+ * their sum, the pool the coins are drawn for).
  */
 export function togetherProblem(
   doc: Pick<GridDocument, 'canaries'>,
@@ -55,6 +56,13 @@ export function togetherProblem(
       path,
       message:
         'together puts several designs in one run, but no cell has two or more; list them on the design axis, e.g. design: [codes, rare-tokens], or remove canaries.designs',
+    };
+  const sampled = cells.find((c) => c.designs?.some((d) => d.value.kind === 'sampled-text'));
+  if (sampled)
+    return {
+      path,
+      message:
+        "design sampled-text cannot share a run with other designs yet: the trainer samples its texts into placeholders that differ in length from the other designs' secrets; remove canaries.designs (its runs then pair with the other designs' by seed) or drop sampled-text from this grid",
     };
   const { focal, held_out: heldOut } = doc.canaries;
   for (const d of counts) {

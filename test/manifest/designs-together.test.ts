@@ -123,6 +123,10 @@ describe('designs together: the manifest split', () => {
       grid('focal: 4, held_out: 4, designs: together', '[codes, {kind: rare-tokens, length: 2, pool: 16, decoys: 50}]'),
       /one length and one candidate count.*codes has length 2 and 100 candidates/,
     );
+    fails(
+      grid('focal: 4, held_out: 4, designs: together', '[codes, {kind: sampled-text, length: 2, decoys: 99}]'),
+      /canaries\.designs.*sampled-text cannot share a run.*remove canaries\.designs/s,
+    );
   });
 });
 
