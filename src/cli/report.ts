@@ -71,7 +71,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
     extrapolate: {
       type: 'boolean',
       description:
-        "Extrapolated exposure for probes of a sampled candidate space: a skew-normal fitted to each probe's decoy scores, read beyond the rank ceiling, with a fit diagnostic (summary.json extrapolation; docs/metrics.md). About 35-60 ms per probe at 1,000 decoys. Default: the grid's analysis.extrapolate, else off.",
+        "Extrapolated exposure for probes of a sampled candidate space: a skew-normal fitted to each probe's decoy scores, read beyond the rank ceiling, with a fit diagnostic (summary.json extrapolation, and per sampled design in the Canary designs section; docs/metrics.md). About 35-60 ms per probe at 1,000 decoys. Default: the grid's analysis.extrapolate, else off.",
     },
     json: {
       type: 'boolean',

@@ -1,10 +1,10 @@
 import type { GroupSummary } from '../metrics/aggregate.js';
 import type { RunMedian } from '../metrics/arm.js';
-import type { MedianInterval } from '../metrics/bootstrap.js';
+import { bootstrapMedian, clusteredSample, type MedianInterval } from '../metrics/bootstrap.js';
 import type { VarianceComponents } from '../metrics/clustered-sample.js';
 import { studentTQuantile } from '../metrics/distributions.js';
 import { crossedAuc, MEMBERSHIP_SCORES, membershipScore, type MembershipScore } from '../metrics/membership-score.js';
-import type { Observation } from '../metrics/observation.js';
+import { canaryKey, type Observation } from '../metrics/observation.js';
 import { tprAtFpr, type Interval, type TprAtFpr } from '../metrics/privacy.js';
 import type { ThresholdStrategy } from '../metrics/privacy-fdp.js';
 import type { SpaceSummary } from '../metrics/space-check.js';
@@ -49,6 +49,37 @@ export interface DesignRow {
   membership: DesignMembership[];
   /** Per run, the median exposure of this design's inserted canaries in it (runs shared by every design when together). */
   run_medians: RunMedian[];
+  /**
+   * Sampled spaces only (absent for an exhaustive one): extrapolated exposure beside the rank
+   * exposure (`designExtrapolation`); null when the report did not extrapolate.
+   */
+  extrapolated?: DesignExtrapolation | null;
+}
+
+/** One arm's extrapolated exposure: the median with the interval `exposure` has, and how its fits fared. */
+export interface ExtrapolatedArm {
+  /**
+   * Median over (run, canary) probes of the extrapolated exposure, the rank exposure standing in
+   * where the fit was withheld or unfit (a floor, never a number above the ceiling from a poor
+   * fit); the crossed/nested interval over canaries and seeds, as the rank exposure's.
+   */
+  exposure: MedianInterval | null;
+  /** Probes (run × canary). */
+  n: number;
+  /** Fits that passed both diagnostics, were flagged (value kept, at or below the ceiling), withheld, or impossible. */
+  ok: number;
+  flagged: number;
+  withheld: number;
+  unfit: number;
+  /** Reported values above the rank ceiling (all from fits that passed). */
+  above_ceiling: number;
+}
+
+export interface DesignExtrapolation {
+  /** log2|C|: the most a rank among the sampled candidates can show. */
+  rank_ceiling: number;
+  inserted: ExtrapolatedArm;
+  held_out: ExtrapolatedArm | null;
 }
 
 export interface CanaryDesigns {
@@ -181,6 +212,8 @@ function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, i
       },
     ];
   });
+  const extrapolated =
+    g.space.kind === 'sampled' ? { extrapolated: designExtrapolation(g, design, runs, byRun, input) } : {};
   return {
     design,
     context: withoutDesign(g.label),
@@ -193,7 +226,65 @@ function designRow(g: GroupSummary, byRun: ReadonlyMap<string, Observation[]>, i
     held_out: g.controls.held_out?.exposure ?? null,
     membership,
     run_medians: g.inserted.run_medians,
+    ...extrapolated,
   };
+}
+
+/**
+ * A sampled design's extrapolated exposure (observations carry it when the report extrapolated:
+ * `report --extrapolate` or the grid's `analysis.extrapolate`), for the row's inserted canaries
+ * (the group's: its cohort, dose and visibility) and its held-out ones. Null when no probe of the
+ * row was extrapolated.
+ */
+function designExtrapolation(
+  g: GroupSummary,
+  design: string,
+  runs: readonly { run_id: string }[],
+  byRun: ReadonlyMap<string, Observation[]>,
+  input: CanaryDesignsInput,
+): DesignExtrapolation | null {
+  const final = runs.flatMap((run) =>
+    (byRun.get(run.run_id) ?? []).filter((o) => o.phase === 'final' && (o.design === undefined || o.design === design)),
+  );
+  const inserted = final.filter(
+    (o) =>
+      o.role === 'focal' && (o.cohort ?? 'focal') === g.cohort && o.dose === g.dose && o.visibility === g.visibility,
+  );
+  if (!inserted.some((o) => o.extrapolated)) return null;
+  const heldOut = final.filter((o) => o.role === 'held_out');
+  return {
+    rank_ceiling: g.space.ceiling,
+    inserted: extrapolatedArm(inserted, `${g.key}|extrapolated`, input),
+    held_out: heldOut.length > 0 ? extrapolatedArm(heldOut, `${g.key}|held_out|extrapolated`, input) : null,
+  };
+}
+
+function extrapolatedArm(obs: readonly Observation[], label: string, input: CanaryDesignsInput): ExtrapolatedArm {
+  const arm: ExtrapolatedArm = {
+    exposure: null,
+    n: obs.length,
+    ok: 0,
+    flagged: 0,
+    withheld: 0,
+    unfit: 0,
+    above_ceiling: 0,
+  };
+  for (const o of obs) {
+    // A probe without a reading (none: the report did not extrapolate it) counts as unfit.
+    const x = o.extrapolated ?? { exposure: null, status: 'unfit' as const };
+    arm[x.status] += 1;
+    if (x.exposure !== null && x.exposure > o.exposure_ceiling) arm.above_ceiling += 1;
+  }
+  arm.exposure = bootstrapMedian(
+    clusteredSample(
+      obs.map((o) => o.extrapolated?.exposure ?? o.exposure),
+      obs.map((o) => o.run_id),
+      obs.map(canaryKey),
+    ),
+    // No upper end: reading beyond the rank ceiling is the point.
+    { seed: input.seed, label, resamples: input.resamples, confidence: input.confidence, bounds: [0, Infinity] },
+  );
+  return arm;
 }
 
 /**
@@ -269,6 +360,21 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Desig
       ? `${t.k}/${t.n} (${num(t.tpr)}) [${num(t.lo)}, ${num(t.hi)}]; FPR ${num(t.achieved_fpr, 3)} (resolution ${num(t.resolution, 3)})`
       : DASH;
   };
+  const sampled = d.rows.filter((r) => r.extrapolated !== undefined);
+  const extrapolated = sampled.filter((r) => r.extrapolated);
+  const sampledDesigns = [...new Set(sampled.map((r) => r.design))].join(', ');
+  const fits = (a: ExtrapolatedArm | null | undefined): string =>
+    a ? `${a.ok} · ${a.flagged} · ${a.withheld} · ${a.unfit} of ${a.n}` : DASH;
+  const extrapolation: DesignsSection['paragraphs'] =
+    sampled.length === 0
+      ? []
+      : extrapolated.length === 0
+        ? [
+            `Extrapolated exposure (beyond the rank ceiling of the sampled designs: ${sampledDesigns}) was not computed: run \`canary-audit report AUDIT --extrapolate\` or set the grid's \`analysis.extrapolate: true\` (docs/metrics.md, Extrapolated exposure).`,
+          ]
+        : [
+            `Extrapolated exposure (sampled designs: ${sampledDesigns}; docs/metrics.md, Extrapolated exposure): a skew-normal fitted to each probe's decoy scores, the true secret's score read from its tail, so it can go beyond the rank ceiling log2|C|. Median with the same crossed interval as the rank exposure; a probe whose fit failed its diagnostics above the ceiling (withheld) or could not be fitted enters at its rank exposure, so a poor fit never shows above the ceiling. Read values above the ceiling as rough and likely low.`,
+          ];
   return {
     id: 'canary-designs',
     title: 'Canary designs',
@@ -279,6 +385,7 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Desig
           : 'The designs were in separate runs: at one seed the designs’ runs train the same background rows with the same canary identities at the same positions, and differ in the secrets only.'
       } Exposure: median with the report's crossed interval over canaries and seeds; each design's ceiling is log2|C| of its own candidate space.`,
       'Membership scores (docs/metrics.md, Canary designs): members are the inserted canaries, non-members the held-out ones. AUC: pooled over the runs, interval from a two-way bootstrap over runs and canaries. TPR at FPR: pooled (run, canary) observations, Clopper–Pearson interval as if independent. ε ≥: the largest of the cell’s per-run bounds at δ = 1e-5, each at 1 − α/k (Bonferroni over the k runs); one-run bounds only where inclusion was randomized.',
+      ...extrapolation,
     ],
     tables: [
       {
@@ -302,6 +409,38 @@ export function canaryDesignsSection(d: CanaryDesigns | null | undefined): Desig
           `${r.n_canaries} canaries · ${r.n_runs} runs`,
         ]),
       },
+      ...(extrapolated.length === 0
+        ? []
+        : [
+            {
+              caption: 'Extrapolated exposure by design (sampled spaces)',
+              columns: [
+                'Context',
+                'Dose',
+                'Design',
+                'Rank ceiling',
+                'Inserted rank exposure [95% CI]',
+                'Inserted extrapolated [95% CI]',
+                'Held-out extrapolated [95% CI]',
+                'Fits ok · flagged · withheld · unfit (inserted)',
+                'Above ceiling',
+              ],
+              rows: extrapolated.map((r) => {
+                const x = r.extrapolated as DesignExtrapolation;
+                return [
+                  r.context,
+                  r.dose === null ? DASH : String(r.dose),
+                  r.design,
+                  num(x.rank_ceiling),
+                  medianCi(r.exposure),
+                  medianCi(x.inserted.exposure),
+                  medianCi(x.held_out?.exposure ?? null),
+                  fits(x.inserted),
+                  `${x.inserted.above_ceiling} of ${x.inserted.n}`,
+                ];
+              }),
+            },
+          ]),
       {
         caption: 'Membership by design and score',
         columns: [
