@@ -66,7 +66,7 @@ stops with an error naming the file. Exit codes: 0 ok, 1 failure, 2 bad input or
       type: 'string',
       value: 'NAME',
       description:
-        "How the f-DP one-run ε bound picks its threshold: bonferroni (every ROC-hull threshold, level split), split (choose on half the canaries, audit the other half; seeded by --seed) or multisplit (median of 100 splits at half the level, Meinshausen et al. 2009); the Clopper–Pearson and binomial one-run bounds take the same strategy, the GDP bound stays bonferroni (as in jax_privacy). Default: the grid's analysis.threshold_strategy, else bonferroni.",
+        "How the Clopper–Pearson, binomial one-run and f-DP one-run ε bounds pick their threshold: bonferroni (every candidate threshold, level split), split (choose on half the canaries, audit the other half; seeded by --seed) or multisplit (median of 100 splits at half the level, Meinshausen et al. 2009); the GDP bound stays bonferroni (as in jax_privacy). Default: the grid's analysis.threshold_strategy, else bonferroni.",
     },
     extrapolate: {
       type: 'boolean',
