@@ -113,6 +113,36 @@ export function nextArms(
   ]);
 }
 
+/**
+ * Designs together (`canaries.designs: together`): the report reads a run's canaries of one design
+ * as that design's cell, so a comparison names per-design arms (`design: codes`) that match no run
+ * (the run's cell says `design: codes+rare-tokens`). This maps each such per-design arm to the arm
+ * of the runs that hold it, from the designs the runs' canaries carry (`observations`); a seed
+ * added for a design's comparison is a seed of the run all its designs share.
+ */
+export function togetherArms(
+  entries: readonly Pick<AuditRunEntry, 'run_id' | 'cell'>[],
+  observations: Iterable<{ run_id: string; design?: string }>,
+): Map<string, string> {
+  const cellOf = new Map(entries.map((e) => [e.run_id, e.cell as Record<string, unknown>]));
+  const seen = new Set<string>();
+  const out = new Map<string, string>();
+  for (const o of observations) {
+    if (o.design === undefined) continue;
+    const key = `${o.run_id}\u0001${o.design}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const cell = cellOf.get(o.run_id);
+    if (cell) out.set(armKey({ ...cell, design: o.design }), armKey(cell));
+  }
+  return out;
+}
+
+/** The family with each comparison's arms as run arms (`togetherArms`; other arms unchanged, each once). */
+export function onRunArms<M extends { arms: string[] }>(family: readonly M[], arms: ReadonlyMap<string, string>): M[] {
+  return family.map((m) => ({ ...m, arms: [...new Set(m.arms.map((a) => arms.get(a) ?? a))] }));
+}
+
 /** A look's readings from the verdicts read at its level, each sentence saying where the looks stand. */
 export function readingsOf(
   read: readonly ComparisonVerdict[],
@@ -147,13 +177,14 @@ export async function readLook(
   look: Look,
   resamples?: number,
 ): Promise<{ readings: LookReading[]; family: { comparison: string; arms: string[] }[] }> {
-  const { summary } = await computeReport({
+  const { summary, observations } = await computeReport({
     auditDir,
     confidence: 1 - look.alpha,
     sequential: false,
     ...(resamples !== undefined ? { resamples } : {}),
   });
-  const family = declaredFamily(summary);
+  const index = await readAuditIndex(auditIndexPath(auditDir));
+  const family = onRunArms(declaredFamily(summary), togetherArms(index.runs, observations));
   const stopped = new Set(record.stopped.map((s) => s.comparison));
   const open = new Set(family.map((m) => m.comparison).filter((c) => !stopped.has(c)));
   const margin = summary.verdicts?.[0]?.margin_bits;

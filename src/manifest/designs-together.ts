@@ -8,8 +8,9 @@ import type { DesignSecrets } from './designs.js';
  * held-out ones h000… (before any randomized-inclusion coin) take the designs in turn, so with
  * d designs canary i of that order belongs to design i mod d. Each design gets the same number
  * of focal and of held-out canaries (the grid checks that d divides the counts), disjoint
- * identities, and the same split at every seed and cell. Auxiliary cohorts belong to the first
- * design. Each canary takes its secret, decoys and substitute from its own design's pool.
+ * identities, and the same split at every seed and cell. Each auxiliary cohort is split the same
+ * way (its canary j takes design j mod d; a cohort size d does not divide gives the first designs
+ * one more). Each canary takes its secret, decoys and substitute from its own design's pool.
  */
 export interface TogetherDesign {
   /** The design's label on the grid's design axis. */
@@ -30,8 +31,13 @@ export interface TogetherRun {
   shares: ReadonlyMap<string, number>;
 }
 
-/** The design index (0-based, of `designs` designs) of a canary, from its id. */
+/**
+ * The design index (0-based, of `designs` designs) of a canary, from its id: focal then held-out in
+ * draw order, i mod d; auxiliary canary j of each cohort (`x<k>-<j>`), j mod d.
+ */
 export function designShare(id: string, focalDrawn: number, designs: number): number {
+  const aux = /^x\d+-(\d+)$/.exec(id);
+  if (aux) return Number(aux[1]) % designs;
   const m = /^([fh])(\d+)$/.exec(id);
   if (!m) return 0;
   const index = Number(m[2]) + (m[1] === 'h' ? focalDrawn : 0);

@@ -33,8 +33,9 @@ export { armKey } from './arm-key.js';
  * The declared family of an audit and a verdict for each member (the tests: metrics/verdict.ts).
  * The family is the comparisons the grid was built for, as the findings name them: per visibility,
  * inserted vs its control at the highest dose (`control`) and the lowest vs the highest dose
- * (`dose`); per compared axis, the paired difference at the highest dose (`paired`). Copy rates of
- * substituted probes are described, not tested.
+ * (`dose`); per compared axis, the paired difference at the highest dose (`paired`). A grid with a
+ * design axis (separate or together) declares the dose and paired comparisons once per design.
+ * Copy rates of substituted probes are described, not tested.
  */
 export const DEFAULT_MARGIN_BITS = 1;
 export const ADJUSTMENT = 'holm';
@@ -280,7 +281,10 @@ function members(s: VerdictInput, alpha: number): Member[] {
   const out: Member[] = [];
   const byVisibility = new Map<string, GroupSummary[]>();
   for (const g of main) byVisibility.set(g.visibility ?? '', [...(byVisibility.get(g.visibility ?? '') ?? []), g]);
-  let doseCovered = false;
+  // Designs whose dose comparison is declared (null: a grid without a design axis).
+  const doseCovered = new Set<string | null>();
+  const designKey = (cell: Record<string, unknown>): string | null =>
+    typeof cell.design === 'string' ? cell.design : null;
   for (const list of byVisibility.values()) {
     const withDose = list.filter((g) => g.dose !== null).sort((a, b) => (a.dose as number) - (b.dose as number));
     const doses = [...new Set(withDose.map((g) => g.dose))];
@@ -290,16 +294,19 @@ function members(s: VerdictInput, alpha: number): Member[] {
       if (m) out.push(m);
     }
     // The lowest dose against the highest in the same cell otherwise (placement, schedule, …): a
-    // low-dose cell with no high-dose twin is not compared with another cell's high dose.
+    // low-dose cell with no high-dose twin is not compared with another cell's high dose. One per
+    // design: each design (separate cells, or together in one run) gets its own dose comparison.
     const otherAxes = (g: GroupSummary): string =>
       JSON.stringify(Object.entries(g.cell).filter(([axis]) => axis !== doseAxis && axis !== 'dose'));
     const sameCell = (a: GroupSummary, b: GroupSummary): boolean => otherAxes(a) === otherAxes(b);
-    const twins = withDose
+    const allTwins = withDose
       .filter((g) => g.dose === doses[0])
       .map((lo) => [lo, withDose.find((g) => g.dose === doses[doses.length - 1] && sameCell(g, lo))] as const)
-      .find(([, hi]) => hi !== undefined);
-    if (doses.length > 1 && twins) {
-      const [low, high] = twins as readonly [GroupSummary, GroupSummary];
+      .filter((t): t is readonly [GroupSummary, GroupSummary] => t[1] !== undefined);
+    const firstPerDesign = allTwins.filter(
+      ([lo], i) => allTwins.findIndex(([other]) => designKey(other.cell) === designKey(lo.cell)) === i,
+    );
+    for (const [low, high] of doses.length > 1 ? firstPerDesign : []) {
       const match = paired.find(
         (p) =>
           p.axis === doseAxis &&
@@ -311,15 +318,20 @@ function members(s: VerdictInput, alpha: number): Member[] {
       const m = doseMember(low, high, match, doseAxis, alpha);
       if (m) {
         out.push(m);
-        doseCovered = true;
+        doseCovered.add(designKey(low.cell));
       }
     }
   }
   const varying = new Set(s.audit.axes.filter((a) => a.values.length > 1 && a.role !== 'seed').map((a) => a.name));
   for (const axis of [...new Set(paired.map((p) => p.axis))]) {
-    if (axis === doseAxis && doseCovered) continue;
     const list = paired.filter((p) => p.axis === axis).sort((a, b) => (b.dose ?? 0) - (a.dose ?? 0));
-    if (list[0]) out.push(pairedMember(list[0], varying, alpha));
+    // The highest dose's paired difference, once per design (a grid without a design axis: once).
+    const designs = [...new Set(list.map((p) => designKey(p.context)))];
+    for (const design of designs) {
+      if (axis === doseAxis && doseCovered.has(design)) continue;
+      const first = list.find((p) => designKey(p.context) === design);
+      if (first) out.push(pairedMember(first, varying, alpha));
+    }
   }
   out.push(...designMembers(s.canary_designs, alpha));
   return out;

@@ -2,8 +2,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lookRuns, nextArms, progressOf, runLooks, type LookDriver } from '../../src/app/sequential-audit.js';
-import { readSequentialRecord } from '../../src/contracts/index.js';
+import {
+  lookRuns,
+  nextArms,
+  onRunArms,
+  progressOf,
+  runLooks,
+  togetherArms,
+  type LookDriver,
+} from '../../src/app/sequential-audit.js';
+import { readAuditIndex, readSequentialRecord } from '../../src/contracts/index.js';
+import { auditIndexPath } from '../../src/layout.js';
 import { sequentialStatus } from '../../src/cli/views/status-format.js';
 import type { SequentialProgress, SubmitAuditInput } from '../../src/queue/index.js';
 import { armKey, computeReport } from '../../src/report/index.js';
@@ -122,6 +131,149 @@ describe('sequential replicates: the looks', () => {
     // Running the looks again reads nothing new: the record is done.
     const again = await runLooks(a.auditDir, input, { min: 2, max: 4, spending: 'pocock' }, driver);
     expect(again).toEqual(record);
+  });
+});
+
+/**
+ * Designs together: two merged cells (`design: codes+rare-tokens`), visible at dose 1 and redacted
+ * at dose 4 (no paired or dose comparison between them), eight inserted and eight held-out canaries
+ * per run, even ids codes and odd ids rare-tokens. Redacted: every canary near the top in every run,
+ * rare-tokens at ranks 2–3 and codes lower by a steady ~4 bits, so its controls and the design
+ * comparison are decided at the first look. Visible: codes near the top in every run (decided),
+ * rare-tokens near the top in every other run and below the held-out ones in the others (undecided
+ * to the last look).
+ */
+const togetherDesign = (id: string): string => (Number(id.slice(-1)) % 2 === 0 ? 'codes' : 'rare-tokens');
+function togetherGrid(): FixtureRun[] {
+  const cell = (visibility: string, dose: number) =>
+    SEEDS.map((seed) => ({
+      cell: { visibility, dose, design: 'codes+rare-tokens', seed },
+      canaries: Array.from({ length: 8 }, (_, i) => ({
+        id: `f00${i}`,
+        code: String(1000 + 17 * i),
+        dose,
+        visibility,
+        design: togetherDesign(`f00${i}`),
+      })),
+      heldOut: Array.from({ length: 8 }, (_, i) => ({
+        id: `h00${i}`,
+        code: String(5000 + 31 * i),
+        design: togetherDesign(`h00${i}`),
+      })),
+    }));
+  return [...cell('visible', 1), ...cell('redacted', 4)];
+}
+
+describe('sequential replicates with designs together', () => {
+  it('adds a seed to a merged cell while one of its designs’ comparisons is undecided, and stops it when all are decided', async () => {
+    const a = await buildFixtureAudit(join(root, 'together'), {
+      name: 'together',
+      axes: { visibility: ['visible', 'redacted'], dose: [1, 4], design: ['codes+rare-tokens'], seed: SEEDS },
+      runs: togetherGrid(),
+      outcome: (c) => {
+        const k = Number(c.canary.id.slice(-1));
+        if (!c.canary.inserted) return { rank: 1500 + 400 * k };
+        const rare = togetherDesign(c.canary.id) === 'rare-tokens';
+        if (c.run.cell.visibility === 'redacted')
+          return { rank: rare ? 2 + (k > 4 ? 1 : 0) : 32 + 16 * k + (c.runIndex % 2) };
+        if (!rare) return { rank: 2 + k };
+        return { rank: c.runIndex % 2 === 0 ? 20 + 7 * k : 4000 + 300 * k };
+      },
+    });
+    const input: SubmitAuditInput = {
+      auditId: a.auditId,
+      name: 'together',
+      auditDir: a.auditDir,
+      runs: a.runs.map((r) => ({ runId: r.runId, cellId: r.runId, manifestPath: join(r.dir, 'manifest.json') })),
+    };
+    const lines: string[] = [];
+    const driver: LookDriver = {
+      queue: async () => {},
+      wait: async () => true,
+      say: (line) => lines.push(line),
+      resamples: 300,
+    };
+    const record = await runLooks(a.auditDir, input, { min: 2, max: 4, spending: 'pocock' }, driver);
+    const idOf = (visibility: string, seed: number) =>
+      (a.runs.find((r) => r.spec.cell.visibility === visibility && r.spec.cell.seed === seed) as { runId: string })
+        .runId;
+    // Every design's comparisons are read: both designs' controls in both cells, the designs compared
+    // at the highest dose (redacted).
+    const stopped = record.stopped.map((s) => [s.comparison, s.reason, s.look, s.verdict]);
+    expect(stopped).toEqual([
+      ['design=codes, visibility=redacted, hidden probes: inserted − held-out control', 'decided', 1, 'higher'],
+      ['design=rare-tokens, visibility=redacted, hidden probes: inserted − held-out control', 'decided', 1, 'higher'],
+      ['design=codes, visibility=visible, hidden probes: inserted − held-out control', 'decided', 1, 'higher'],
+      [
+        'visibility=redacted, dose 4, hidden probes: design rare-tokens − codes, paired within runs',
+        'decided',
+        1,
+        'higher',
+      ],
+      ['design=rare-tokens, visibility=visible, hidden probes: inserted − held-out control', 'max', 3, 'undecided'],
+    ]);
+    // The redacted cell stopped at its first look's two seeds; the visible one ran all four, for its
+    // rare-tokens comparison alone.
+    expect([...record.taken].sort()).toEqual(
+      [
+        idOf('visible', 0),
+        idOf('visible', 1),
+        idOf('redacted', 0),
+        idOf('redacted', 1),
+        idOf('visible', 2),
+        idOf('visible', 3),
+      ].sort(),
+    );
+    expect(lines).toEqual([
+      'look 1: seed 2 of ≤4 — 1 comparison undecided, 4 decided (stopped)',
+      'look 2: seed 3 of ≤4 — 1 comparison undecided, 4 decided (stopped)',
+      'look 3: seed 4 of ≤4 — 0 comparisons undecided, 4 decided (stopped)',
+    ]);
+    // The readings name the merged cells' arms, the ones runs have.
+    const index = await readAuditIndex(auditIndexPath(a.auditDir));
+    const merged = (visibility: string, dose: number) =>
+      armKey(index.runs.find((e) => e.cell.visibility === visibility && e.cell.dose === dose)?.cell ?? {});
+    expect(record.stopped.map((s) => s.arms)).toEqual([
+      [merged('redacted', 4)],
+      [merged('redacted', 4)],
+      [merged('visible', 1)],
+      [merged('redacted', 4)],
+      [merged('visible', 1)],
+    ]);
+  });
+
+  it('maps each design’s arm to the arm of the runs holding it, and leaves other arms as they are', () => {
+    const entries = [
+      { run_id: 'r0', cell: { visibility: 'redacted', design: 'codes+rare-tokens', seed: 0 } },
+      { run_id: 'r1', cell: { visibility: 'redacted', design: 'codes+rare-tokens', seed: 1 } },
+      { run_id: 's0', cell: { visibility: 'visible', design: 'codes', seed: 0 } },
+    ];
+    const map = togetherArms(entries, [
+      { run_id: 'r0', design: 'codes' },
+      { run_id: 'r0', design: 'rare-tokens' },
+      { run_id: 'r1', design: 'codes' },
+      { run_id: 's0' },
+    ]);
+    const merged = armKey({ visibility: 'redacted', design: 'codes+rare-tokens' });
+    expect([...map.entries()]).toEqual([
+      [armKey({ visibility: 'redacted', design: 'codes' }), merged],
+      [armKey({ visibility: 'redacted', design: 'rare-tokens' }), merged],
+    ]);
+    const visible = armKey({ visibility: 'visible', design: 'codes' });
+    const family = [
+      { comparison: 'A', arms: [armKey({ visibility: 'redacted', design: 'rare-tokens' }), visible] },
+      {
+        comparison: 'B',
+        arms: [
+          armKey({ visibility: 'redacted', design: 'rare-tokens' }),
+          armKey({ visibility: 'redacted', design: 'codes' }),
+        ],
+      },
+    ];
+    expect(onRunArms(family, map)).toEqual([
+      { comparison: 'A', arms: [merged, visible] },
+      { comparison: 'B', arms: [merged] },
+    ]);
   });
 });
 

@@ -97,6 +97,41 @@ describe('designs together: the manifest split', () => {
     }
   });
 
+  it('splits every auxiliary cohort among the designs too, each canary with its design’s secret', () => {
+    const mixed = plan(
+      grid('focal: 4, held_out: 4, designs: together', undefined, '[2, 4]').replace(
+        '  seed: [0, 1]',
+        '  population: [mixed-dose]\n  seed: [0, 1]',
+      ),
+    );
+    const separate = cores(
+      plan(
+        grid('focal: 4, held_out: 4', undefined, '[2, 4]').replace(
+          '  seed: [0, 1]',
+          '  population: [mixed-dose]\n  seed: [0, 1]',
+        ),
+      ),
+    );
+    for (const m of cores(mixed)) {
+      const aux = m.canaries.filter((c) => c.id.startsWith('x'));
+      expect(aux.map((c) => `${c.id}:${c.design}`)).toEqual(
+        aux.map((c) => `${c.id}:${Number(c.id.slice(-3)) % 2 === 0 ? 'codes' : 'rare-tokens'}`),
+      );
+      expect(aux.filter((c) => c.design === 'codes')).toHaveLength(2);
+      expect(aux.filter((c) => c.design === 'rare-tokens')).toHaveLength(2);
+      // The secret the separate design cell draws for the same auxiliary canary.
+      for (const c of aux) {
+        const cell = separate.find(
+          (s) =>
+            s.audit.cell.design === c.design &&
+            s.audit.cell.seed === m.audit.cell.seed &&
+            s.audit.cell.dose === m.audit.cell.dose,
+        );
+        expect(cell?.canaries.find((x) => x.id === c.id)?.code).toBe(c.code);
+      }
+    }
+  });
+
   it('splits the randomized-inclusion pool by draw order: equal pools, members by each canary’s coin', () => {
     const r = plan(grid('focal: 6, held_out: 6, inclusion: randomized, designs: together', undefined, '[2]'));
     for (const m of cores(r)) {
@@ -131,9 +166,12 @@ describe('designs together: the manifest split', () => {
 });
 
 describe('designs together: pure parts', () => {
-  it('shares canaries by draw order, held-out after the grid’s focal count; auxiliary to the first design', () => {
+  it('shares canaries by draw order, held-out after the grid’s focal count; each auxiliary cohort in turn', () => {
     expect(['f000', 'f001', 'f002', 'h000', 'h001'].map((id) => designShare(id, 3, 2))).toEqual([0, 1, 0, 1, 0]);
-    expect(designShare('x0-001', 3, 2)).toBe(0);
+    expect(['x0-000', 'x0-001', 'x0-002', 'x1-000', 'x12-001'].map((id) => designShare(id, 3, 2))).toEqual([
+      0, 1, 0, 0, 1,
+    ]);
+    expect(['x0-000', 'x0-001', 'x0-002', 'x0-003'].map((id) => designShare(id, 3, 3))).toEqual([0, 1, 2, 0]);
   });
 
   it('joins alphabets and refuses unequal lengths or candidate counts', () => {

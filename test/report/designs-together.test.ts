@@ -118,3 +118,104 @@ describe('designs together in one run', () => {
     expect(pairedDesignDifference(row([['a', 1]]), base, 0.95)).toBeNull();
   });
 });
+
+/**
+ * Two designs together at doses 1 and 16 (three seeds each): the same eight canaries in every run,
+ * even ids codes, odd ids rare-tokens. At dose 16 canary j ranks 1 + j + the seed; at dose 1
+ * a codes canary ranks 8× that and a rare-tokens canary 2×, so every paired dose difference is
+ * exactly 3 bits for codes and 1 bit for rare-tokens.
+ */
+describe('designs together along a dose axis', () => {
+  let doses: ComputedReport;
+  beforeAll(async () => {
+    const runs: FixtureRun[] = [1, 16].flatMap((dose) =>
+      [0, 1, 2].map((seed) => ({
+        cell: { visibility: 'redacted', dose, design: 'codes+rare-tokens', seed },
+        canaries: Array.from({ length: 8 }, (_, j) => ({
+          id: `f00${j}`,
+          code: String(1000 + j),
+          dose,
+          design: design(j),
+        })),
+        heldOut: Array.from({ length: 8 }, (_, j) => ({ id: `h00${j}`, code: String(2000 + j), design: design(j) })),
+      })),
+    );
+    const a = await buildFixtureAudit(join(root, 'together-doses'), {
+      name: 'together-doses',
+      axes: { dose: [1, 16], seed: [0, 1, 2] },
+      runs,
+      outcome: (c) => {
+        const j = Number(c.canary.id.slice(1));
+        if (!c.canary.inserted) return { rank: 3000 + 50 * j + c.runIndex };
+        const high = 1 + j + Number(c.run.cell.seed);
+        if (c.run.cell.dose === 16) return { rank: high };
+        return { rank: (design(j) === 'codes' ? 8 : 2) * high };
+      },
+    });
+    doses = await computeReport({ auditDir: a.auditDir, resamples: 50 });
+  });
+
+  it('declares a dose comparison for every design, each over its own canaries', () => {
+    const dose = doses.summary.verdicts?.filter((v) => v.kind === 'dose') ?? [];
+    expect(dose.map((v) => v.comparison)).toEqual([
+      'design=codes, hidden probes: dose 16 − dose 1',
+      'design=rare-tokens, hidden probes: dose 16 − dose 1',
+    ]);
+    expect(dose[0]?.estimate).toBeCloseTo(3, 9);
+    expect(dose[1]?.estimate).toBeCloseTo(1, 9);
+    expect(dose.map((v) => [v.n_runs, v.n_canaries])).toEqual([
+      [3, 4],
+      [3, 4],
+    ]);
+    // Every design keeps its control at the highest dose, and the designs are compared there.
+    expect(doses.summary.verdicts?.map((v) => v.kind).sort()).toEqual(['control', 'control', 'design', 'dose', 'dose']);
+  });
+});
+
+/**
+ * Two designs together, visible and redacted at dose 16 (three seeds each), the same eight canaries
+ * in every run. Redacted canary j ranks 1 + j + the seed; visible, 4× that for codes and 2× for
+ * rare-tokens: paired visibility differences of exactly 2 bits (codes) and 1 bit (rare-tokens).
+ */
+describe('designs together along a paired axis', () => {
+  let pairedReport: ComputedReport;
+  beforeAll(async () => {
+    const runs: FixtureRun[] = ['visible', 'redacted'].flatMap((visibility) =>
+      [0, 1, 2].map((seed) => ({
+        cell: { visibility, dose: 16, design: 'codes+rare-tokens', seed },
+        canaries: Array.from({ length: 8 }, (_, j) => ({
+          id: `f00${j}`,
+          code: String(1000 + j),
+          dose: 16,
+          visibility,
+          design: design(j),
+        })),
+        heldOut: Array.from({ length: 8 }, (_, j) => ({ id: `h00${j}`, code: String(2000 + j), design: design(j) })),
+      })),
+    );
+    const a = await buildFixtureAudit(join(root, 'together-visibility'), {
+      name: 'together-visibility',
+      axes: { visibility: ['visible', 'redacted'], seed: [0, 1, 2] },
+      runs,
+      outcome: (c) => {
+        const j = Number(c.canary.id.slice(1));
+        if (!c.canary.inserted) return { rank: 3000 + 50 * j + c.runIndex };
+        const redacted = 1 + j + Number(c.run.cell.seed);
+        if (c.run.cell.visibility === 'redacted') return { rank: redacted };
+        return { rank: (design(j) === 'codes' ? 4 : 2) * redacted };
+      },
+    });
+    pairedReport = await computeReport({ auditDir: a.auditDir, resamples: 50 });
+  });
+
+  it('declares the paired comparison for every design, each over its own canaries', () => {
+    const paired = pairedReport.summary.verdicts?.filter((v) => v.kind === 'paired') ?? [];
+    expect(paired.map((v) => v.comparison.replace(/visibility \S+ − [^,]+/, 'visibility'))).toEqual([
+      'design=codes, hidden probes: visibility, paired',
+      'design=rare-tokens, hidden probes: visibility, paired',
+    ]);
+    // The sign follows the axis's order; the size is each design's own.
+    expect(paired.map((v) => Math.abs(v.estimate))).toEqual([expect.closeTo(2, 9), expect.closeTo(1, 9)]);
+    expect(paired.map((v) => v.n_canaries)).toEqual([4, 4]);
+  });
+});
