@@ -14,7 +14,7 @@ once per evaluator from what the backend declares:
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Callable, cast
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class PerCandidate:
     def __init__(self, backend: Backend):
         self.backend = backend
 
-    def begin(self) -> None:
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
         return None
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:
@@ -50,7 +50,7 @@ class CharacterTrees:
         self.check = TokenCheck(backend)
         self.fallback = PerCandidate(backend)
 
-    def begin(self) -> None:
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
         return None
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:
@@ -78,9 +78,9 @@ class TokenTrees:
     def calls(self) -> int:
         return self.batcher.calls
 
-    def begin(self) -> None:
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
         # The memory bound is read again: what the process can still use changes as it trains.
-        self.batcher = TreeBatcher(self.tree)
+        self.batcher = TreeBatcher(self.tree, stop=stop)
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:
         split = code_token_lists(self.backend, ctx_text, ctx_ids, candidates, self.spans)
