@@ -89,3 +89,40 @@ def test_the_cpu_caps_fed_nodes_per_call_below_the_memory_bound(hub_env):
     assert b.tree_call_bytes(4, max(len(p.prompt) for p in group), width) <= batcher.limit
     assert not batcher.fits(group + group[:1])
     assert TreeBatcher(b, max_nodes=1 << 30).fits(group + group[:1])
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("path", ["character-tree", "per-candidate"])
+def test_the_walking_scorers_check_the_stop_before_every_model_call(path):
+    from canary_trainer.backends.tiny import TinyBackend
+    from canary_trainer.scoring.scorers import CharacterTrees
+
+    from .test_placement import CPU, SPEC
+
+    b = TinyBackend(SPEC, CPU)
+    ctx = b.render([{"role": "user", "content": "What is the code?"}]) + "The code is "
+    ids = b.tokenize(ctx)
+    codes = [f"{i:03d}" for i in range(0, 1000, 7)] if path == "character-tree" else ["12", "345"] * 100
+    s = CharacterTrees(b, 16)  # 16 nodes per pass: several passes; per candidate: batches of 64
+    seen: list[str] = []
+    model = {"character-tree": "extend", "per-candidate": "logits"}[path]
+    real = getattr(b, model)
+
+    def call(*args, **kw):
+        seen.append(model)
+        return real(*args, **kw)
+
+    setattr(b, model, call)
+
+    def stop():
+        seen.append("check")
+        if seen.count(model) == 1:
+            raise _Stop
+
+    s.begin(stop)
+    with pytest.raises(_Stop):
+        s.add(0, ctx, ids, codes)
+    assert seen[-2:] == [model, "check"] and seen.count(model) == 1
