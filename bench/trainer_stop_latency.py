@@ -132,10 +132,11 @@ def main() -> int:
             scores[mode], calls, wall = _run(b, probes, modes[mode])
             per_probe[mode].append(wall / n)
             longest = max(calls, key=lambda c: c[1])
-            rows[mode] = {"calls": len(calls), "tree_calls": sum(c[0] == "tree" for c in calls),
-                          "longest_call": longest[0], "longest_call_wall_s": round(longest[1], 2),
-                          "longest_call_cpu_s": round(longest[2], 2),
-                          "longest_cpu_s": round(max(c[2] for c in calls), 2)}
+            row = {"calls": len(calls), "tree_calls": sum(c[0] == "tree" for c in calls),
+                   "longest_call": longest[0], "longest_call_wall_s": round(longest[1], 2),
+                   "longest_call_cpu_s": round(longest[2], 2), "longest_cpu_s": round(max(c[2] for c in calls), 2)}
+            if mode not in rows or row["longest_call_wall_s"] > rows[mode]["longest_call_wall_s"]:
+                rows[mode] = row  # the repeat with the longest call
     greedy = _greedy(b, [p[2] for p in probes], args.max_new_tokens, len(codes[0]))
     diff = max(float(np.max(np.abs(x - y))) for x, y in zip(scores["uncapped"], scores["capped"]))
     med = {m: statistics.median(v) for m, v in per_probe.items()}
