@@ -27,6 +27,7 @@ import time
 import numpy as np
 import torch
 from _common import TRAINER  # noqa: F401  (puts trainer-py on sys.path)
+
 from canary_trainer.decode import greedy_many
 from canary_trainer.manifest import exhaustive_codes
 from canary_trainer.scoring.tree import (
