@@ -16,7 +16,8 @@ candidate.
 --mode probes: --probes probes (different identities, so prompts of different lengths), each over
 all 10,000 codes, scored by the tree one probe per call (TreeBatcher max_probes=1: one prompt call
 and one tree call per probe, as before batching) and batched across probes (prompts left-padded
-and run together, trees in one call, probes per call from the memory bound: 1 GiB on CPU),
+and run together, trees in one call, probes per call from the memory bound: 1 GiB on CPU, and on
+the CPU at most scoring.tree.CPU_NODES_PER_CALL fed nodes per call since 2026-12-05),
 alternating which goes first, --repeats times; medians and their ratio. The two must agree within
 1e-4, and the batched scores must equal per-candidate scoring on --slice codes of each probe
 (exit 1 otherwise).

@@ -100,7 +100,7 @@ class Evaluator:
         scorer holds consecutive probes back and scores them together (scoring.scorers.TokenTrees:
         as many per call as the memory bound allows); the others finish one by one."""
         scorer, b = self.scorer, self.backend
-        scorer.begin()
+        scorer.begin(lambda: self._stop_check(phase))
         started = time.monotonic()  # when the scorer's pending group began
         for i, probe in enumerate(probes):
             self._stop_check(phase)

@@ -7,7 +7,7 @@ score several together (`pending`); `flush` scores what it holds. Callers choose
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -35,8 +35,9 @@ class CandidateScorer(Protocol):
         """Batched model calls made so far (benchmarks; 0 for scorers that do not batch)."""
         ...
 
-    def begin(self) -> None:
-        """A new phase starts (a batching scorer re-reads its memory bound here)."""
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
+        """A new phase starts (a batching scorer re-reads its memory bound here); `stop` raises to
+        interrupt, and a batching scorer calls it between its model calls."""
         ...
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:

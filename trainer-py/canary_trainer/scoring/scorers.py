@@ -14,7 +14,7 @@ once per evaluator from what the backend declares:
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Callable, cast
 
 import numpy as np
 
@@ -30,12 +30,14 @@ class PerCandidate:
 
     def __init__(self, backend: Backend):
         self.backend = backend
+        self.stop: Callable[[], None] | None = None
 
-    def begin(self) -> None:
-        return None
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
+        self.stop = stop
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:
-        return [Scored(key, score_per_candidate(self.backend, ctx_text, ctx_ids, candidates), PER_CANDIDATE, 1)]
+        values = score_per_candidate(self.backend, ctx_text, ctx_ids, candidates, stop=self.stop)
+        return [Scored(key, values, PER_CANDIDATE, 1)]
 
     def flush(self) -> list[Scored]:
         return []
@@ -49,15 +51,18 @@ class CharacterTrees:
         self.backend, self.nodes_per_pass = backend, nodes_per_pass
         self.check = TokenCheck(backend)
         self.fallback = PerCandidate(backend)
+        self.stop: Callable[[], None] | None = None
 
-    def begin(self) -> None:
-        return None
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
+        self.stop = stop
+        self.fallback.begin(stop)
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:
         cand_tok = self.check.code_tokens(ctx_text, ctx_ids, candidates)
         if cand_tok is None:
             return self.fallback.add(key, ctx_text, ctx_ids, candidates)
-        return [Scored(key, score_tree(self.backend, ctx_ids, cand_tok, self.nodes_per_pass), PREFIX_TREE, 1)]
+        values = score_tree(self.backend, ctx_ids, cand_tok, self.nodes_per_pass, self.stop)
+        return [Scored(key, values, PREFIX_TREE, 1)]
 
     def flush(self) -> list[Scored]:
         return []
@@ -78,9 +83,10 @@ class TokenTrees:
     def calls(self) -> int:
         return self.batcher.calls
 
-    def begin(self) -> None:
+    def begin(self, stop: Callable[[], None] | None = None) -> None:
         # The memory bound is read again: what the process can still use changes as it trains.
-        self.batcher = TreeBatcher(self.tree)
+        self.batcher = TreeBatcher(self.tree, stop=stop)
+        self.fallback.begin(stop)
 
     def add(self, key: int, ctx_text: str, ctx_ids: list[int], candidates: list[str]) -> list[Scored]:
         split = code_token_lists(self.backend, ctx_text, ctx_ids, candidates, self.spans)

@@ -10,10 +10,16 @@ A backend that implements `tree_logprobs` evaluates the trees of several probes 
 call on top of their prompts' caches (tree attention). `TreeBatcher` groups consecutive probes
 while the backend's estimate of the call (`tree_call_bytes`) stays within its memory bound
 (`tree_limit`); a probe too large alone is cut into chunks that fit, and a chunk re-creates the
-few ancestors it shares with the previous one.
+few ancestors it shares with the previous one. On the CPU a call is also capped at
+`CPU_NODES_PER_CALL` fed nodes (probes x their widest tree), so that one call, which a stop
+request must wait for, takes bounded time; batching gains nothing there (bench/results/
+2026-12-01-trainer-scoring-probes-batched.md). A `stop` callable, checked before every prompt
+and tree call, lets the caller interrupt a group between calls.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 import torch
@@ -23,6 +29,9 @@ from .walk import context_tail
 
 VERIFY = 8  # candidates whose tail tokenization is checked against the whole context's
 SPANS_KEPT = 64  # context tails remembered (many probes share a context tail and a candidate list)
+# Fed nodes per tree call on the CPU (probes x their widest tree): about 3 probes of a four-digit
+# tree (1,111 nodes), a few seconds a call on the hf test models (docs/trainer.md, stop requests).
+CPU_NODES_PER_CALL = 4096
 
 Split = tuple[int, list[list[int]]]
 
@@ -161,13 +170,20 @@ class TreeBatcher:
     """Scores probes' trees several at a time: probes are added in order, and consecutive ones
     share a group (their prompts run together, then their trees in one tree-attention call) while
     the group stays within the backend's memory bound (`tree_call_bytes` <= `tree_limit`), at
-    most `max_probes` when set. A probe whose tree alone exceeds the bound runs alone, its tree
-    cut into chunks that fit. `add` and `flush` return the finished probes as (key, scores):
-    log p(code | context) float64 in candidate order."""
+    most `max_probes` when set, and at most `max_nodes` fed nodes (probes x widest tree; default
+    CPU_NODES_PER_CALL on the CPU, unbounded elsewhere). A probe whose tree alone exceeds either
+    bound runs alone, its tree cut into chunks that fit. `stop` (raises to interrupt) is called
+    before every prompt and tree call. `add` and `flush` return the finished probes as (key,
+    scores): log p(code | context) float64 in candidate order."""
 
-    def __init__(self, backend: TreeScorer, max_probes: int | None = None):
+    def __init__(self, backend: TreeScorer, max_probes: int | None = None, max_nodes: int | None = None,
+                 stop: Callable[[], None] | None = None):
         self.backend = backend
         self.max_probes = max_probes
+        if max_nodes is None and backend.device.type == "cpu":
+            max_nodes = CPU_NODES_PER_CALL
+        self.max_nodes = max_nodes
+        self.stop = stop
         self.limit = backend.tree_limit()
         self.pending: list[_Probe] = []
         self.calls = 0  # tree-attention calls made (benchmarks)
@@ -176,9 +192,15 @@ class TreeBatcher:
         """Whether these probes' trees score in one call within the memory bound."""
         if self.max_probes is not None and len(probes) > self.max_probes:
             return False
-        nbytes = self.backend.tree_call_bytes(len(probes), max(len(p.prompt) for p in probes),
-                                              max(len(p.whole.token) for p in probes))
+        widest = max(len(p.whole.token) for p in probes)
+        if self.max_nodes is not None and len(probes) * widest > self.max_nodes:
+            return False
+        nbytes = self.backend.tree_call_bytes(len(probes), max(len(p.prompt) for p in probes), widest)
         return nbytes <= self.limit
+
+    def check(self) -> None:
+        if self.stop is not None:
+            self.stop()
 
     def add(self, key: object, ctx_ids: list[int], split: Split) -> list[tuple[object, np.ndarray]]:
         probe = _Probe(key, ctx_ids, split)
@@ -195,8 +217,8 @@ class TreeBatcher:
 
 
 def _row_budget(batcher: TreeBatcher, probe: _Probe) -> int:
-    """Most fed nodes of one probe's chunk within the memory bound (at least 1)."""
-    lo, hi = 1, max(len(probe.whole.token), 1)
+    """Most fed nodes of one probe's chunk within the memory bound and `max_nodes` (at least 1)."""
+    lo, hi = 1, max(min(len(probe.whole.token), batcher.max_nodes or len(probe.whole.token)), 1)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if batcher.backend.tree_call_bytes(1, len(probe.prompt), mid) <= batcher.limit:
@@ -210,6 +232,7 @@ def _row_budget(batcher: TreeBatcher, probe: _Probe) -> int:
 def _score_group(batcher: TreeBatcher, group: list[_Probe]) -> list[tuple[object, np.ndarray]]:
     backend = batcher.backend
     dev = backend.device
+    batcher.check()
     state = backend.tree_prompts([p.prompt for p in group])
     root = state.next_logprobs.double().cpu()  # (P, V)
     if len(group) == 1 and not batcher.fits(group):
@@ -240,6 +263,7 @@ def _score_group(batcher: TreeBatcher, group: list[_Probe]) -> list[tuple[object
             inner_of.append((b, ch, edge_lp, inner))
         lp = torch.empty(0, dtype=torch.float64)
         if width:
+            batcher.check()
             lp = backend.tree_logprobs(state, tokens.to(dev), parent.to(dev), depth.to(dev),
                                        torch.cat(rows).to(dev), torch.cat(cols).to(dev)).double().cpu()
             batcher.calls += 1

@@ -11,7 +11,7 @@ Callers choose the precision (inside backend.autocast() or not).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 import torch
@@ -98,8 +98,10 @@ def _row_index(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def score_tree(backend: PrefixScorer, ctx_ids: list[int], cand_tok: np.ndarray, nodes_per_pass: int) -> np.ndarray:
-    """Scores (C,) float64 of candidates given as per-character token ids (C, L)."""
+def score_tree(backend: PrefixScorer, ctx_ids: list[int], cand_tok: np.ndarray, nodes_per_pass: int,
+               stop: Callable[[], None] | None = None) -> np.ndarray:
+    """Scores (C,) float64 of candidates given as per-character token ids (C, L); `stop` (raises to
+    interrupt) is called before every pass."""
     n_cand, length = cand_tok.shape
     state = backend.prefix(ctx_ids)
     total = np.zeros(n_cand, dtype=np.float64)
@@ -121,6 +123,8 @@ def score_tree(backend: PrefixScorer, ctx_ids: list[int], cand_tok: np.ndarray, 
             cols_t = torch.as_tensor(cols, device=backend.device)
             parts, carries = [], []
             for s in range(0, len(nodes), nodes_per_pass):
+                if stop is not None:
+                    stop()
                 paths = torch.as_tensor(nodes[s: s + nodes_per_pass], device=backend.device)
                 parents = None if parent_of is None else torch.as_tensor(parent_of[s: s + nodes_per_pass],
                                                                          device=backend.device)
@@ -136,9 +140,10 @@ def score_tree(backend: PrefixScorer, ctx_ids: list[int], cand_tok: np.ndarray, 
 
 @torch.no_grad()
 def score_per_candidate(backend: _Scorer, ctx_text: str, ctx_ids: list[int], candidates: list[str],
-                        batch: int = 64) -> np.ndarray:
+                        batch: int = 64, stop: Callable[[], None] | None = None) -> np.ndarray:
     """One full sequence per candidate: score = log p(context + code) - log p(context), both under
-    the tokenizer's own split (so a token merging across the boundary is handled exactly)."""
+    the tokenizer's own split (so a token merging across the boundary is handled exactly); `stop`
+    (raises to interrupt) is called before every batch."""
     seqs = backend.tokenize_batch([ctx_text + c for c in candidates])
     starts = []
     for seq in seqs:
@@ -155,6 +160,8 @@ def score_per_candidate(backend: _Scorer, ctx_text: str, ctx_ids: list[int], can
         lp = torch.log_softmax(backend.logits(ids)[0].float(), dim=-1)
         ctx_lp = lp[:-1].gather(1, ids[0, 1:, None])[:, 0].double().cpu().numpy()  # log p(ctx[t+1] | ctx[:t+1])
     for s in range(0, len(seqs), batch):
+        if stop is not None:
+            stop()
         chunk = seqs[s: s + batch]
         ids = right_pad(chunk, backend.pad_id).to(backend.device)
         width = ids.shape[1]
