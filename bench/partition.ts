@@ -85,6 +85,7 @@ try {
       `  takeovers of a run whose lock expired ${report.stalls} (at most ${report.maxStalls} for one run)\n` +
       `  the cut host's runs ${report.cut}, taken by other hosts within the cut ${report.handedOver}; its trainers alive after the cut ${report.cutTrainersAlive}\n` +
       `  runs training when every host lost Redis ${report.outageRuns}; their trainers alive at the end of the outage ${report.outageTrainersAlive}\n` +
+      `  runs completed on each host: ${(report.completedOnHost ?? []).join(', ')}\n` +
       `  seconds each worker took to exit after one SIGTERM: ${(report.workerExitS ?? []).map((s) => (s === null ? 'did not exit' : s)).join(', ')}\n` +
       `  their stop lines: ${(report.workerStops ?? []).join(' | ')}\n` +
       (report.failures.length ? `  failures: ${report.failures.join('; ')}\n` : '') +

@@ -286,3 +286,25 @@ async function checkDatabase(client: import('ioredis').Redis, target: RedisTarge
     );
   }
 }
+
+/** BullMQ's longest blocking fetch when a delayed job is due later (its `maximumBlockTimeout`), in s. */
+const BULLMQ_MAX_BLOCK_S = 10;
+/** Margin over the longest block: BullMQ's own watchdog (block + 1 s) and a slow reply from a loaded Redis. */
+const SOCKET_TIMEOUT_MARGIN_S = 5;
+
+/**
+ * How long a worker's connection may wait for any reply before ioredis destroys its socket and
+ * reconnects with a fresh one (ioredis `socketTimeout`). Without it a connection that was cut while
+ * a command was in flight stays ESTABLISHED in the kernel's TCP retransmission backoff after the
+ * network heals (up to the 120 s RTO cap), and a worker slot waiting on it takes no run. It must
+ * outlast a legitimate block: BullMQ's idle fetch (BZPOPMIN) blocks for `drainDelayS`, or up to
+ * 10 s when a delayed job is due, on connections made from the same options.
+ */
+export function workerSocketTimeoutMs(drainDelayS: number): number {
+  return (Math.max(drainDelayS, BULLMQ_MAX_BLOCK_S) + SOCKET_TIMEOUT_MARGIN_S) * 1000;
+}
+
+/** The same connection with ioredis's `socketTimeout` (ms) on every client made from its options. */
+export function withSocketTimeout<T extends { options: RedisOptions }>(conn: T, socketTimeoutMs: number): T {
+  return { ...conn, options: { ...conn.options, socketTimeout: socketTimeoutMs } };
+}

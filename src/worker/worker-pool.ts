@@ -11,6 +11,7 @@ import type { AuditJobData, AuditReturn, RunJobData, RunReturn } from '../queue/
 import { LeaseWatch } from './lease-watch.js';
 import { AUDITS_QUEUE, RUNS_QUEUE } from '../queue/names.js';
 import { openRedis, type QueueConnection } from '../queue/queues.js';
+import { withSocketTimeout, workerSocketTimeoutMs } from '../queue/connection.js';
 import { ABORT_CANCEL, ABORT_SHUTDOWN, createRunProcessor, type WorkerSlot } from './run-processor.js';
 import { FleetHeartbeat, LossCurveWriter } from '../queue/fleet.js';
 import { describeSlot, gangSlot, SlotBook } from './slots.js';
@@ -59,6 +60,8 @@ export interface WorkerPoolOptions {
   cancelPollMs?: number;
   /** A run over several slots that finds too few free goes back to the queue for this long, in ms; default 2000. */
   gangRetryMs?: number;
+  /** ms without a reply before a connection's socket is destroyed and remade; default workerSocketTimeoutMs(drainDelayS). */
+  socketTimeoutMs?: number;
 }
 
 /** A run over more slots than this host has waits this long before another host (or this one) looks again. */
@@ -113,7 +116,11 @@ export class WorkerPool {
     });
   }
 
-  static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
+  static async start(given: WorkerPoolOptions): Promise<WorkerPool> {
+    // Every connection of the pool (BullMQ's, the cancel subscriber, the heartbeat's) drops a socket
+    // that gets no reply in time, so a slot recovers after a partition instead of waiting on TCP backoff.
+    const socketTimeoutMs = given.socketTimeoutMs ?? workerSocketTimeoutMs(given.tuning.drainDelayS);
+    const options = { ...given, conn: withSocketTimeout(given.conn, socketTimeoutMs) };
     const pool = new WorkerPool(options);
     await pool.listenForCancel();
     pool.startWorkers();

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { UserInputError } from '../../src/errors.js';
-import { parseRedisUrl, redisTargetFrom, requireRedisTarget } from '../../src/queue/connection.js';
+import {
+  parseRedisUrl,
+  redisTargetFrom,
+  requireRedisTarget,
+  withSocketTimeout,
+  workerSocketTimeoutMs,
+} from '../../src/queue/connection.js';
 
 describe('parseRedisUrl', () => {
   it('reads host, port, db, user and password from redis://', () => {
@@ -113,5 +119,23 @@ describe('redisTargetFrom', () => {
       if (previous === undefined) delete process.env.REDIS_URL;
       else process.env.REDIS_URL = previous;
     }
+  });
+});
+
+describe('workerSocketTimeoutMs', () => {
+  it("outlasts BullMQ's longest block (drainDelay, or 10 s for a delayed job) plus its 1 s watchdog", () => {
+    for (const drainS of [1, 5, 10, 30]) {
+      expect(workerSocketTimeoutMs(drainS)).toBeGreaterThan(Math.max(drainS, 10) * 1000 + 1000);
+    }
+    expect(workerSocketTimeoutMs(5)).toBe(15_000);
+    expect(workerSocketTimeoutMs(30)).toBe(35_000);
+  });
+
+  it('withSocketTimeout sets it on a copy and keeps the rest of the options', () => {
+    const conn = { options: { host: 'r', port: 6380, db: 2 }, redacted: 'redis://r:6380/2' };
+    const timed = withSocketTimeout(conn, 15_000);
+    expect(timed.options).toEqual({ host: 'r', port: 6380, db: 2, socketTimeout: 15_000 });
+    expect(timed.redacted).toBe(conn.redacted);
+    expect(conn.options).not.toHaveProperty('socketTimeout');
   });
 });

@@ -63,6 +63,8 @@ export interface PartitionDrillReport {
   workerExitS?: (number | null)[];
   /** Each worker's own last line ("stopped in ... s; ..."): whether it force-closed, and why. */
   workerStops?: string[];
+  /** Runs each host completed (host i at [i]): after the 2-minute cut, which hosts' slots trained again. */
+  completedOnHost?: number[];
   /** For each run completed or trained twice: its stand-in records (.trained: pid first last how; .slots: start end). */
   doubles: string[];
 }
@@ -275,8 +277,12 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     for (const run of audit.runs) {
       const out = join(run.manifestPath, '..', 'output');
       const state = status.runs.find((r) => r.run_id === run.runId);
-      if (state?.state === 'completed') report.completed += 1;
-      else report.failures.push(`${run.runId}: ${state?.state} ${state?.failure ?? ''}`);
+      if (state?.state === 'completed') {
+        report.completed += 1;
+        const host = /^drill-h(\d+)$/.exec(state.progress?.host ?? '')?.[1];
+        report.completedOnHost ??= Array.from({ length: o.hosts }, () => 0);
+        if (host !== undefined) report.completedOnHost[Number(host)] = (report.completedOnHost[Number(host)] ?? 0) + 1;
+      } else report.failures.push(`${run.runId}: ${state?.state} ${state?.failure ?? ''}`);
       const trained = existsSync(join(out, '.trained')) ? readFileSync(join(out, '.trained'), 'utf8') : '';
       const twice = trained.split('\n').filter((l) => l.endsWith(' done')).length > 1;
       const overlap = trainedTwice(join(out, '.trained'));
