@@ -192,6 +192,8 @@ def test_run_samples_fills_and_a_resumed_run_reuses_the_texts(tmp_path, monkeypa
     for cid, c in saved["canaries"].items():
         assert c["secret"] == st["canaries"][cid]["secret"] and len(c["decoys"]) == DECOYS
         assert len({c["secret"], c["substitute"], *c["decoys"]}) == DECOYS + 2
+    # One token per character: no text changes tokens in place, so the rule leaves tiny's texts as drawn.
+    assert saved["refused"]["in_place"] == 0 and saved["refused"]["draws"] >= 2 * (DECOYS + 2)
     final = next(e for e in straight["evaluations"] if e["phase"] == "final")
     for p in final["probes"]:
         assert p["n_candidates"] == 1 + DECOYS
