@@ -72,7 +72,7 @@ describe.skipIf(!hasTorch)('a sampled-text audit on an hf model through the queu
     const ids = [...manifest.canaries, ...manifest.held_out].map((c) => c.id).sort();
     expect(Object.keys(doc.canaries).sort()).toEqual(ids);
     for (const [cid, t] of Object.entries(doc.canaries)) {
-      expect(new Set([t.secret, t.substitute, ...t.decoys]).size, cid).toBe(64);
+      expect(new Set([t.secret, t.substitute, ...t.decoys]).size, cid).toBe(65); // the substitute is no candidate
       expect(st.canaries[cid]!.secret).toBe(t.secret);
     }
     expect(doc.refused.in_place).toBeGreaterThan(0);
@@ -95,6 +95,7 @@ describe.skipIf(!hasTorch)('a sampled-text audit on an hf model through the queu
       counts: Record<string, number>;
     };
     expect(summary.counts).toMatchObject({ runs: 1, finished: 1, failed: 0 });
-    expect(readFileSync(join(out.audit_dir, 'report', 'report.csv'), 'utf8')).toContain(doc.canaries[focal]!.secret);
+    const csvField = doc.canaries[focal]!.secret.replaceAll('"', '""'); // CSV doubles a quote
+    expect(readFileSync(join(out.audit_dir, 'report', 'report.csv'), 'utf8')).toContain(csvField);
   }, 600_000);
 });

@@ -281,7 +281,7 @@ def test_on_qwen3_a_template_that_rewrites_the_text_is_an_error(hub_env, tmp_pat
 
 @pytest.mark.full
 def test_on_qwen3_every_sampled_text_keeps_its_tokens_in_every_place(hub_env, tmp_path):
-    """The whole sampling on Qwen3 (random-initialised weights, real tokenizer; about 30 s of CPU,
+    """The whole sampling on Qwen3 (random-initialised weights, real tokenizer; about 40 s of CPU,
     mostly the allowed-token round trip over 151,669 tokens): each canary's secret, substitute and
     decoys tokenize as their `length` drawn ids alone and inside each of its rows and probes, no text
     holds an added token, and the rule did refuse draws (a row puts a space before the secret)."""
