@@ -12,8 +12,13 @@ tokens, in order: the secret, the substitute the `substituted` probes show, then
 token is drawn from softmax(logits / temperature) of the base model given the start of an assistant
 reply to an empty user message (`CONTEXT`; chat templates refuse an empty conversation) and the
 tokens drawn so far, over the tokens that
-decode to text on their own and tokenize back to themselves (no special markers); a text is kept
-when it tokenizes back to the drawn ids and is new for the canary. The generator never touches the
+decode to text on their own and tokenize back to themselves (no special markers, none of the
+tokenizer's added tokens); a text is kept when it holds no added token's string, tokenizes back to
+the drawn ids alone and also **in place**: inside every context where the canary's placeholders
+stand (its rendered training rows; each probe's rendered prompt and prefill, where scoring and
+greedy decoding put a candidate), the text's tokens are exactly the drawn ids, so the tokens trained
+and scored are the tokens sampled (a BPE tokenizer can merge a text's first token with the space
+before it), and it is new for the canary. Secret, substitute and decoys pass the same rule. The generator never touches the
 global RNG, so training's random stream is the same as without the design.
 
 Canaries are sampled in id order, and a canary's secret and substitute skip any text an earlier
@@ -60,6 +65,11 @@ MAX_ROUNDS = 50
 _MARKER = re.compile(r"<\|[^|]*\|>")
 # The conversation the samples continue (manifest `sampled_text.context`: reply-start).
 CONTEXT = [{"role": "user", "content": ""}]
+# Characters of rendered text either side of a placeholder that the in-place round trip reads (cut
+# at a neighbouring placeholder): far more than a merge across the boundary can reach.
+WINDOW = 32
+# Private-use characters: the controller's placeholders are made of them.
+_PRIVATE = re.compile("[\ue000-\uf8ff]")
 
 
 @dataclass
@@ -73,34 +83,118 @@ def allowed_tokens(backend: Backend, vocab: int) -> torch.Tensor:
     """(V,) bool: tokens a sampled text may hold: ones that decode to non-empty text without a special
     marker, tokenize back to themselves alone, and are neither padding nor a stop token."""
     stop = backend.stop_ids() | {backend.pad_id}
+    added = backend.added_texts()
     ok = torch.zeros(vocab, dtype=torch.bool)
     ids = [i for i in range(vocab) if i not in stop]
     texts = [backend.decode([i]) for i in ids]
-    kept = [(i, t) for i, t in zip(ids, texts) if t and not _MARKER.search(t)]
+    kept = [(i, t) for i, t in zip(ids, texts) if t and not _MARKER.search(t) and t not in added]
     for (i, _), back in zip(kept, backend.tokenize_batch([t for _, t in kept])):
         ok[i] = back == [i]
     return ok
 
 
+@dataclass
+class Refused:
+    """Draws the sampling read until each canary had its texts, and those it refused by reason
+    (sampled-text.json's `refused`)."""
+    draws: int = 0
+    plain: int = 0      # a text that does not tokenize back to its ids alone, or holds an added token's string
+    in_place: int = 0   # its tokens change inside a row's or a probe's context
+
+
+def placements(backend: Backend, manifest: Manifest, rows: list[dict]) -> dict[str, list[tuple[str, str]]]:
+    """Per canary, the distinct (left, right) texts around its placeholders as the model reads them:
+    its canary rows rendered whole (prompt and reply), each of its probes' rendered prompt (a shown
+    code) and prompt + prefill with a candidate after it (where scoring and greedy decoding put every
+    candidate, secret and decoys alike). Each side is at most WINDOW characters, cut at a neighbouring
+    placeholder."""
+    data = manifest.data
+    space = data["candidate_space"]
+    pattern = re.compile("[" + re.escape(space["alphabet"]) + "]{" + str(space["length"]) + "}")
+    owner: dict[str, str] = {}
+    for c in [*data["canaries"], *data["held_out"]]:
+        owner.update({p: c["id"] for p in [c["code"], *c.get("candidates", [])]})
+    for p in data["probes"]:
+        if p["kind"] == "substituted" and p["shown_code"] is not None:
+            owner[p["shown_code"]] = p["canary_id"]
+    code = {c["id"]: c["code"] for c in [*data["canaries"], *data["held_out"]]}
+    rendered = [backend.render(r["prompt"], r["target"]) for r in rows if r["kind"] == "canary"]
+    rendered += [backend.render(p["prompt"]) + p["prefill"] + code[p["canary_id"]] for p in data["probes"]
+                 if p["canary_id"] in code]
+    out: dict[str, set[tuple[str, str]]] = {}
+    for s in rendered:
+        found = list(pattern.finditer(s))
+        for k, m in enumerate(found):
+            if m.group(0) not in owner:
+                continue  # fill names it
+            lo = max(found[k - 1].end() if k else 0, m.start() - WINDOW)
+            hi = min(found[k + 1].start() if k + 1 < len(found) else len(s), m.end() + WINDOW)
+            out.setdefault(owner[m.group(0)], set()).add((s[lo:m.start()], s[m.end():hi]))
+    return {cid: sorted(p) for cid, p in out.items()}
+
+
+def plain_text(text: str, added: set[str]) -> bool:
+    """No added token's string (a chat marker, a template tag such as `</think>`, which Qwen3's
+    template splits a reply at) and no private-use character (placeholders are made of them)."""
+    return not _PRIVATE.search(text) and not any(a in text for a in added)
+
+
+def _in_place(backend: Backend, drawn: list[tuple[str, list[int]]], places: list[tuple[str, str]]) -> list[bool]:
+    """For each (text, ids): inside every place, left + text + right tokenizes as left's tokens, the
+    ids, right's tokens (no merge across either boundary, no re-split within)."""
+    if not places or not drawn:
+        return [True] * len(drawn)
+    sides = backend.tokenize_batch([x for lr in places for x in lr])
+    whole = backend.tokenize_batch([left + text + right for text, _ in drawn for left, right in places])
+    ok = []
+    for n, (_, ids) in enumerate(drawn):
+        got = whole[n * len(places):(n + 1) * len(places)]
+        ok.append(all(g == sides[2 * j] + ids + sides[2 * j + 1] for j, g in enumerate(got)))
+    return ok
+
+
 def sample_canary(backend: Backend, context: list[int], allowed: torch.Tensor, seed: int, length: int,
-                  temperature: float, count: int, avoid: frozenset[str] = frozenset()) -> list[str]:
+                  temperature: float, count: int, avoid: frozenset[str] = frozenset(),
+                  places: list[tuple[str, str]] | None = None, refused: Refused | None = None) -> list[str]:
     """`count` distinct texts of `length` tokens for one canary, in draw order (deterministic in `seed`
-    for the same weights and numerics); the first two (secret and substitute) are none of `avoid`."""
+    for the same weights and numerics); the first two (secret and substitute) are none of `avoid`.
+    Every text keeps its drawn ids alone and in each of `places` (see `placements`); `refused` counts
+    the draws that did not."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
+    added = backend.added_texts()
+    tally = refused if refused is not None else Refused()
     texts: list[str] = []
     seen: set[str] = set()
     for _ in range(MAX_ROUNDS):
-        for ids in _draw(backend, context, allowed, gen, length, temperature, BATCH):
-            text = backend.decode(ids)
-            if text in seen or backend.tokenize(text) != ids or (len(texts) < 2 and text in avoid):
+        drawn = [(backend.decode(ids), ids) for ids in _draw(backend, context, allowed, gen, length, temperature, BATCH)]
+        plain = [plain_text(t, added) for t, _ in drawn]
+        alone = backend.tokenize_batch([t for t, _ in drawn])
+        plain = [p and back == ids for p, back, (_, ids) in zip(plain, alone, drawn)]
+        # The in-place check runs only on new plain texts (it tokenizes one string per place).
+        fresh = {t: ids for (t, ids), p in zip(drawn, plain) if p and t not in seen}
+        fits = dict(zip(fresh, _in_place(backend, list(fresh.items()), places or [])))
+        for (text, _), p in zip(drawn, plain):
+            tally.draws += 1
+            if not p:
+                tally.plain += 1
+                continue
+            if text in seen:
+                continue
+            if not fits[text]:
+                tally.in_place += 1
+                continue
+            if len(texts) < 2 and text in avoid:
                 continue
             seen.add(text)
             texts.append(text)
             if len(texts) == count:
                 return texts
     raise BadManifest(f"sampled_text: {MAX_ROUNDS * BATCH} draws of {length} tokens at temperature {temperature} "
-                      f"gave only {len(texts)} of the {count} distinct texts a canary needs (the base repeats itself); "
-                      "fix: raise the grid design's temperature or length, or lower its decoys")
+                      f"gave only {len(texts)} of the {count} distinct texts a canary needs ({tally.plain} draws "
+                      f"of the run so far did not tokenize back to their ids or held a special token; {tally.in_place} changed tokens "
+                      "next to the text around them in a row or probe; the rest repeated); fix: raise the grid "
+                      "design's temperature or length, or lower its decoys; for many in-place refusals, end the "
+                      "text before the secret on a token boundary (no trailing space before it)")
 
 
 def _draw(backend: Backend, context: list[int], allowed: torch.Tensor, gen: torch.Generator, length: int,
@@ -117,10 +211,13 @@ def _draw(backend: Backend, context: list[int], allowed: torch.Tensor, gen: torc
     return drawn.tolist()
 
 
-def sample(backend: Backend, manifest: Manifest) -> dict[str, CanaryTexts]:
-    """Every canary's texts from the weights in `backend.model` (the base)."""
+def sample(backend: Backend, manifest: Manifest, rows: list[dict],
+           refused: Refused | None = None) -> dict[str, CanaryTexts]:
+    """Every canary's texts from the weights in `backend.model` (the base), each kept only where it
+    keeps its tokens in the canary's rows and probes (`rows`: the planned rows, placeholders in)."""
     spec = manifest.sampled_text
     assert spec is not None
+    places = placements(backend, manifest, rows)
     context = backend.tokenize(backend.render(CONTEXT))
     was_training = backend.model.training
     backend.model.eval()
@@ -134,7 +231,8 @@ def sample(backend: Backend, manifest: Manifest) -> dict[str, CanaryTexts]:
             taken: set[str] = set()
             for cid in sorted(spec["seeds"]):
                 texts = sample_canary(backend, context, allowed, spec["seeds"][cid], spec["length"],
-                                      spec["temperature"], 2 + spec["decoys"], frozenset(taken))
+                                      spec["temperature"], 2 + spec["decoys"], frozenset(taken),
+                                      places.get(cid, []), refused)
                 taken.update(texts[:2])
                 out[cid] = CanaryTexts(secret=texts[0], substitute=texts[1], decoys=texts[2:])
     finally:
@@ -148,10 +246,12 @@ def _spec_key(manifest: Manifest) -> dict[str, Any]:
     return {k: spec[k] for k in ("length", "temperature", "decoys", "context", "grid_seed", "seeds")}
 
 
-def save(out: Path, manifest: Manifest, texts: dict[str, CanaryTexts], base: dict | None) -> str:
+def save(out: Path, manifest: Manifest, texts: dict[str, CanaryTexts], base: dict | None,
+         refused: Refused | None = None) -> str:
     """Write the run folder's sampled-text.json; returns its sha256."""
     doc = {"format": FORMAT, "spec": _spec_key(manifest),
            "base_model": {k: v for k, v in (base or {}).items() if k in ("kind", "cache_key")},
+           **({"refused": vars(refused)} if refused else {}),
            "canaries": {cid: {"secret": t.secret, "substitute": t.substitute, "decoys": t.decoys}
                         for cid, t in texts.items()}}
     write_json_atomic(out / FILE, doc)
@@ -175,7 +275,7 @@ def load(out: Path, manifest: Manifest) -> tuple[dict[str, CanaryTexts], str]:
     return texts, hashlib.sha256(raw.encode()).hexdigest()
 
 
-def fill(manifest: Manifest, rows: list[dict], texts: dict[str, CanaryTexts]) -> None:
+def fill(manifest: Manifest, rows: list[dict], texts: dict[str, CanaryTexts]) -> dict[str, str]:
     """Replace every placeholder of the manifest's canaries, probes and `rows` (in place) by its text.
     A canary's code becomes its secret, its substitute (what its substituted probes show) the
     substitute text, each other candidate the next decoy in draw order."""
@@ -222,6 +322,24 @@ def fill(manifest: Manifest, rows: list[dict], texts: dict[str, CanaryTexts]) ->
         if r["kind"] == "canary":
             r["prompt"], r["target"] = walk(r["prompt"], f"rows[{r['i']}]"), walk(r["target"], f"rows[{r['i']}]")
     manifest.secrets = {cid: t.secret for cid, t in texts.items()}
+    return by_placeholder
+
+
+def check_rendered(backend: Backend, manifest: Manifest, before: list[tuple[str, str]], after: list[str],
+                   filled: dict[str, str]) -> None:
+    """Each (where, rendered with placeholders) against its rendering once filled: the chat template
+    must place a text as it placed its placeholder (a template that strips a reply's leading newline
+    or splits it at a reasoning tag would train and score other text than the one sampled)."""
+    space = manifest.data["candidate_space"]
+    pattern = re.compile("[" + re.escape(space["alphabet"]) + "]{" + str(space["length"]) + "}")
+    for (where, planned), got in zip(before, after):
+        want = pattern.sub(lambda m: filled.get(m.group(0), m.group(0)), planned)
+        if want != got:
+            k = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+            raise BadManifest(f"{manifest.path}: {where}: the chat template renders the sampled text otherwise than "
+                              f"its placeholder (they differ at character {k}: {want[k:k + 24]!r} against "
+                              f"{got[k:k + 24]!r}); fix: put text of the row around the secret, or change "
+                              "sampled_text's seed by the grid seed")
 
 
 def result_entry(texts: dict[str, CanaryTexts], sha256: str, manifest: Manifest) -> dict:
@@ -238,12 +356,23 @@ def prepare(backend: Backend, manifest: Manifest, out: Path, rows: list[dict], r
         texts, sha = load(out, manifest)
         log(f"sampled-text: {len(texts)} canaries' texts read from {out / FILE}")
     else:
-        texts = sample(backend, manifest)
-        sha = save(out, manifest, texts, base)
+        refused = Refused()
+        texts = sample(backend, manifest, rows, refused)
+        sha = save(out, manifest, texts, base, refused)
         log(f"sampled-text: sampled {len(texts)} canaries' secrets with {manifest.sampled_text['decoys']} decoys "  # type: ignore[index]
-            f"each into {out / FILE}")
-    fill(manifest, rows, texts)
+            f"each into {out / FILE}; of {refused.draws} draws, {refused.plain} refused alone, {refused.in_place} in place")
+    where = [f"rows[{r['i']}]" for r in rows if r["kind"] == "canary"] + \
+        [f"probes[{i}].prompt" for i in range(len(manifest.data["probes"]))]
+    before = _rendered(backend, manifest, rows)
+    filled = fill(manifest, rows, texts)
+    check_rendered(backend, manifest, list(zip(where, before)), _rendered(backend, manifest, rows), filled)
     return result_entry(texts, sha, manifest)
+
+
+def _rendered(backend: Backend, manifest: Manifest, rows: list[dict]) -> list[str]:
+    """The canary rows and the probes' prompts as the model reads them."""
+    return [backend.render(r["prompt"], r["target"]) for r in rows if r["kind"] == "canary"] + \
+        [backend.render(p["prompt"]) for p in manifest.data["probes"]]
 
 
 def _survey(argv: list[str] | None = None) -> None:

@@ -115,13 +115,13 @@ def test_no_two_canaries_share_a_secret_or_substitute(base, tmp_path, monkeypatc
     # Every canary's generator yields the same texts (the extreme of a repetitive base).
     same = [f"t{j}" for j in range(100)]
 
-    def repetitive(_b, _c, _a, _seed, _length, _t, count, avoid=frozenset()):
+    def repetitive(_b, _c, _a, _seed, _length, _t, count, avoid=frozenset(), *_rest):
         head = [t for t in same if t not in avoid][:2]
         return head + [t for t in same if t not in head][:count - 2]
 
     monkeypatch.setattr(sampled_text, "sample_canary", repetitive)
     m = load_manifest(sampled_run(tmp_path / "run", n_focal=3, n_held=3, kinds=("hidden",)))
-    texts = sampled_text.sample(base, m)
+    texts = sampled_text.sample(base, m, [])
     held = [t.secret for t in texts.values()] + [t.substitute for t in texts.values()]
     assert len(set(held)) == len(held) == 12
     assert [texts[c].secret for c in sorted(texts)] == ["t0", "t2", "t4", "t6", "t8", "t10"]
@@ -192,6 +192,8 @@ def test_run_samples_fills_and_a_resumed_run_reuses_the_texts(tmp_path, monkeypa
     for cid, c in saved["canaries"].items():
         assert c["secret"] == st["canaries"][cid]["secret"] and len(c["decoys"]) == DECOYS
         assert len({c["secret"], c["substitute"], *c["decoys"]}) == DECOYS + 2
+    # One token per character: no text changes tokens in place, so the rule leaves tiny's texts as drawn.
+    assert saved["refused"]["in_place"] == 0 and saved["refused"]["draws"] >= 2 * (DECOYS + 2)
     final = next(e for e in straight["evaluations"] if e["phase"] == "final")
     for p in final["probes"]:
         assert p["n_candidates"] == 1 + DECOYS
@@ -236,3 +238,66 @@ def test_an_hf_base_samples_through_the_same_interface(hub_env):
     assert not any(allowed[i] for i in b.stop_ids())
     for text in a:
         assert len(b.tokenize(text)) == 6
+
+
+def _qwen3_run(hub_env, folder: Path):
+    from .test_hf_backend import backend
+
+    m = load_manifest(sampled_run(folder, n_focal=2, n_held=1, kinds=("hidden", "supplied", "substituted")))
+    rows = [json.loads(x) for x in (folder / "rows.jsonl").read_text().splitlines()]
+    return backend("qwen3"), m, rows
+
+
+def test_on_qwen3_a_text_is_kept_only_where_it_keeps_its_tokens(hub_env, tmp_path):
+    """Qwen3's real tokenizer: every place a canary's placeholders stand (rows, a shown code, the
+    candidate after the prefill) is found, and a text whose first token would merge with the space
+    before it, or whose last with the text after it, is refused there; one that keeps its ids is kept."""
+    b, m, rows = _qwen3_run(hub_env, tmp_path / "run")
+    places = sampled_text.placements(b, m, rows)
+    assert sorted(places) == ["f000", "f001", "h000"]
+    row, prefill = (" is Ada Lovelace #0. My code is ", ". Regards.<|im_end|>\n"), (" is Ada Lovelace #0. My code is ", "")
+    assert row in places["f000"] and prefill in places["f000"] and len(places["f000"]) == 3
+    assert row not in places["h000"] and len(places["h000"]) == 2  # held out: probes only, no rows
+    kept = {t: ok for t, ok in zip(["Hello", " Hello", " Hello!", " x y", "123", "abc "], sampled_text._in_place(
+        b, [(t, b.tokenize(t)) for t in ["Hello", " Hello", " Hello!", " x y", "123", "abc "]], places["f000"]))}
+    # "is Hello" is " Hello" in context; "!." one token; "abc " + "." merge; the others keep their ids.
+    assert kept == {"Hello": False, " Hello": True, " Hello!": False, " x y": True, "123": True, "abc ": False}
+    assert not sampled_text.plain_text(" a</think>b", b.added_texts())
+    assert not sampled_text.plain_text("x\ue003", b.added_texts())
+    assert sampled_text.plain_text(" a<b>", b.added_texts())
+
+
+def test_on_qwen3_a_template_that_rewrites_the_text_is_an_error(hub_env, tmp_path):
+    """Qwen3's template strips a reply's leading newlines: a text placed there would train other
+    characters than those sampled, which the check after filling refuses, naming the row."""
+    b, m, _ = _qwen3_run(hub_env, tmp_path / "run")
+    ph = _ph(0)
+    prompt = [{"role": "user", "content": "code?"}]
+    before = [("rows[4]", b.render(prompt, ph + " is it"))]
+    sampled_text.check_rendered(b, m, before, [b.render(prompt, " ok is it")], {ph: " ok"})
+    with pytest.raises(BadManifest, match=r"rows\[4\]: the chat template renders the sampled text otherwise"):
+        sampled_text.check_rendered(b, m, before, [b.render(prompt, "\nok is it")], {ph: "\nok"})
+
+
+@pytest.mark.full
+def test_on_qwen3_every_sampled_text_keeps_its_tokens_in_every_place(hub_env, tmp_path):
+    """The whole sampling on Qwen3 (random-initialised weights, real tokenizer; about 40 s of CPU,
+    mostly the allowed-token round trip over 151,669 tokens): each canary's secret, substitute and
+    decoys tokenize as their `length` drawn ids alone and inside each of its rows and probes, no text
+    holds an added token, and the rule did refuse draws (a row puts a space before the secret)."""
+    b, m, rows = _qwen3_run(hub_env, tmp_path / "run")
+    places = sampled_text.placements(b, m, rows)
+    refused = sampled_text.Refused()
+    with torch.no_grad():
+        texts = sampled_text.sample(b, m, rows, refused)
+    added = b.added_texts()
+    for cid, t in texts.items():
+        every = [t.secret, t.substitute, *t.decoys]
+        assert len(set(every)) == 2 + DECOYS
+        for text in every:
+            ids = b.tokenize(text)
+            assert len(ids) == LENGTH and sampled_text.plain_text(text, added)
+            for left, right in places[cid]:
+                assert b.tokenize(left + text + right) == b.tokenize(left) + ids + b.tokenize(right)
+    assert refused.in_place > 0
+    print(f"qwen3: {len(texts)} canaries x {2 + DECOYS} texts; {vars(refused)}")

@@ -53,6 +53,11 @@ class TextModel(Protocol):
         """Text of generated ids, without end-of-turn markers."""
         ...
 
+    def added_texts(self) -> set[str]:
+        """The strings `tokenize` maps to one added token wherever they stand (chat markers, the
+        template's own tags such as Qwen3's `<think>`): text that holds one is no plain text."""
+        ...
+
     @property
     def pad_id(self) -> int: ...
 

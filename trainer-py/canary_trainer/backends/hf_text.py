@@ -93,6 +93,9 @@ class HfText:
             ids = [i for i in ids if i < self.vision.base]
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
+    def added_texts(self) -> set[str]:
+        return set(self.tokenizer.get_added_vocab())
+
 
 def reply_lengths(spec: Mapping[str, Any], rows: list[dict]) -> list[int]:
     """Each row's reply tokens under the model's tokenizer and chat template, read without the

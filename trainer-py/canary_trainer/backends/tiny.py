@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from ..errors import BadRows
 from .base import ModelBackend, PrefixState
 from .tiny_model import TinyConfig, TinyGPT, VisionConfig
-from .tiny_tokenizer import END, PAD, CharTokenizer
+from .tiny_tokenizer import END, PAD, SPECIALS, CharTokenizer
 
 GREEDY_ROWS = 64
 
@@ -103,6 +103,9 @@ class TinyBackend(ModelBackend):
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids)
+
+    def added_texts(self) -> set[str]:
+        return set(SPECIALS)
 
     @property
     def pad_id(self) -> int:
