@@ -186,17 +186,18 @@ class _Run:
         self.state = RunState.from_meta(self.saved.meta) if self.saved else \
             RunState(at_start=provenance.stamp(self.versions))
         self.inputs = inputs
+        self.main = placement.main
+        # sampled-text: the secrets come from the base, so the rows are read (and checked) once the
+        # base is in place (resume_or_start); result.json's `sampled_text` then. Otherwise the
+        # training rows are checked first, before the utility rows (a too-long row names rows.jsonl).
+        self.sampled: dict | None = None
+        if manifest.sampled_text is None:
+            self._rows_ready()
         self.utility = encode_rows(self.backend, inputs.utility_rows, self.tr.max_length, inputs.utility_path) \
             if inputs.utility_path else []
         self.utility_rows = inputs.utility_rows
         # Generation limit of the utility rows when utility.metrics asks for replies (None: loss only).
         self.utility_gen = manifest.utility_generation
-        self.main = placement.main
-        # sampled-text: the secrets come from the base, so the rows are read (and checked) once the
-        # base is in place (resume_or_start); result.json's `sampled_text` then.
-        self.sampled: dict | None = None
-        if manifest.sampled_text is None:
-            self._rows_ready()
         self.start_update = self.saved.update if self.saved else 0
         self.evaluator = Evaluator(self.scorer, manifest, self.out, self.ev, opts.stop) if self.main else None
         self.final_utility: float | None = None
