@@ -1,5 +1,4 @@
 // tier: slow (the trainer)
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,11 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageImages, type Manifest, type Result, type Row } from '../../src/contracts/index.js';
 import { sha256Hex } from '../../src/hash.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
-import { trainerPython } from '../../src/runner/python.js';
 import { validate } from '../../src/schemas/index.js';
 import { hasTorch } from '../helpers/torch.js';
 import { runMain } from '../queue/helpers/main.js';
+import { buildTestHub, offlineHubEnv } from './hf-hub.js';
 
 /**
  * One whole audit on the hf backend through the queue, on CPU: `canary-audit run` plans the grid
@@ -26,35 +24,15 @@ const VLM_GRID = fileURLToPath(new URL('./hf-vlm-audit.yaml', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'canary-audit-hf-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/**
- * Build (or reuse) the test models' Hugging Face cache with the trainer's own fixture builders,
- * the text models (hf_fixtures) and the vision-language ones (vlm_fixtures, which imports
- * hf_fixtures relatively: both load as the trainer's `tests` package), in one Python start.
- */
-function buildHub(): string {
-  const script =
-    'import sys; sys.path.insert(0, sys.argv[1]); from tests import hf_fixtures as f, vlm_fixtures as v; r = f.missing_reason(); print(r and "SKIP " + r or [f.build_hub(), v.build_vlm_hub()][0])';
-  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py')], {
-    encoding: 'utf8',
-    timeout: 300_000,
-  }).trim();
-}
-
 describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
   let hub = '';
   beforeAll(() => {
-    hub = buildHub();
+    hub = buildTestHub({ vlm: true });
   }, 300_000);
 
   it('plans with the cached revision, trains with transformers, scores 10,000 codes, reports', async () => {
     expect(hub.startsWith('SKIP'), hub).toBe(false);
-    const env = {
-      HF_HUB_CACHE: hub,
-      HF_HUB_OFFLINE: '1',
-      TRANSFORMERS_OFFLINE: '1',
-      REDIS_URL: undefined,
-      CANARY_AUDIT_HOME: undefined,
-    };
+    const env = offlineHubEnv(hub);
     const result = await runMain(['run', GRID, '--cpu', '1', '--artifacts', join(root, 'artifacts'), '--json'], env);
     expect(result.code, result.stderr).toBe(0);
     const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number>; report: string[] };
@@ -111,13 +89,7 @@ describe.skipIf(!hasTorch)('an hf audit through the queue (CPU)', () => {
 
   it('audits a Qwen2.5-VL model on GUI grounding: image manifests, image probes over 10,000 codes, grounding utility, frozen tower', async () => {
     expect(hub.startsWith('SKIP'), hub).toBe(false);
-    const env = {
-      HF_HUB_CACHE: hub,
-      HF_HUB_OFFLINE: '1',
-      TRANSFORMERS_OFFLINE: '1',
-      REDIS_URL: undefined,
-      CANARY_AUDIT_HOME: undefined,
-    };
+    const env = offlineHubEnv(hub);
     const result = await runMain(
       ['run', VLM_GRID, '--cpu', '1', '--artifacts', join(root, 'vlm-artifacts'), '--json'],
       env,

@@ -1,5 +1,4 @@
 // tier: full (the trainer samples, trains and scores on a Qwen3-architecture model: about 1.5 minutes on 2 cores)
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,11 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest, Result } from '../../src/contracts/index.js';
 import { sha256Hex } from '../../src/hash.js';
-import { PACKAGE_ROOT } from '../../src/paths.js';
-import { trainerPython } from '../../src/runner/python.js';
 import { validate } from '../../src/schemas/index.js';
 import { hasTorch } from '../helpers/torch.js';
 import { runMain } from '../queue/helpers/main.js';
+import { buildTestHub, offlineHubEnv } from './hf-hub.js';
 
 /**
  * A sampled-text audit on the hf backend through the queue, on CPU: the trainer samples each
@@ -24,30 +22,15 @@ const GRID = fileURLToPath(new URL('./hf-sampled-audit.yaml', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'canary-audit-hf-sampled-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function buildHub(): string {
-  const script =
-    'import sys; sys.path.insert(0, sys.argv[1]); from tests import hf_fixtures as f; r = f.missing_reason(); print(r and "SKIP " + r or f.build_hub())';
-  return execFileSync(trainerPython(), ['-c', script, join(PACKAGE_ROOT, 'trainer-py')], {
-    encoding: 'utf8',
-    timeout: 300_000,
-  }).trim();
-}
-
 describe.skipIf(!hasTorch)('a sampled-text audit on an hf model through the queue (CPU)', () => {
   let hub = '';
   beforeAll(() => {
-    hub = buildHub();
+    hub = buildTestHub();
   }, 300_000);
 
   it('samples the texts on the real tokenizer, fills them in, trains, scores 64 texts per probe, reports', async () => {
     expect(hub.startsWith('SKIP'), hub).toBe(false);
-    const env = {
-      HF_HUB_CACHE: hub,
-      HF_HUB_OFFLINE: '1',
-      TRANSFORMERS_OFFLINE: '1',
-      REDIS_URL: undefined,
-      CANARY_AUDIT_HOME: undefined,
-    };
+    const env = offlineHubEnv(hub);
     const result = await runMain(['run', GRID, '--cpu', '1', '--artifacts', join(root, 'artifacts'), '--json'], env);
     expect(result.code, result.stderr).toBe(0);
     const out = JSON.parse(result.stdout) as { audit_dir: string; counts: Record<string, number> };

@@ -5,16 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { planAuditText, writeAudit } from '../../src/manifest/index.js';
 import { buildManifestCore } from '../../src/manifest/manifest.js';
 import { PLACEHOLDER_ALPHABET, placeholderSpace, sampledTextSeed } from '../../src/manifest/sampled-text.js';
+import { STAMP } from '../helpers/stamp.js';
 
-const STAMP = {
-  component: 'controller',
-  git_commit: null,
-  git_dirty: null,
-  code_sha256: '0'.repeat(64),
-  versions: {},
-  host: 'test',
-  time: '2020-01-01T00:00:00.000Z',
-} as const;
 const plan = (text: string) => planAuditText('grid.yaml', text, { ...STAMP, versions: {} });
 const grid = (design: string, visibility = 'redacted'): string => `
 seed: 3

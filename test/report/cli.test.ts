@@ -110,7 +110,9 @@ describe('canary-audit report', () => {
     expect(help).toMatch(
       /^Usage: canary-audit report AUDIT \[--format LIST\] \[--out DIR\] \[--artifacts DIR\] \[--seed N\] \[--resamples N\]\s+\[--margin BITS\]\s+\[--threshold-strategy NAME\]\s+\[--extrapolate\]\s+\[--json\] \[--help\]\n/,
     );
-    expect(help).toMatch(/--threshold-strategy NAME\s+How the Clopper–Pearson, binomial one-run and f-DP one-run ε bounds pick their threshold: bonferroni/);
+    expect(help).toMatch(
+      /--threshold-strategy NAME\s+How the Clopper–Pearson, binomial one-run and f-DP one-run ε bounds pick their threshold: bonferroni/,
+    );
     expect(help).toMatch(/--extrapolate\s+Extrapolated exposure for probes of a sampled candidate space/);
     expect(help).toMatch(
       /--margin BITS\s+Equivalence margin of the verdicts, bits \(> 0\)\. Default: the grid's analysis\.margin_bits, else 1\./,
