@@ -1,5 +1,5 @@
 import type { Provenance } from '../provenance/index.js';
-import type { ProbeKind } from './manifest.js';
+import type { ProbeKind, SampledTextSpec } from './manifest.js';
 
 /** schemas/result.schema.json (canary-audit.result/1). Paths relative to result.json's folder. */
 export const RESULT_VERSION = 'canary-audit.result/1';
@@ -167,14 +167,8 @@ export interface SkippedCheckpoint {
 }
 
 /** result.json `sampled_text`: the manifest's spec repeated, the run folder's file of every text, each canary's secret and substitute. */
-export interface SampledTextResult {
+export interface SampledTextResult extends SampledTextSpec {
   file: string;
   sha256: string;
-  length: number;
-  temperature: number;
-  decoys: number;
-  context: 'reply-start';
-  grid_seed: number;
-  seeds: Record<string, number>;
   canaries: Record<string, { secret: string; substitute: string }>;
 }
