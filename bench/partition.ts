@@ -17,14 +17,11 @@
  * then: the report counts those that were). `npm run build` first: the hosts run dist/cli/main.js. --record NAME also writes
  * the output as the benchmark record bench/results/<date>-NAME.md (see bench/records.ts).
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { docHelp } from './help.js';
 
-const HELP = readFileSync(new URL(import.meta.url), 'utf8')
-  .split('*/')[0]!
-  .replace(/^\/\*\*\n?/, '')
-  .replace(/^ \* ?/gm, '');
+const HELP = docHelp(import.meta.url);
 const { values } = parseArgs({
   options: {
     hosts: { type: 'string', default: '8' },

@@ -51,11 +51,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
+import { docHelp } from './help.js';
 
-const HELP = readFileSync(new URL(import.meta.url), 'utf8')
-  .split('*/')[0]!
-  .replace(/^\/\*\*\n?/, '')
-  .replace(/^ \* ?/gm, '');
+const HELP = docHelp(import.meta.url);
 const { values } = parseArgs({
   options: {
     sizes: { type: 'string', default: '100,1000' },

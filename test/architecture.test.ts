@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  * from a strictly lower layer; nothing imports upward or sideways, and no file-level cycle exists.
  */
 const LAYERS: string[][] = [
-  ['errors', 'paths', 'layout', 'hash', 'sleep', 'random'],
+  ['errors', 'paths', 'layout', 'hash', 'sleep', 'random', 'pid'],
   ['log', 'fs'],
   ['schemas', 'provenance'],
   ['contracts'],

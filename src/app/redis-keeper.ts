@@ -1,5 +1,6 @@
 import { log } from '../log.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../queue/index.js';
+import { pidAlive } from '../pid.js';
 
 /**
  * `run`'s private redis-server, kept alive: if it dies while the audit runs (killed by hand, by the
@@ -36,7 +37,7 @@ export class EmbeddedRedisKeeper {
   }
 
   private check(): Promise<void> {
-    if (this.stopped || this.restarting || alive(this.current.pid)) return Promise.resolve();
+    if (this.stopped || this.restarting || pidAlive(this.current.pid)) return Promise.resolve();
     log.warn(
       { port: this.current.port },
       'the private redis-server exited; starting it again on the same port and append-only file',
@@ -50,14 +51,5 @@ export class EmbeddedRedisKeeper {
         this.restarting = null;
       });
     return this.restarting;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pidAlive } from '../pid.js';
 
 /**
  * Staging names under <audit>/.tmp/ say who writes them (host~pid~...), so a later write can
@@ -35,19 +36,10 @@ export async function cleanStaleStaging(stagingDir: string, now = Date.now()): P
 async function isStale(name: string, path: string, now: number): Promise<boolean> {
   const [, host, pidText] = name.split(SEP);
   const pid = Number(pidText);
-  if (host === hostname() && Number.isInteger(pid)) return !alive(pid);
+  if (host === hostname() && Number.isInteger(pid)) return !pidAlive(pid);
   const mtime = await stat(path).then(
     (s) => s.mtimeMs,
     () => now,
   );
   return now - mtime > OTHER_HOST_AGE_MS;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -179,10 +179,7 @@ export function crossedAuc(runs: readonly AucRun[], options: CrossedAucOptions =
     // DeLong's variance of each run's AUC, from its interval's wider half (the interval is clipped to [0, 1]).
     const z = normalZ(confidence);
     const within = perRun.reduce((a, x) => a + (Math.max(x.hi - x.estimate, x.estimate - x.lo) / z) ** 2, 0) / (k * k);
-    const v: VarianceEstimate =
-      between >= within
-        ? { variance: between, df: k - 1, design: 'nested' }
-        : { variance: within, df: k - 1, design: 'nested' };
+    const v: VarianceEstimate = { variance: Math.max(between, within), df: k - 1, design: 'nested' };
     const i = studentizedInterval(estimate, v, alpha, [0, 1]);
     return {
       estimate,

@@ -8,6 +8,7 @@ import { CanaryAuditError } from '../errors.js';
 import { writeFileAtomic } from '../fs/atomic.js';
 import { parseRedisUrl, type RedisTarget } from './connection.js';
 import { sleep } from '../sleep.js';
+import { pidAlive } from '../pid.js';
 
 /**
  * A private redis-server for one machine (`canary-audit run`): append-only file on, data in the
@@ -254,11 +255,7 @@ function isRedisProcess(pid: number): boolean {
 async function waitGone(pid: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (!pidAlive(pid)) return;
     await sleep(50);
   }
 }

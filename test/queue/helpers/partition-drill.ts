@@ -8,6 +8,7 @@ import { sleep } from '../../../src/sleep.js';
 import { SHUTDOWN_MARGIN_MS } from '../../../src/worker/index.js';
 import { fastTuning, standInEnv, waitFor, writeFixtureAudit } from './fixtures.js';
 import { trainedTwice } from './outage-drill.js';
+import { pidAlive } from '../../../src/pid.js';
 
 /**
  * The partition drill: a Redis host and `hosts` worker hosts, each a network namespace the drill
@@ -217,7 +218,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     const cutPids = onHost0.map((r) => r.progress?.trainer_pid).filter((p): p is number => typeof p === 'number');
     ip('-n', hostNs(0), 'link', 'set', hostLink(0), 'down');
     await sleep(Math.max(o.cutMs, 2 * o.lockMs));
-    const cutTrainersAlive = cutPids.filter(alive).length;
+    const cutTrainersAlive = cutPids.filter(pidAlive).length;
     // Where host 0's runs are at the end of the cut: taken by another host (or done there).
     const [atCut] = await collectStatus(conn, audit.auditId);
     const handedOver = (atCut?.runs ?? []).filter(
@@ -239,7 +240,7 @@ export async function runPartitionDrill(o: PartitionDrillOptions): Promise<Parti
     for (let i = 0; i < o.hosts; i += 1) ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'down');
     await sleep(o.outageMs);
     // No host can renew a lock: every trainer must have stopped (when the outage outlasts the lock).
-    const outageTrainersAlive = outagePids.filter(alive).length;
+    const outageTrainersAlive = outagePids.filter(pidAlive).length;
     for (let i = 0; i < o.hosts; i += 1) ip('-n', hostNs(i), 'link', 'set', hostLink(i), 'up');
 
     const status = await waitFor(
@@ -377,15 +378,6 @@ function logTail(path: string, count = 3): string {
       .map((l) => l.slice(0, 300))
       .join('\n'),
   );
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** kill -9 every process left in a network namespace the drill made. */
